@@ -1,0 +1,1 @@
+"""Headless faces of the data: JSON snapshots, record/replay, Prometheus."""

@@ -1,0 +1,1 @@
+"""Starting instrumented training processes: `xfertop run` and the `xfertop demo` job."""

@@ -1,0 +1,75 @@
+"""Training jobs as the viewer sees them: ranks read from ring files, grouped into jobs.
+
+The ring's wire format lives in xfertop.wire; sources.jobs turns ring records into these.
+Times are milliseconds; a GPU-clock field is None where the step had no CUDA timing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+RankStatus = Literal["live", "stalled", "finished"]
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    step: int
+    #: Wall time from this step's next() call to the next step's next() call (CPU clock).
+    wall_ms: float
+    #: Time blocked in next(loader) (CPU clock).
+    data_wait_ms: float
+    #: Host time spent in the copy call(s): large when copies from pageable memory are synchronous.
+    copy_cpu_ms: float
+    #: GPU clock: batch ready -> copied.
+    copy_gpu_ms: float | None
+    #: GPU clock: copied -> step end.
+    compute_gpu_ms: float | None
+    #: GPU clock: previous step end -> this batch ready: the part of the wait the GPU felt.
+    gpu_idle_ms: float | None
+    h2d_bytes: int
+    samples: int
+    #: Every copied tensor of the step came from pinned memory.
+    pinned: bool
+    #: non_blocking=True was asked of a pageable source (silently synchronous).
+    pageable_non_blocking: bool
+
+
+@dataclass(frozen=True)
+class RankState:
+    pid: int
+    host: str
+    rank: int | None
+    local_rank: int | None
+    world_size: int | None
+    #: TORCHELASTIC_RUN_ID, else MASTER_ADDR:PORT, else the parent pid: what groups ranks into a job.
+    job_key: str
+    device: str
+    argv: tuple[str, ...]
+    status: RankStatus
+    #: Seconds since the reporter last wrote a heartbeat.
+    heartbeat_age_s: float
+    #: Most recent steps, oldest first (the ring's history: a late viewer still sees them).
+    steps: tuple[StepRecord, ...]
+    pinned_host_bytes: int | None
+    dataloader_workers: int | None
+    reporter_errors: int
+    reporter_disabled: bool
+    ring_path: str
+
+
+@dataclass(frozen=True)
+class JobState:
+    job_key: str
+    name: str
+    ranks: tuple[RankState, ...]
+
+
+@dataclass(frozen=True)
+class JobsState:
+    timestamp: float
+    jobs: tuple[JobState, ...]
+    ring_dir: str
+    #: Files the viewer could not use, each with a one-line reason (unknown version, foreign owner...).
+    problems: tuple[str, ...] = ()
+    error: str | None = None

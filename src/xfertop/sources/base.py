@@ -1,0 +1,107 @@
+"""The one shape every sampler has: a daemon thread that calls ``sample()`` and publishes the result."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class PollingSource(Generic[T]):
+    """Runs ``sample()`` every ``interval_s`` on its own thread and keeps the latest result.
+
+    Subclasses implement ``sample()``; it must not raise for expected failures (missing driver,
+    dead process): put the reason in the snapshot instead. An unexpected exception is kept in
+    ``last_error`` and the loop carries on. Listeners are called on the source thread with each
+    new snapshot; they must be quick and thread-safe (Textual's ``post_message`` is).
+    """
+
+    name = "source"
+
+    def __init__(self, interval_s: float) -> None:
+        self._interval_s = interval_s
+        self._latest: T | None = None
+        self._listeners: list[Callable[[T], None]] = []
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._published = threading.Condition()
+        self.last_error: str | None = None
+
+    # -- to implement -------------------------------------------------------------------------
+    def sample(self) -> T:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release resources (called on the source thread after the loop ends)."""
+
+    # -- public ---------------------------------------------------------------------------------
+    @property
+    def interval_s(self) -> float:
+        return self._interval_s
+
+    @interval_s.setter
+    def interval_s(self, value: float) -> None:
+        self._interval_s = value
+        self._wake.set()
+
+    def subscribe(self, listener: Callable[[T], None]) -> None:
+        self._listeners.append(listener)
+
+    def latest(self) -> T | None:
+        return self._latest
+
+    def sample_once(self) -> T:
+        """Sample on the calling thread and publish (for ``--once`` and tests)."""
+        snapshot = self.sample()
+        self._publish(snapshot)
+        return snapshot
+
+    def wait_for_sample(self, timeout_s: float) -> T | None:
+        """Block until at least one snapshot has been published, or the timeout passes."""
+        with self._published:
+            self._published.wait_for(lambda: self._latest is not None, timeout=timeout_s)
+        return self._latest
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name=f"xfertop-{self.name}", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def poke(self) -> None:
+        """Sample now instead of waiting out the interval."""
+        self._wake.set()
+
+    # -- internals --------------------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                started = time.monotonic()
+                try:
+                    self._publish(self.sample())
+                    self.last_error = None
+                except Exception as exc:  # noqa: BLE001 - a sampler must outlive a bad sample
+                    self.last_error = f"{self.name}: {type(exc).__name__}: {exc}"
+                remaining = self._interval_s - (time.monotonic() - started)
+                if remaining > 0:
+                    self._wake.wait(remaining)
+                self._wake.clear()
+        finally:
+            self.close()
+
+    def _publish(self, snapshot: T) -> None:
+        with self._published:
+            self._latest = snapshot
+            self._published.notify_all()
+        for listener in list(self._listeners):
+            listener(snapshot)

@@ -1,0 +1,1 @@
+"""The Textual face of xfertop: renders the latest snapshots, never samples hardware itself."""

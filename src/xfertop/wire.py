@@ -1,0 +1,1 @@
+"""The ring wire format: owned here, imported by both the reporter and the viewer."""
