@@ -1,0 +1,5 @@
+import sys
+
+from xfertop.cli import main
+
+sys.exit(main())
