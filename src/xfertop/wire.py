@@ -1,1 +1,254 @@
-"""The ring wire format: owned here, imported by both the reporter and the viewer."""
+"""The ring wire format: owned here, imported by both the reporter and the viewer.
+
+One file per training process: a 4 KiB header, then ``capacity`` fixed-size step records. Every
+numeric field is a native little-endian int64 in an 8-byte aligned slot, so each field is written and
+read with one aligned 8-byte memory access (through ``memoryview.cast("q")``) and can never tear.
+A record is guarded by a per-slot sequence word (a seqlock): the writer makes it odd, writes the body,
+then makes it even; a reader keeps a record only if it saw the same even word before and after.
+Strings (host, run id, argv...) are written once before the magic, which is written last.
+See docs/ring-format.md.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from typing import Any
+
+MAGIC = b"XFERTOP\x00"
+VERSION = 1
+BYTE_ORDER_MARK = 0x0102030405060708
+HEADER_BYTES = 4096
+RECORD_WORDS = 12
+RECORD_BYTES = RECORD_WORDS * 8
+DEFAULT_CAPACITY = 1024
+MAX_CAPACITY = 1 << 20
+RING_SUFFIX = ".ring"
+
+# -- header: int64 word indexes ------------------------------------------------------------------
+# Word 0 is the magic (8 bytes), word 1 the version; both are checked before anything else is read.
+H_MAGIC, H_VERSION, H_BYTE_ORDER, H_HEADER_BYTES, H_RECORD_BYTES, H_CAPACITY = 0, 1, 2, 3, 4, 5
+H_UID, H_PID, H_PPID, H_START_TICKS, H_CREATED_UNIX_NS = 6, 7, 8, 9, 10
+H_RANK, H_LOCAL_RANK, H_WORLD_SIZE = 11, 12, 13
+# Mutable words, each written alone by the reporter (one aligned store each).
+H_HEARTBEAT_NS, H_WRITE_INDEX, H_ERRORS, H_STATE_FLAGS = 32, 33, 34, 35
+H_PINNED_BYTES, H_PINNED_ACTIVE_BYTES, H_WORKERS, H_GPU_DROPPED = 36, 37, 38, 39
+
+# Header state flags.
+STATE_DISABLED = 1
+STATE_CLOSED = 2
+
+# -- header strings: (byte offset, byte length); a 4-byte little-endian length, then UTF-8 ------------
+STRINGS: dict[str, tuple[int, int]] = {
+    "host": (512, 128),
+    "run_id": (640, 128),
+    "master": (768, 128),
+    "device": (896, 64),
+    "argv": (1024, 2048),  # NUL-separated arguments
+}
+
+# -- step record: int64 word offsets inside a slot -----------------------------------------------
+R_SEQ, R_STEP, R_START_NS, R_WALL_NS, R_DATA_WAIT_NS, R_COPY_CPU_NS = 0, 1, 2, 3, 4, 5
+R_COPY_GPU_NS, R_COMPUTE_GPU_NS, R_GPU_IDLE_NS, R_H2D_BYTES, R_SAMPLES, R_FLAGS = 6, 7, 8, 9, 10, 11
+#: A GPU field not (yet) measured.
+NO_VALUE = -1
+
+# Record flags.
+F_PINNED = 1
+F_PAGEABLE_NON_BLOCKING = 2
+F_GPU_PENDING = 4  # CUDA events recorded; the GPU fields will be patched in when they complete
+F_GPU_RESOLVED = 8
+F_GPU_DROPPED = 16  # too many steps pending: GPU timing given up for this one
+F_COPIED = 32  # a copy was made or marked this step
+
+
+def ring_bytes(capacity: int) -> int:
+    return HEADER_BYTES + capacity * RECORD_BYTES
+
+
+def slot_word(capacity: int, step: int) -> int:
+    """Word index of the first word of the slot that holds ``step``."""
+    return HEADER_BYTES // 8 + (step % capacity) * RECORD_WORDS
+
+
+# -- writer side ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RingIdentity:
+    uid: int
+    pid: int
+    ppid: int
+    start_ticks: int
+    created_unix_ns: int
+    rank: int | None
+    local_rank: int | None
+    world_size: int | None
+    host: str
+    run_id: str
+    master: str
+    device: str
+    argv: tuple[str, ...]
+
+
+def _put_string(buf: Any, name: str, text: str) -> None:
+    offset, length = STRINGS[name]
+    raw = text.encode("utf-8", "replace")[: length - 4]
+    buf[offset : offset + length] = (len(raw).to_bytes(4, "little") + raw).ljust(length, b"\x00")
+
+
+def encode_argv(argv: tuple[str, ...]) -> str:
+    return "\x00".join(argv)
+
+
+def write_header(buf: Any, words: memoryview, identity: RingIdentity, capacity: int) -> None:
+    """Fill a zeroed ring; the magic goes last so a reader never trusts a half-written header."""
+    words[H_VERSION] = VERSION
+    words[H_BYTE_ORDER] = BYTE_ORDER_MARK
+    words[H_HEADER_BYTES] = HEADER_BYTES
+    words[H_RECORD_BYTES] = RECORD_BYTES
+    words[H_CAPACITY] = capacity
+    words[H_UID] = identity.uid
+    words[H_PID] = identity.pid
+    words[H_PPID] = identity.ppid
+    words[H_START_TICKS] = identity.start_ticks
+    words[H_CREATED_UNIX_NS] = identity.created_unix_ns
+    words[H_RANK] = NO_VALUE if identity.rank is None else identity.rank
+    words[H_LOCAL_RANK] = NO_VALUE if identity.local_rank is None else identity.local_rank
+    words[H_WORLD_SIZE] = NO_VALUE if identity.world_size is None else identity.world_size
+    for word in (H_PINNED_BYTES, H_PINNED_ACTIVE_BYTES, H_WORKERS):
+        words[word] = NO_VALUE
+    _put_string(buf, "host", identity.host)
+    _put_string(buf, "run_id", identity.run_id)
+    _put_string(buf, "master", identity.master)
+    _put_string(buf, "device", identity.device)
+    _put_string(buf, "argv", encode_argv(identity.argv))
+    buf[0:8] = MAGIC
+
+
+def set_device_string(buf: Any, device: str) -> None:
+    _put_string(buf, "device", device)
+
+
+# -- reader side ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RingHeader:
+    version: int
+    capacity: int
+    uid: int
+    pid: int
+    ppid: int
+    start_ticks: int
+    created_unix_ns: int
+    rank: int | None
+    local_rank: int | None
+    world_size: int | None
+    host: str
+    run_id: str
+    master: str
+    device: str
+    argv: tuple[str, ...]
+
+
+class RingFormatError(Exception):
+    """The file is not a ring this viewer can read; the message is a sentence for the user."""
+
+
+class UnknownVersionError(RingFormatError):
+    pass
+
+
+def _get_string(buf: Any, name: str) -> str:
+    offset, length = STRINGS[name]
+    used = int.from_bytes(bytes(buf[offset : offset + 4]), "little")
+    if used > length - 4:
+        raise RingFormatError(f"malformed: the {name} string claims {used} bytes")
+    return bytes(buf[offset + 4 : offset + 4 + used]).decode("utf-8", "replace")
+
+
+def _optional(value: int) -> int | None:
+    return None if value < 0 else value
+
+
+def read_header(buf: Any, words: memoryview, file_bytes: int) -> RingHeader:
+    """Validate and decode a header; raises RingFormatError with a sentence when it cannot."""
+    if file_bytes < HEADER_BYTES:
+        raise RingFormatError(f"truncated: {file_bytes} bytes, shorter than the {HEADER_BYTES}-byte header")
+    if bytes(buf[0:8]) != MAGIC:
+        raise RingFormatError("not an xfertop ring (bad magic)")
+    version = words[H_VERSION]
+    if version != VERSION:
+        raise UnknownVersionError(
+            f"ring format version {version} is not known to this viewer (it reads version {VERSION}); "
+            "upgrade xfertop to read it"
+        )
+    if words[H_BYTE_ORDER] != BYTE_ORDER_MARK:
+        raise RingFormatError("written with another byte order")
+    if words[H_HEADER_BYTES] != HEADER_BYTES or words[H_RECORD_BYTES] != RECORD_BYTES:
+        raise RingFormatError("malformed: header or record size does not match version 1")
+    capacity = words[H_CAPACITY]
+    if not 1 <= capacity <= MAX_CAPACITY:
+        raise RingFormatError(f"malformed: capacity {capacity} is out of range")
+    if file_bytes < ring_bytes(capacity):
+        raise RingFormatError(
+            f"truncated: {file_bytes} bytes, but {capacity} records need {ring_bytes(capacity)}"
+        )
+    argv_text = _get_string(buf, "argv")
+    return RingHeader(
+        version=version,
+        capacity=capacity,
+        uid=words[H_UID],
+        pid=words[H_PID],
+        ppid=words[H_PPID],
+        start_ticks=words[H_START_TICKS],
+        created_unix_ns=words[H_CREATED_UNIX_NS],
+        rank=_optional(words[H_RANK]),
+        local_rank=_optional(words[H_LOCAL_RANK]),
+        world_size=_optional(words[H_WORLD_SIZE]),
+        host=_get_string(buf, "host"),
+        run_id=_get_string(buf, "run_id"),
+        master=_get_string(buf, "master"),
+        device=_get_string(buf, "device"),
+        argv=tuple(argv_text.split("\x00")) if argv_text else (),
+    )
+
+
+def read_record(words: memoryview, capacity: int, step: int, attempts: int = 4) -> list[int] | None:
+    """The record of ``step`` read under its seqlock, or None if it is being written, torn or overwritten."""
+    base = slot_word(capacity, step)
+    for _ in range(attempts):
+        seq_before = words[base + R_SEQ]
+        if seq_before & 1:
+            continue
+        body = words[base : base + RECORD_WORDS].tolist()
+        if words[base + R_SEQ] != seq_before or body[R_SEQ] != seq_before:
+            continue
+        return body if body[R_STEP] == step else None
+    return None
+
+
+# -- the ring directory (both sides) ------------------------------------------------------------------
+def ring_dir_path(environ: dict[str, str] | None = None) -> str:
+    """$XFERTOP_DIR, else $XDG_RUNTIME_DIR/xfertop, else /tmp/xfertop-<uid>."""
+    env = os.environ if environ is None else environ
+    if env.get("XFERTOP_DIR"):
+        return env["XFERTOP_DIR"]
+    if env.get("XDG_RUNTIME_DIR"):
+        return os.path.join(env["XDG_RUNTIME_DIR"], "xfertop")
+    return f"/tmp/xfertop-{os.getuid()}"
+
+
+def ring_dir_problem(path: str, st: os.stat_result) -> str | None:
+    """Why a directory (lstat result) must not hold rings, as a sentence; None if it is private and ours."""
+    if stat.S_ISLNK(st.st_mode):
+        return (
+            f"ring directory {path} is a symbolic link; refusing to use it (someone else may control "
+            "where it points): remove it or set XFERTOP_DIR to a private directory"
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        return f"ring directory {path} is not a directory: remove it or set XFERTOP_DIR elsewhere"
+    if st.st_uid != os.geteuid():
+        return (
+            f"ring directory {path} belongs to uid {st.st_uid}, not to you (uid {os.geteuid()}); refusing "
+            "to use it: remove it or set XFERTOP_DIR to a private directory"
+        )
+    return None

@@ -1,1 +1,214 @@
-"""The in-process step clock. Standard library and torch only; never raises into training."""
+"""The in-process step clock. Standard library and torch only; never raises into training.
+
+    for batch in xfertop.watch(loader):                       # each next() is a step boundary
+        batch = xfertop.to_device(batch, device, non_blocking=True)
+        ...
+
+Loops without a DataLoader use ``with xfertop.step():``; people who copy by hand call
+``xfertop.mark_copied()`` after their ``.to()``. Importing this module does not import torch.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
+
+from xfertop import wire
+from xfertop.reporter._clock import StepClock, _now_ns
+from xfertop.reporter._copy import CopyNotes, move
+from xfertop.reporter._identity import current_identity
+from xfertop.reporter._ring_writer import RingWriter
+
+__all__ = ["mark_copied", "status", "step", "to_device", "watch"]
+
+T = TypeVar("T")
+
+_clock: StepClock | None = None
+_in_forked_child = False
+
+
+def _make_writer() -> RingWriter:
+    writer = RingWriter(wire.ring_dir_path(), current_identity())
+    atexit.register(_close_at_exit)
+    return writer
+
+
+def _get_clock() -> StepClock | None:
+    global _clock
+    if _clock is None and not _in_forked_child:
+        _clock = StepClock(_make_writer)
+    return _clock
+
+
+def _close_at_exit() -> None:
+    if _clock is not None and not _in_forked_child:
+        _clock.close()
+
+
+def _after_fork_in_child() -> None:
+    # A forked DataLoader worker shares the parent's mapping: it must never write to it.
+    global _in_forked_child
+    _in_forked_child = True
+    if _clock is not None:
+        _clock.disabled = True
+        _clock.writer = None
+        _clock.gpu = None
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+# -- watch(loader) -------------------------------------------------------------------------------------
+class WatchedIterator(Iterator[T]):
+    """Wraps a loader's iterator: each ``next()`` closes the previous step and times the data wait."""
+
+    def __init__(self, iterator: Iterator[T], clock: StepClock | None) -> None:
+        self._iterator = iterator
+        self._clock = clock
+
+    def __iter__(self) -> WatchedIterator[T]:
+        return self
+
+    def __next__(self) -> T:
+        clock = self._clock
+        if clock is None or clock.disabled:
+            return next(self._iterator)
+        clock.before_next()
+        batch = next(self._iterator)  # StopIteration ends the loop; the last step is already closed
+        clock.after_next(batch)
+        return batch
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._iterator, name)
+
+
+class Watched(Iterable[T]):
+    """A loader whose iterations are step clocks; everything else is the loader's own."""
+
+    def __init__(self, loader: Iterable[T]) -> None:
+        self._loader = loader
+
+    def __iter__(self) -> Iterator[T]:
+        return wrap_iterator(iter(self._loader), self._loader)
+
+    def __len__(self) -> int:
+        return len(self._loader)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)
+
+
+def wrap_iterator(iterator: Iterator[T], loader: object = None) -> Iterator[T]:
+    """The iterator with a step clock around it (once: an already watched iterator is returned as is)."""
+    if isinstance(iterator, WatchedIterator):
+        return iterator
+    clock = _get_clock()
+    if clock is not None and not clock.disabled:
+        workers = getattr(loader, "num_workers", None)
+        if isinstance(workers, int):
+            clock.dataloader_workers = workers
+    return WatchedIterator(iterator, clock)
+
+
+def watch(loader: Iterable[T]) -> Watched[T]:
+    """``for batch in watch(loader)``: every ``next()`` is a step boundary. Never raises of its own."""
+    return Watched(loader)
+
+
+# -- copies -------------------------------------------------------------------------------------------
+_device_cache: dict[Any, Any] = {}
+
+
+def _as_device(device: Any) -> Any:
+    try:
+        return _device_cache[device]
+    except (KeyError, TypeError):
+        import torch  # the caller is moving tensors: torch is already imported
+
+        parsed = torch.device(device)
+        if len(_device_cache) < 64:
+            with contextlib.suppress(TypeError):
+                _device_cache[device] = parsed
+        return parsed
+
+
+def to_device(batch: T, device: Any, non_blocking: bool = True) -> T:
+    """``batch`` with every tensor (in nested dicts, lists, tuples) moved to ``device``, timed.
+
+    Counts host-to-device bytes, notes pageable sources and ``non_blocking`` asked of pageable memory
+    (which silently turns synchronous), and marks the step's copy as done on the GPU clock.
+    Errors of the copy itself (a bad device...) are the caller's and propagate as from ``.to()``.
+    """
+    clock = _get_clock()
+    if clock is None or clock.disabled:
+        return move(batch, device, non_blocking, None)
+    try:
+        target = _as_device(device)
+    except Exception as exc:  # let .to() itself say what is wrong with the device
+        clock.fail(exc)
+        return move(batch, device, non_blocking, None)
+    notes = CopyNotes()
+    started_ns = _now_ns()
+    moved = move(batch, target, non_blocking, notes)
+    copy_cpu_ns = _now_ns() - started_ns
+    if notes.inspect_error is not None:
+        clock.fail(notes.inspect_error)
+    clock.copied(notes.h2d_bytes, notes.any_pageable, notes.pageable_non_blocking, copy_cpu_ns, target)
+    return moved
+
+
+def mark_copied(device: Any = None) -> None:
+    """Call after your own ``.to()`` copies: the GPU clock splits copy from compute here."""
+    clock = _get_clock()
+    if clock is None or clock.disabled:
+        return
+    try:
+        target = None if device is None else _as_device(device)
+    except Exception as exc:
+        clock.fail(exc)
+        return
+    clock.copied(0, False, False, 0, target)
+
+
+# -- step() --------------------------------------------------------------------------------------------
+class StepBlock:
+    """``with step():`` marks one step of a loop that has no DataLoader to watch."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> StepBlock:
+        clock = _get_clock()
+        if clock is not None and not clock.disabled:
+            clock.enter_step()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        clock = _get_clock()
+        if clock is not None and not clock.disabled:
+            clock.exit_step()
+
+
+_STEP_BLOCK = StepBlock()
+
+
+def step() -> StepBlock:
+    """A context manager around one step; the time between steps counts as data wait."""
+    return _STEP_BLOCK
+
+
+def status() -> dict[str, Any]:
+    """What the reporter of this process is doing: ring path, steps written, errors, disabled."""
+    clock = _clock
+    if clock is None:
+        return {"ring_path": None, "steps": 0, "errors": 0, "disabled": _in_forked_child, "last_error": ""}
+    return {
+        "ring_path": clock.writer.path if clock.writer is not None else None,
+        "steps": clock.steps_written,
+        "errors": clock.errors,
+        "disabled": clock.disabled,
+        "last_error": clock.last_error,
+        "device": clock.device,
+    }

@@ -1,0 +1,257 @@
+"""The step clock: CPU timings at step boundaries, GPU events when a CUDA device is in use.
+
+A step runs from one ``next()`` call on the loader to the next one (or from one ``step()`` exit to
+the next). Each closed step is one record in the ring; its GPU fields are patched in later, once its
+CUDA events have completed. Every method is fail-open: an internal error is counted, and after
+``MAX_ERRORS`` of them the clock switches itself off for good.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from xfertop import wire
+from xfertop.reporter._gpu_timer import GpuTimer, PendingStep
+from xfertop.reporter._host_memory import pinned_host_bytes
+from xfertop.reporter._ring_writer import RingWriter
+
+MAX_ERRORS = 10
+TICK_NS = 1_000_000_000
+LINK_CHECK_EVERY_TICKS = 2
+
+_now_ns = time.perf_counter_ns  # CLOCK_MONOTONIC on Linux: comparable across processes of one host
+
+
+class StepClock:
+    def __init__(self, make_writer: Callable[[], RingWriter]) -> None:
+        self._make_writer = make_writer
+        self.writer: RingWriter | None = None
+        self.started = False
+        self.disabled = False
+        self.errors = 0
+        self.last_error = ""
+        self.steps_written = 0
+        self.gpu: GpuTimer | None = None
+        self.device = ""
+        self.dataloader_workers: int | None = None
+        self._open = False
+        self._start_ns = 0
+        self._wait_ns = 0
+        self._copy_cpu_ns = 0
+        self._h2d_bytes = 0
+        self._samples = 0
+        self._flags = 0
+        self._any_pageable = False
+        self._ready: Any = None
+        self._copied: Any = None
+        self._prev_end: Any = None
+        self._last_end: Any = None
+        self._wait_began_ns = 0
+        self._last_exit_ns = 0
+        self._next_tick_ns = 0
+        self._ticks = 0
+
+    # -- failure handling ---------------------------------------------------------------------------------
+    def fail(self, exc: BaseException) -> None:
+        """Count an internal error; switch the clock off after MAX_ERRORS. Never raises."""
+        try:
+            self.errors += 1
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            if self.errors >= MAX_ERRORS:
+                self.disabled = True
+                self.gpu = None
+            if self.writer is not None:
+                self.writer.set_word(wire.H_ERRORS, self.errors)
+                if self.disabled:
+                    self.writer.set_word(wire.H_STATE_FLAGS, wire.STATE_DISABLED)
+        except Exception:  # the ring itself may be what broke
+            self.disabled = self.errors >= MAX_ERRORS
+
+    def _start(self) -> None:
+        self.started = True
+        try:
+            self.writer = self._make_writer()
+        except Exception as exc:  # no ring: training goes on unobserved
+            self.disabled = True
+            self.last_error = str(exc)
+            print(f"xfertop: {exc}; the step clock is off for this process.", file=sys.stderr)
+
+    # -- loader boundaries --------------------------------------------------------------------------------
+    def before_next(self) -> None:
+        now = _now_ns()
+        try:
+            if not self.started:
+                self._start()
+                if self.disabled:
+                    return
+            if self._open:
+                self._close(now)
+            self._wait_began_ns = now
+        except Exception as exc:
+            self.fail(exc)
+
+    def after_next(self, batch: Any) -> None:
+        now = _now_ns()
+        try:
+            self._open_step(self._wait_began_ns, now - self._wait_began_ns, batch)
+        except Exception as exc:
+            self.fail(exc)
+
+    # -- step() blocks ----------------------------------------------------------------------------------
+    def enter_step(self) -> None:
+        now = _now_ns()
+        try:
+            if not self.started:
+                self._start()
+                if self.disabled:
+                    return
+            if self._open:
+                return  # already inside a step (nested or mixed with watch()): the outer one counts
+            start = self._last_exit_ns or now
+            self._open_step(start, now - start, None)
+        except Exception as exc:
+            self.fail(exc)
+
+    def exit_step(self) -> None:
+        now = _now_ns()
+        try:
+            if self._open:
+                self._close(now)
+            self._last_exit_ns = now
+        except Exception as exc:
+            self.fail(exc)
+
+    # -- copies -------------------------------------------------------------------------------------------
+    def copied(self, h2d_bytes: int, any_pageable: bool, pageable_non_blocking: bool, copy_cpu_ns: int,
+               device: Any) -> None:
+        try:
+            if device is not None and self.gpu is None and getattr(device, "type", "") == "cuda":
+                self._use_cuda_device(device.index)
+            elif device is not None and not self.device:
+                self._set_device(str(device))
+            if not self._open:
+                return
+            self._copy_cpu_ns += copy_cpu_ns
+            self._h2d_bytes += h2d_bytes
+            self._any_pageable = self._any_pageable or any_pageable
+            self._flags |= wire.F_COPIED | (wire.F_PAGEABLE_NON_BLOCKING if pageable_non_blocking else 0)
+            gpu = self.gpu
+            if gpu is not None and self._ready is not None:
+                if self._copied is None:
+                    self._copied = gpu.record()
+                else:
+                    gpu.re_record(self._copied)  # the last copy of the step is the one that counts
+        except Exception as exc:
+            self.fail(exc)
+
+    # -- internals ------------------------------------------------------------------------------------------
+    def _open_step(self, start_ns: int, wait_ns: int, batch: Any) -> None:
+        self._open = True
+        self._start_ns = start_ns
+        self._wait_ns = wait_ns
+        self._copy_cpu_ns = 0
+        self._h2d_bytes = 0
+        self._flags = 0
+        self._any_pageable = False
+        self._copied = None
+        self._samples = 0
+        if batch is not None:
+            leaf = _first_leaf(batch)
+            shape = getattr(leaf, "shape", None)
+            if shape:
+                self._samples = int(shape[0])
+                if self.gpu is None and getattr(leaf, "is_cuda", False):
+                    self._use_cuda_device(leaf.device.index)
+        self._prev_end = self._last_end
+        self._ready = self.gpu.record() if self.gpu is not None else None
+
+    def _close(self, now: int) -> None:
+        self._open = False
+        writer = self.writer
+        if writer is None:
+            return
+        flags = self._flags
+        if flags & wire.F_COPIED and not self._any_pageable:
+            flags |= wire.F_PINNED
+        gpu = self.gpu
+        step = self.steps_written
+        end = None
+        if gpu is not None and self._ready is not None:
+            end = gpu.record()
+            if end is not None:
+                flags |= wire.F_GPU_PENDING
+                gpu.add(PendingStep(step, self._prev_end, self._ready, self._copied, end))
+        self._last_end = end
+        writer.write_step(step, self._start_ns, now - self._start_ns, self._wait_ns, self._copy_cpu_ns,
+                          self._h2d_bytes, self._samples, flags)
+        self.steps_written = step + 1
+        if gpu is not None:
+            gpu.resolve(self._on_resolved)
+            if gpu.dropped_steps:
+                self._mark_dropped(gpu)
+        if now >= self._next_tick_ns:
+            self._tick(now)
+
+    def _on_resolved(self, step: int, copy_gpu_ns: int, compute_gpu_ns: int, gpu_idle_ns: int) -> None:
+        assert self.writer is not None
+        self.writer.patch_gpu(step, copy_gpu_ns, compute_gpu_ns, gpu_idle_ns, wire.F_GPU_RESOLVED,
+                              wire.F_GPU_PENDING)
+
+    def _mark_dropped(self, gpu: GpuTimer) -> None:
+        assert self.writer is not None
+        for step in gpu.dropped_steps:
+            self.writer.patch_gpu(step, wire.NO_VALUE, wire.NO_VALUE, wire.NO_VALUE, wire.F_GPU_DROPPED,
+                                  wire.F_GPU_PENDING)
+        dropped_total = self.writer.words[wire.H_GPU_DROPPED] + len(gpu.dropped_steps)
+        self.writer.set_word(wire.H_GPU_DROPPED, dropped_total)
+        gpu.dropped_steps.clear()
+
+    def _use_cuda_device(self, index: int | None) -> None:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return
+        if index is None:
+            index = torch.cuda.current_device()
+        self.gpu = GpuTimer(torch, index)
+        self._set_device(f"cuda:{index}")
+
+    def _set_device(self, device: str) -> None:
+        self.device = device
+        if self.writer is not None:
+            self.writer.set_device(device)
+
+    def _tick(self, now: int) -> None:
+        """Once a second: header counters, pinned host memory, the ring file's health."""
+        self._next_tick_ns = now + TICK_NS
+        self._ticks += 1
+        writer = self.writer
+        assert writer is not None
+        if self.dataloader_workers is not None:
+            writer.set_word(wire.H_WORKERS, self.dataloader_workers)
+        pinned = pinned_host_bytes()
+        if pinned is not None:
+            writer.set_word(wire.H_PINNED_BYTES, pinned[0])
+            writer.set_word(wire.H_PINNED_ACTIVE_BYTES, pinned[1])
+        if self._ticks % LINK_CHECK_EVERY_TICKS == 0:
+            writer.recreate_if_unlinked()
+
+    def close(self) -> None:
+        try:
+            if self.writer is not None:
+                self.writer.close()
+        except Exception as exc:
+            self.fail(exc)
+
+
+def _first_leaf(batch: Any) -> Any:
+    for _ in range(4):
+        if isinstance(batch, dict):
+            batch = next(iter(batch.values()), None)
+        elif isinstance(batch, (list, tuple)):
+            batch = batch[0] if batch else None
+        else:
+            return batch
+    return batch

@@ -1,0 +1,138 @@
+"""The reporter's end of the wire: a private ring file, mmap-ed, written with plain memory stores.
+
+Creating the file costs a few syscalls once; each step afterwards is stores into the mapping only:
+no syscall, no lock, nothing that waits for a reader.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import stat
+import struct
+
+from xfertop import wire
+from xfertop.wire import RingIdentity
+
+_BODY = struct.Struct("<11q")  # every record word after the sequence word
+
+
+class RingDirError(Exception):
+    """The ring directory cannot be used safely; the message is a sentence for the user."""
+
+
+def open_private_dir(path: str) -> int:
+    """Create (0700) or open the ring directory, refusing symlinks and other users' directories."""
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise RingDirError(f"cannot create ring directory {path}: {exc.strerror}") from exc
+    problem = wire.ring_dir_problem(path, os.lstat(path))
+    if problem:
+        raise RingDirError(problem)
+    dir_fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    st = os.fstat(dir_fd)
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        os.fchmod(dir_fd, 0o700)  # ours, but readable by others: make it private
+    return dir_fd
+
+
+def _create_file(dir_fd: int, name: str, size_bytes: int) -> tuple[int, str]:
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for attempt in range(100):
+        candidate = name if attempt == 0 else f"{name[: -len(wire.RING_SUFFIX)]}.{attempt}{wire.RING_SUFFIX}"
+        try:
+            fd = os.open(candidate, flags, 0o600, dir_fd=dir_fd)
+        except FileExistsError:
+            continue
+        try:
+            os.fchmod(fd, 0o600)
+            # Real zeros, not a sparse hole: a full tmpfs then fails here, not with SIGBUS mid-training.
+            os.write(fd, bytes(size_bytes))
+        except OSError:
+            os.close(fd)
+            os.unlink(candidate, dir_fd=dir_fd)
+            raise
+        return fd, candidate
+    raise FileExistsError(f"no free ring file name for {name}")
+
+
+class RingWriter:
+    def __init__(self, dir_path: str, identity: RingIdentity, capacity: int = wire.DEFAULT_CAPACITY) -> None:
+        self.dir_path = dir_path
+        self.capacity = capacity
+        self._identity = identity
+        self._name = f"pid{identity.pid}-{identity.start_ticks}{wire.RING_SUFFIX}"
+        self._fd = -1
+        self.path = ""
+        self._map, self.words = self._open_new(copy_from=None)
+
+    def _open_new(self, copy_from: mmap.mmap | None) -> tuple[mmap.mmap, memoryview]:
+        size = wire.ring_bytes(self.capacity)
+        dir_fd = open_private_dir(self.dir_path)
+        try:
+            fd, name = _create_file(dir_fd, self._name, size)
+        finally:
+            os.close(dir_fd)
+        mapping = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        words = memoryview(mapping).cast("q")
+        if copy_from is None:
+            wire.write_header(mapping, words, self._identity, self.capacity)
+        else:
+            mapping[8:size] = copy_from[8:size]
+            mapping[0:8] = wire.MAGIC
+        if self._fd >= 0:
+            os.close(self._fd)
+        self._fd = fd
+        self.path = os.path.join(self.dir_path, name)
+        return mapping, words
+
+    # -- per step: memory stores only ----------------------------------------------------------------
+    def write_step(self, step: int, start_ns: int, wall_ns: int, data_wait_ns: int, copy_cpu_ns: int,
+                   h2d_bytes: int, samples: int, flags: int) -> None:
+        words = self.words
+        base = wire.HEADER_BYTES // 8 + (step % self.capacity) * wire.RECORD_WORDS
+        seq = words[base] | 1
+        words[base] = seq  # odd: a reader skips the slot
+        _BODY.pack_into(self._map, base * 8 + 8, step, start_ns, wall_ns, data_wait_ns, copy_cpu_ns,
+                        wire.NO_VALUE, wire.NO_VALUE, wire.NO_VALUE, h2d_bytes, samples, flags)
+        words[base] = seq + 1
+        words[wire.H_WRITE_INDEX] = step + 1
+        words[wire.H_HEARTBEAT_NS] = start_ns + wall_ns
+
+    def patch_gpu(self, step: int, copy_gpu_ns: int, compute_gpu_ns: int, gpu_idle_ns: int,
+                  flags_set: int, flags_clear: int) -> None:
+        words = self.words
+        base = wire.HEADER_BYTES // 8 + (step % self.capacity) * wire.RECORD_WORDS
+        if words[base + wire.R_STEP] != step or words[base] & 1:
+            return  # overwritten by a newer lap: nothing to patch
+        seq = words[base] | 1
+        words[base] = seq
+        words[base + wire.R_COPY_GPU_NS] = copy_gpu_ns
+        words[base + wire.R_COMPUTE_GPU_NS] = compute_gpu_ns
+        words[base + wire.R_GPU_IDLE_NS] = gpu_idle_ns
+        words[base + wire.R_FLAGS] = (words[base + wire.R_FLAGS] | flags_set) & ~flags_clear
+        words[base] = seq + 1
+
+    def set_word(self, index: int, value: int) -> None:
+        self.words[index] = value
+
+    def set_device(self, device: str) -> None:
+        wire.set_device_string(self._map, device)
+
+    # -- every few seconds ----------------------------------------------------------------------------
+    def recreate_if_unlinked(self) -> bool:
+        """If someone deleted the file (or its directory) under us, write a new one with the same content."""
+        if os.fstat(self._fd).st_nlink > 0:
+            return False
+        old_map, old_words = self._map, self.words
+        self._map, self.words = self._open_new(copy_from=old_map)
+        old_words.release()
+        old_map.close()
+        return True
+
+    def close(self) -> None:
+        self.words[wire.H_STATE_FLAGS] = self.words[wire.H_STATE_FLAGS] | wire.STATE_CLOSED
