@@ -1,0 +1,185 @@
+"""The xfertop TUI: renders the snapshots its sources publish; never samples anything itself.
+
+Data flows one way. Each source thread calls our listener with a new snapshot; the listener posts one
+message (coalesced to the latest); the handler stores it in the ViewState and repaints the panes under
+``batch_update``. Pausing freezes the display only: sampling and history go on.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from xfertop.ui.gpu_area import GpuArea
+from xfertop.ui.header import HeaderBar
+from xfertop.ui.help_screen import HelpScreen
+from xfertop.ui.host_pane import HostPane
+from xfertop.ui.jobs_pane import JobsPane
+from xfertop.ui.messages import GpuStateUpdated, HostStateUpdated, JobsStateUpdated
+from xfertop.ui.process_table import ProcessTable
+from xfertop.ui.sources_bundle import Sources
+from xfertop.ui.view_state import ViewState
+
+#: Below this width the jobs and host panes stack instead of sitting side by side.
+NARROW_COLUMNS = 140
+#: How often to check that the terminal is still there (a closed SSH session must not spin).
+_TERMINAL_CHECK_S = 5.0
+
+
+class XfertopApp(App[int]):
+    CSS_PATH = Path(__file__).with_name("xfertop.tcss")
+    TITLE = "xfertop"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("p", "toggle_pause", "Pause"),
+        Binding("plus,equals_sign", "faster", "Faster", key_display="+"),
+        Binding("minus", "slower", "Slower", key_display="-"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+    ]
+
+    def __init__(self, sources: Sources, *, interval_s: float = 1.0, start_sources: bool = True,
+                 clock: Callable[[], float] = time.time) -> None:
+        super().__init__()
+        self.sources = sources
+        self.view = ViewState(interval_s=interval_s)
+        self._start_sources = start_sources
+        self._clock = clock
+
+    # -- layout ---------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield HeaderBar(self._clock)
+        yield GpuArea()
+        with Horizontal(id="middle"):
+            yield JobsPane()
+            yield HostPane()
+        yield ProcessTable()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._subscribe()
+        self.sources.set_interval_s(self.view.interval_s)
+        if self._start_sources:
+            self.sources.start()
+        self.set_interval(1.0, self.query_one(HeaderBar).refresh)
+        self._apply_layout(self.size.width)
+        if not self.is_headless:
+            self._watch_terminal()
+
+    def on_unmount(self) -> None:
+        if self._start_sources:
+            self.sources.stop()
+
+    def on_resize(self) -> None:
+        self._apply_layout(self.size.width)
+        self._render_all()
+
+    def _apply_layout(self, columns: int) -> None:
+        self.screen_stack[0].set_class(columns < NARROW_COLUMNS, "narrow")
+
+    # -- data in --------------------------------------------------------------------------------
+    def _subscribe(self) -> None:
+        # Called on the source threads: post_message is thread-safe, nothing else here is touched.
+        if self.sources.gpu is not None:
+            self.sources.gpu.subscribe(lambda state: self.post_message(GpuStateUpdated(state)))
+        if self.sources.host is not None:
+            self.sources.host.subscribe(lambda state: self.post_message(HostStateUpdated(state)))
+        if self.sources.jobs is not None:
+            self.sources.jobs.subscribe(lambda state: self.post_message(JobsStateUpdated(state)))
+        for source, message in ((self.sources.gpu, GpuStateUpdated), (self.sources.host, HostStateUpdated),
+                                (self.sources.jobs, JobsStateUpdated)):
+            latest = source.latest() if source is not None else None
+            if latest is not None:
+                self.post_message(message(latest))
+
+    def on_gpu_state_updated(self, message: GpuStateUpdated) -> None:
+        self.view.apply_gpu(message.state)
+        self._render_all()
+
+    def on_host_state_updated(self, message: HostStateUpdated) -> None:
+        self.view.apply_host(message.state)
+        self._render_all()
+
+    def on_jobs_state_updated(self, message: JobsStateUpdated) -> None:
+        self.view.apply_jobs(message.state)
+        self._render_all()
+
+    def _render_all(self) -> None:
+        if self.view.paused:
+            return
+        main = self.screen_stack[0]
+        with self.batch_update():
+            main.query_one(HeaderBar).refresh()
+            main.query_one(GpuArea).show(self.view.gpu, self.size.height)
+            main.query_one(HostPane).refresh()
+            main.query_one(JobsPane).show(self.view.jobs)
+            main.query_one(ProcessTable).show(self.view)
+            for widget in self.screen.query(".live"):
+                widget.refresh()
+
+    # -- actions ----------------------------------------------------------------------------------
+    def action_toggle_pause(self) -> None:
+        self.view.paused = not self.view.paused
+        self.query_one(HeaderBar).refresh()
+        self._render_all()
+
+    def action_faster(self) -> None:
+        self.sources.set_interval_s(self.view.faster())
+        self.query_one(HeaderBar).refresh()
+
+    def action_slower(self) -> None:
+        self.sources.set_interval_s(self.view.slower())
+        self.query_one(HeaderBar).refresh()
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Pause or resume", "Freeze the display; sampling goes on",
+                            self.action_toggle_pause)
+        yield SystemCommand("Sample faster", "Shorter refresh period (+)", self.action_faster)
+        yield SystemCommand("Sample slower", "Longer refresh period (-)", self.action_slower)
+        yield SystemCommand("Help", "Keys and how to read the panes (?)", self.action_help)
+        gpu_state = self.view.gpu
+        for gpu in gpu_state.gpus if gpu_state else ():
+            yield SystemCommand(f"GPU {gpu.index} detail", f"{gpu.name}: PCIe history, link, health",
+                                lambda index=gpu.index: self._show_gpu(index))
+
+    def _show_gpu(self, index: int) -> None:
+        from xfertop.ui.gpu_detail import GpuDetailScreen
+
+        self.push_screen(GpuDetailScreen(index))
+
+    # -- the terminal going away ------------------------------------------------------------------
+    def _watch_terminal(self) -> None:
+        """Exit quietly on SIGHUP or when stdin stops being a terminal (closed SSH session)."""
+        try:
+            import asyncio
+
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.exit)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass  # not the main thread or no signals here: the periodic check below still works
+        self.set_interval(_TERMINAL_CHECK_S, self._exit_if_terminal_gone)
+
+    def _exit_if_terminal_gone(self) -> None:
+        if not _stdin_is_terminal():
+            self.exit()
+
+
+def _stdin_is_terminal() -> bool:
+    try:
+        return os.isatty(sys.stdin.fileno())
+    except (ValueError, OSError):
+        return False

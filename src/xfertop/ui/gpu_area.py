@@ -1,0 +1,50 @@
+"""All GPUs stacked, or the reason there are none ("no NVIDIA driver found: showing host metrics only")."""
+
+from __future__ import annotations
+
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from xfertop.model.gpu import GpuState
+from xfertop.ui.gpu_pane import GpuPane
+
+#: The GPU area may take this share of the terminal before panes drop to one line each.
+_MAX_SHARE_OF_HEIGHT = 0.45
+
+
+def lines_per_gpu(gpu_count: int, terminal_rows: int) -> int:
+    """Two lines each when they fit in under half the screen (8 GPUs at 120x40), else one line each."""
+    if gpu_count == 0:
+        return 2
+    return 2 if gpu_count * 2 <= terminal_rows * _MAX_SHARE_OF_HEIGHT else 1
+
+
+class GpuArea(VerticalScroll, can_focus=False):
+    def __init__(self) -> None:
+        super().__init__(id="gpus")
+        self._indices: tuple[int, ...] = ()
+        self._message = Static("waiting for the first GPU sample…", id="gpu-message")
+
+    def compose(self):  # type: ignore[override]
+        yield self._message
+
+    def show(self, state: GpuState | None, terminal_rows: int) -> None:
+        """Make the panes match the GPUs in ``state`` and mark them all for repaint."""
+        if state is None:
+            return
+        indices = tuple(gpu.index for gpu in state.gpus)
+        if indices != self._indices:
+            self._indices = indices
+            self.remove_children(GpuPane)
+            self.mount_all(GpuPane(index) for index in indices)
+        if not indices:
+            self._message.update(state.error or "no GPUs visible to NVML: showing host metrics only")
+        self._message.display = not indices
+        one_line = lines_per_gpu(len(indices), terminal_rows) == 1
+        self.set_class(one_line, "one-line")
+        for pane in self.query(GpuPane):
+            pane.set_class(one_line, "one-line")
+            pane.refresh()
+        # The area is as tall as its panes, so the panes below it keep the rest.
+        lines = 1 if one_line else 2
+        self.styles.height = max(len(indices) * lines, 1)

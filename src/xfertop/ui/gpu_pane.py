@@ -1,0 +1,124 @@
+"""One GPU in one or two lines: utilisation, memory, temperature/power, PCIe RX/TX against the link.
+
+Two lines when there is room (RX/TX charts on the second), one line when many GPUs share a small
+terminal. Focus a pane and press Enter for the detail view.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.widget import Widget
+
+from xfertop.model.gpu import GpuSnapshot
+from xfertop.ui import chart, link_text
+from xfertop.ui.format import gb, percent, truncate
+
+_UTIL_BAR_CELLS = 10
+
+
+def _util_style(value: float | None) -> str:
+    if value is None:
+        return "dim"
+    return "red" if value < 30 else "yellow" if value < 70 else "green"
+
+
+def _first_line(gpu: GpuSnapshot, width: int) -> Text:
+    line = Text()
+    line.append(f"{gpu.index} ", style="bold")
+    line.append(truncate(gpu.name.replace("NVIDIA ", ""), 12).ljust(12), style="bold cyan")
+    if gpu.lost_reason:
+        line.append(f" GPU lost: {gpu.lost_reason}", style="bold red")
+        return line
+    util = gpu.util_gpu_percent
+    line.append(" util ")
+    line.append(chart.bar(None if util is None else util / 100, _UTIL_BAR_CELLS), style=_util_style(util))
+    line.append(percent(util, 4))
+    mem_fraction = None
+    if gpu.mem_used_bytes is not None and gpu.mem_total_bytes:
+        mem_fraction = gpu.mem_used_bytes / gpu.mem_total_bytes
+    line.append("  mem ")
+    line.append(chart.bar(mem_fraction, _UTIL_BAR_CELLS), style="magenta")
+    line.append(f" {gb(gpu.mem_used_bytes)}/{gb(gpu.mem_total_bytes)}G")
+    extras = []
+    if gpu.temperature_c is not None:
+        extras.append(f"{gpu.temperature_c:.0f}°C")
+    if gpu.power_w is not None:
+        limit = f"/{gpu.power_limit_w:.0f}" if gpu.power_limit_w else ""
+        extras.append(f"{gpu.power_w:.0f}{limit}W")
+    if extras and width - len(line) > 20:
+        line.append("  " + " ".join(extras), style="dim")
+    return line
+
+
+def _traffic_line(gpu: GpuSnapshot, history_rx: list, history_tx: list, width: int) -> Text:
+    """Second line: RX and TX charts, each labelled with the rate against the link's capacity."""
+    line = Text("  ")
+    scale = link_text.chart_scale_bytes_per_s(gpu.link) or 0.0
+    rx_label = link_text.direction_label("RX", gpu.pcie.rx_bytes_per_s, gpu)
+    tx_label = link_text.direction_label("TX", gpu.pcie.tx_bytes_per_s, gpu)
+    half = (width - 2) // 2
+    chart_cells = max(half - max(len(rx_label), len(tx_label)) - 2, 0)
+    for label, values, style in ((rx_label, history_rx, "green"), (tx_label, history_tx, "blue")):
+        line.append(chart.spark(values, scale, chart_cells), style=style)
+        line.append(" " + label.ljust(half - chart_cells - 1))
+    return line
+
+
+def _compact_traffic(gpu: GpuSnapshot) -> str:
+    if gpu.pcie.method == "none":
+        return "  PCIe n/a"
+    link = gpu.link
+    capacity = link_text.capacity_bytes_per_s(link.gen_current, link.width_current)
+    of = f"/{capacity / 1e9:.0f}" if capacity else ""
+    sampled = "~" if gpu.pcie.method == "sampled" else ""
+    return (f"  RX {sampled}{gb(gpu.pcie.rx_bytes_per_s)}{of} TX {sampled}{gb(gpu.pcie.tx_bytes_per_s)}"
+            f" GB/s {link_text.link_words(link.gen_current, link.width_current)}")
+
+
+class GpuPane(Widget, can_focus=True):
+    """Renders GPU ``index`` from the app's ViewState; the app refreshes it on each new snapshot."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "detail", "Detail")]
+
+    def __init__(self, index: int) -> None:
+        super().__init__(id=f"gpu-{index}", classes="gpu-pane")
+        self.index = index
+
+    def snapshot(self) -> GpuSnapshot | None:
+        state = self.app.view.gpu  # type: ignore[attr-defined]
+        if state is None:
+            return None
+        return next((gpu for gpu in state.gpus if gpu.index == self.index), None)
+
+    def render(self) -> Text:
+        gpu = self.snapshot()
+        if gpu is None:
+            return Text(f"{self.index} gone from the last snapshot", style="dim")
+        width = self.size.width
+        first = _first_line(gpu, width)
+        warning = None if gpu.lost_reason else link_text.link_warning(gpu)
+        if self.has_class("one-line"):
+            if not gpu.lost_reason:
+                first.append(_compact_traffic(gpu))
+                if warning:
+                    first.append(" ⚠ slow link", style="bold yellow")
+            first.truncate(width)
+            return first
+        if gpu.lost_reason:
+            return first
+        history = self.app.view.history  # type: ignore[attr-defined]
+        second = _traffic_line(gpu, history.get(("gpu", gpu.index, "rx")),
+                               history.get(("gpu", gpu.index, "tx")), width)
+        if warning:
+            first.append(f"  ⚠ {warning}", style="bold yellow")
+        first.truncate(width)
+        second.truncate(width)
+        return Text("\n").join([first, second])
+
+    def action_detail(self) -> None:
+        from xfertop.ui.gpu_detail import GpuDetailScreen
+
+        self.app.push_screen(GpuDetailScreen(self.index))

@@ -1,0 +1,34 @@
+"""The top line: host, driver, clock, refresh period and whether the display is paused."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from rich.text import Text
+from textual.widget import Widget
+
+
+class HeaderBar(Widget):
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        super().__init__(id="header")
+        # Injected so snapshot tests can freeze the time shown.
+        self._clock = clock
+
+    def render(self) -> Text:
+        view = self.app.view  # type: ignore[attr-defined]
+        line = Text()
+        line.append(" xfertop ", style="bold reverse")
+        hostname = view.host.hostname if view.host else "…"
+        line.append(f" {hostname}", style="bold")
+        if view.gpu is not None and view.gpu.driver_version:
+            line.append(f"  driver {view.gpu.driver_version}")
+        elif view.gpu is not None:
+            line.append("  no NVIDIA driver", style="yellow")
+        line.append(f"  {time.strftime('%H:%M:%S', time.localtime(self._clock()))}")
+        line.append(f"  every {view.interval_s:g} s")
+        if view.paused:
+            line.append("  PAUSED (p resumes)", style="bold black on yellow")
+        line.append("  ? help", style="dim")
+        line.truncate(self.size.width)
+        return line

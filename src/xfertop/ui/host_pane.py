@@ -1,0 +1,53 @@
+"""Host CPU (total and per core), load, memory and swap."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widget import Widget
+
+from xfertop.model.host import HostState
+from xfertop.ui import chart
+from xfertop.ui.format import human_bytes
+
+_BAR_CELLS = 12
+
+
+def _core_cells(per_core_percent: tuple[float, ...]) -> str:
+    """One block character per core, height = utilisation (64 cores fit in 64 cells)."""
+    return chart.spark(per_core_percent, 100.0, len(per_core_percent))
+
+
+def _fraction(used: int, total: int) -> float | None:
+    return used / total if total else None
+
+
+def host_lines(host: HostState, width: int) -> list[Text]:
+    cpu = Text("CPU  ")
+    cpu.append(chart.bar(host.cpu_percent / 100, _BAR_CELLS), style="cyan")
+    cpu.append(f" {host.cpu_percent:3.0f}%  load {' '.join(f'{v:.2f}' for v in host.load_avg)}")
+    cores = Text("cores ")
+    cores.append(_core_cells(host.cpu_per_core_percent), style="cyan")
+    cores.append(f" ({len(host.cpu_per_core_percent)})", style="dim")
+    mem = Text("MEM  ")
+    mem.append(chart.bar(_fraction(host.mem_used_bytes, host.mem_total_bytes), _BAR_CELLS), style="magenta")
+    mem.append(f" {human_bytes(host.mem_used_bytes)}/{human_bytes(host.mem_total_bytes)}")
+    mem.append("  swap ")
+    mem.append(f"{human_bytes(host.swap_used_bytes)}/{human_bytes(host.swap_total_bytes)}")
+    lines = [cpu, cores, mem]
+    if host.error:
+        lines.append(Text(host.error, style="yellow"))
+    for line in lines:
+        line.truncate(width)
+    return lines
+
+
+class HostPane(Widget):
+    def __init__(self) -> None:
+        super().__init__(id="host")
+        self.border_title = "host"
+
+    def render(self) -> Text:
+        host = self.app.view.host  # type: ignore[attr-defined]
+        if host is None:
+            return Text("waiting for the first host sample…", style="dim")
+        return Text("\n").join(host_lines(host, self.content_size.width))

@@ -1,0 +1,76 @@
+"""Training jobs of this user on this node: one row per rank, then each job's verdict in words."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from xfertop.model.jobs import JobsState
+from xfertop.ui.rank_row import COLUMNS, rank_cells, rank_key
+from xfertop.ui.verdicts import verdict_line, verdict_of
+
+NO_JOBS = ("no training jobs of this user found. Start one with `xfertop run -- python train.py` "
+           "or try `xfertop demo`.")
+
+
+def verdict_text(state: JobsState) -> Text:
+    lines = []
+    for job in state.jobs:
+        lines.append(verdict_line(job, verdict_of(job), with_advice=False))
+    for problem in state.problems:
+        lines.append(Text(problem, style="yellow"))
+    if state.error:
+        lines.append(Text(state.error, style="red"))
+    return Text("\n").join(lines)
+
+
+class RankTable(DataTable):
+    def __init__(self) -> None:
+        super().__init__(id="ranks", cursor_type="row")
+
+    def on_mount(self) -> None:
+        for name in COLUMNS:
+            self.add_column(name, key=name)
+
+    def show(self, state: JobsState) -> None:
+        wanted = {rank_key(rank): rank_cells(job, rank) for job in state.jobs for rank in job.ranks}
+        for row_key in list(self.rows):
+            if row_key.value not in wanted:
+                self.remove_row(row_key)
+        for key, cells in wanted.items():
+            if key in self.rows:
+                for column, cell in zip(COLUMNS, cells, strict=True):
+                    self.update_cell(key, column, cell)
+            else:
+                self.add_row(*cells, key=key)
+
+
+class JobsPane(Vertical):
+    def __init__(self) -> None:
+        super().__init__(id="jobs")
+        self.border_title = "jobs"
+
+    def compose(self):  # type: ignore[override]
+        yield Static(NO_JOBS, id="jobs-empty")
+        yield RankTable()
+        yield Static("", id="verdicts")
+
+    def show(self, state: JobsState | None) -> None:
+        if state is None:
+            return
+        has_jobs = bool(state.jobs)
+        self.query_one("#jobs-empty", Static).display = not has_jobs
+        table = self.query_one(RankTable)
+        table.display = has_jobs
+        table.show(state)
+        verdicts = verdict_text(state)
+        widget = self.query_one("#verdicts", Static)
+        widget.display = bool(verdicts.plain)
+        widget.update(verdicts)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        from xfertop.ui.job_detail import JobDetailScreen
+
+        job_key, _, pid = str(event.row_key.value).rpartition("|")
+        self.app.push_screen(JobDetailScreen(job_key, int(pid)))

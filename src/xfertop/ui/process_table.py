@@ -1,0 +1,98 @@
+"""GPU and training processes: pid, user, GPU memory, CPU, RSS, DataLoader workers, pinned memory, command.
+
+Rows are keyed by pid and diffed, so a refresh touches only the cells that changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.widgets import DataTable
+
+from xfertop.model.host import ProcessStats
+from xfertop.ui.format import NA, human_bytes
+from xfertop.ui.view_state import ViewState
+
+COLUMNS = ("GPU", "PID", "USER", "GPU MEM", "CPU%", "RSS", "WORKERS", "PINNED", "COMMAND")
+
+
+@dataclass
+class _Row:
+    gpus: list[str]
+    user: str | None = None
+    gpu_mem_bytes: int | None = None
+    command: str | None = None
+    pinned_bytes: int | None = None
+    workers: int | None = None
+
+
+def _add_gpu_processes(view: ViewState, rows: dict[int, _Row]) -> None:
+    for gpu in view.gpu.gpus if view.gpu else ():
+        for proc in gpu.processes:
+            row = rows.setdefault(proc.pid, _Row(gpus=[]))
+            row.gpus.append(str(gpu.index))
+            row.user = row.user or proc.user
+            row.command = row.command or proc.command
+            if proc.gpu_memory_bytes is not None:
+                row.gpu_mem_bytes = (row.gpu_mem_bytes or 0) + proc.gpu_memory_bytes
+
+
+def _add_job_ranks(view: ViewState, rows: dict[int, _Row]) -> None:
+    for job in view.jobs.jobs if view.jobs else ():
+        for rank in job.ranks:
+            row = rows.setdefault(rank.pid, _Row(gpus=[]))
+            row.command = row.command or " ".join(rank.argv)
+            row.pinned_bytes = rank.pinned_host_bytes
+            row.workers = rank.dataloader_workers
+
+
+def process_rows(view: ViewState) -> list[tuple[str, tuple[str, ...]]]:
+    """(row key, cells) for every GPU process and every training rank, GPU processes first."""
+    rows: dict[int, _Row] = {}
+    _add_gpu_processes(view, rows)
+    _add_job_ranks(view, rows)
+    stats: dict[int, ProcessStats] = {p.pid: p for p in view.host.processes} if view.host else {}
+    result = []
+    for pid, row in rows.items():
+        proc = stats.get(pid)
+        cpu = f"{proc.cpu_percent:.0f}" if proc and proc.cpu_percent is not None else NA
+        workers = row.workers if row.workers is not None else (len(proc.children) if proc else None)
+        pinned = row.pinned_bytes if row.pinned_bytes is not None else (proc.pinned_bytes if proc else None)
+        cells = (
+            ",".join(row.gpus) or "-",
+            str(pid),
+            row.user or (proc.user if proc else None) or NA,
+            human_bytes(row.gpu_mem_bytes),
+            cpu,
+            human_bytes(proc.rss_bytes if proc else None),
+            NA if workers is None else str(workers),
+            human_bytes(pinned),
+            row.command or (proc.name if proc else NA),
+        )
+        result.append((str(pid), cells))
+    return result
+
+
+class ProcessTable(DataTable):
+    def __init__(self) -> None:
+        super().__init__(id="processes", cursor_type="row", zebra_stripes=False)
+        self.border_title = "processes"
+
+    def on_mount(self) -> None:
+        for name in COLUMNS:
+            self.add_column(name, key=name)
+
+    def show(self, view: ViewState) -> None:
+        wanted = process_rows(view)
+        keys = {key for key, _ in wanted}
+        for row_key in list(self.rows):
+            if row_key.value not in keys:
+                self.remove_row(row_key)
+        for key, cells in wanted:
+            if key in self.rows:
+                current = self.get_row(key)
+                for column, old, new in zip(COLUMNS, current, cells, strict=True):
+                    if old != new:
+                        self.update_cell(key, column, new, update_width=column == "COMMAND")
+            else:
+                self.add_row(*cells, key=key)

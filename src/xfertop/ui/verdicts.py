@@ -1,0 +1,24 @@
+"""The verdict for a job, as the panes show it (the judging itself is xfertop.analysis.verdict)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from xfertop.analysis.verdict import Verdict, job_verdict
+from xfertop.model.jobs import JobState
+
+_SEVERITY_STYLES = {"info": "green", "warn": "bold yellow", "critical": "bold red"}
+
+
+def verdict_of(job: JobState) -> Verdict:
+    return job_verdict(job.ranks)
+
+
+def verdict_line(job: JobState, verdict: Verdict, with_advice: bool = True) -> Text:
+    """ "train.py: input-bound: the GPU sits idle 41% ...  raise num_workers ..." on one line."""
+    line = Text()
+    line.append(f"{job.name}: ", style="bold")
+    line.append(verdict.headline, style=_SEVERITY_STYLES.get(verdict.severity, "bold"))
+    if with_advice and verdict.advice:
+        line.append("  " + " ".join(verdict.advice), style="dim")
+    return line
