@@ -1,0 +1,294 @@
+"""The GPU source: NVML per GPU, with PCIe throughput that covers all the time (see docs/gpu-source.md)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import psutil
+
+from xfertop.model.gpu import (
+    GpuProcess,
+    GpuSnapshot,
+    GpuState,
+    PcieErrors,
+    PcieLink,
+    PcieThroughput,
+)
+from xfertop.sources.base import PollingSource
+from xfertop.sources.nvml_api import GpuLost, NvmlApi
+from xfertop.sources.pcie_counter import link_wire_bytes_per_s
+from xfertop.sources.pcie_poller import PcieCounterPoller, PolledGpu, counters_answer
+
+FIELD_CORRECTABLE_ERRORS = 173  # NVML_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS
+#: Reads the first window needs at least: a baseline and two intervals.
+FIRST_WINDOW_POLLS = 3
+#: nvmlDeviceGetPcieThroughput samples a 20 ms window per call (and blocks that long).
+SAMPLED_WINDOW_S = 0.020
+_PCIE_UTIL_TX, _PCIE_UTIL_RX = 0, 1  # NVML_PCIE_UTIL_TX_BYTES / RX_BYTES
+_CLOCK_SM, _CLOCK_MEM, _TEMPERATURE_GPU = 1, 2, 0
+
+#: Clock event (throttle) reason bits, in words. Same bits under both NVML names.
+THROTTLE_WORDS = {
+    0x1: "idle",
+    0x2: "app clocks",
+    0x4: "power cap",
+    0x8: "hw slowdown",
+    0x10: "sync boost",
+    0x20: "sw thermal",
+    0x40: "hw thermal",
+    0x80: "power brake",
+    0x100: "display clocks",
+    0x200: "board limit",
+    0x400: "reliability",
+}
+
+
+def throttle_words(bits: int | None) -> tuple[str, ...]:
+    """Each set reason bit in words; a bit this version does not know shows as its hex value."""
+    if not bits:
+        return ()
+    words = [word for bit, word in THROTTLE_WORDS.items() if bits & bit]
+    unknown = bits & ~sum(THROTTLE_WORDS)
+    return (*words, f"reason 0x{unknown:x}") if unknown else tuple(words)
+
+
+def cuda_version_text(version: int | None) -> str | None:
+    """NVML gives 13000 for CUDA 13.0 and 12040 for 12.4."""
+    return None if version is None else f"{version // 1000}.{version % 1000 // 10}"
+
+
+def host_process(pid: int, gpu_memory_bytes: int | None) -> GpuProcess:
+    """A GPU process joined with what the host says about it; gone or forbidden leaves None."""
+    user = command = None
+    try:
+        process = psutil.Process(pid)
+        with process.oneshot():
+            user = process.username()
+            command = " ".join(process.cmdline()) or process.name()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        pass  # another container's pid, or it ended between NVML's answer and ours
+    return GpuProcess(pid=pid, gpu_memory_bytes=gpu_memory_bytes, user=user, command=command)
+
+
+@dataclass
+class _Gpu:
+    """What is read once per GPU, plus the baselines for counter deltas."""
+
+    index: int
+    handle: Any
+    name: str
+    uuid: str
+    bus_id: str
+    gen_max: int | None
+    width_max: int | None
+    gen_gpu_max: int | None
+    has_counters: bool = False
+    replay_base: int | None = None
+    correctable_base: int | None = None
+    lost_reason: str | None = None
+
+
+class GpuSource(PollingSource[GpuState]):
+    """Every GPU NVML sees, once per ``interval_s``. Never raises for a missing driver or a lost GPU."""
+
+    name = "gpu"
+
+    def __init__(self, interval_s: float = 1.0, api: NvmlApi | None = None,
+                 first_window_s: float = 0.3) -> None:
+        super().__init__(interval_s)
+        self._api = api if api is not None else NvmlApi()
+        #: Counter time gathered before the first sample, so ``--once`` still has PCIe rates.
+        self._first_window_s = first_window_s
+        self._setup_lock = threading.Lock()
+        self._ready = False
+        self._error: str | None = None
+        self._gpus: list[_Gpu] = []
+        self._poller: PcieCounterPoller | None = None
+        self._driver_version: str | None = None
+        self._cuda_driver_version: str | None = None
+        self._notes: tuple[str, ...] = ()
+        self._last_sample_s: float | None = None
+
+    @property
+    def poller(self) -> PcieCounterPoller | None:
+        return self._poller
+
+    # -- PollingSource ---------------------------------------------------------------------------
+    def sample(self) -> GpuState:
+        self._ensure_setup()
+        if self._error is not None:
+            return GpuState(timestamp=time.time(), gpus=(), error=self._error)
+        now_s = time.monotonic()
+        elapsed_s = now_s - self._last_sample_s if self._last_sample_s is not None else self.interval_s
+        self._last_sample_s = now_s
+        return GpuState(
+            timestamp=time.time(),
+            gpus=tuple(self._snapshot(gpu, elapsed_s) for gpu in self._gpus),
+            driver_version=self._driver_version,
+            cuda_driver_version=self._cuda_driver_version,
+            notes=self._notes,
+        )
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        started = self._thread is not None
+        super().stop(timeout_s)
+        if not started:  # sample_once users: the loop never ran, so close() was never called
+            self.close()
+
+    def close(self) -> None:
+        if self._poller is not None:
+            self._poller.stop()
+        self._api.shutdown()
+
+    # -- setup: slow-changing facts, read once -------------------------------------------------
+    def _ensure_setup(self) -> None:
+        with self._setup_lock:
+            if self._ready:
+                return
+            self._ready = True
+            self._error = self._api.init()
+            if self._error is not None:
+                return
+            api = self._api
+            self._driver_version = api.system("nvmlSystemGetDriverVersion")
+            self._cuda_driver_version = cuda_version_text(api.system("nvmlSystemGetCudaDriverVersion"))
+            for index in range(api.device_count()):
+                gpu = self._read_static(index)
+                if gpu is not None:
+                    self._gpus.append(gpu)
+            self._start_poller()
+        if self._poller is not None and self._first_window_s > 0:
+            self._stop.wait(self._first_window_s)  # a measuring window, not a synchronisation
+            # On a starved machine the window may hold too few reads for a rate: wait for some.
+            self._poller.wait_for_polls(FIRST_WINDOW_POLLS, timeout_s=1.0)
+
+    def _read_static(self, index: int) -> _Gpu | None:
+        api = self._api
+        try:
+            handle = api.query("nvmlDeviceGetHandleByIndex", index)
+            if handle is None:
+                return None
+            pci = api.query("nvmlDeviceGetPciInfo", handle)
+            bus_id = getattr(pci, "busId", None) if pci is not None else None
+            return _Gpu(
+                index=index,
+                handle=handle,
+                name=api.query("nvmlDeviceGetName", handle) or f"GPU {index}",
+                uuid=api.query("nvmlDeviceGetUUID", handle) or "",
+                bus_id=(bus_id.decode() if isinstance(bus_id, bytes) else bus_id) or "",
+                gen_max=api.query("nvmlDeviceGetMaxPcieLinkGeneration", handle),
+                width_max=api.query("nvmlDeviceGetMaxPcieLinkWidth", handle),
+                gen_gpu_max=api.query("nvmlDeviceGetGpuMaxPcieLinkGeneration", handle),
+                has_counters=counters_answer(api, handle),
+            )
+        except GpuLost:
+            return None  # lost before we met it: nothing to show but its absence
+
+    def _start_poller(self) -> None:
+        polled = []
+        notes = []
+        for gpu in self._gpus:
+            if gpu.has_counters:
+                # The higher of the host-capped and GPU maxima: polling too often costs only CPU,
+                # too rarely loses data.
+                gen = max((g for g in (gpu.gen_max, gpu.gen_gpu_max) if g), default=None)
+                polled.append(PolledGpu(gpu.index, gpu.handle, link_wire_bytes_per_s(gen, gpu.width_max)))
+            else:
+                notes.append(f"GPU {gpu.index}: the driver has no PCIe byte counters (R555 or newer has "
+                             "them): RX/TX are 20 ms samples that miss most of the time")
+        self._notes = tuple(notes)
+        if polled:
+            self._poller = PcieCounterPoller(self._api, polled)
+            self._poller.start()
+
+    # -- one GPU, one sample ---------------------------------------------------------------------
+    def _snapshot(self, gpu: _Gpu, elapsed_s: float) -> GpuSnapshot:
+        if gpu.lost_reason is None:
+            try:
+                return self._read_live(gpu, elapsed_s)
+            except GpuLost as exc:
+                gpu.lost_reason = str(exc)
+        return self._lost_snapshot(gpu)
+
+    def _read_live(self, gpu: _Gpu, elapsed_s: float) -> GpuSnapshot:
+        api, handle = self._api, gpu.handle
+        util = api.query("nvmlDeviceGetUtilizationRates", handle)
+        memory = api.query("nvmlDeviceGetMemoryInfo", handle)
+        power_mw = api.query("nvmlDeviceGetPowerUsage", handle)
+        limit_mw = api.query("nvmlDeviceGetEnforcedPowerLimit", handle)
+        reasons = api.first_answer(("nvmlDeviceGetCurrentClocksEventReasons",
+                                    "nvmlDeviceGetCurrentClocksThrottleReasons"), handle)
+        return GpuSnapshot(
+            index=gpu.index, name=gpu.name, uuid=gpu.uuid, bus_id=gpu.bus_id,
+            util_gpu_percent=_float(getattr(util, "gpu", None)),
+            util_mem_percent=_float(getattr(util, "memory", None)),
+            mem_used_bytes=getattr(memory, "used", None),
+            mem_total_bytes=getattr(memory, "total", None),
+            pcie=self._throughput(gpu, elapsed_s),
+            link=PcieLink(
+                gen_current=api.query("nvmlDeviceGetCurrPcieLinkGeneration", handle),
+                width_current=api.query("nvmlDeviceGetCurrPcieLinkWidth", handle),
+                gen_max=gpu.gen_max, width_max=gpu.width_max, gen_gpu_max=gpu.gen_gpu_max,
+            ),
+            errors=self._errors(gpu),
+            sm_clock_mhz=api.query("nvmlDeviceGetClockInfo", handle, _CLOCK_SM),
+            mem_clock_mhz=api.query("nvmlDeviceGetClockInfo", handle, _CLOCK_MEM),
+            power_w=power_mw / 1000 if power_mw is not None else None,
+            power_limit_w=limit_mw / 1000 if limit_mw is not None else None,
+            temperature_c=_float(api.query("nvmlDeviceGetTemperature", handle, _TEMPERATURE_GPU)),
+            throttle_reasons=throttle_words(reasons),
+            processes=self._processes(handle),
+        )
+
+    def _throughput(self, gpu: _Gpu, elapsed_s: float) -> PcieThroughput:
+        if gpu.has_counters and self._poller is not None:
+            rates = self._poller.take(gpu.index)
+            return PcieThroughput(rates.rx_bytes_per_s, rates.tx_bytes_per_s, "counter", rates.coverage)
+        # Units are KB/s (1000 bytes), each call blocks for its 20 ms window.
+        rx_kb_per_s = self._api.query("nvmlDeviceGetPcieThroughput", gpu.handle, _PCIE_UTIL_RX)
+        tx_kb_per_s = self._api.query("nvmlDeviceGetPcieThroughput", gpu.handle, _PCIE_UTIL_TX)
+        if rx_kb_per_s is None and tx_kb_per_s is None:
+            return PcieThroughput(None, None, "none", None)
+        return PcieThroughput(
+            rx_kb_per_s * 1000 if rx_kb_per_s is not None else None,
+            tx_kb_per_s * 1000 if tx_kb_per_s is not None else None,
+            "sampled",
+            min(1.0, SAMPLED_WINDOW_S / elapsed_s) if elapsed_s > 0 else None,
+        )
+
+    def _errors(self, gpu: _Gpu) -> PcieErrors:
+        replay = self._api.query("nvmlDeviceGetPcieReplayCounter", gpu.handle)
+        field = self._api.field_values(gpu.handle, (FIELD_CORRECTABLE_ERRORS,))[FIELD_CORRECTABLE_ERRORS]
+        correctable = field.value if field is not None else None
+        if gpu.replay_base is None or (replay is not None and replay < gpu.replay_base):
+            gpu.replay_base = replay  # first answer, or the counter restarted with the driver
+        if gpu.correctable_base is None or (correctable is not None and correctable < gpu.correctable_base):
+            gpu.correctable_base = correctable
+        return PcieErrors(_delta(replay, gpu.replay_base), _delta(correctable, gpu.correctable_base))
+
+    def _processes(self, handle: Any) -> tuple[GpuProcess, ...]:
+        running = self._api.query("nvmlDeviceGetComputeRunningProcesses", handle) or ()
+        return tuple(host_process(int(p.pid), getattr(p, "usedGpuMemory", None)) for p in running)
+
+    @staticmethod
+    def _lost_snapshot(gpu: _Gpu) -> GpuSnapshot:
+        return GpuSnapshot(
+            index=gpu.index, name=gpu.name, uuid=gpu.uuid, bus_id=gpu.bus_id,
+            util_gpu_percent=None, util_mem_percent=None, mem_used_bytes=None, mem_total_bytes=None,
+            pcie=PcieThroughput(None, None, "none", None),
+            link=PcieLink(None, None, gpu.gen_max, gpu.width_max, gpu.gen_gpu_max),
+            errors=PcieErrors(None, None),
+            sm_clock_mhz=None, mem_clock_mhz=None, power_w=None, power_limit_w=None, temperature_c=None,
+            throttle_reasons=(), processes=(), lost_reason=gpu.lost_reason,
+        )
+
+
+def _delta(value: int | None, base: int | None) -> int | None:
+    return value - base if value is not None and base is not None else None
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if value is not None else None

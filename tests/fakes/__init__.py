@@ -1,0 +1,1 @@
+"""Fakes at the hardware boundary only (NVML), shaped after what a real H200 answered."""
