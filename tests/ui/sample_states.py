@@ -22,7 +22,8 @@ def gpu(index: int, *, rx: float = 54.9e9, tx: float = 5.0e9, gen: int = 5, util
         method: str = "counter", lost_reason: str | None = None) -> GpuSnapshot:
     return GpuSnapshot(
         index=index, name="NVIDIA H200", uuid=f"GPU-0000000{index}-h200", bus_id=f"00000000:{index:02x}:00.0",
-        util_gpu_percent=util, util_mem_percent=31.0, mem_used_bytes=41 * 10**9, mem_total_bytes=143_771_000_000,
+        util_gpu_percent=util, util_mem_percent=31.0, mem_used_bytes=41 * 10**9,
+        mem_total_bytes=143_771_000_000,
         pcie=PcieThroughput(rx_bytes_per_s=rx, tx_bytes_per_s=tx, method=method,  # type: ignore[arg-type]
                             coverage=1.0 if method == "counter" else 0.02),
         link=PcieLink(gen_current=gen, width_current=16, gen_max=5, width_max=16, gen_gpu_max=5),
@@ -53,7 +54,8 @@ def host_state(cores: int = 16) -> HostState:
     return HostState(timestamp=FROZEN_TIME, hostname="h200-box", cpu_percent=37.5,
                      cpu_per_core_percent=tuple(float((i * 37) % 100) for i in range(cores)),
                      load_avg=(3.1, 2.8, 2.5), mem_total_bytes=128 * GIB, mem_used_bytes=41 * GIB,
-                     mem_available_bytes=87 * GIB, swap_total_bytes=0, swap_used_bytes=0, processes=(trainer,))
+                     mem_available_bytes=87 * GIB, swap_total_bytes=0, swap_used_bytes=0,
+                     processes=(trainer,))
 
 
 def steps(count: int = 60, wait_ms: float = 41.0) -> tuple[StepRecord, ...]:
@@ -67,7 +69,8 @@ def steps(count: int = 60, wait_ms: float = 41.0) -> tuple[StepRecord, ...]:
 
 
 def rank(status: str = "live", workers: int = 1, rank_index: int = 0, world: int = 1) -> RankState:
-    return RankState(pid=TRAIN_PID + rank_index * 100, host="h200-box", rank=rank_index, local_rank=rank_index,
+    return RankState(pid=TRAIN_PID + rank_index * 100, host="h200-box", rank=rank_index,
+                     local_rank=rank_index,
                      world_size=world, job_key="job-1", device=f"cuda:{rank_index}",
                      argv=("python", "train.py", "--epochs", "3"), status=status,  # type: ignore[arg-type]
                      heartbeat_age_s=12.0 if status == "stalled" else 0.1, steps=steps(),

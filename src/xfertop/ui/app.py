@@ -55,15 +55,24 @@ class XfertopApp(App[int]):
         self.view = ViewState(interval_s=interval_s)
         self._start_sources = start_sources
         self._clock = clock
+        # Messages and resizes can arrive before the panes exist; render only once they do.
+        self._mounted = False
 
     # -- layout ---------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield HeaderBar(self._clock)
-        yield GpuArea()
+        # Kept as attributes: a snapshot may arrive while the app tears its screens down, when a
+        # query would find nothing; repainting a detached widget is harmless.
+        self.header_bar = HeaderBar(self._clock)
+        self.gpu_area = GpuArea()
+        self.jobs_pane = JobsPane()
+        self.host_pane = HostPane()
+        self.process_table = ProcessTable()
+        yield self.header_bar
+        yield self.gpu_area
         with Horizontal(id="middle"):
-            yield JobsPane()
-            yield HostPane()
-        yield ProcessTable()
+            yield self.jobs_pane
+            yield self.host_pane
+        yield self.process_table
         yield Footer()
 
     def on_mount(self) -> None:
@@ -71,8 +80,10 @@ class XfertopApp(App[int]):
         self.sources.set_interval_s(self.view.interval_s)
         if self._start_sources:
             self.sources.start()
-        self.set_interval(1.0, self.query_one(HeaderBar).refresh)
+        self.set_interval(1.0, self.header_bar.refresh)
         self._apply_layout(self.size.width)
+        self._mounted = True
+        self._render_all()
         if not self.is_headless:
             self._watch_terminal()
 
@@ -115,31 +126,30 @@ class XfertopApp(App[int]):
         self._render_all()
 
     def _render_all(self) -> None:
-        if self.view.paused:
+        if self.view.paused or not self._mounted:
             return
-        main = self.screen_stack[0]
         with self.batch_update():
-            main.query_one(HeaderBar).refresh()
-            main.query_one(GpuArea).show(self.view.gpu, self.size.height)
-            main.query_one(HostPane).refresh()
-            main.query_one(JobsPane).show(self.view.jobs)
-            main.query_one(ProcessTable).show(self.view)
+            self.header_bar.refresh()
+            self.gpu_area.show(self.view.gpu, self.size.height)
+            self.host_pane.refresh()
+            self.jobs_pane.show(self.view.jobs)
+            self.process_table.show(self.view)
             for widget in self.screen.query(".live"):
                 widget.refresh()
 
     # -- actions ----------------------------------------------------------------------------------
     def action_toggle_pause(self) -> None:
         self.view.paused = not self.view.paused
-        self.query_one(HeaderBar).refresh()
+        self.header_bar.refresh()
         self._render_all()
 
     def action_faster(self) -> None:
         self.sources.set_interval_s(self.view.faster())
-        self.query_one(HeaderBar).refresh()
+        self.header_bar.refresh()
 
     def action_slower(self) -> None:
         self.sources.set_interval_s(self.view.slower())
-        self.query_one(HeaderBar).refresh()
+        self.header_bar.refresh()
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

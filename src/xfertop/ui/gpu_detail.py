@@ -15,7 +15,9 @@ from xfertop.model.gpu import GpuSnapshot
 from xfertop.ui import chart, link_text
 from xfertop.ui.format import NA, gb, percent
 
-_CHART_ROWS = 4
+#: Chart height bounds; the four charts share what the facts above them leave.
+_CHART_ROWS_MIN, _CHART_ROWS_MAX = 1, 6
+_FACT_ROWS = 7
 
 
 def _value(value: object, unit: str = "") -> str:
@@ -47,15 +49,15 @@ def _facts(gpu: GpuSnapshot) -> Text:
     return text
 
 
-def _chart(title: str, values: list, scale: float, width: int, style: str) -> Text:
+def _chart(title: str, values: list, scale: float, width: int, rows: int, style: str) -> Text:
     text = Text(title + "\n", style="bold")
-    text.append("\n".join(chart.area(values, scale, width, _CHART_ROWS)), style=style)
+    text.append("\n".join(chart.area(values, scale, width, rows)), style=style)
     return text
 
 
-class GpuDetail(Widget, classes="live"):
+class GpuDetail(Widget):
     def __init__(self, index: int) -> None:
-        super().__init__(id="gpu-detail")
+        super().__init__(id="gpu-detail", classes="live")
         self.index = index
 
     def render(self) -> Text:
@@ -68,16 +70,18 @@ class GpuDetail(Widget, classes="live"):
         width = max(self.content_size.width, 10)
         history = view.history
         scale = link_text.chart_scale_bytes_per_s(gpu.link) or 0.0
+        rows = (self.content_size.height - _FACT_ROWS) // 4 - 1
+        rows = min(max(rows, _CHART_ROWS_MIN), _CHART_ROWS_MAX)
         parts = [
             _facts(gpu),
             _chart(link_text.direction_label("RX", gpu.pcie.rx_bytes_per_s, gpu) + "  (host to device)",
-                   history.get(("gpu", self.index, "rx")), scale, width, "green"),
+                   history.get(("gpu", self.index, "rx")), scale, width, rows, "green"),
             _chart(link_text.direction_label("TX", gpu.pcie.tx_bytes_per_s, gpu) + "  (device to host)",
-                   history.get(("gpu", self.index, "tx")), scale, width, "blue"),
+                   history.get(("gpu", self.index, "tx")), scale, width, rows, "blue"),
             _chart(f"utilisation {percent(gpu.util_gpu_percent)}",
-                   history.get(("gpu", self.index, "util")), 100.0, width, "cyan"),
+                   history.get(("gpu", self.index, "util")), 100.0, width, rows, "cyan"),
             _chart(f"memory {gb(gpu.mem_used_bytes)} of {gb(gpu.mem_total_bytes)} GB",
-                   history.get(("gpu", self.index, "mem")), 100.0, width, "magenta"),
+                   history.get(("gpu", self.index, "mem")), 100.0, width, rows, "magenta"),
         ]
         return Text("\n").join(parts)
 

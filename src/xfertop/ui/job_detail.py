@@ -73,9 +73,9 @@ def rank_detail(job: JobState, rank: RankState, width: int) -> Text:
     return text
 
 
-class JobDetail(Widget, classes="live"):
+class JobDetail(Widget):
     def __init__(self, job_key: str, pid: int) -> None:
-        super().__init__(id="job-detail")
+        super().__init__(id="job-detail", classes="live")
         self.job_key, self.pid = job_key, pid
 
     def render(self) -> Text:

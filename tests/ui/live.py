@@ -1,0 +1,49 @@
+"""Helpers for driving the real app with real sources, only NVML faked (fakes.fake_pynvml)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from textual.message import Message
+
+from fakes.fake_pynvml import FakePynvml
+from xfertop.sources.gpu import GpuSource
+from xfertop.sources.host import HostSource
+from xfertop.sources.nvml_api import NvmlApi
+from xfertop.ui.app import XfertopApp
+from xfertop.ui.messages import GpuStateUpdated
+from xfertop.ui.sources_bundle import Sources
+
+
+def fake_gpu_source(nvml: FakePynvml, interval_s: float = 0.1) -> GpuSource:
+    return GpuSource(interval_s=interval_s, api=NvmlApi(lib=nvml), first_window_s=0.0)
+
+
+class MessageWaiter:
+    """A message_hook that lets a test await the next message of a kind instead of sleeping."""
+
+    def __init__(self) -> None:
+        self._waiting: list[tuple[Callable[[Message], bool], asyncio.Event]] = []
+
+    def __call__(self, message: Message) -> None:
+        for predicate, event in self._waiting:
+            if predicate(message):
+                event.set()
+
+    async def wait_for(self, predicate: Callable[[Message], bool], timeout_s: float = 10.0) -> None:
+        event = asyncio.Event()
+        self._waiting.append((predicate, event))
+        try:
+            await asyncio.wait_for(event.wait(), timeout_s)
+        finally:
+            self._waiting.remove((predicate, event))
+
+
+def gpu_update_where(condition: Callable[[GpuStateUpdated], bool]) -> Callable[[Message], bool]:
+    return lambda message: isinstance(message, GpuStateUpdated) and condition(message)
+
+
+def live_app(nvml: FakePynvml, interval_s: float = 0.1) -> tuple[XfertopApp, Sources]:
+    sources = Sources(gpu=fake_gpu_source(nvml, interval_s), host=HostSource(interval_s=interval_s))
+    return XfertopApp(sources, interval_s=1.0), sources

@@ -1,0 +1,120 @@
+"""How the screens look, as SVG snapshots: fixed snapshots fed in, frozen clock, no source threads.
+
+Update after an intended change with `pytest tests/ui/test_snapshots.py --snapshot-update` and look at
+the diff report before committing.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import pytest
+from textual.pilot import Pilot
+
+from ui.sample_states import (
+    FROZEN_TIME,
+    gpu_state,
+    host_state,
+    jobs_state,
+    no_driver_state,
+    rank,
+)
+from xfertop.model.gpu import GpuState
+from xfertop.model.jobs import JobsState
+from xfertop.ui.app import XfertopApp
+from xfertop.ui.messages import GpuStateUpdated, HostStateUpdated, JobsStateUpdated
+from xfertop.ui.sources_bundle import Sources
+
+HISTORY_POINTS = 120
+
+
+@pytest.fixture(autouse=True)
+def _utc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The header shows local time: pin the zone so the frozen clock reads the same everywhere."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+
+
+def _app() -> XfertopApp:
+    return XfertopApp(Sources(), start_sources=False, clock=lambda: FROZEN_TIME)
+
+
+def _feed(app: XfertopApp, gpus: GpuState, jobs: JobsState, gpu_count: int) -> Callable:
+    """run_before: a deterministic traffic history (a slow wave), then the fixed snapshots."""
+
+    async def run_before(pilot: Pilot) -> None:
+        for i in range(HISTORY_POINTS):
+            wave = 1 + math.sin(i / 6)
+            app.view.apply_gpu(gpu_state(gpu_count, rx=27e9 * wave, tx=2.5e9 * wave, util=40 * wave))
+        app.post_message(GpuStateUpdated(gpus))
+        app.post_message(HostStateUpdated(host_state()))
+        app.post_message(JobsStateUpdated(jobs))
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_main_screen(snap_compare, size: tuple[int, int]) -> None:
+    app = _app()
+    assert snap_compare(app, terminal_size=size, run_before=_feed(app, gpu_state(1), jobs_state(), 1))
+
+
+def test_eight_gpus_at_120x40(snap_compare) -> None:
+    app = _app()
+    jobs = jobs_state(*(rank(rank_index=i, world=8, workers=4) for i in range(8)))
+    assert snap_compare(app, terminal_size=(120, 40), run_before=_feed(app, gpu_state(8), jobs, 8))
+
+
+def test_slow_link_and_sampled_figures(snap_compare) -> None:
+    app = _app()
+    slow = gpu_state(1, gen=3, method="sampled")
+    assert snap_compare(app, terminal_size=(160, 48), run_before=_feed(app, slow, jobs_state(), 1))
+
+
+def test_no_driver(snap_compare) -> None:
+    app = _app()
+    no_driver = no_driver_state()
+
+    async def run_before(pilot: Pilot) -> None:
+        app.post_message(GpuStateUpdated(no_driver))
+        app.post_message(HostStateUpdated(host_state()))
+        app.post_message(JobsStateUpdated(jobs_state(rank(status="stalled"))))
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_gpu_detail(snap_compare, size: tuple[int, int]) -> None:
+    app = _app()
+    feed = _feed(app, gpu_state(1), jobs_state(), 1)
+
+    async def run_before(pilot: Pilot) -> None:
+        await feed(pilot)
+        app.query_one("#gpu-0").focus()
+        await pilot.press("enter")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_job_detail(snap_compare) -> None:
+    app = _app()
+    feed = _feed(app, gpu_state(1), jobs_state(), 1)
+
+    async def run_before(pilot: Pilot) -> None:
+        await feed(pilot)
+        app.query_one("#ranks").focus()
+        await pilot.press("enter")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(160, 48), run_before=run_before)
+
+
+def test_help(snap_compare) -> None:
+    app = _app()
+    assert snap_compare(app, terminal_size=(80, 24), press=["question_mark"],
+                        run_before=_feed(app, gpu_state(1), jobs_state(), 1))
