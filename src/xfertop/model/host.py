@@ -12,14 +12,27 @@ class ProcessStats:
     pid: int
     name: str
     user: str | None
+    #: Percent of one core over the last interval (can exceed 100); None on the first sample.
     cpu_percent: float | None
     rss_bytes: int | None
     num_threads: int | None
-    #: Host memory the kernel reports as pinned/locked for this process (see docs for what counts).
+    #: Host memory pinned for this process as the kernel reports it per process. The host source leaves
+    #: it None: measured on an H200 (driver 580), 1 GiB of CUDA pinned memory raised none of VmLck, VmPin
+    #: or smaps Locked, only RssShmem, which also counts /dev/shm tensors (docs/host-memory.md). The
+    #: reporter's torch.cuda.host_memory_stats() is the figure to show.
     pinned_bytes: int | None
     children: tuple[ProcessStats, ...] = ()
     #: Why some figures are missing ("access denied: another user's process").
     error: str | None = None
+    #: VmLck of /proc/<pid>/status: pages in mlock()ed mappings (not CUDA pinned memory).
+    locked_bytes: int | None = None
+    #: VmPin of /proc/<pid>/status: pages long-term pinned by drivers that account them (RDMA, io_uring);
+    #: CUDA does not account its pinned memory here.
+    pinned_vm_bytes: int | None = None
+    #: RssShmem of /proc/<pid>/status: resident shared memory. CUDA pinned host buffers land here (+1 GiB
+    #: for 1 GiB pinned, measured), and so do DataLoader tensors shared through /dev/shm.
+    shmem_rss_bytes: int | None = None
+    ppid: int | None = None
 
 
 @dataclass(frozen=True)

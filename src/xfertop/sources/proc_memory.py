@@ -1,0 +1,100 @@
+"""Pure parsers for the memory files of /proc/<pid>: status, smaps_rollup, smaps, numa_maps.
+
+Text in, numbers in bytes out; no file access here, so every parser is tested on captured text.
+docs/host-memory.md says which of these numbers CUDA pinned memory shows up in (RssShmem, measured).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_KB = 1024
+_NUMA_PAGES = re.compile(r"\bN(\d+)=(\d+)\b")
+_PAGE_SIZE_KB = re.compile(r"\bkernelpagesize_kB=(\d+)\b")
+_MAPPING_HEADER = re.compile(r"^[0-9a-f]+-[0-9a-f]+\s+\S{4}\s")
+
+
+@dataclass(frozen=True)
+class StatusMemory:
+    """The memory lines of /proc/<pid>/status in bytes (None where this kernel prints no such line)."""
+
+    rss_bytes: int | None
+    #: VmLck: pages in VM_LOCKED mappings (mlock, mlockall, MAP_LOCKED).
+    locked_bytes: int | None
+    #: VmPin: mm->pinned_vm, pages long-term pinned by drivers that account them (RDMA, io_uring...).
+    pinned_vm_bytes: int | None
+    #: RssShmem: resident shared memory (shmem, tmpfs, MAP_SHARED|MAP_ANONYMOUS, memfd).
+    shmem_rss_bytes: int | None
+    swap_bytes: int | None
+    threads: int | None
+
+
+def parse_kb_fields(text: str) -> dict[str, int]:
+    """Every ``Name:   123 kB`` line -> {"Name": 123 * 1024}. Lines without the kB unit are skipped.
+
+    Works for status, smaps_rollup and one mapping's block of smaps."""
+    fields: dict[str, int] = {}
+    for line in text.splitlines():
+        name, sep, rest = line.partition(":")
+        parts = rest.split()
+        if sep and len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
+            fields[name.strip()] = int(parts[0]) * _KB
+    return fields
+
+
+def parse_status(text: str) -> StatusMemory:
+    fields = parse_kb_fields(text)
+    return StatusMemory(
+        rss_bytes=fields.get("VmRSS"),
+        locked_bytes=fields.get("VmLck"),
+        pinned_vm_bytes=fields.get("VmPin"),
+        shmem_rss_bytes=fields.get("RssShmem"),
+        swap_bytes=fields.get("VmSwap"),
+        threads=_int_field(text, "Threads"),
+    )
+
+
+def parse_status_value(text: str, name: str) -> str | None:
+    """The raw value of one ``Name:\\tvalue`` line of /proc/<pid>/status, e.g. Cpus_allowed_list."""
+    prefix = f"{name}:"
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            return line[len(prefix):].strip()
+    return None
+
+
+def _int_field(text: str, name: str) -> int | None:
+    value = parse_status_value(text, name)
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def smaps_bytes_by_pathname(text: str) -> dict[str, dict[str, int]]:
+    """/proc/<pid>/smaps summed per mapped pathname ("" for anonymous): {pathname: {field: bytes}}.
+
+    Also counts the mappings of each pathname under the key "mappings". Costly on big processes (the
+    kernel walks the page tables): for diagnosis and the probe, not for every sample."""
+    sums: dict[str, dict[str, int]] = {}
+    current: dict[str, int] | None = None
+    for line in text.splitlines():
+        if _MAPPING_HEADER.match(line):
+            parts = line.split(maxsplit=5)
+            current = sums.setdefault(parts[5].strip() if len(parts) == 6 else "", {"mappings": 0})
+            current["mappings"] += 1
+            continue
+        if current is None:
+            continue
+        for name, value in parse_kb_fields(line).items():
+            current[name] = current.get(name, 0) + value
+    return sums
+
+
+def parse_numa_maps_bytes_by_node(text: str) -> dict[int, int]:
+    """Resident bytes per NUMA node from /proc/<pid>/numa_maps (``N<node>=<pages>`` times the page size)."""
+    by_node: dict[int, int] = {}
+    for line in text.splitlines():
+        page_kb = _PAGE_SIZE_KB.search(line)
+        page_bytes = int(page_kb.group(1)) * _KB if page_kb else 4 * _KB
+        for node, pages in _NUMA_PAGES.findall(line):
+            by_node[int(node)] = by_node.get(int(node), 0) + int(pages) * page_bytes
+    return by_node

@@ -1,0 +1,87 @@
+"""Parsing /proc memory files, on text captured from real processes (tests/fixtures/proc_text, h200)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from xfertop.sources.proc_memory import (
+    StatusMemory,
+    parse_kb_fields,
+    parse_numa_maps_bytes_by_node,
+    parse_status,
+    parse_status_value,
+    smaps_bytes_by_pathname,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+TEXT = FIXTURES / "proc_text"
+MIB = 1 << 20
+
+
+def test_status_of_a_process_with_1MiB_mlocked_and_9MiB_shared() -> None:
+    # Captured from python with mmap(-1, 1 MiB) mlock()ed and mmap(-1, 8 MiB, MAP_SHARED) touched; Python's
+    # mmap is MAP_SHARED by default, so both count as shared memory.
+    memory = parse_status((TEXT / "mlock_1MiB_shared_8MiB.status").read_text())
+    assert memory.locked_bytes == 1 * MIB
+    assert memory.pinned_vm_bytes == 0
+    assert memory.shmem_rss_bytes == 9 * MIB
+    assert memory.rss_bytes is not None and memory.rss_bytes > 9 * MIB
+    assert memory.threads == 1
+
+
+def test_status_value_reads_the_affinity_line() -> None:
+    text = (TEXT / "mlock_1MiB_shared_8MiB.status").read_text()
+    assert parse_status_value(text, "Cpus_allowed_list") == "0-1"
+    assert parse_status_value(text, "NoSuchLine") is None
+
+
+def test_status_from_an_older_kernel_without_vmpin_gives_none() -> None:
+    memory = parse_status("Name:\tx\nVmLck:\t       0 kB\nVmRSS:\t     100 kB\nThreads:\t3\n")
+    assert memory.pinned_vm_bytes is None and memory.shmem_rss_bytes is None
+    assert memory.rss_bytes == 100 * 1024 and memory.threads == 3
+
+
+def test_smaps_rollup_fields_are_bytes() -> None:
+    fields = parse_kb_fields((TEXT / "mlock_1MiB_shared_8MiB.smaps_rollup").read_text())
+    assert fields["Locked"] == 1 * MIB
+    assert fields["Pss_Shmem"] == 9 * MIB
+    assert "[rollup]" not in fields
+
+
+def test_smaps_sums_per_pathname_and_keeps_the_locked_mapping_apart() -> None:
+    by_path = smaps_bytes_by_pathname((TEXT / "mlock_1MiB_shared_8MiB.smaps").read_text())
+    shared = by_path["/dev/zero (deleted)"]
+    assert shared["mappings"] == 2
+    assert shared["Rss"] == 9 * MIB
+    assert shared["Locked"] == 1 * MIB
+    assert shared["Anonymous"] == 0  # shared memory is not "anonymous" to smaps
+
+
+def test_h200_cuda_pinned_gigabyte_shows_as_shmem_and_not_as_locked() -> None:
+    """The recorded finding behind docs/host-memory.md: 1 GiB pin_memory() on driver 580."""
+    probe = json.loads((FIXTURES / "h200" / "nvml_probe.json").read_text())
+    before = parse_kb_fields(probe["proc_after_cuda_init"]["smaps_rollup"])
+    after = parse_kb_fields(probe["proc_after_1GiB_pinned"]["smaps_rollup"])
+    assert after["Pss_Shmem"] - before["Pss_Shmem"] == 1 << 30
+    assert after["Locked"] == before["Locked"] == 0
+    status_before = _status_from_probe(probe["proc_after_cuda_init"]["status"])
+    status_after = _status_from_probe(probe["proc_after_1GiB_pinned"]["status"])
+    assert status_after.shmem_rss_bytes == status_before.shmem_rss_bytes + (1 << 30)  # type: ignore[operator]
+    assert status_after.locked_bytes == 0 and status_after.pinned_vm_bytes == 0
+    # The driver's own /dev/nvidiactl mappings did not grow: the buffer is not mapped through it.
+    assert (probe["smaps_after_1GiB_pinned"]["/dev/nvidiactl"]["Rss"]
+            == probe["smaps_after_cuda_init"]["/dev/nvidiactl"]["Rss"])
+
+
+def _status_from_probe(lines: dict[str, str]) -> StatusMemory:
+    """The probe kept the Vm*/Rss* lines of /proc/self/status as a dict: put the text back together."""
+    return parse_status("\n".join(f"{name}:\t{value}" for name, value in lines.items()))
+
+
+def test_numa_maps_counts_pages_per_node_times_page_size() -> None:
+    by_node = parse_numa_maps_bytes_by_node((TEXT / "python_single_node.numa_maps").read_text())
+    assert list(by_node) == [0] and by_node[0] > 0 and by_node[0] % 4096 == 0
+    huge = ("7f00 default anon=2 dirty=2 N0=1 N1=1 kernelpagesize_kB=2048\n"
+            "7f10 default anon=3 N1=3 kernelpagesize_kB=4")
+    assert parse_numa_maps_bytes_by_node(huge) == {0: 2 * MIB, 1: 2 * MIB + 3 * 4096}
