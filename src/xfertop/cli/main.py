@@ -1,11 +1,61 @@
-"""Dispatch: `xfertop [--once --json]` and subcommands. Each subcommand module exposes
-``register(subparsers)`` which adds its parser with ``set_defaults(run=callable(args) -> int)``."""
+"""Dispatch: `xfertop [--interval S] [--once [--json]]` and subcommands. Each subcommand module exposes
+``register(subparsers)`` which adds its parser with ``set_defaults(run=callable(args) -> int)``.
+
+Expected failures print one line "xfertop: ..." and return a non-zero code, never a traceback.
+"""
 
 from __future__ import annotations
 
+import argparse
 import sys
+
+from xfertop.cli import attach, bench, demo
+from xfertop.cli.viewer import ViewerError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="xfertop",
+        description="Live monitor for PyTorch input pipelines: DataLoader wait, host-to-device copies, "
+                    "GPU idle gaps and PCIe throughput per GPU and per training rank.",
+        epilog="Start with `xfertop demo`. Keys in the live view: q quit, p pause, +/- refresh, ? help.")
+    parser.add_argument("--interval", type=float, default=1.0, metavar="SECONDS",
+                        help="refresh period in seconds (default 1.0; + and - change it live)")
+    parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
+    parser.add_argument("--json", action="store_true", help="with --once: JSON (schema xfertop.snapshot/1)")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
+    # TODO(lead): add run.register when src/xfertop/cli/run.py lands.
+    for module in (demo, bench, attach):
+        module.register(subparsers)
+    return parser
+
+
+def _viewer(args: argparse.Namespace) -> int:
+    from xfertop.cli.viewer import build_sources, check_interval, require_terminal, run_tui
+
+    if args.json and not args.once:
+        raise ViewerError("--json goes with --once: `xfertop --once --json`")
+    if args.once:
+        from xfertop.cli.once import run_once
+
+        return run_once(as_json=args.json)
+    interval_s = check_interval(args.interval)
+    require_terminal()
+    return run_tui(build_sources(interval_s), interval_s)
 
 
 def main(argv: list[str] | None = None) -> int:
-    print("xfertop: not built yet", file=sys.stderr)
-    return 2
+    args = build_parser().parse_args(argv)
+    command = getattr(args, "run", None)
+    try:
+        return command(args) if command is not None else _viewer(args)
+    except ViewerError as exc:
+        print(f"xfertop: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # `xfertop --once --json | head`: the reader left; nothing more to say.
+        return EXIT_OK

@@ -1,0 +1,36 @@
+"""`xfertop demo`: start the embedded demo job (starved, then fixed) and watch it in the TUI.
+
+Works with no GPU: the demo job then runs on the CPU and the GPU area says there is no driver.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "demo", help="start a small demo training job (starved, then fixed) and watch it live")
+    parser.add_argument("--phase-seconds", type=float, default=15.0,
+                        help="seconds the demo spends starved before it is fixed (default 15)")
+    parser.add_argument("--device", default="auto", help="cpu, cuda or auto (default auto)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from xfertop.cli.viewer import build_sources, check_interval, require_terminal, run_tui
+    from xfertop.launch.demo import start_demo_job
+
+    interval_s = check_interval(args.interval)
+    require_terminal()
+    job = start_demo_job(phase_seconds=args.phase_seconds, device=args.device)
+    try:
+        sources = build_sources(interval_s, ring_dir=str(job.ring_dir))
+        code = run_tui(sources, interval_s)
+    finally:
+        status = job.stop()
+    print(f"xfertop: demo job stopped (exit status {status}); its output is in {job.log_path}",
+          file=sys.stderr)
+    return code

@@ -1,0 +1,52 @@
+"""`xfertop --once --json`: sample every source once on this thread and print one JSON document."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from xfertop.cli.viewer import interesting_pids
+from xfertop.export.json_snapshot import snapshot_dict
+from xfertop.sources.gpu import GpuSource
+from xfertop.sources.host import HostSource
+from xfertop.sources.jobs import JobsSource
+
+
+def once_snapshot(ring_dir: str | None = None) -> dict:
+    gpu, host, jobs = GpuSource(), HostSource(), JobsSource(ring_dir=ring_dir)
+    try:
+        jobs_state = jobs.sample_once()
+        # The GPU sample gathers counter time first, which also gives the host's CPU figures an interval.
+        gpu_state = gpu.sample_once()
+        host.watch_pids(interesting_pids(gpu, jobs))
+        host_state = host.sample_once()
+    finally:
+        for source in (gpu, host, jobs):
+            source.stop()
+            source.close()
+    return snapshot_dict(gpu_state, host_state, jobs_state, timestamp=time.time())
+
+
+def run_once(as_json: bool) -> int:
+    document = once_snapshot()
+    if as_json:
+        json.dump(document, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    print(_summary(document))
+    return 0
+
+
+def _summary(document: dict) -> str:
+    """A few human lines for `xfertop --once` without --json."""
+    lines = [f"xfertop snapshot on {document['host']['hostname'] if document['host'] else 'this host'}"]
+    if not document["gpus"]:
+        lines.append(document["driver"]["error"] or "no GPUs")
+    for gpu in document["gpus"]:
+        summary = gpu["link_summary"]
+        lines.append(f"GPU {gpu['index']} {gpu['name']}: util {gpu['util_gpu_percent']}%  "
+                     f"{summary['rx_label']}  {summary['tx_label']}")
+    for job in document["jobs"]["items"]:
+        lines.append(f"job {job['name']}: {job['verdict']['headline']}")
+    return "\n".join(lines)

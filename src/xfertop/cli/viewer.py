@@ -1,0 +1,70 @@
+"""The live viewer: build the real sources, hand them to the TUI, and tear everything down on exit."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from xfertop.sources.gpu import GpuSource
+from xfertop.sources.host import HostSource
+from xfertop.sources.jobs import JobsSource
+
+# The UI modules (Textual) are imported only when a TUI is really started: `--once` and `--help` stay fast.
+
+MIN_INTERVAL_S = 0.1
+
+
+class ViewerError(Exception):
+    """An expected failure, already worded for the person at the terminal."""
+
+
+def check_interval(interval_s: float) -> float:
+    if not interval_s >= MIN_INTERVAL_S:
+        raise ViewerError(f"--interval must be at least {MIN_INTERVAL_S} s (got {interval_s})")
+    return interval_s
+
+
+def build_sources(interval_s: float, ring_dir: str | None = None):
+    from xfertop.ui.sources_bundle import Sources
+
+    gpu = GpuSource(interval_s=interval_s)
+    host = HostSource(interval_s=interval_s)
+    jobs = JobsSource(interval_s=interval_s, ring_dir=ring_dir)
+    watch_interesting_pids(gpu, host, jobs)
+    return Sources(gpu=gpu, host=host, jobs=jobs)
+
+
+def interesting_pids(gpu: GpuSource, jobs: JobsSource) -> set[int]:
+    """GPU processes and training ranks: the processes the host source details (CPU, RSS, workers)."""
+    pids: set[int] = set()
+    gpu_state, jobs_state = gpu.latest(), jobs.latest()
+    for snapshot in gpu_state.gpus if gpu_state else ():
+        pids.update(process.pid for process in snapshot.processes)
+    for job in jobs_state.jobs if jobs_state else ():
+        pids.update(rank.pid for rank in job.ranks if rank.status != "finished")
+    return pids
+
+
+def watch_interesting_pids(gpu: GpuSource, host: HostSource, jobs: JobsSource) -> None:
+    def update(_state: object) -> None:
+        host.watch_pids(interesting_pids(gpu, jobs))
+
+    gpu.subscribe(update)
+    jobs.subscribe(update)
+
+
+def require_terminal() -> None:
+    if not (os.isatty(sys.stdin.fileno()) and os.isatty(sys.stdout.fileno())):
+        raise ViewerError("the live view needs a terminal; for scripts use `xfertop --once --json`")
+
+
+def run_tui(sources, interval_s: float) -> int:
+    """Run the TUI until the user quits or the terminal goes away; the sources are stopped either way."""
+    from xfertop.ui.app import XfertopApp
+
+    app = XfertopApp(sources, interval_s=interval_s)
+    try:
+        app.run()
+    finally:
+        sources.stop()
+    return app.return_code or 0

@@ -1,0 +1,93 @@
+"""One snapshot of everything the TUI shows, as JSON-ready dicts (`xfertop --once --json`).
+
+The schema is versioned ("xfertop.snapshot/1") and documented field by field in docs/json-schema.md.
+Dataclasses become objects, tuples become lists, a value the machine could not give stays null.
+Additions keep the version; a renamed or removed field bumps it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from xfertop.analysis.pcie_link import link_bytes_per_s, link_warning, throughput_label
+from xfertop.analysis.steps import window_stats
+from xfertop.analysis.verdict import job_verdict
+from xfertop.model.gpu import GpuSnapshot, GpuState
+from xfertop.model.host import HostState
+from xfertop.model.jobs import JobsState, JobState, RankState
+
+SCHEMA = "xfertop.snapshot/1"
+#: Steps per rank included verbatim: enough to see the pattern, small enough to read.
+RECENT_STEPS = 20
+#: Top-level keys, in order; docs/json-schema.md describes each.
+TOP_LEVEL_KEYS = ("schema", "timestamp", "driver", "gpus", "host", "jobs")
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    return value
+
+
+def gpu_dict(gpu: GpuSnapshot) -> dict[str, Any]:
+    """The snapshot's fields plus the link figures the TUI derives from them."""
+    link, pcie = gpu.link, gpu.pcie
+    derived = {
+        "capacity_bytes_per_s": link_bytes_per_s(link.gen_current, link.width_current),
+        "max_capacity_bytes_per_s": link_bytes_per_s(link.gen_max, link.width_max),
+        "rx_label": throughput_label("RX", pcie.rx_bytes_per_s, link.gen_current, link.width_current),
+        "tx_label": throughput_label("TX", pcie.tx_bytes_per_s, link.gen_current, link.width_current),
+        "warning": link_warning(link, pcie.rx_bytes_per_s, pcie.tx_bytes_per_s),
+    }
+    return {**_plain(gpu), "link_summary": derived}
+
+
+def rank_dict(rank: RankState) -> dict[str, Any]:
+    fields = _plain(rank)
+    fields.pop("steps")
+    stats = window_stats(rank.steps)
+    return {
+        **fields,
+        "steps_recorded": len(rank.steps),
+        "window": None if stats is None else _plain(stats),
+        "recent_steps": [_plain(step) for step in rank.steps[-RECENT_STEPS:]],
+    }
+
+
+def job_dict(job: JobState) -> dict[str, Any]:
+    return {
+        "job_key": job.job_key,
+        "name": job.name,
+        "verdict": job_verdict(job.ranks).to_dict(),
+        "ranks": [rank_dict(rank) for rank in job.ranks],
+    }
+
+
+def snapshot_dict(gpu: GpuState | None, host: HostState | None, jobs: JobsState | None,
+                  timestamp: float) -> dict[str, Any]:
+    """The whole snapshot. ``gpus`` is [] with ``driver.error`` saying why when NVML is unavailable."""
+    driver = {
+        "driver_version": gpu.driver_version if gpu else None,
+        "cuda_driver_version": gpu.cuda_driver_version if gpu else None,
+        "error": gpu.error if gpu else "the GPU source did not answer",
+        "notes": list(gpu.notes) if gpu else [],
+    }
+    jobs_part = {
+        "ring_dir": jobs.ring_dir if jobs else None,
+        "problems": list(jobs.problems) if jobs else [],
+        "error": jobs.error if jobs else "the jobs source did not answer",
+        "items": [job_dict(job) for job in jobs.jobs] if jobs else [],
+    }
+    return {
+        "schema": SCHEMA,
+        "timestamp": timestamp,
+        "driver": driver,
+        "gpus": [gpu_dict(snapshot) for snapshot in gpu.gpus] if gpu else [],
+        "host": None if host is None else _plain(host),
+        "jobs": jobs_part,
+    }
