@@ -145,12 +145,16 @@ class FakeGpu:
     born_s: float = 0.0
     counter_offsets: tuple[int, int] = (983_911_744, 2_112_665_548)  # the recorded TX, RX values
 
-    def answer(self, call: str) -> Any:
+    def check(self, call: str) -> None:
+        """Raise what the GPU would: GPU_IS_LOST once lost, NOT_SUPPORTED where configured."""
         if self.lost:
             raise NVMLError(CONSTANTS["NVML_ERROR_GPU_IS_LOST"])
         base = call.split("_")[0] if call.endswith(("_SM", "_MEM", "_RX", "_TX")) else call
         if base in self.not_supported:
             raise NVMLError(CONSTANTS["NVML_ERROR_NOT_SUPPORTED"])
+
+    def answer(self, call: str) -> Any:
+        self.check(call)
         if call in self.answers:
             return self.answers[call]
         recorded = CALLS[ALIASES.get(call, call)]
@@ -249,7 +253,7 @@ class FakePynvml:
 
     def nvmlDeviceGetComputeRunningProcesses(self, gpu: FakeGpu) -> list[Any]:
         self.calls.append("nvmlDeviceGetComputeRunningProcesses")
-        gpu.answer("nvmlDeviceGetIndex")  # raises if lost or unsupported like every call
+        gpu.check("nvmlDeviceGetComputeRunningProcesses")
         return list(gpu.processes)
 
     def nvmlDeviceGetPcieThroughput(self, gpu: FakeGpu, counter: int) -> int:
@@ -265,7 +269,7 @@ class FakePynvml:
 
     def nvmlDeviceGetFieldValues(self, gpu: FakeGpu, field_ids: list[int]) -> list[SimpleNamespace]:
         self.calls.append("nvmlDeviceGetFieldValues")
-        gpu.answer("nvmlDeviceGetIndex")
+        gpu.check("nvmlDeviceGetFieldValues")
         values = []
         for field_id in field_ids:
             self.sleep(FIELD_READ_S)

@@ -9,7 +9,8 @@ import pytest
 
 from fakes.fake_pynvml import FakeGpu, FakePynvml, SteadyTraffic
 from xfertop.model.gpu import GpuState
-from xfertop.sources.gpu import GpuSource, throttle_words
+from xfertop.sources.gpu import GpuSource
+from xfertop.sources.gpu_facts import cuda_version_text, throttle_words
 from xfertop.sources.nvml_api import NvmlApi
 
 NO_DRIVER = "no NVIDIA driver found (libnvidia-ml.so.1): showing host metrics only"
@@ -105,6 +106,10 @@ def test_throttle_bits_in_words() -> None:
     assert throttle_words(0) == ()
     assert throttle_words(0x20 | 0x40) == ("sw thermal", "hw thermal")
     assert throttle_words(0x1 | 0x8000) == ("idle", "reason 0x8000")
+
+
+def test_cuda_driver_versions_read_as_people_write_them() -> None:
+    assert [cuda_version_text(v) for v in (13000, 12040, None)] == ["13.0", "12.4", None]
 
 
 def test_error_counters_are_deltas_since_start(sources: list[GpuSource]) -> None:

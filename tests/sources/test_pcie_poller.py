@@ -103,3 +103,16 @@ def test_the_thread_polls_and_stops() -> None:
     finally:
         poller.stop()
     assert poller.take(0).rx_bytes_per_s == pytest.approx(20e9, rel=0.01)
+
+
+def test_the_20ms_sampler_sees_one_window_and_blocks_for_it() -> None:
+    """The fallback as the H200 answered: ~59e6 KB/s mid-H2D (GPU-FACTS: 59.4e6), 20 ms per call."""
+    traffic = RecordedTraffic()
+    clock = FakeClock()
+    fake = FakePynvml([FakeGpu(0, traffic=traffic)], clock=clock, sleep=clock.sleep)
+    h2d_start_s, h2d_end_s = traffic.phase_span_s("h2d")
+    clock.sleep((h2d_start_s + h2d_end_s) / 2)
+    before_s = clock()
+    rx_kb_per_s = fake.nvmlDeviceGetPcieThroughput(fake.gpus[0], 1)
+    assert clock() - before_s == pytest.approx(0.020)
+    assert rx_kb_per_s == pytest.approx(59.2e6, rel=0.03)
