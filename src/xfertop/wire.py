@@ -157,7 +157,11 @@ class UnknownVersionError(RingFormatError):
     pass
 
 
-def _get_string(buf: Any, name: str) -> str:
+class RingNotReadyError(RingFormatError):
+    """The magic is still zero: the writer is filling the header right now (or died doing so)."""
+
+
+def read_string(buf: Any, name: str) -> str:
     offset, length = STRINGS[name]
     used = int.from_bytes(bytes(buf[offset : offset + 4]), "little")
     if used > length - 4:
@@ -173,7 +177,10 @@ def read_header(buf: Any, words: memoryview, file_bytes: int) -> RingHeader:
     """Validate and decode a header; raises RingFormatError with a sentence when it cannot."""
     if file_bytes < HEADER_BYTES:
         raise RingFormatError(f"truncated: {file_bytes} bytes, shorter than the {HEADER_BYTES}-byte header")
-    if bytes(buf[0:8]) != MAGIC:
+    magic = bytes(buf[0:8])
+    if magic == bytes(8):
+        raise RingNotReadyError("header not written yet (the magic is zero)")
+    if magic != MAGIC:
         raise RingFormatError("not an xfertop ring (bad magic)")
     version = words[H_VERSION]
     if version != VERSION:
@@ -192,7 +199,7 @@ def read_header(buf: Any, words: memoryview, file_bytes: int) -> RingHeader:
         raise RingFormatError(
             f"truncated: {file_bytes} bytes, but {capacity} records need {ring_bytes(capacity)}"
         )
-    argv_text = _get_string(buf, "argv")
+    argv_text = read_string(buf, "argv")
     return RingHeader(
         version=version,
         capacity=capacity,
@@ -204,10 +211,10 @@ def read_header(buf: Any, words: memoryview, file_bytes: int) -> RingHeader:
         rank=_optional(words[H_RANK]),
         local_rank=_optional(words[H_LOCAL_RANK]),
         world_size=_optional(words[H_WORLD_SIZE]),
-        host=_get_string(buf, "host"),
-        run_id=_get_string(buf, "run_id"),
-        master=_get_string(buf, "master"),
-        device=_get_string(buf, "device"),
+        host=read_string(buf, "host"),
+        run_id=read_string(buf, "run_id"),
+        master=read_string(buf, "master"),
+        device=read_string(buf, "device"),
         argv=tuple(argv_text.split("\x00")) if argv_text else (),
     )
 
@@ -224,6 +231,14 @@ def read_record(words: memoryview, capacity: int, step: int, attempts: int = 4) 
             continue
         return body if body[R_STEP] == step else None
     return None
+
+
+def process_start_ticks(pid: int | str = "self") -> int:
+    """Field 22 of /proc/<pid>/stat (clock ticks after boot): with the pid, it names one process for good."""
+    with open(f"/proc/{pid}/stat", "rb") as stat_file:
+        text = stat_file.read()
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    return int(text[text.rindex(b")") + 2 :].split()[19])
 
 
 # -- the ring directory (both sides) ------------------------------------------------------------------

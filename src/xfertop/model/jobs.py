@@ -56,6 +56,10 @@ class RankState:
     reporter_errors: int
     reporter_disabled: bool
     ring_path: str
+    #: Steps the viewer never saw because the ring wrapped before it read them.
+    steps_lost: int = 0
+    #: Steps whose GPU timing was given up (too many pending CUDA events).
+    gpu_steps_dropped: int = 0
 
 
 @dataclass(frozen=True)

@@ -76,9 +76,15 @@ class WatchedIterator(Iterator[T]):
         clock = self._clock
         if clock is None or clock.disabled:
             return next(self._iterator)
-        clock.before_next()
+        try:
+            clock.before_next()
+        except Exception as exc:  # the clock guards itself; this is the second line of defence
+            clock.fail(exc)
         batch = next(self._iterator)  # StopIteration ends the loop; the last step is already closed
-        clock.after_next(batch)
+        try:
+            clock.after_next(batch)
+        except Exception as exc:
+            clock.fail(exc)
         return batch
 
     def __getattr__(self, name: str) -> Any:
@@ -154,9 +160,12 @@ def to_device(batch: T, device: Any, non_blocking: bool = True) -> T:
     started_ns = _now_ns()
     moved = move(batch, target, non_blocking, notes)
     copy_cpu_ns = _now_ns() - started_ns
-    if notes.inspect_error is not None:
-        clock.fail(notes.inspect_error)
-    clock.copied(notes.h2d_bytes, notes.any_pageable, notes.pageable_non_blocking, copy_cpu_ns, target)
+    try:
+        if notes.inspect_error is not None:
+            clock.fail(notes.inspect_error)
+        clock.copied(notes.h2d_bytes, notes.any_pageable, notes.pageable_non_blocking, copy_cpu_ns, target)
+    except Exception as exc:
+        clock.fail(exc)
     return moved
 
 
@@ -167,10 +176,9 @@ def mark_copied(device: Any = None) -> None:
         return
     try:
         target = None if device is None else _as_device(device)
+        clock.copied(0, False, False, 0, target)
     except Exception as exc:
         clock.fail(exc)
-        return
-    clock.copied(0, False, False, 0, target)
 
 
 # -- step() --------------------------------------------------------------------------------------------
@@ -182,13 +190,19 @@ class StepBlock:
     def __enter__(self) -> StepBlock:
         clock = _get_clock()
         if clock is not None and not clock.disabled:
-            clock.enter_step()
+            try:
+                clock.enter_step()
+            except Exception as exc:
+                clock.fail(exc)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         clock = _get_clock()
         if clock is not None and not clock.disabled:
-            clock.exit_step()
+            try:
+                clock.exit_step()
+            except Exception as exc:
+                clock.fail(exc)
 
 
 _STEP_BLOCK = StepBlock()

@@ -7,15 +7,7 @@ import socket
 import sys
 import time
 
-from xfertop.wire import RingIdentity
-
-
-def process_start_ticks(pid: int | str = "self") -> int:
-    """Field 22 of /proc/<pid>/stat (clock ticks after boot): with the pid, it names one process for good."""
-    with open(f"/proc/{pid}/stat", "rb") as stat_file:
-        text = stat_file.read()
-    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    return int(text[text.rindex(b")") + 2 :].split()[19])
+from xfertop.wire import RingIdentity, process_start_ticks
 
 
 def _env_int(environ: dict[str, str], name: str) -> int | None:

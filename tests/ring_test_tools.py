@@ -1,0 +1,59 @@
+"""Shared helpers for tests that run real training processes writing real rings."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from xfertop.model.jobs import JobsState, RankState
+from xfertop.sources.jobs import JobsSource
+
+T = TypeVar("T")
+SRC_DIR = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def wait_until(check: Callable[[], T | None], timeout_s: float, what: str, every_s: float = 0.02) -> T:
+    """Poll ``check`` until it returns something truthy; fail with ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(every_s)
+
+
+def child_env(ring_dir: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    env["XFERTOP_DIR"] = str(ring_dir)
+    env["PYTHONPATH"] = SRC_DIR + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+def start_script(tmp_path: Path, ring_dir: Path, code: str, **env: str) -> subprocess.Popen[str]:
+    """Run ``code`` (dedented) as a script in a child Python; stdout/stderr piped as text."""
+    script = tmp_path / f"train_{time.monotonic_ns()}.py"
+    script.write_text(textwrap.dedent(code))
+    return subprocess.Popen([sys.executable, str(script)], env=child_env(ring_dir, **env),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def ranks(source: JobsSource) -> list[RankState]:
+    state: JobsState = source.sample_once()
+    return [rank for job in state.jobs for rank in job.ranks]
+
+
+def rank_with_steps(source: JobsSource, pid: int, min_steps: int) -> RankState | None:
+    """The rank of ``pid`` once it has written at least ``min_steps`` steps (the ring keeps the last 1024)."""
+    for rank in ranks(source):
+        if rank.pid == pid and rank.steps and rank.steps[-1].step + 1 >= min_steps:
+            return rank
+    return None

@@ -1,0 +1,151 @@
+"""The viewer's side of the wire: validation, grouping into jobs, liveness, history, problems."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import pytest
+
+from xfertop import wire
+from xfertop.reporter._identity import current_identity
+from xfertop.reporter._ring_writer import RingWriter
+from xfertop.sources.jobs import JobsSource, job_key, job_name
+
+
+def _writer(ring_dir: Path, steps: int = 0, **identity_changes: object) -> RingWriter:
+    identity = dataclasses.replace(current_identity(), **identity_changes)  # type: ignore[arg-type]
+    writer = RingWriter(str(ring_dir), identity)
+    for step in range(steps):
+        writer.write_step(step, step * 10_000_000, 10_000_000, 4_000_000, 0, 1024, 8, wire.F_COPIED)
+    return writer
+
+
+def _source(ring_dir: Path, **kwargs: float) -> JobsSource:
+    return JobsSource(ring_dir=str(ring_dir), **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_late_viewer_sees_the_history_and_ranks_group_into_jobs(tmp_path: Path) -> None:
+    for rank in (1, 0):
+        _writer(tmp_path, steps=50, rank=rank, local_rank=rank, world_size=2, run_id="abc", pid=os.getpid())
+    _writer(tmp_path, steps=3)
+    state = _source(tmp_path).sample_once()
+    assert state.problems == () and state.error is None
+    by_key = {job.job_key: job for job in state.jobs}
+    ddp = by_key["run:abc"]
+    assert [r.rank for r in ddp.ranks] == [0, 1]
+    assert [s.step for s in ddp.ranks[0].steps] == list(range(50))
+    first = ddp.ranks[0].steps[0]
+    assert (first.wall_ms, first.data_wait_ms, first.h2d_bytes, first.samples) == (10.0, 4.0, 1024, 8)
+    assert first.compute_gpu_ms is None and not first.pinned
+    assert len(by_key[f"pid:{os.getpid()}"].ranks) == 1
+
+
+def test_gpu_fields_appear_when_patched_after_the_step_was_read(tmp_path: Path) -> None:
+    writer = _writer(tmp_path)
+    writer.write_step(0, 0, 10_000_000, 1_000_000, 0, 0, 4, wire.F_GPU_PENDING)
+    source = _source(tmp_path)
+    [step] = source.sample_once().jobs[0].ranks[0].steps
+    assert step.compute_gpu_ms is None
+    writer.patch_gpu(0, 2_000_000, 6_000_000, 500_000, wire.F_GPU_RESOLVED, wire.F_GPU_PENDING)
+    [step] = source.sample_once().jobs[0].ranks[0].steps
+    assert (step.copy_gpu_ms, step.compute_gpu_ms, step.gpu_idle_ms) == (2.0, 6.0, 0.5)
+
+
+def _problems(ring_dir: Path) -> str:
+    return "\n".join(_source(ring_dir).sample_once().problems)
+
+
+def test_unknown_versions_are_reported_and_the_others_carry_on(tmp_path: Path) -> None:
+    future = _writer(tmp_path, steps=2, pid=os.getpid())
+    future.words[wire.H_VERSION] = 99
+    _writer(tmp_path, steps=2, pid=os.getpid())
+    state = _source(tmp_path).sample_once()
+    assert len(state.jobs) == 1 and len(state.jobs[0].ranks) == 1
+    [problem] = state.problems
+    assert "version 99 is not known to this viewer" in problem and future.path in problem
+
+
+def test_malformed_and_truncated_rings_are_skipped_with_a_reason(tmp_path: Path) -> None:
+    (tmp_path / "garbage.ring").write_bytes(b"not a ring at all" * 400)
+    (tmp_path / "short.ring").write_bytes(b"XFERTOP\x00" + bytes(100))
+    cut = _writer(tmp_path, steps=5)
+    os.truncate(cut.path, wire.HEADER_BYTES + 10 * wire.RECORD_BYTES)
+    bad_capacity = _writer(tmp_path)
+    bad_capacity.words[wire.H_CAPACITY] = 0
+    text = _problems(tmp_path)
+    assert "garbage.ring: not an xfertop ring (bad magic)" in text
+    assert "short.ring: truncated: 108 bytes" in text
+    assert f"{cut.path}: truncated" in text
+    assert "capacity 0 is out of range" in text
+
+
+def test_a_ring_claiming_another_uid_is_skipped(tmp_path: Path) -> None:
+    _writer(tmp_path, steps=1, uid=os.getuid() + 1)
+    assert f"header names uid {os.getuid() + 1}, not you" in _problems(tmp_path)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file to another user")
+def test_a_ring_owned_by_another_user_is_skipped(tmp_path: Path) -> None:
+    writer = _writer(tmp_path, steps=1)
+    os.chown(writer.path, 12345, 12345)
+    assert "belongs to uid 12345, not to you" in _problems(tmp_path)
+
+
+def test_symlinked_rings_and_directories_are_refused(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    writer = _writer(real, steps=1)
+    rings = tmp_path / "rings"
+    rings.mkdir(mode=0o700)
+    (rings / "link.ring").symlink_to(writer.path)
+    assert "link.ring is a symbolic link; skipped" in _problems(rings)
+    linked_dir = tmp_path / "linked"
+    linked_dir.symlink_to(real)
+    state = _source(linked_dir).sample_once()
+    assert state.jobs == ()
+    assert state.error is not None and "is a symbolic link; refusing to use it" in state.error
+
+
+def test_a_missing_ring_directory_means_no_jobs_yet(tmp_path: Path) -> None:
+    state = _source(tmp_path / "nothing-here").sample_once()
+    assert state.jobs == () and state.error is None and state.problems == ()
+
+
+def test_a_half_written_header_is_not_a_problem_while_young(tmp_path: Path) -> None:
+    writer = _writer(tmp_path, steps=1)
+    writer.words[wire.H_MAGIC] = 0
+    assert _source(tmp_path).sample_once().problems == ()
+
+
+def test_liveness_live_stalled_and_finished(tmp_path: Path) -> None:
+    import time
+
+    writer = _writer(tmp_path)
+    now_ns = time.perf_counter_ns()
+    writer.write_step(0, now_ns - 10_000_000, 10_000_000, 0, 0, 0, 0, 0)
+    source = _source(tmp_path, stall_after_s=0.05)
+    assert source.sample_once().jobs[0].ranks[0].status == "live"
+    writer.words[wire.H_HEARTBEAT_NS] = now_ns - 1_000_000_000
+    assert source.sample_once().jobs[0].ranks[0].status == "stalled"
+    writer.close()
+    assert source.sample_once().jobs[0].ranks[0].status == "finished"
+
+
+def test_a_reused_pid_counts_as_finished_and_its_file_is_removed_after_grace(tmp_path: Path) -> None:
+    now_s = [0.0]
+    writer = _writer(tmp_path, steps=1, start_ticks=1)  # our pid, but another process's start time
+    source = JobsSource(ring_dir=str(tmp_path), finished_grace_s=10.0, monotonic=lambda: now_s[0])
+    assert source.sample_once().jobs[0].ranks[0].status == "finished"
+    now_s[0] = 11.0
+    assert source.sample_once().jobs == ()
+    assert not os.path.exists(writer.path)
+
+
+def test_job_keys_and_names() -> None:
+    header = wire.RingHeader(1, 8, 0, 10, 9, 0, 0, 0, 0, 2, "h", "", "n1:29500", "", ("python", "train.py"))
+    assert job_key(header) == "master:n1:29500"
+    assert job_key(dataclasses.replace(header, master="")) == "ppid:9"
+    assert job_key(dataclasses.replace(header, master="", world_size=None)) == "pid:10"
+    assert job_name(("/usr/bin/python3", "-u", "/x/train.py", "--lr", "1")) == "train.py"
+    assert job_name(("python", "-m", "pkg.train")) == "-m pkg.train"
