@@ -1,0 +1,157 @@
+"""The verdict for a job sampled with py-spy: the step clock's engine, fed with sampled shares.
+
+A sampled window has no steps, only the share of main-thread samples per class (stack_classify).
+Those shares stand in for the CPU clock's shares of step wall time, so ``verdict.judge`` applies the
+same rules and thresholds; the result is labelled ``"source": "sampled"``. Two things only sampling
+sees are added: a sync-bound verdict from samples blocked in ``.item()``-like calls (the step clock
+infers it from GPU busy time instead), and whether the DataLoader workers are saturated or idle.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from xfertop.analysis.advice import pct, sync_bound_advice
+from xfertop.analysis.stack_classify import LineText, RankStacks, summarise_window
+from xfertop.analysis.steps import Spread, WindowStats
+from xfertop.analysis.thresholds import (
+    INPUT_CRITICAL_SHARE,
+    INPUT_WARN_SHARE,
+    STRAGGLER_CRITICAL_EXCESS_SHARE,
+    STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE,
+    STRAGGLER_WARN_EXCESS_SHARE,
+)
+from xfertop.analysis.verdict import Severity, Verdict, judge
+from xfertop.model.stacks import StacksState
+
+#: Fewer main-thread samples than this (0.8 s at the default 50 Hz) and the verdict is warming-up.
+MIN_SAMPLES = 40
+#: Samples blocked in .item()/.cpu()/synchronize at or above these shares: sync-bound.
+SYNC_WARN_SHARE = INPUT_WARN_SHARE
+SYNC_CRITICAL_SHARE = INPUT_CRITICAL_SHARE
+#: Workers busy at least this share of the window count as saturated; below the second, as idle.
+WORKER_SATURATED_SHARE = 0.8
+WORKER_IDLE_SHARE = 0.3
+SAMPLED_SUFFIX = " (py-spy samples)"
+UNKNOWN_PINNING_ADVICE = (
+    "py-spy cannot see whether batches are pinned: set pin_memory=True in the DataLoader and copy with "
+    "non_blocking=True (pinned copies ran ~8x faster than pageable ones on an H200).")
+
+_NO_SPREAD = Spread(p50_ms=0.0, p95_ms=0.0)
+
+
+def _window_stats(rank: RankStacks) -> WindowStats:
+    """Sampled shares in the shape of a CPU-clock window (no step timings: spreads are zero)."""
+    shares = rank.shares
+    samples = shares.total_samples
+    return WindowStats(
+        clock="cpu", steps=samples, first_step=0, last_step=samples, wall_ms_total=0.0, wall=_NO_SPREAD,
+        data_wait_share=shares.input_share, data_wait=_NO_SPREAD, data_wait_max_ms=0.0,
+        data_wait_top_share=0.0, copy_share=shares.share("copy"), copy=_NO_SPREAD,
+        copy_cpu_share=shares.share("copy"), compute_share=shares.share("compute"), compute=_NO_SPREAD,
+        gpu_idle_share=None, gpu_idle=None, samples_per_s=0.0, h2d_bytes_per_s=0.0,
+        pinned_step_fraction=None, pageable_non_blocking_step_fraction=None,
+    )
+
+
+def _evidence(rank: RankStacks, ranks: int) -> dict[str, Any]:
+    summary = rank.to_dict()
+    evidence: dict[str, Any] = {"source": "sampled", "ranks": ranks}
+    evidence.update({k: v for k, v in summary.items() if k != "error"})
+    return evidence
+
+
+def _worker_advice(rank: RankStacks) -> list[str]:
+    if not rank.workers:
+        return []  # the engine's num_workers=0 advice covers it
+    mean_busy = statistics.mean(w.busy_share for w in rank.workers)
+    if mean_busy >= WORKER_SATURATED_SHARE:
+        return [f"All {len(rank.workers)} DataLoader workers are busy {pct(mean_busy)} of the time: add "
+                "workers (if cores are free) or make __getitem__ / transforms cheaper."]
+    if mean_busy < WORKER_IDLE_SHARE:
+        pin = ""
+        if rank.pin_busy_share is not None:
+            pin = f"; the pin-memory thread is busy {pct(rank.pin_busy_share)}"
+        return [f"The workers are mostly idle ({pct(mean_busy)} busy) while the main thread waits: suspect "
+                f"inter-process transfer of large batches or the pin-memory thread{pin}."]
+    return []
+
+
+def _labelled(verdict: Verdict, rank: RankStacks, ranks: int, extra_advice: list[str]) -> Verdict:
+    return Verdict(kind=verdict.kind, severity=verdict.severity, headline=verdict.headline + SAMPLED_SUFFIX,
+                   evidence=_evidence(rank, ranks), advice=tuple(extra_advice) + verdict.advice)
+
+
+def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
+    """The verdict on one rank's sampled window."""
+    samples = rank.shares.total_samples
+    if rank.error or samples < MIN_SAMPLES:
+        headline = rank.error or f"warming-up: {samples} of the {MIN_SAMPLES} samples a verdict needs"
+        return Verdict("warming-up", "info", headline, _evidence(rank, ranks))
+    stats = _window_stats(rank)
+    sync_share = rank.shares.share("gpu_sync")
+    if sync_share >= SYNC_WARN_SHARE and sync_share > max(stats.input_share, stats.copy_share):
+        headline = (f"sync-bound: the main thread waits for the GPU (.item(), .cpu(), synchronize) in "
+                    f"{pct(sync_share)} of samples")
+        severity: Severity = "critical" if sync_share >= SYNC_CRITICAL_SHARE else "warn"
+        verdict = Verdict("sync-bound", severity, headline, advice=tuple(sync_bound_advice()))
+        return _labelled(verdict, rank, ranks, [])
+    workers = len(rank.workers) if rank.workers else (0 if rank.shares.share("main_loading") > 0 else None)
+    verdict = judge(stats, dataloader_workers=workers)
+    extra = _worker_advice(rank) if verdict.kind == "input-bound" else []
+    if verdict.kind == "copy-bound":
+        # Sampling cannot see whether batches are pinned: replace the step clock's claim about it.
+        extra = [UNKNOWN_PINNING_ADVICE]
+        verdict = Verdict(verdict.kind, verdict.severity, verdict.headline, verdict.evidence,
+                          tuple(a for a in verdict.advice if "pinned" not in a and "pageable" not in a))
+    return _labelled(verdict, rank, ranks, extra)
+
+
+def _straggler(ranks: Sequence[tuple[int | None, RankStacks]]) -> Verdict | None:
+    inputs = [r.shares.input_share for _, r in ranks]
+    median_input = statistics.median(inputs)
+    worst = max(range(len(ranks)), key=lambda i: inputs[i])
+    label, rank = ranks[worst]
+    excess = inputs[worst] - median_input
+    others_compute = statistics.median(
+        r.shares.share("compute") for i, (_, r) in enumerate(ranks) if i != worst)
+    victim_excess = others_compute - rank.shares.share("compute")
+    if excess < STRAGGLER_WARN_EXCESS_SHARE or victim_excess < STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE:
+        return None
+    name = f"rank {label}" if label is not None else f"pid {rank.pid}"
+    headline = (f"straggler: {name} waits for data in {pct(inputs[worst])} of samples (median "
+                f"{pct(median_input)}); the other ranks wait for it")
+    severity: Severity = "critical" if excess >= STRAGGLER_CRITICAL_EXCESS_SHARE else "warn"
+    evidence = {**_evidence(rank, len(ranks)), "straggler_rank": label,
+                "median_input_share": round(median_input, 4)}
+    return Verdict("straggler", severity, headline + SAMPLED_SUFFIX, evidence,
+                   (f"Inspect input loading on {name}: its DataLoader workers, CPU load and storage.",))
+
+
+def sampled_verdict(ranks: Sequence[tuple[int | None, RankStacks]]) -> Verdict:
+    """The verdict on a sampled job: ``(rank number or None, that rank's window summary)`` per rank.
+
+    One rank is judged alone; several give a straggler when one stands out, else the verdict of the
+    rank with the median input share (so one bad rank neither hides nor fakes a job-wide bottleneck).
+    """
+    usable = [(label, r) for label, r in ranks if not r.error and r.shares.total_samples >= MIN_SAMPLES]
+    if not usable:
+        return rank_sampled_verdict(ranks[0][1], ranks=len(ranks)) if ranks else Verdict(
+            "warming-up", "info", "warming-up: no samples yet", {"source": "sampled"})
+    if len(usable) >= 2 and (straggler := _straggler(usable)) is not None:
+        return straggler
+    ordered = sorted(usable, key=lambda item: item[1].shares.input_share)
+    return rank_sampled_verdict(ordered[len(ordered) // 2][1], ranks=len(usable))
+
+
+def judge_stacks(state: StacksState, line_text_for: Callable[[int], LineText | None] = lambda pid: None,
+                 ) -> tuple[tuple[RankStacks, ...], Verdict]:
+    """Every rank's window summary and the job's sampled verdict, from one StacksState."""
+    by_pid = {target.pid: target for target in state.targets}
+    summaries = tuple(summarise_window(w, line_text_for(w.root_pid)) for w in state.windows)
+    labelled = [(by_pid[s.pid].rank if s.pid in by_pid else None, s) for s in summaries]
+    if state.error and not summaries:
+        return summaries, Verdict("warming-up", "info", state.error, {"source": "sampled"})
+    return summaries, sampled_verdict(labelled)

@@ -1,0 +1,91 @@
+"""`xfertop attach PID [--once] [--json]`: diagnose a job started without xfertop, with py-spy.
+
+Exit codes: 0 sampled, 2 cannot attach (the reason is one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from xfertop.analysis.sampled_verdict import judge_stacks
+from xfertop.sources.pyspy_runner import DEFAULT_RATE_HZ, DEFAULT_WINDOW_S
+from xfertop.sources.source_lines import line_reader
+from xfertop.sources.stacks import StackSampler
+
+EXIT_OK = 0
+EXIT_CANNOT_ATTACH = 2
+ONCE_WINDOW_S = 3
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "attach", help="sample a running training process with py-spy and say where its time goes",
+        description="Attach to a PyTorch training process started without xfertop (and the other ranks "
+                    "of its DDP job), sample its stacks with py-spy and classify where the main thread "
+                    "spends its time: waiting for data, loading, copying, GPU sync, compute.")
+    parser.add_argument("pid", type=int, help="process id of the training script (any rank)")
+    parser.add_argument("--once", action="store_true", help="sample one window, print, exit")
+    parser.add_argument("--json", action="store_true", help="with --once: print JSON")
+    parser.add_argument("--rate", type=int, default=DEFAULT_RATE_HZ, metavar="HZ",
+                        help=f"samples per second (default {DEFAULT_RATE_HZ})")
+    parser.add_argument("--seconds", type=int, default=None, metavar="S",
+                        help=f"window length (default {DEFAULT_WINDOW_S} live, {ONCE_WINDOW_S} with --once)")
+    parser.add_argument("--no-ranks", action="store_true",
+                        help="sample only PID, not the other ranks of its DDP job")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    window_s = args.seconds or (ONCE_WINDOW_S if args.once else DEFAULT_WINDOW_S)
+    if window_s < 1 or args.rate < 1:
+        print("xfertop attach: --seconds and --rate must be at least 1.", file=sys.stderr)
+        return EXIT_CANNOT_ATTACH
+    sampler = StackSampler(args.pid, rate_hz=args.rate, window_s=window_s, with_ranks=not args.no_ranks)
+    problem = sampler.problem()
+    if problem is not None:
+        print(f"xfertop attach: {problem}", file=sys.stderr)
+        return EXIT_CANNOT_ATTACH
+    if args.once:
+        return _once(sampler, as_json=args.json)
+    from xfertop.ui.attach_screen import AttachApp
+
+    return AttachApp(sampler).run() or EXIT_OK
+
+
+def once_report(sampler: StackSampler) -> tuple[dict[str, Any], str | None]:
+    """Sample one window of every rank; the JSON report and the error that stopped it (if any)."""
+    state = sampler.sample_once()
+    summaries, verdict = judge_stacks(state, line_reader)
+    report = {
+        "pid": sampler.pid,
+        "rate_hz": sampler.rate_hz,
+        "window_s": sampler.window_s,
+        "targets": [{"pid": t.pid, "rank": t.rank, "local_rank": t.local_rank, "world_size": t.world_size,
+                     "job_key": t.job_key, "command": t.command} for t in state.targets],
+        "ranks": [summary.to_dict() for summary in summaries],
+        "verdict": verdict.to_dict(),
+        "error": state.error,
+    }
+    return report, state.error
+
+
+def _once(sampler: StackSampler, as_json: bool) -> int:
+    report, error = once_report(sampler)
+    if error is not None:
+        print(f"xfertop attach: {error}", file=sys.stderr)
+        return EXIT_CANNOT_ATTACH
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return EXIT_OK
+    verdict = report["verdict"]
+    print(verdict["headline"])
+    for advice in verdict["advice"]:
+        print(f"  - {advice}")
+    for rank in report["ranks"]:
+        shares = ", ".join(f"{name[:-6]} {value * 100:.0f}%" for name, value in rank.items()
+                           if name.endswith("_share") and name != "pin_busy_share" and value)
+        print(f"pid {rank['pid']}: {shares}; workers busy {rank['workers_busy']} of {len(rank['workers'])}")
+    return EXIT_OK

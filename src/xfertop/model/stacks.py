@@ -1,0 +1,83 @@
+"""Stack samples of a running process, as py-spy reports them (sources.stacks produces these).
+
+Frames are innermost first, like ``py-spy dump --json``. ``name`` is what py-spy prints: the code
+object's qualified name on Python 3.11+ (``_BaseDataLoaderIter.__next__``), the bare name before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Frame:
+    name: str
+    #: The path py-spy gives: full in ``dump --json``, shortened (``torch/utils/data/dataloader.py``) in raw.
+    filename: str
+    #: 0 when py-spy had no line number.
+    line: int
+
+    @property
+    def function(self) -> str:
+        """The bare function name (``__next__`` for ``_BaseDataLoaderIter.__next__``)."""
+        return self.name.rsplit(".", 1)[-1]
+
+
+@dataclass(frozen=True)
+class ThreadStack:
+    """One distinct stack of one thread, seen ``count`` times in a window."""
+
+    pid: int
+    #: OS thread id; equals ``pid`` for the main thread on Linux.
+    tid: int
+    thread_name: str | None
+    frames: tuple[Frame, ...]
+    count: int = 1
+    #: Process ids from the attached root down to ``pid`` (workers sit under their parent).
+    process_path: tuple[int, ...] = ()
+    #: ``dump --json`` says whether the thread was running; raw windows do not (None).
+    active: bool | None = None
+
+    @property
+    def is_main_thread(self) -> bool:
+        return self.tid == self.pid
+
+
+@dataclass(frozen=True)
+class StackWindow:
+    """Everything one sampling window saw of one attached process and its children."""
+
+    root_pid: int
+    started_at: float
+    duration_s: float
+    rate_hz: int
+    stacks: tuple[ThreadStack, ...]
+    #: pid -> command line, for every process seen in the window.
+    commands: dict[int, str] = field(default_factory=dict)
+    #: Set when the window could not be taken; a sentence saying what to do.
+    error: str | None = None
+    #: py-spy's count of samples it failed to read (partial stacks under --nonblocking).
+    sample_errors: int = 0
+
+
+@dataclass(frozen=True)
+class AttachTarget:
+    """A process to sample, with what its environment says about its place in a job."""
+
+    pid: int
+    rank: int | None = None
+    local_rank: int | None = None
+    world_size: int | None = None
+    #: TORCHELASTIC_RUN_ID, else MASTER_ADDR:MASTER_PORT, else "pid:<pid>".
+    job_key: str = ""
+    command: str = ""
+
+
+@dataclass(frozen=True)
+class StacksState:
+    """The latest window of every attached rank of one job."""
+
+    timestamp: float
+    targets: tuple[AttachTarget, ...]
+    windows: tuple[StackWindow, ...]
+    error: str | None = None

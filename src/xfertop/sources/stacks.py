@@ -1,0 +1,98 @@
+"""Rolling py-spy sampling of a job started without xfertop: back-to-back record windows per rank.
+
+``StackSampler`` is a PollingSource: each ``sample()`` records one window (default 2 s at 50 Hz,
+``--nonblocking``, idle threads included) of every rank at once and publishes a StacksState. The
+classification of those samples lives in xfertop.analysis.stack_classify (pure).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from xfertop.model.stacks import AttachTarget, StacksState, StackWindow, ThreadStack
+from xfertop.sources.base import PollingSource
+from xfertop.sources.ddp_ranks import job_ranks
+from xfertop.sources.ptrace_access import attach_problem
+from xfertop.sources.pyspy_runner import (
+    DEFAULT_RATE_HZ,
+    DEFAULT_WINDOW_S,
+    RecordWindow,
+    dump,
+    find_pyspy,
+)
+
+__all__ = ["StackSampler", "dump", "find_pyspy"]
+
+
+class StackSampler(PollingSource[StacksState]):
+    """Samples ``pid`` (and the other ranks of its DDP job, unless ``with_ranks`` is False)."""
+
+    name = "stacks"
+
+    def __init__(self, pid: int, rate_hz: int = DEFAULT_RATE_HZ, window_s: int = DEFAULT_WINDOW_S,
+                 with_ranks: bool = True, proc_root: Path = Path("/proc"), binary: str | None = None) -> None:
+        # Windows run back to back: the window itself is the pacing, so no wait between samples.
+        super().__init__(interval_s=0.0)
+        self.pid = pid
+        self.rate_hz = rate_hz
+        self.window_s = window_s
+        self._proc_root = proc_root
+        self._binary = binary
+        self.targets: tuple[AttachTarget, ...] = job_ranks(pid, proc_root) if with_ranks else (
+            AttachTarget(pid=pid, job_key=f"pid:{pid}"),)
+        self._running: list[RecordWindow] = []
+        self._lock = threading.Lock()
+
+    def problem(self) -> str | None:
+        """Why attaching will fail (checked before any py-spy runs), or None. Includes a missing py-spy."""
+        try:
+            self._binary = self._binary or find_pyspy()
+        except RuntimeError as exc:
+            return str(exc)
+        for target in self.targets:
+            reason = attach_problem(target.pid, proc_root=self._proc_root)
+            if reason is not None:
+                return reason
+        return None
+
+    def sample(self) -> StacksState:
+        windows = [RecordWindow(t.pid, self.rate_hz, self.window_s, self._binary) for t in self.targets]
+        with self._lock:
+            if self._stop.is_set():
+                return StacksState(timestamp=time.time(), targets=self.targets, windows=(),
+                                   error="sampling was stopped.")
+            self._running = windows
+        results: list[StackWindow | None] = [None] * len(windows)
+
+        def record(index: int) -> None:
+            results[index] = windows[index].run()
+
+        threads = [threading.Thread(target=record, args=(i,), name=f"xfertop-pyspy-{w.pid}", daemon=True)
+                   for i, w in enumerate(windows)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        with self._lock:
+            self._running = []
+        done = tuple(w for w in results if w is not None)
+        errors = [w.error for w in done if w.error]
+        return StacksState(timestamp=time.time(), targets=self.targets, windows=done,
+                           error=errors[0] if errors and len(errors) == len(done) else None)
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        """Stop sampling now: running py-spy windows are cancelled, not waited out."""
+        with self._lock:
+            self._stop.set()
+            for window in self._running:
+                window.cancel()
+        super().stop(timeout_s)
+
+    def dump_now(self) -> tuple[ThreadStack, ...]:
+        """A one-off ``py-spy dump`` of every rank (for a stalled job); raises PySpyError."""
+        stacks: list[ThreadStack] = []
+        for target in self.targets:
+            stacks.extend(dump(target.pid, binary=self._binary))
+        return tuple(stacks)

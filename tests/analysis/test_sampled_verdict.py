@@ -1,0 +1,74 @@
+"""Sampled shares go through the step clock's verdict engine and come out labelled as sampled."""
+
+from __future__ import annotations
+
+from pyspy_support import fixture_lines, fixture_window
+from xfertop.analysis.sampled_verdict import MIN_SAMPLES, judge_stacks, sampled_verdict
+from xfertop.analysis.stack_classify import ClassShares, RankStacks, WorkerLoad, summarise_window
+from xfertop.model.stacks import AttachTarget, StacksState
+
+
+def fixture_rank(name: str) -> RankStacks:
+    return summarise_window(fixture_window(name), fixture_lines(name))
+
+
+def rank_with(pid: int = 1, **counts: int) -> RankStacks:
+    return RankStacks(pid=pid, shares=ClassShares(counts=counts))  # type: ignore[arg-type]
+
+
+def test_each_real_bottleneck_gets_its_verdict() -> None:
+    expected = {"starved_w0": "input-bound", "starved_w2": "input-bound", "compute": "compute-bound",
+                "copy": "copy-bound"}
+    for name, kind in expected.items():
+        verdict = sampled_verdict([(None, fixture_rank(name))])
+        assert verdict.kind == kind, (name, verdict.headline)
+        assert verdict.evidence["source"] == "sampled"
+        assert verdict.headline.endswith("(py-spy samples)")
+        assert verdict.to_dict()["evidence"]["source"] == "sampled"
+
+
+def test_input_bound_advice_says_whether_the_workers_are_saturated() -> None:
+    verdict = sampled_verdict([(None, fixture_rank("starved_w2"))])
+    assert verdict.severity == "critical"
+    assert "All 2 DataLoader workers are busy" in verdict.advice[0]
+    assert "num_workers=0" in sampled_verdict([(None, fixture_rank("starved_w0"))]).headline
+
+
+def test_idle_workers_while_the_main_thread_waits_point_at_transfer_or_pinning() -> None:
+    rank = RankStacks(pid=1, shares=ClassShares(counts={"data_wait": 80, "compute": 20}),
+                      workers=(WorkerLoad(pid=2, busy_share=0.1, samples=100),), pin_busy_share=0.9)
+    verdict = sampled_verdict([(None, rank)])
+    assert verdict.kind == "input-bound"
+    assert "mostly idle" in verdict.advice[0] and "pin-memory thread is busy 90%" in verdict.advice[0]
+
+
+def test_samples_blocked_in_item_make_it_sync_bound() -> None:
+    verdict = sampled_verdict([(None, rank_with(gpu_sync=40, compute=55, data_wait=5))])
+    assert verdict.kind == "sync-bound" and verdict.severity == "critical"
+    assert any(".item()" in advice for advice in verdict.advice)
+
+
+def test_copy_bound_from_samples_does_not_claim_to_know_about_pinning() -> None:
+    verdict = sampled_verdict([(None, fixture_rank("copy"))])
+    assert not any("already pinned" in advice for advice in verdict.advice)
+    assert "cannot see whether batches are pinned" in verdict.advice[0]
+
+
+def test_one_starved_rank_among_computing_ones_is_a_straggler() -> None:
+    ranks = [(0, rank_with(1, compute=90, data_wait=10)), (1, rank_with(2, compute=40, data_wait=60)),
+             (2, rank_with(3, compute=88, data_wait=12))]
+    verdict = sampled_verdict(ranks)
+    assert verdict.kind == "straggler" and "rank 1" in verdict.headline
+    assert verdict.evidence["straggler_rank"] == 1
+
+
+def test_too_few_samples_is_warming_up() -> None:
+    verdict = sampled_verdict([(None, rank_with(compute=MIN_SAMPLES - 1))])
+    assert verdict.kind == "warming-up"
+
+
+def test_a_state_whose_windows_all_failed_reports_the_reason() -> None:
+    state = StacksState(timestamp=0.0, targets=(AttachTarget(pid=5),), windows=(),
+                        error="process 5 is not running any more: check the pid.")
+    summaries, verdict = judge_stacks(state)
+    assert summaries == () and verdict.headline.startswith("process 5 is not running")

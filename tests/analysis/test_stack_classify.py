@@ -1,0 +1,86 @@
+"""Where does the main thread spend its time? Checked on py-spy windows of real CPU training jobs
+(fixtures/pyspy, made by make_fixtures.py), one per bottleneck."""
+
+from __future__ import annotations
+
+from pyspy_support import fixture_lines, fixture_window
+from xfertop.analysis.stack_classify import classify_stack, summarise_window
+from xfertop.model.stacks import Frame, StackWindow, ThreadStack
+
+
+def summary(name: str):
+    return summarise_window(fixture_window(name), fixture_lines(name))
+
+
+def test_num_workers_0_shows_loading_in_the_main_process() -> None:
+    for name in ("starved_w0", "starved_w0_pin"):
+        rank = summary(name)
+        assert rank.shares.share("main_loading") > 0.8, name
+        assert rank.workers == ()
+
+
+def test_starved_workers_show_the_main_thread_waiting_and_every_worker_busy() -> None:
+    for name in ("starved_w2", "starved_w2_pin"):
+        rank = summary(name)
+        assert rank.shares.input_share > 0.8, name
+        assert rank.shares.share("data_wait") > 0.4, name
+        assert len(rank.workers) == 2 and rank.workers_busy == 2, name
+        assert all(worker.samples > 100 for worker in rank.workers)
+
+
+def test_cpu_torch_starts_no_pin_memory_thread() -> None:
+    # pin_memory=True without an accelerator pins nothing and starts no pt_data_pin thread.
+    assert summary("starved_w2_pin").pin_busy_share is None
+
+
+def test_a_wide_model_is_compute() -> None:
+    assert summary("compute").shares.share("compute") > 0.9
+
+
+def test_large_to_calls_are_copy_by_their_source_line() -> None:
+    assert summary("copy").shares.share("copy") > 0.7
+    without_lines = summarise_window(fixture_window("copy"))
+    assert without_lines.shares.share("copy") < 0.1  # .to() has no Python frame of its own
+
+
+def test_item_calls_are_gpu_sync_by_their_source_line() -> None:
+    # On CPU .item() returns at once, so it is a small share here; on a GPU it waits for the kernels.
+    rank = summary("sync")
+    assert rank.shares.counts["gpu_sync"] > 0
+    lines = fixture_lines("sync")
+    at_item = [s for s in fixture_window("sync").stacks
+               if s.is_main_thread and s.frames and "item()" in lines(s.frames[0].filename, s.frames[0].line)]
+    assert at_item
+    assert {classify_stack(s.frames, lines) for s in at_item} == {"gpu_sync"}
+
+
+def frames(*spec: tuple[str, str]) -> tuple[Frame, ...]:
+    """Innermost first, as py-spy reports them."""
+    return tuple(Frame(name=name, filename=filename, line=1) for name, filename in spec)
+
+
+def test_a_stack_cut_short_by_nonblocking_sampling_is_still_placed() -> None:
+    assert classify_stack(frames(("default_collate", "torch/utils/data/_utils/collate.py"))) == "main_loading"
+    assert classify_stack(frames(("ReLU.forward", "torch/nn/modules/activation.py"))) == "compute"
+
+
+def test_a_copy_helper_inside_the_dataloader_is_copy_not_waiting() -> None:
+    stack = frames(("send_to_device", "accelerate/utils/operations.py"),
+                   ("DataLoaderShard.__iter__", "accelerate/data_loader.py"), ("main", "train.py"))
+    assert classify_stack(stack) == "copy"
+
+
+def test_cuda_synchronize_is_gpu_sync() -> None:
+    assert classify_stack(frames(("synchronize", "/x/site-packages/torch/cuda/__init__.py"),
+                                 ("main", "train.py"))) == "gpu_sync"
+
+
+def test_pin_thread_load_is_the_share_of_its_samples_spent_pinning() -> None:
+    # CPU torch has no pin thread; these frames are torch's own _pin_memory_loop as a GPU run shows it.
+    loop = ("_pin_memory_loop", "torch/utils/data/_utils/pin_memory.py")
+    pinning = ThreadStack(pid=10, tid=11, thread_name="pt_data_pin", count=30, frames=frames(
+        ("pin_memory", "torch/utils/data/_utils/pin_memory.py"), ("do_one_step", "x"), loop))
+    waiting = ThreadStack(pid=10, tid=11, thread_name="pt_data_pin", count=10, frames=frames(
+        ("Condition.wait", "threading.py"), ("Queue.get", "queue.py"), loop))
+    window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=40, stacks=(pinning, waiting))
+    assert summarise_window(window).pin_busy_share == 0.75

@@ -1,0 +1,120 @@
+"""`xfertop attach` end to end against real CPU training processes (skipped where ptrace is refused)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pyspy_support import FIXTURES, ptrace_problem, training_job
+from xfertop.cli import attach
+from xfertop.sources.pyspy_runner import dump
+from xfertop.sources.stacks import StackSampler
+
+PTRACE_PROBLEM = ptrace_problem()
+needs_ptrace = pytest.mark.skipif(PTRACE_PROBLEM is not None,
+                                  reason=f"py-spy cannot attach here: {PTRACE_PROBLEM}")
+
+
+def wait_for_pyspy_child(timeout_s: float) -> bool:
+    """Poll our own process tree until a py-spy child runs (there is no event to wait on)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(child.name() == "py-spy" for child in psutil.Process().children(recursive=True)):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def run_attach(*argv: str) -> int:
+    parser = argparse.ArgumentParser()
+    attach.register(parser.add_subparsers())
+    args = parser.parse_args(["attach", *argv])
+    return args.run(args)
+
+
+@needs_ptrace
+def test_once_json_diagnoses_a_starved_job_with_busy_workers(capsys: pytest.CaptureFixture[str]) -> None:
+    with training_job("starved", "--workers", "2") as job:
+        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert report["verdict"]["kind"] == "input-bound"
+    assert report["verdict"]["evidence"]["source"] == "sampled"
+    (rank,) = report["ranks"]
+    assert rank["pid"] == job.pid and rank["samples"] >= 50
+    assert rank["data_wait_share"] + rank["main_loading_share"] > 0.7
+    assert len(rank["workers"]) == 2
+
+
+@needs_ptrace
+def test_once_text_diagnoses_a_compute_bound_job(capsys: pytest.CaptureFixture[str]) -> None:
+    with training_job("compute") as job:
+        code = run_attach(str(job.pid), "--once", "--seconds", "2")
+    out = capsys.readouterr().out
+    assert code == 0 and out.startswith("compute-bound")
+
+
+@needs_ptrace
+def test_all_ranks_of_a_torchrun_job_are_sampled_together(capsys: pytest.CaptureFixture[str]) -> None:
+    launcher = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                                 "--nproc_per_node", "2", str(FIXTURES / "ddp_cpu.py")],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                start_new_session=True)
+    try:
+        assert launcher.stdout is not None
+        ready = [launcher.stdout.readline().split() for _ in range(2)]
+        pids = {int(fields[2]): int(fields[1]) for fields in ready}
+        code = run_attach(str(min(pids)), "--once", "--json", "--seconds", "1")
+    finally:
+        launcher.terminate()
+        launcher.wait(timeout=30)
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert {t["pid"]: t["rank"] for t in report["targets"]} == pids
+    assert len({t["job_key"] for t in report["targets"]}) == 1
+    assert {r["pid"] for r in report["ranks"]} == set(pids)
+
+
+def test_a_pid_that_is_not_running_exits_2_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_attach("999999", "--once", "--json") == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "xfertop attach: process 999999 is not running (no /proc/999999): check the pid."
+
+
+def test_a_missing_pyspy_exits_2_and_says_how_to_install_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert run_attach("1", "--once") == 2
+    assert "pip install py-spy" in capsys.readouterr().err
+
+
+@needs_ptrace
+def test_dump_returns_the_main_thread_of_a_live_process() -> None:
+    with training_job("compute") as job:
+        stacks = dump(job.pid)
+    main = [s for s in stacks if s.is_main_thread]
+    assert len(main) == 1 and main[0].frames[-1].name == "<module>"
+
+
+@needs_ptrace
+def test_stopping_the_sampler_does_not_wait_out_a_long_window() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        sampler = StackSampler(child.pid, window_s=60, with_ranks=False)
+        sampler.start()
+        assert wait_for_pyspy_child(timeout_s=10), "the sampler never started py-spy"
+        started = time.monotonic()
+        sampler.stop(timeout_s=10)
+        assert time.monotonic() - started < 5
+        assert sampler._thread is not None and not sampler._thread.is_alive()
+    finally:
+        child.kill()
+        child.wait()

@@ -1,0 +1,47 @@
+"""The attach screen: a real py-spy sampler on a real CPU training job, rendered by the real app."""
+
+from __future__ import annotations
+
+import pytest
+
+from pyspy_support import fixture_lines, fixture_window, ptrace_problem, training_job
+from ui.live import MessageWaiter
+from xfertop.analysis.sampled_verdict import judge_stacks
+from xfertop.model.stacks import AttachTarget, StacksState
+from xfertop.sources.stacks import StackSampler
+from xfertop.ui.attach_screen import AttachApp, AttachScreen, StacksUpdated, attach_text
+
+PTRACE_PROBLEM = ptrace_problem()
+
+
+def test_the_text_shows_shares_workers_and_the_verdict() -> None:
+    window = fixture_window("starved_w2")
+    target = AttachTarget(pid=window.root_pid, rank=0)
+    state = StacksState(timestamp=0.0, targets=(target,), windows=(window,))
+    summaries, verdict = judge_stacks(state, lambda pid: fixture_lines("starved_w2"))
+    text = attach_text(state, summaries, verdict).plain
+    assert text.startswith("input-bound:")
+    assert f"rank 0  pid {window.root_pid}" in text
+    assert "waiting for data" in text and "loading in the main process" in text
+    assert "workers: 2 of 2 busy" in text
+
+
+def test_before_the_first_window_it_says_it_is_sampling() -> None:
+    assert "sampling the first window" in attach_text(None, (), None).plain
+
+
+@pytest.mark.skipif(PTRACE_PROBLEM is not None, reason=f"py-spy cannot attach here: {PTRACE_PROBLEM}")
+async def test_attach_app_samples_a_live_job_and_closes_cleanly() -> None:
+    with training_job("starved", "--workers", "0") as job:
+        sampler = StackSampler(job.pid, window_s=1, with_ranks=False)
+        app = AttachApp(sampler)
+        waiter = MessageWaiter()
+        async with app.run_test(size=(120, 40), message_hook=waiter) as pilot:
+            await waiter.wait_for(lambda m: isinstance(m, StacksUpdated), timeout_s=20)
+            await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, AttachScreen)
+            assert screen.verdict is not None and screen.verdict.kind == "input-bound"
+            assert "num_workers=0" in screen.verdict.headline
+            await pilot.press("q")
+        assert sampler._stop.is_set()
