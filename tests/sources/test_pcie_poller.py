@@ -116,3 +116,24 @@ def test_the_20ms_sampler_sees_one_window_and_blocks_for_it() -> None:
     rx_kb_per_s = fake.nvmlDeviceGetPcieThroughput(fake.gpus[0], 1)
     assert clock() - before_s == pytest.approx(0.020)
     assert rx_kb_per_s == pytest.approx(59.2e6, rel=0.03)
+
+
+def test_an_unexpected_failure_is_reported_and_the_thread_carries_on() -> None:
+    fake = FakePynvml([FakeGpu(0, traffic=SteadyTraffic(rx_bytes_per_s=20e9))])
+    real_read = fake.nvmlDeviceGetFieldValues
+    failures = iter([True])
+
+    def flaky_read(gpu: FakeGpu, field_ids: list[int]) -> object:
+        if next(failures, False):
+            raise RuntimeError("a binding bug")
+        return real_read(gpu, field_ids)
+
+    fake.nvmlDeviceGetFieldValues = flaky_read
+    poller = PcieCounterPoller(NvmlApi(fake), [PolledGpu(0, fake.gpus[0], GEN5_X16_WIRE)])
+    poller.start()
+    try:
+        assert poller.wait_for_polls(4, timeout_s=10)
+    finally:
+        poller.stop()
+    assert poller.last_error == "PCIe counter poll failed: RuntimeError: a binding bug"
+    assert poller.take(0).rx_bytes_per_s == pytest.approx(20e9, rel=0.01)

@@ -85,8 +85,12 @@ class GpuSource(PollingSource[GpuState]):
             gpus=tuple(self._snapshot(gpu, elapsed_s) for gpu in self._gpus),
             driver_version=self._driver_version,
             cuda_driver_version=self._cuda_driver_version,
-            notes=self._notes,
+            notes=self._notes + self._poller_notes(),
         )
+
+    def _poller_notes(self) -> tuple[str, ...]:
+        error = self._poller.last_error if self._poller is not None else None
+        return (error,) if error else ()
 
     def stop(self, timeout_s: float = 2.0) -> None:
         started = self._thread is not None

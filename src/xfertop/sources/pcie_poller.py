@@ -64,6 +64,8 @@ class PcieCounterPoller:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.polls = 0
+        #: The last unexpected failure of a poll, in words (the thread carries on).
+        self.last_error: str | None = None
         #: CPU time the polling thread has used, in seconds (what this accuracy costs).
         self.cpu_s = 0.0
 
@@ -117,7 +119,10 @@ class PcieCounterPoller:
         cpu_start_s = time.thread_time()
         next_poll_s = time.monotonic()
         while not self._stop.is_set():
-            self.poll_once()
+            try:
+                self.poll_once()
+            except Exception as exc:  # a counter thread that dies silently would freeze every rate
+                self.last_error = f"PCIe counter poll failed: {type(exc).__name__}: {exc}"
             self.cpu_s = time.thread_time() - cpu_start_s
             next_poll_s += self.interval_s
             delay_s = next_poll_s - time.monotonic()
