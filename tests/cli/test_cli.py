@@ -1,0 +1,74 @@
+"""The real command line, run as a subprocess on this machine (which has no NVIDIA driver)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli.schema import schema_problems
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from pty_run import PtyProcess  # noqa: E402 - benchmarks/ is not a package
+
+XFERTOP = [sys.executable, "-m", "xfertop"]
+
+
+def _run(*args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*XFERTOP, *args], capture_output=True, text=True, timeout=timeout_s,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_help_lists_the_commands() -> None:
+    result = _run("--help")
+    assert result.returncode == 0
+    for word in ("--once", "--json", "--interval", "demo", "bench", "check", "attach"):
+        assert word in result.stdout
+
+
+def test_once_json_is_one_schema_conforming_document() -> None:
+    result = _run("--once", "--json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert schema_problems(document) == []
+    if not document["gpus"]:
+        assert "no NVIDIA driver" in document["driver"]["error"] or document["driver"]["error"]
+    assert document["host"]["hostname"]
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (("--json",), "--json goes with --once"),
+    (("--interval", "0"), "--interval must be at least"),
+    ((), "needs a terminal"),
+])
+def test_expected_failures_are_one_line_not_a_traceback(args: tuple[str, ...], words: str) -> None:
+    result = _run(*args)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("xfertop: ") and words in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_tui_quits_on_q() -> None:
+    tui = PtyProcess(XFERTOP, columns=80, rows=24)
+    try:
+        assert tui.wait_for_output(b"processes", timeout_s=30) is not None, bytes(tui.output[-2000:])
+        tui.send(b"q")
+        assert tui.wait(timeout_s=20) == 0
+        assert b"Traceback" not in tui.output
+    finally:
+        tui.close()
+
+
+def test_tui_exits_cleanly_when_the_terminal_hangs_up() -> None:
+    tui = PtyProcess(XFERTOP, columns=120, rows=40)
+    try:
+        assert tui.wait_for_output(b"processes", timeout_s=30) is not None
+        tui.hang_up()
+        assert tui.wait(timeout_s=20) == 0
+    finally:
+        tui.close()
