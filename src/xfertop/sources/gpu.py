@@ -29,6 +29,7 @@ SAMPLED_WINDOW_S = 0.020
 _PCIE_UTIL_TX, _PCIE_UTIL_RX = 0, 1  # NVML_PCIE_UTIL_TX_BYTES / RX_BYTES
 _CLOCK_SM, _CLOCK_MEM, _TEMPERATURE_GPU = 1, 2, 0
 
+
 @dataclass
 class _Gpu:
     """What is read once per GPU, plus the baselines for counter deltas."""
