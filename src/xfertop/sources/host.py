@@ -21,6 +21,7 @@ import psutil
 from xfertop.model.host import HostState, ProcessStats
 from xfertop.sources.base import PollingSource
 from xfertop.sources.proc_memory import StatusMemory, parse_status
+from xfertop.sources.proc_placement import children_by_parent
 
 #: Depth and breadth bounds on the worker tree, so a fork bomb cannot stall the sampler.
 MAX_CHILD_DEPTH = 4
@@ -81,7 +82,9 @@ class HostSource(PollingSource[HostState]):
             watched = sorted(self._watched)
         now = time.monotonic()
         seen: set[tuple[int, float]] = set()
-        processes = tuple(self._process(pid, now, seen, depth=0) for pid in watched)
+        # One pass over /proc/*/stat per sample, rather than psutil's children() scan per process.
+        tree = children_by_parent(self._proc_root) if watched else {}
+        processes = tuple(self._process(pid, now, seen, tree, depth=0) for pid in watched)
         self._process_marks = {key: mark for key, mark in self._process_marks.items() if key in seen}
         return HostState(
             timestamp=time.time(),
@@ -97,7 +100,8 @@ class HostSource(PollingSource[HostState]):
             processes=processes,
         )
 
-    def _process(self, pid: int, now: float, seen: set[tuple[int, float]], depth: int) -> ProcessStats:
+    def _process(self, pid: int, now: float, seen: set[tuple[int, float]], tree: dict[int, list[int]],
+                 depth: int) -> ProcessStats:
         try:
             process = psutil.Process(pid)
             with process.oneshot():
@@ -107,7 +111,6 @@ class HostSource(PollingSource[HostState]):
                 cpu_s = times.user + times.system
                 name = process.name()
                 ppid = process.ppid()
-                children = process.children() if depth < MAX_CHILD_DEPTH else []
                 user = _username(process)
                 rss, threads = _rss_and_threads(process)
         except psutil.NoSuchProcess:
@@ -117,8 +120,8 @@ class HostSource(PollingSource[HostState]):
                                  "run xfertop as that user (or root) to see it")
         cpu_percent = self._cpu_percent(key, cpu_s, now)
         memory, memory_error = self._status_memory(pid)
-        kids = tuple(self._process(child.pid, now, seen, depth + 1)
-                     for child in children[:MAX_CHILDREN_PER_PROCESS])
+        children = tree.get(pid, [])[:MAX_CHILDREN_PER_PROCESS] if depth < MAX_CHILD_DEPTH else []
+        kids = tuple(self._process(child, now, seen, tree, depth + 1) for child in children)
         return ProcessStats(
             pid=pid,
             name=name,
