@@ -142,12 +142,14 @@ class TopologyPynvml(FakePynvml):
         super().__init__(gpus)
         self.memory_affinity = memory_affinity or [0x1, 0, 0, 0]
         self.nvlinks = nvlinks or {}
+        self.nvlink_state_calls = 0
 
     def nvmlDeviceGetMemoryAffinity(self, gpu: FakeGpu, node_set_size: int, scope: int) -> list[int]:
         gpu.answer("nvmlDeviceGetIndex")
         return self.memory_affinity[:node_set_size]
 
     def nvmlDeviceGetNvLinkState(self, gpu: FakeGpu, link: int) -> int:
+        self.nvlink_state_calls += 1
         gpu.answer("nvmlDeviceGetIndex")
         if gpu.index not in self.nvlinks:
             raise NVMLError(CONSTANTS["NVML_ERROR_NOT_SUPPORTED"])
@@ -200,6 +202,17 @@ def test_direct_nvlinks_and_nvswitch_links_show_as_nv_counts() -> None:
     switched = TopologyPynvml(_gpus("00000000:18:00.0", "00000000:9a:00.0"),
                               nvlinks={0: ["00000000:c1:00.0"] * 18, 1: ["00000000:c2:00.0"] * 18})
     assert read_topology(SYNTHETIC_SYSFS, nvml=_nvml(switched)).links == (("X", "NV18"), ("NV18", "X"))
+
+
+def test_nvlinks_are_asked_once_per_set_of_gpus_when_cached() -> None:
+    lib = TopologyPynvml(_gpus("00000000:18:00.0", "00000000:19:00.0"),
+                         nvlinks={0: ["00000000:19:00.0"] * 4, 1: ["00000000:18:00.0"] * 4})
+    api, cache = _nvml(lib), {}
+    first = read_topology(SYNTHETIC_SYSFS, nvml=api, nvlink_cache=cache)
+    asked = lib.nvlink_state_calls
+    second = read_topology(SYNTHETIC_SYSFS, nvml=api, nvlink_cache=cache)
+    assert first.links == second.links == (("X", "NV4"), ("NV4", "X"))
+    assert asked == 2 * 18 and lib.nvlink_state_calls == asked
 
 
 def test_a_lost_gpu_drops_out_of_the_nvml_list_without_raising() -> None:
