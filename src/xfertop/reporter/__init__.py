@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from xfertop import wire
 from xfertop.reporter._clock import StepClock, _now_ns
-from xfertop.reporter._copy import CopyNotes, move
+from xfertop.reporter._copy import CopyNotes, move, note_copy
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
 
@@ -86,6 +86,9 @@ class WatchedIterator(Iterator[T]):
         except Exception as exc:
             clock.fail(exc)
         return batch
+
+    def __len__(self) -> int:
+        return len(self._iterator)  # type: ignore[arg-type]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._iterator, name)
@@ -177,6 +180,24 @@ def mark_copied(device: Any = None) -> None:
     try:
         target = None if device is None else _as_device(device)
         clock.copied(0, False, False, 0, target)
+    except Exception as exc:
+        clock.fail(exc)
+
+
+def note_tensor_copy(source: Any, moved: Any, non_blocking: bool, copy_cpu_ns: int) -> None:
+    """For ``xfertop run --copy-timing``: account one ``Tensor.to``/``.cuda`` call made inside a step."""
+    clock = _clock
+    if clock is None or clock.disabled or moved is source:
+        return
+    try:
+        notes = CopyNotes()
+        target = moved.device
+        note_copy(source, target, non_blocking, notes)
+        if notes.inspect_error is not None:
+            clock.fail(notes.inspect_error)
+        elif notes.h2d_bytes:
+            clock.copied(notes.h2d_bytes, notes.any_pageable, notes.pageable_non_blocking, copy_cpu_ns,
+                         target)
     except Exception as exc:
         clock.fail(exc)
 

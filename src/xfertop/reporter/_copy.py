@@ -23,7 +23,7 @@ def move(batch: Any, device: Any, non_blocking: bool, notes: CopyNotes | None) -
     to = getattr(batch, "to", None)
     if to is not None and hasattr(batch, "is_pinned"):
         if notes is not None:
-            _note(batch, device, non_blocking, notes)
+            note_copy(batch, device, non_blocking, notes)
         return to(device, non_blocking=non_blocking)
     if isinstance(batch, Mapping):
         moved = {key: move(value, device, non_blocking, notes) for key, value in batch.items()}
@@ -39,7 +39,7 @@ def move(batch: Any, device: Any, non_blocking: bool, notes: CopyNotes | None) -
     return batch
 
 
-def _note(tensor: Any, device: Any, non_blocking: bool, notes: CopyNotes) -> None:
+def note_copy(tensor: Any, device: Any, non_blocking: bool, notes: CopyNotes) -> None:
     # Our own inspection must never break the user's copy: a failure is remembered, not raised.
     try:
         if tensor.device.type != "cpu" or device.type == "cpu":

@@ -1,0 +1,37 @@
+"""`xfertop run [--copy-timing] -- CMD ...`: start a training command instrumented, no code change."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "run", help="start a training command with every DataLoader watched (no code change)",
+        description="Start CMD with every DataLoader iteration timed as a step; watch it with `xfertop`. "
+                    "Output, exit status and signals pass through unchanged.")
+    parser.add_argument("--copy-timing", action="store_true",
+                        help="also time Tensor.to/.cuda calls inside steps (adds ~1-2 us per .to() call)")
+    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ...",
+                        help="the training command, e.g. -- python train.py --epochs 3")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from xfertop.launch.run import run_command
+
+    return run_command(list(args.command), copy_timing=args.copy_timing)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m xfertop.cli.run -- CMD ...`, the same as `xfertop run`."""
+    parser = argparse.ArgumentParser(prog="xfertop")
+    register(parser.add_subparsers())
+    args = parser.parse_args(["run", *(sys.argv[1:] if argv is None else argv)])
+    return int(args.run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Inside a process started by `xfertop run`: watch every DataLoader without a code change.
+
+Nothing is imported eagerly: a one-name import hook waits for ``torch`` to finish importing, then
+wraps ``DataLoader.__iter__`` (each ``next()`` becomes a step boundary) and, with copy timing on,
+``Tensor.to`` / ``Tensor.cuda``. Until torch is imported the hook costs one string comparison per import.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+from xfertop.launch.copy_timing import install_copy_timing
+
+
+class AfterImport(importlib.abc.MetaPathFinder):
+    """Runs ``callback(module)`` right after the module ``name`` has been executed, once."""
+
+    def __init__(self, name: str, callback: Callable[[ModuleType], None]) -> None:
+        self._name = name
+        self._callback = callback
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self._name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader: Any = spec.loader
+        original_exec = loader.exec_module
+        callback = self._callback
+
+        def exec_module(module: ModuleType) -> None:
+            original_exec(module)
+            try:
+                callback(module)
+            except Exception as exc:  # instrumentation is optional; the import is not
+                print(f"xfertop run: could not instrument torch ({exc}); the job runs unobserved.",
+                      file=sys.stderr)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def patch_dataloader(torch: Any) -> None:
+    from xfertop.reporter import wrap_iterator
+
+    data_loader = torch.utils.data.DataLoader
+    original_iter = data_loader.__iter__
+    if getattr(original_iter, "_xfertop_wrapped", False):
+        return
+
+    def __iter__(self: Any) -> Any:
+        return wrap_iterator(original_iter(self), self)
+
+    __iter__._xfertop_wrapped = True  # type: ignore[attr-defined]
+    __iter__.__wrapped__ = original_iter  # type: ignore[attr-defined]
+    data_loader.__iter__ = __iter__
+
+
+def install(copy_timing: bool = False) -> None:
+    def on_torch(torch: ModuleType) -> None:
+        patch_dataloader(torch)
+        if copy_timing:
+            install_copy_timing(torch)
+
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "utils"):
+        on_torch(torch)
+    else:
+        sys.meta_path.insert(0, AfterImport("torch", on_torch))

@@ -1,0 +1,42 @@
+"""`xfertop run --copy-timing`: time ``Tensor.to`` and ``Tensor.cuda`` calls made inside a step.
+
+Opt-in because it taxes every ``.to()`` in the process (about a microsecond or two of Python per
+call: see benchmarks/reporter_overhead.py), not only the copies of the input batch.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from xfertop.reporter import note_tensor_copy
+
+
+def install_copy_timing(torch: Any) -> None:
+    tensor = torch.Tensor
+    if getattr(tensor.to, "_xfertop_wrapped", False):
+        return
+    original_to = tensor.to
+    original_cuda = tensor.cuda
+    now_ns = time.perf_counter_ns
+
+    def to(self: Any, *args: Any, **kwargs: Any) -> Any:
+        began = now_ns()
+        moved = original_to(self, *args, **kwargs)
+        if moved is not self:
+            note_tensor_copy(self, moved, bool(kwargs.get("non_blocking", False)), now_ns() - began)
+        return moved
+
+    def cuda(self: Any, *args: Any, **kwargs: Any) -> Any:
+        began = now_ns()
+        moved = original_cuda(self, *args, **kwargs)
+        if moved is not self:
+            note_tensor_copy(self, moved, bool(kwargs.get("non_blocking", False)), now_ns() - began)
+        return moved
+
+    for wrapper, original in ((to, original_to), (cuda, original_cuda)):
+        wrapper._xfertop_wrapped = True  # type: ignore[attr-defined]
+        wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+        wrapper.__doc__ = original.__doc__
+    tensor.to = to
+    tensor.cuda = cuda

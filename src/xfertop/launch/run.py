@@ -1,0 +1,81 @@
+"""`xfertop run -- CMD ...`: start a training command with every DataLoader watched, no code change.
+
+The child inherits stdin, stdout and stderr untouched. Signals sent to xfertop are passed on (a
+Ctrl-C from the terminal already reaches the child, so it is not sent twice), and xfertop ends the
+way the child did: the same exit status, or death by the same signal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping
+from types import FrameType
+
+import xfertop
+
+BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
+                     signal.SIGUSR2)
+EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE, EXIT_USAGE = 127, 126, 2
+
+
+def child_environment(base: Mapping[str, str], copy_timing: bool) -> dict[str, str]:
+    env = dict(base)
+    existing = env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = BOOTSTRAP_DIR + (os.pathsep + existing if existing else "")
+    env["XFERTOP_RUN"] = "1"
+    env["XFERTOP_PACKAGE_PARENT"] = os.path.dirname(os.path.dirname(os.path.abspath(xfertop.__file__)))
+    if copy_timing:
+        env["XFERTOP_COPY_TIMING"] = "1"
+    else:
+        env.pop("XFERTOP_COPY_TIMING", None)
+    return env
+
+
+def _terminal_delivers_it() -> bool:
+    """A Ctrl-C typed in our terminal goes to the whole foreground group, the child included."""
+    try:
+        fd = sys.stdin.fileno()
+        return os.isatty(fd) and os.tcgetpgrp(fd) == os.getpgrp()
+    except (OSError, ValueError):
+        return False
+
+
+def run_command(command: list[str], copy_timing: bool = False) -> int:
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        print("xfertop run: no command given: `xfertop run -- python train.py ARGS`", file=sys.stderr)
+        return EXIT_USAGE
+    started: list[subprocess.Popen[bytes]] = []
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        if not started or (signum == signal.SIGINT and _terminal_delivers_it()):
+            return
+        with contextlib.suppress(ProcessLookupError):
+            started[0].send_signal(signum)
+
+    # Handlers first: a signal that arrives while the child starts is not lost on xfertop itself.
+    previous = {sig: signal.signal(sig, forward) for sig in FORWARDED_SIGNALS}
+    try:
+        try:
+            started.append(subprocess.Popen(command, env=child_environment(os.environ, copy_timing)))
+        except FileNotFoundError:
+            print(f"xfertop run: {command[0]}: command not found", file=sys.stderr)
+            return EXIT_NOT_FOUND
+        except PermissionError:
+            print(f"xfertop run: {command[0]}: permission denied", file=sys.stderr)
+            return EXIT_NOT_EXECUTABLE
+        status = started[0].wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if status < 0:  # the child died of a signal: so do we, so our parent sees the same
+        signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
+        return 128 - status
+    return status

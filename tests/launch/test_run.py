@@ -1,0 +1,98 @@
+"""`xfertop run -- python train.py`: instrumented without a code change; output, status, signals intact."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from ring_test_tools import child_env, ranks, wait_until
+from xfertop.sources.jobs import JobsSource
+
+TRAIN = """
+import sys
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+print("training starts", flush=True)
+print("a warning on stderr", file=sys.stderr, flush=True)
+loader = DataLoader(TensorDataset(torch.ones(64, 4)), batch_size=8)
+for (batch,) in loader:
+    batch = batch.to("meta", non_blocking=True)
+print("done", flush=True)
+sys.exit(int(sys.argv[1]))
+"""
+
+WAITS_FOR_SIGNAL = """
+import signal, sys, time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+for _ in DataLoader(TensorDataset(torch.ones(8, 1)), batch_size=2):
+    pass
+print("ready", flush=True)
+signal.pause()
+"""
+
+
+def _xfertop_run(tmp_path: Path, script_text: str, *args: str, copy_timing: bool = False,
+                 **env: str) -> subprocess.Popen[str]:
+    script = tmp_path / "train.py"
+    script.write_text(script_text)
+    flags = ["--copy-timing"] if copy_timing else []
+    command = [sys.executable, "-m", "xfertop.cli.run", *flags, "--", sys.executable, str(script), *args]
+    return subprocess.Popen(command, env=child_env(tmp_path / "rings", **env), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_run_watches_the_dataloader_and_passes_exit_status_and_output_through(tmp_path: Path) -> None:
+    wrapped = _xfertop_run(tmp_path, TRAIN, "3", copy_timing=True)
+    out, err = wrapped.communicate(timeout=120)
+    direct = subprocess.run([sys.executable, str(tmp_path / "train.py"), "3"], capture_output=True, text=True,
+                            env=child_env(tmp_path / "other-rings"), timeout=120)
+    assert wrapped.returncode == 3 == direct.returncode
+    assert (out, err) == (direct.stdout, direct.stderr)
+    [rank] = ranks(JobsSource(ring_dir=str(tmp_path / "rings")))
+    assert [s.step for s in rank.steps] == list(range(8))
+    assert all(s.h2d_bytes == 8 * 4 * 4 and s.samples == 8 and s.pageable_non_blocking for s in rank.steps)
+    assert rank.dataloader_workers is None or rank.dataloader_workers == 0
+
+
+def test_without_copy_timing_tensor_to_is_left_alone(tmp_path: Path) -> None:
+    wrapped = _xfertop_run(tmp_path, TRAIN, "0")
+    _, err = wrapped.communicate(timeout=120)
+    assert wrapped.returncode == 0, err
+    [rank] = ranks(JobsSource(ring_dir=str(tmp_path / "rings")))
+    assert len(rank.steps) == 8 and all(s.h2d_bytes == 0 for s in rank.steps)
+
+
+def test_a_signal_to_xfertop_reaches_the_job_and_xfertop_dies_the_same_way(tmp_path: Path) -> None:
+    wrapped = _xfertop_run(tmp_path, WAITS_FOR_SIGNAL)
+    assert wrapped.stdout is not None
+    assert wrapped.stdout.readline() == "ready\n"
+    wrapped.send_signal(signal.SIGTERM)
+    assert wrapped.wait(timeout=30) == -signal.SIGTERM
+    job = wait_until(lambda: ranks(JobsSource(ring_dir=str(tmp_path / "rings"))), 10, "the job's ring")
+    wait_until(lambda: ranks(JobsSource(ring_dir=str(tmp_path / "rings")))[0].status == "finished", 10,
+               "the job to be gone")
+    assert len(job[0].steps) == 4
+
+
+def test_an_existing_sitecustomize_still_runs(tmp_path: Path) -> None:
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "sitecustomize.py").write_text(
+        "import sys\nprint('their sitecustomize ran', file=sys.stderr)\n")
+    env_path = child_env(tmp_path / "rings")["PYTHONPATH"] + ":" + str(theirs)
+    wrapped = _xfertop_run(tmp_path, TRAIN, "0", PYTHONPATH=env_path)
+    _, err = wrapped.communicate(timeout=120)
+    assert wrapped.returncode == 0 and "their sitecustomize ran" in err
+    assert len(ranks(JobsSource(ring_dir=str(tmp_path / "rings")))[0].steps) == 8
+
+
+def test_a_missing_command_is_a_clear_sentence(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "xfertop.cli.run", "--", "no-such-command-xyz"],
+                            capture_output=True, text=True, env=child_env(tmp_path / "rings"), timeout=60)
+    assert result.returncode == 127
+    assert "xfertop run: no-such-command-xyz: command not found" in result.stderr
