@@ -115,25 +115,34 @@ class XfertopApp(App[int]):
 
     def on_gpu_state_updated(self, message: GpuStateUpdated) -> None:
         self.view.apply_gpu(message.state)
-        self._render_all()
+        self._render(gpus=True, processes=True)
 
     def on_host_state_updated(self, message: HostStateUpdated) -> None:
         self.view.apply_host(message.state)
-        self._render_all()
+        self._render(host=True, processes=True)
 
     def on_jobs_state_updated(self, message: JobsStateUpdated) -> None:
         self.view.apply_jobs(message.state)
-        self._render_all()
+        self._render(jobs=True, processes=True)
 
     def _render_all(self) -> None:
+        self._render(gpus=True, host=True, jobs=True, processes=True)
+
+    def _render(self, *, gpus: bool = False, host: bool = False, jobs: bool = False,
+                processes: bool = False) -> None:
+        """Repaint what a new snapshot changed (each source touches only its panes and the processes)."""
         if self.view.paused or not self._mounted:
             return
         with self.batch_update():
             self.header_bar.refresh()
-            self.gpu_area.show(self.view.gpu, self.size.height)
-            self.host_pane.refresh()
-            self.jobs_pane.show(self.view.jobs)
-            self.process_table.show(self.view)
+            if gpus:
+                self.gpu_area.show(self.view.gpu, self.size.height)
+            if host:
+                self.host_pane.refresh()
+            if jobs:
+                self.jobs_pane.show(self.view.jobs)
+            if processes:
+                self.process_table.show(self.view)
             for widget in self.screen.query(".live"):
                 widget.refresh()
 

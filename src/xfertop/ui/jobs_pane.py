@@ -40,8 +40,10 @@ class RankTable(DataTable):
                 self.remove_row(row_key)
         for key, cells in wanted.items():
             if key in self.rows:
-                for column, cell in zip(COLUMNS, cells, strict=True):
-                    self.update_cell(key, column, cell)
+                current = self.get_row(key)
+                for column, old, new in zip(COLUMNS, current, cells, strict=True):
+                    if old != new:
+                        self.update_cell(key, column, new)
             else:
                 self.add_row(*cells, key=key)
 

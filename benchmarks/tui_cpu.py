@@ -1,0 +1,102 @@
+"""CPU cost of the live view: xfertop (and nvitop, if installed) in a 160x48 pseudo-terminal.
+
+Each tool runs --seconds at each refresh rate (1 Hz and 4 Hz by default); CPU is the process's user+system
+time over the measured span (after --warmup), in % of one core, counting all its threads (xfertop's PCIe
+counter poller included: it runs whenever NVML answers). The terminal output is drained the whole time,
+as a real terminal would. Optionally a load command (e.g. the demo job) runs for the whole benchmark so
+both tools have a busy GPU and a job to show.
+
+    python benchmarks/tui_cpu.py --seconds 45 --out benchmarks/results \
+        --load "python -m xfertop.launch.demo_job --phase-seconds 600 --device cuda"
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pty_run import PtyProcess
+
+
+def cpu_seconds(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return times.user + times.system
+
+
+def measure(argv: list[str], seconds: float, warmup_s: float, columns: int, rows: int) -> dict:
+    tui = PtyProcess(argv, columns=columns, rows=rows)
+    try:
+        tui.read_for(warmup_s)
+        if tui.process.poll() is not None:
+            return {"argv": argv, "error": f"exited during warm-up with {tui.process.returncode}"}
+        process = psutil.Process(tui.pid)
+        cpu_before, wall_before = cpu_seconds(process), time.perf_counter()
+        tui.read_for(seconds)
+        cpu_after, wall_after = cpu_seconds(process), time.perf_counter()
+        tui.send(b"q")
+        tui.wait(10.0)
+        percent = 100.0 * (cpu_after - cpu_before) / (wall_after - wall_before)
+        return {"argv": argv, "cpu_percent_of_one_core": percent, "seconds": wall_after - wall_before,
+                "output_bytes": len(tui.output)}
+    finally:
+        tui.close()
+
+
+def commands(interval_s: float, include_nvitop: bool) -> dict[str, list[str]]:
+    found = {"xfertop": [sys.executable, "-m", "xfertop", "--interval", str(interval_s)]}
+    nvitop = shutil.which("nvitop")
+    if include_nvitop and nvitop:
+        found["nvitop"] = [nvitop, "--interval", str(interval_s)]
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=30.0, help="measured seconds per tool and rate")
+    parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--rates-hz", default="1,4", help="refresh rates, comma separated")
+    parser.add_argument("--size", default="160x48", help="terminal COLUMNSxROWS")
+    parser.add_argument("--no-nvitop", action="store_true")
+    parser.add_argument("--load", help="a command to run in the background for the whole benchmark")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    args = parser.parse_args()
+    columns, rows = (int(part) for part in args.size.split("x"))
+    load = subprocess.Popen(shlex.split(args.load), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL) if args.load else None
+    results: list[dict] = []
+    try:
+        for rate_hz in (float(rate) for rate in args.rates_hz.split(",")):
+            row: dict = {"rate_hz": rate_hz}
+            for name, argv in commands(1.0 / rate_hz, not args.no_nvitop).items():
+                row[name] = measure(argv, args.seconds, args.warmup, columns, rows)
+                figure = row[name].get("cpu_percent_of_one_core", row[name].get("error"))
+                print(f"{rate_hz:g} Hz  {name:8s} CPU % of one core: {figure}")
+            mine = row["xfertop"].get("cpu_percent_of_one_core")
+            theirs = row.get("nvitop", {}).get("cpu_percent_of_one_core")
+            if mine is not None and theirs:
+                row["ratio_xfertop_over_nvitop"] = mine / theirs
+                print(f"{rate_hz:g} Hz  xfertop / nvitop CPU: {mine / theirs:.2f}")
+            results.append(row)
+    finally:
+        if load is not None:
+            load.terminate()
+            load.wait(10)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"tui_cpu-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps({"size": args.size, "seconds": args.seconds, "load": args.load,
+                                "cpu_count": psutil.cpu_count(), "results": results}, indent=2))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
