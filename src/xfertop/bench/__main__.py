@@ -37,7 +37,9 @@ def _emitter(out: TextIO) -> Callable[[Message], None]:
 
 def main(argv: list[str] | None = None) -> int:
     # The protocol owns the real stdout; anything else printed (libraries, warnings) goes to stderr.
+    # Native code writing to fd 1 (CUDA, forked DataLoader workers) lands on stderr too.
     protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
     emit = _emitter(protocol_out)
     args = _parser().parse_args(argv)

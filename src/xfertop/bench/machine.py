@@ -7,6 +7,7 @@ so they read as unknown (None) until the bench can use that module.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
 import re
@@ -77,18 +78,27 @@ def parse_smi_csv(text: str) -> list[SmiGpu]:
 
 
 def query_smi() -> list[SmiGpu]:
-    """Every GPU's link as nvidia-smi sees it now; [] when nvidia-smi is missing or fails."""
+    """Every GPU's link as nvidia-smi sees it now; [] when nvidia-smi is missing or fails.
+
+    Drivers that do not know `pcie.link.gen.gpumax` are asked again without it (GPU max unknown).
+    """
     smi = shutil.which("nvidia-smi")
     if not smi:
         return []
-    out = subprocess.run(
-        [smi, "--query-gpu=" + ",".join(_LINK_FIELDS), "--format=csv,noheader,nounits"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    return parse_smi_csv(out.stdout) if out.returncode == 0 else []
+    for fields in (_LINK_FIELDS, tuple(f if f != "pcie.link.gen.gpumax" else "index" for f in _LINK_FIELDS)):
+        out = subprocess.run(
+            [smi, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        if out.returncode == 0:
+            gpus = parse_smi_csv(out.stdout)
+            if fields is _LINK_FIELDS:
+                return gpus
+            return [dataclasses.replace(g, gen_gpu_max=None) for g in gpus]
+    return []
 
 
 def replay_counters() -> dict[int, int]:

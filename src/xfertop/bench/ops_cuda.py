@@ -34,7 +34,12 @@ class CudaOps:
 
     def alloc_registered(self, nbytes: int) -> torch.Tensor:
         """Pinned by cudaHostRegister after this thread touched every page (first touch = NUMA placement)."""
-        host = torch.zeros(nbytes, dtype=torch.uint8)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # first touch by this (node-bound) thread, not the intra-op pool
+        try:
+            host = torch.zeros(nbytes, dtype=torch.uint8)
+        finally:
+            torch.set_num_threads(threads)
         status = torch.cuda.cudart().cudaHostRegister(host.data_ptr(), nbytes, 0)
         if int(status) != 0:
             raise RuntimeError(f"cudaHostRegister of {nbytes} bytes failed with CUDA error {int(status)}")
@@ -144,12 +149,14 @@ class CudaOps:
 
 def describe_no_cuda() -> str | None:
     """None when a CUDA GPU is usable, else the one-line reason."""
-    if not torch.cuda.is_available():
-        built = torch.version.cuda
-        why = (
-            f"torch {torch.__version__} is built with CUDA {built}"
-            if built
-            else f"torch {torch.__version__} is a CPU-only build"
+    if torch.cuda.is_available():
+        return None
+    if torch.version.cuda:
+        return (
+            f"no CUDA GPU visible to torch: torch {torch.__version__} (CUDA {torch.version.cuda}) finds no "
+            "GPU or driver; check nvidia-smi and CUDA_VISIBLE_DEVICES"
         )
-        return f"no CUDA GPU visible to torch: {why}; install a CUDA torch or check the driver (nvidia-smi)"
-    return None
+    return (
+        f"no CUDA GPU visible to torch: torch {torch.__version__} is a CPU-only build; "
+        "install a CUDA build of torch"
+    )

@@ -21,6 +21,8 @@ from xfertop.model.bench import BenchRun, CaseResult, LinkFacts, MachineFacts
 
 Emit = Callable[[Message], None]
 EXIT_COULD_NOT_RUN = 2
+#: Copies of 256 MiB queued while nvidia-smi reads the link: about 1.2 s of traffic at Gen5 x16.
+LINK_PROBE_COPIES = 256
 
 
 @dataclass
@@ -113,7 +115,7 @@ def _link_under_load(ops: Any, gpu_index: int) -> list[machine.SmiGpu]:
     import torch
 
     with torch.cuda.stream(ops.stream(gpu_index)):
-        for _ in range(64):
+        for _ in range(LINK_PROBE_COPIES):
             device.copy_(host, non_blocking=True)
     gpus = machine.query_smi()
     torch.cuda.synchronize(gpu_index)
