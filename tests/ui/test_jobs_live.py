@@ -1,0 +1,75 @@
+"""The jobs pane fed by the real JobsSource reading the ring of a real (CPU) demo training job."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fakes.fake_pynvml import FakePynvml
+from ui.live import MessageWaiter, fake_gpu_source
+from xfertop.launch.demo import DemoJob, start_demo_job
+from xfertop.sources.host import HostSource
+from xfertop.sources.jobs import JobsSource
+from xfertop.ui.app import XfertopApp
+from xfertop.ui.job_detail import JobDetailScreen
+from xfertop.ui.jobs_pane import RankTable
+from xfertop.ui.messages import JobsStateUpdated
+from xfertop.ui.process_table import ProcessTable
+from xfertop.ui.sources_bundle import Sources
+
+#: Enough steps for a full analysis window (warm-up plus window) on this rank.
+STEPS_FOR_A_WINDOW = 40
+
+
+@pytest.fixture
+def demo_job(tmp_path: Path) -> Iterator[DemoJob]:
+    job = start_demo_job(ring_dir=tmp_path / "rings", phase_seconds=60.0, device="cpu")
+    try:
+        yield job
+    finally:
+        job.stop()
+
+
+def _has_window(message: object) -> bool:
+    return (isinstance(message, JobsStateUpdated) and bool(message.state.jobs)
+            and len(message.state.jobs[0].ranks[0].steps) >= STEPS_FOR_A_WINDOW)
+
+
+async def test_a_live_job_shows_its_rank_verdict_and_detail(demo_job: DemoJob) -> None:
+    sources = Sources(gpu=fake_gpu_source(FakePynvml.h200s(1)), host=HostSource(interval_s=0.2),
+                      jobs=JobsSource(interval_s=0.1, ring_dir=str(demo_job.ring_dir)))
+    app = XfertopApp(sources)
+    waiter = MessageWaiter()
+    async with app.run_test(size=(160, 48), message_hook=waiter) as pilot:
+        await waiter.wait_for(_has_window, timeout_s=60)
+        await pilot.pause()
+        table = app.query_one(RankTable)
+        assert table.row_count == 1
+        row = [str(cell) for cell in table.get_row_at(0)]
+        assert row[0] == "demo_job.py" and row[2] == "live"
+        assert row[3].endswith("ms") and row[5].endswith("%")
+        verdicts = str(app.query_one("#verdicts").render())
+        assert verdicts.startswith("demo_job.py: ")
+        assert str(demo_job.pid) in app.query_one(ProcessTable).rows
+
+        table.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, JobDetailScreen) and app.screen.pid == demo_job.pid
+        detail = str(app.screen.query_one("#job-detail").render())
+        assert "median step" in detail and "samples/s" in detail
+
+
+async def test_a_job_that_ends_is_marked_finished(demo_job: DemoJob) -> None:
+    sources = Sources(jobs=JobsSource(interval_s=0.1, ring_dir=str(demo_job.ring_dir)))
+    app = XfertopApp(sources)
+    waiter = MessageWaiter()
+    async with app.run_test(size=(120, 40), message_hook=waiter) as pilot:
+        await waiter.wait_for(lambda m: isinstance(m, JobsStateUpdated) and bool(m.state.jobs), 60)
+        demo_job.stop()
+        await waiter.wait_for(lambda m: isinstance(m, JobsStateUpdated) and bool(m.state.jobs)
+                              and m.state.jobs[0].ranks[0].status == "finished", 30)
+        await pilot.pause()
+        assert str(app.query_one(RankTable).get_row_at(0)[2]) == "finished"
