@@ -26,7 +26,7 @@ def _run(*args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
 def test_help_lists_the_commands() -> None:
     result = _run("--help")
     assert result.returncode == 0
-    for word in ("--once", "--json", "--interval", "demo", "bench", "check", "attach"):
+    for word in ("--once", "--json", "--interval", "demo", "run", "bench", "check", "attach"):
         assert word in result.stdout
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from xfertop.cli import attach, bench, demo
+from xfertop.cli import attach, bench, demo, run
 from xfertop.cli.viewer import ViewerError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -26,8 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
     parser.add_argument("--json", action="store_true", help="with --once: JSON (schema xfertop.snapshot/1)")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
-    # TODO(lead): add run.register when src/xfertop/cli/run.py lands.
-    for module in (demo, bench, attach):
+    for module in (demo, run, bench, attach):
         module.register(subparsers)
     return parser
 
