@@ -29,25 +29,55 @@ class PendingStep:
 
 class GpuTimer:
     def __init__(self, torch: Any, device_index: int, max_pending: int = 64) -> None:
-        self._torch = torch
-        self._cuda = torch.cuda
+        cuda = torch.cuda
+        self._cuda = cuda
         self.device_index = device_index
         self._pool: list[Any] = []
         self._pending: deque[PendingStep] = deque()
         self.max_pending = max_pending
         self.dropped_steps: list[int] = []
+        # Fast paths (about 5 us of Python per record saved on an H200): ask the C++ side which stream is
+        # current and reuse our Stream object while it stays the same. Any surprise: the public API.
+        native = getattr(torch, "_C", None)
+        self._raw_current_stream = getattr(native, "_cuda_getCurrentStream", None)
+        self._raw_capturing = getattr(native, "_cuda_isCurrentStreamCapturing", None)
+        self._stream_key: Any = None
+        self._stream: Any = None
+        self._cuda_ready = False
+
+    def _current_stream(self) -> Any:
+        raw = self._raw_current_stream
+        if raw is not None:
+            try:
+                key = raw(self.device_index)
+                if key != self._stream_key or self._stream is None:
+                    self._stream = self._cuda.current_stream(self.device_index)
+                    self._stream_key = key
+                return self._stream
+            except Exception:
+                self._raw_current_stream = None
+        return self._cuda.current_stream(self.device_index)
+
+    def capturing(self) -> bool:
+        raw = self._raw_capturing
+        if raw is not None and (self._cuda_ready or self._cuda.is_initialized()):
+            self._cuda_ready = True  # never asking again: CUDA does not de-initialise
+            try:
+                return bool(raw())
+            except Exception:
+                self._raw_capturing = None
+        return bool(self._cuda.is_current_stream_capturing())
 
     def record(self) -> Any | None:
         """A timing event recorded now on the device's current stream; None while a graph is captured."""
-        cuda = self._cuda
-        if cuda.is_current_stream_capturing():
+        if self.capturing():
             return None
-        event = self._pool.pop() if self._pool else cuda.Event(enable_timing=True)
-        event.record(cuda.current_stream(self.device_index))
+        event = self._pool.pop() if self._pool else self._cuda.Event(enable_timing=True)
+        event.record(self._current_stream())
         return event
 
     def re_record(self, event: Any) -> None:
-        event.record(self._cuda.current_stream(self.device_index))
+        event.record(self._current_stream())
 
     def release(self, event: Any | None) -> None:
         if event is not None and len(self._pool) < 4 * self.max_pending:

@@ -1,0 +1,72 @@
+"""A fake CUDA for the reporter's GPU clock: events on streams against a simulated GPU timeline.
+
+It behaves like the real thing where the reporter depends on it (recorded on an H200, GPU-FACTS.md and
+ATen's CUDAEvent.h): an event completes when all work queued before it on its stream has run;
+``query()`` says whether it has; ``elapsed_time()`` on an event that has not completed raises
+"Both events must be completed before calculating elapsed time."; nothing ever blocks. Time is driven
+by the test: ``FakeCuda.host_ms`` is the host clock, ``launch()`` queues GPU work on a stream.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+
+class FakeStream:
+    def __init__(self, gpu: FakeCuda) -> None:
+        self._gpu = gpu
+        self.busy_until_ms = 0.0
+
+
+class FakeEvent:
+    def __init__(self, gpu: FakeCuda, enable_timing: bool = False) -> None:
+        self._gpu = gpu
+        self.enable_timing = enable_timing
+        self.done_at_ms: float | None = None
+
+    def record(self, stream: FakeStream | None = None) -> None:
+        stream = stream or self._gpu.stream
+        self.done_at_ms = max(stream.busy_until_ms, self._gpu.host_ms)
+        self._gpu.records += 1
+
+    def query(self) -> bool:
+        self._gpu.queries += 1
+        return self.done_at_ms is None or self._gpu.host_ms >= self.done_at_ms
+
+    def elapsed_time(self, end: FakeEvent) -> float:
+        if not (self.enable_timing and end.enable_timing):
+            raise RuntimeError("Both events must be recorded with timing enabled")
+        if self.done_at_ms is None or end.done_at_ms is None or not (self.query() and end.query()):
+            self._gpu.unfinished_elapsed_calls += 1
+            raise RuntimeError("Both events must be completed before calculating elapsed time.")
+        return end.done_at_ms - self.done_at_ms
+
+
+class FakeCuda:
+    """Stands in for the ``torch`` module as GpuTimer sees it (``torch.cuda`` only; no ``torch._C``)."""
+
+    def __init__(self) -> None:
+        self.host_ms = 0.0
+        self.stream = FakeStream(self)
+        self.capturing = False
+        self.records = 0
+        self.queries = 0
+        self.unfinished_elapsed_calls = 0
+        self.synchronize_calls = 0
+        self.cuda = SimpleNamespace(
+            Event=lambda enable_timing=False: FakeEvent(self, enable_timing),
+            current_stream=lambda device=None: self.stream,
+            is_current_stream_capturing=lambda: self.capturing,
+            is_initialized=lambda: True,
+            synchronize=self._synchronize,
+        )
+
+    def _synchronize(self) -> None:
+        self.synchronize_calls += 1
+
+    def launch(self, duration_ms: float) -> None:
+        """Queue GPU work on the current stream; it starts when the stream is free and the host got here."""
+        self.stream.busy_until_ms = max(self.stream.busy_until_ms, self.host_ms) + duration_ms
+
+    def host_work(self, duration_ms: float) -> None:
+        self.host_ms += duration_ms

@@ -1,0 +1,107 @@
+"""The GPU half of the step clock against a fake CUDA that behaves like the real one (no GPU here).
+
+The same stories run on a real GPU in tests/gpu/test_reporter_gpu.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fakes.fake_cuda import FakeCuda
+from xfertop import wire
+from xfertop.model.jobs import StepRecord
+from xfertop.reporter._clock import StepClock
+from xfertop.reporter._gpu_timer import GpuTimer
+from xfertop.reporter._identity import current_identity
+from xfertop.reporter._ring_writer import RingWriter
+from xfertop.sources.ring_reader import RingReader
+
+
+@pytest.fixture
+def gpu() -> FakeCuda:
+    return FakeCuda()
+
+
+@pytest.fixture
+def clock(tmp_path: Path, gpu: FakeCuda) -> StepClock:
+    clock = StepClock(lambda: RingWriter(str(tmp_path), current_identity()))
+    clock.before_next()  # opens the ring
+    clock.gpu = GpuTimer(gpu, 0, max_pending=8)
+    return clock
+
+
+def _step(clock: StepClock, gpu: FakeCuda, wait_ms: float, copy_ms: float, compute_ms: float) -> None:
+    """One loop iteration: the loader blocks wait_ms, then a copy and the model's kernels are queued."""
+    clock.before_next()
+    gpu.host_work(wait_ms)
+    clock.after_next([0] * 4)
+    gpu.launch(copy_ms)
+    clock.copied(4096, False, False, 5_000, None)
+    gpu.launch(compute_ms)
+    gpu.host_work(0.5)  # launching costs the host a little
+
+
+def _steps(clock: StepClock) -> list[StepRecord]:
+    assert clock.writer is not None
+    reader = RingReader(clock.writer.path)
+    reader.poll()
+    return list(reader.steps)
+
+
+def test_a_starved_loop_shows_the_wait_as_gpu_idle(clock: StepClock, gpu: FakeCuda) -> None:
+    for _ in range(12):
+        _step(clock, gpu, wait_ms=20, copy_ms=2, compute_ms=10)
+        gpu.host_work(5)  # the rest of the step on the host; the GPU still has 6.5 ms queued
+    steps = [s for s in _steps(clock)[2:] if s.compute_gpu_ms is not None]
+    assert len(steps) >= 8
+    for s in steps:
+        assert s.copy_gpu_ms == pytest.approx(2.0)
+        assert s.compute_gpu_ms == pytest.approx(10.0)
+        # Of the 20 ms wait the GPU felt only what its 6.5 ms backlog did not cover.
+        assert s.gpu_idle_ms == pytest.approx(20.0 - 6.5)
+    assert gpu.unfinished_elapsed_calls == 0 and gpu.synchronize_calls == 0 and clock.errors == 0
+
+
+def test_queued_work_hides_the_wait(clock: StepClock, gpu: FakeCuda) -> None:
+    for _ in range(12):
+        _step(clock, gpu, wait_ms=5, copy_ms=1, compute_ms=30)  # the GPU is always 30 ms behind
+    gpu.host_work(1000)
+    for _ in range(2):
+        _step(clock, gpu, wait_ms=5, copy_ms=1, compute_ms=30)
+    steps = [s for s in _steps(clock)[2:10] if s.gpu_idle_ms is not None]
+    assert steps and all(s.gpu_idle_ms == pytest.approx(0.0) for s in steps)
+    assert all(s.data_wait_ms >= 0 for s in steps)
+
+
+def test_events_resolve_lazily_and_never_too_early(clock: StepClock, gpu: FakeCuda) -> None:
+    _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=500)
+    _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=500)
+    clock.before_next()
+    assert all(s.compute_gpu_ms is None for s in _steps(clock))  # the GPU is still busy: nothing resolved
+    gpu.host_work(2000)
+    clock.after_next([0])
+    clock.before_next()
+    resolved = [s for s in _steps(clock) if s.compute_gpu_ms is not None]
+    assert resolved and gpu.unfinished_elapsed_calls == 0 and clock.errors == 0
+
+
+def test_no_events_while_a_cuda_graph_is_captured(clock: StepClock, gpu: FakeCuda) -> None:
+    gpu.capturing = True
+    for _ in range(5):
+        _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=1)
+    clock.before_next()
+    assert gpu.records == 0 and clock.errors == 0
+    assert all(s.compute_gpu_ms is None for s in _steps(clock))
+
+
+def test_a_hung_gpu_drops_old_steps_instead_of_growing(clock: StepClock, gpu: FakeCuda) -> None:
+    gpu.launch(1e9)  # never finishes within the test
+    for _ in range(40):
+        _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=1)
+    clock.before_next()
+    assert clock.gpu is not None and clock.gpu.pending_count <= 8
+    assert clock.errors == 0
+    assert clock.writer is not None
+    assert clock.writer.words[wire.H_GPU_DROPPED] >= 30
