@@ -62,10 +62,11 @@ def test_main_screen(snap_compare, size: tuple[int, int]) -> None:
     assert snap_compare(app, terminal_size=size, run_before=_feed(app, gpu_state(1), jobs_state(), 1))
 
 
-def test_eight_gpus_at_120x40(snap_compare) -> None:
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_eight_gpus(snap_compare, size: tuple[int, int]) -> None:
     app = _app()
     jobs = jobs_state(*(rank(rank_index=i, world=8, workers=4) for i in range(8)))
-    assert snap_compare(app, terminal_size=(120, 40), run_before=_feed(app, gpu_state(8), jobs, 8))
+    assert snap_compare(app, terminal_size=size, run_before=_feed(app, gpu_state(8), jobs, 8))
 
 
 def test_slow_link_and_sampled_figures(snap_compare) -> None:

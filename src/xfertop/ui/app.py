@@ -25,14 +25,16 @@ from xfertop.ui.gpu_area import GpuArea
 from xfertop.ui.header import HeaderBar
 from xfertop.ui.help_screen import HelpScreen
 from xfertop.ui.host_pane import HostPane
-from xfertop.ui.jobs_pane import JobsPane
+from xfertop.ui.jobs_pane import JobsPane, RankTable
 from xfertop.ui.messages import GpuStateUpdated, HostStateUpdated, JobsStateUpdated
 from xfertop.ui.process_table import ProcessTable
 from xfertop.ui.sources_bundle import Sources
 from xfertop.ui.view_state import ViewState
 
 #: Below this width the jobs and host panes stack instead of sitting side by side.
-NARROW_COLUMNS = 140
+NARROW_COLUMNS = 180
+#: Below this width the jobs table keeps only its essential columns.
+COMPACT_COLUMNS = 110
 #: How often to check that the terminal is still there (a closed SSH session must not spin).
 _TERMINAL_CHECK_S = 5.0
 
@@ -97,6 +99,7 @@ class XfertopApp(App[int]):
 
     def _apply_layout(self, columns: int) -> None:
         self.screen_stack[0].set_class(columns < NARROW_COLUMNS, "narrow")
+        self.jobs_pane.query_one(RankTable).set_compact(columns < COMPACT_COLUMNS)
 
     # -- data in --------------------------------------------------------------------------------
     def _subscribe(self) -> None:

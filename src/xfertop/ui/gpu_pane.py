@@ -16,7 +16,12 @@ from xfertop.model.gpu import GpuSnapshot
 from xfertop.ui import chart, link_text
 from xfertop.ui.format import gb, percent, truncate
 
-_UTIL_BAR_CELLS = 10
+#: Bar and name widths: full on wide terminals, shorter below _NARROW_COLUMNS so a one-line pane keeps
+#: its PCIe figures in view at 80 columns.
+_BAR_CELLS, _BAR_CELLS_NARROW = 10, 4
+_NAME_CELLS, _NAME_CELLS_NARROW = 12, 6
+_NARROW_COLUMNS = 100
+_ONE_LINE_HEALTH_COLUMNS = 140
 
 
 def _util_style(value: float | None) -> str:
@@ -25,22 +30,25 @@ def _util_style(value: float | None) -> str:
     return "red" if value < 30 else "yellow" if value < 70 else "green"
 
 
-def _first_line(gpu: GpuSnapshot, width: int) -> Text:
+def _first_line(gpu: GpuSnapshot, width: int, health: bool = True) -> Text:
+    narrow = width < _NARROW_COLUMNS
+    bar_cells = _BAR_CELLS_NARROW if narrow else _BAR_CELLS
+    name_cells = _NAME_CELLS_NARROW if narrow else _NAME_CELLS
     line = Text()
     line.append(f"{gpu.index} ", style="bold")
-    line.append(truncate(gpu.name.replace("NVIDIA ", ""), 12).ljust(12), style="bold cyan")
+    line.append(truncate(gpu.name.replace("NVIDIA ", ""), name_cells).ljust(name_cells), style="bold cyan")
     if gpu.lost_reason:
         line.append(f" GPU lost: {gpu.lost_reason}", style="bold red")
         return line
     util = gpu.util_gpu_percent
     line.append(" util ")
-    line.append(chart.bar(None if util is None else util / 100, _UTIL_BAR_CELLS), style=_util_style(util))
+    line.append(chart.bar(None if util is None else util / 100, bar_cells), style=_util_style(util))
     line.append(percent(util, 4))
     mem_fraction = None
     if gpu.mem_used_bytes is not None and gpu.mem_total_bytes:
         mem_fraction = gpu.mem_used_bytes / gpu.mem_total_bytes
     line.append("  mem ")
-    line.append(chart.bar(mem_fraction, _UTIL_BAR_CELLS), style="magenta")
+    line.append(chart.bar(mem_fraction, bar_cells), style="magenta")
     line.append(f" {gb(gpu.mem_used_bytes)}/{gb(gpu.mem_total_bytes)}G")
     extras = []
     if gpu.temperature_c is not None:
@@ -48,7 +56,7 @@ def _first_line(gpu: GpuSnapshot, width: int) -> Text:
     if gpu.power_w is not None:
         limit = f"/{gpu.power_limit_w:.0f}" if gpu.power_limit_w else ""
         extras.append(f"{gpu.power_w:.0f}{limit}W")
-    if extras and width - len(line) > 20:
+    if health and extras and width - len(line) > 20:
         line.append("  " + " ".join(extras), style="dim")
     return line
 
@@ -98,9 +106,11 @@ class GpuPane(Widget, can_focus=True):
         if gpu is None:
             return Text(f"{self.index} gone from the last snapshot", style="dim")
         width = self.size.width
-        first = _first_line(gpu, width)
+        one_line = self.has_class("one-line")
+        # One line keeps PCIe over temperature and power unless the terminal is wide.
+        first = _first_line(gpu, width, health=not one_line or width >= _ONE_LINE_HEALTH_COLUMNS)
         warning = None if gpu.lost_reason else link_text.link_warning(gpu)
-        if self.has_class("one-line"):
+        if one_line:
             if not gpu.lost_reason:
                 first.append(_compact_traffic(gpu))
                 if warning:

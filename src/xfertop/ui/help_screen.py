@@ -24,7 +24,8 @@ HELP_TEXT = """\
 
 [b]reading it[/b]
   RX is host to device, TX device to host, against what the link carries now
-  ("of 63.0 (Gen5 x16)"). "sampled" means a 20 ms NVML sample, not all the time.
+  ("of 63.0 (Gen5 x16)"). "sampled" (or "~" on one line) means a 20 ms NVML sample,
+  not all the time. Memory on GPUs is in decimal GB, host memory in binary units.
   A job's bar: [red]data wait[/red] [yellow]copy[/yellow] [green]compute[/green], as shares of each step.
   GPU idle is the part of the wait the GPU actually felt.
 

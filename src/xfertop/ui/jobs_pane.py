@@ -7,7 +7,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from xfertop.model.jobs import JobsState
-from xfertop.ui.rank_row import COLUMNS, rank_cells, rank_key
+from xfertop.ui.rank_row import COLUMNS, COMPACT_COLUMNS, rank_cells, rank_key
 from xfertop.ui.verdicts import verdict_line, verdict_of
 
 NO_JOBS = ("no training jobs of this user found. Start one with `xfertop run -- python train.py` "
@@ -28,20 +28,38 @@ def verdict_text(state: JobsState) -> Text:
 class RankTable(DataTable):
     def __init__(self) -> None:
         super().__init__(id="ranks", cursor_type="row")
+        self.columns_shown: tuple[str, ...] = COLUMNS
 
     def on_mount(self) -> None:
-        for name in COLUMNS:
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        for name in self.columns_shown:
             self.add_column(name, key=name)
 
+    def set_compact(self, compact: bool) -> None:
+        """Fewer columns on narrow terminals; rows are rebuilt on the next show()."""
+        wanted = COMPACT_COLUMNS if compact else COLUMNS
+        if wanted != self.columns_shown:
+            self.columns_shown = wanted
+            self.clear(columns=True)
+            self._add_columns()
+
     def show(self, state: JobsState) -> None:
-        wanted = {rank_key(rank): rank_cells(job, rank) for job in state.jobs for rank in job.ranks}
+        picks = [COLUMNS.index(name) for name in self.columns_shown]
+        wanted = {
+            rank_key(rank): tuple(cells[i] for i in picks)
+            for job in state.jobs
+            for rank in job.ranks
+            for cells in (rank_cells(job, rank),)
+        }
         for row_key in list(self.rows):
             if row_key.value not in wanted:
                 self.remove_row(row_key)
         for key, cells in wanted.items():
             if key in self.rows:
                 current = self.get_row(key)
-                for column, old, new in zip(COLUMNS, current, cells, strict=True):
+                for column, old, new in zip(self.columns_shown, current, cells, strict=True):
                     if old != new:
                         self.update_cell(key, column, new)
             else:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from textual.widgets import DataTable
 
 from xfertop.model.host import ProcessStats
-from xfertop.ui.format import NA, human_bytes
+from xfertop.ui.format import NA, gb, human_bytes
 from xfertop.ui.view_state import ViewState
 
 COLUMNS = ("GPU", "PID", "USER", "GPU MEM", "CPU%", "RSS", "WORKERS", "PINNED", "COMMAND")
@@ -62,7 +62,8 @@ def process_rows(view: ViewState) -> list[tuple[str, tuple[str, ...]]]:
             ",".join(row.gpus) or "-",
             str(pid),
             row.user or (proc.user if proc else None) or NA,
-            human_bytes(row.gpu_mem_bytes),
+            # Decimal GB, as in the GPU panes, so the two can be compared at a glance.
+            NA if row.gpu_mem_bytes is None else f"{gb(row.gpu_mem_bytes)}G",
             cpu,
             human_bytes(proc.rss_bytes if proc else None),
             NA if workers is None else str(workers),

@@ -10,8 +10,10 @@ from xfertop.ui import chart
 from xfertop.ui.format import NA, human_bytes, ms, rate_gb_per_s
 
 # Flags come before the throughput figures: on a narrow terminal they are what must stay in view.
-COLUMNS = ("JOB", "RANK", "STATUS", "STEP", "WHERE THE STEP GOES", "WAIT", "COPY", "COMPUTE", "GPU IDLE",
+COLUMNS = ("JOB", "RANK", "STATUS", "STEP", "BREAKDOWN", "WAIT", "COPY", "COMPUTE", "GPU IDLE",
            "FLAGS", "SAMPLES/S", "H2D", "PINNED")
+#: What an 80-column terminal keeps: where the time goes and the flags that say why.
+COMPACT_COLUMNS = ("JOB", "RANK", "STATUS", "STEP", "BREAKDOWN", "WAIT", "GPU IDLE", "FLAGS")
 #: Colours of the stacked bar and its legend, shared by the detail view. The first segment is the GPU
 #: idle gap when the steps carry GPU timing, else the host's data wait: what the step lost to input.
 SEGMENT_STYLES = {"input": "red", "copy": "yellow", "compute": "green"}

@@ -1,0 +1,85 @@
+"""The pure parts under the panes: charts, refresh steps, layout rule, process join, rank flags, labels."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ui.sample_states import TRAIN_PID, gpu, gpu_state, host_state, jobs_state, rank
+from xfertop.analysis.steps import window_stats
+from xfertop.ui import chart, link_text
+from xfertop.ui.format import human_bytes
+from xfertop.ui.gpu_area import lines_per_gpu
+from xfertop.ui.process_table import COLUMNS, process_rows
+from xfertop.ui.rank_row import rank_flags
+from xfertop.ui.view_state import REFRESH_STEPS_S, ViewState
+
+
+def test_spark_is_scaled_to_the_given_maximum_not_to_its_own_peak() -> None:
+    # 6.3 GB/s on a 63 GB/s link is a tenth of the link: a low bar, even though it is the peak.
+    assert chart.spark([6.3e9], 63e9, 1) == "▁"
+    assert chart.spark([63e9, 31.5e9, 0.0], 63e9, 3) == "█▄ "
+    assert chart.spark([1.0], 100.0, 4) == "   ▁", "newest on the right, padded on the left"
+
+
+def test_area_stacks_rows_top_first() -> None:
+    assert chart.area([100.0, 50.0, 0.0], 100.0, 3, 2) == ["█  ", "██ "]
+
+
+def test_stacked_bar_fits_overlapping_shares() -> None:
+    pieces = chart.stacked([(0.8, "red"), (0.4, "green")], 12)
+    assert sum(len(text) for text, _ in pieces) == 12
+    assert [style for _, style in pieces] == ["red", "green"]
+
+
+def test_refresh_steps_stop_at_both_ends() -> None:
+    view = ViewState(interval_s=1.0)
+    assert view.faster() == 0.5
+    for _ in range(5):
+        view.faster()
+    assert view.interval_s == REFRESH_STEPS_S[0]
+    for _ in range(10):
+        view.slower()
+    assert view.interval_s == REFRESH_STEPS_S[-1]
+
+
+def test_eight_gpus_get_two_lines_at_40_rows_and_one_at_24() -> None:
+    assert lines_per_gpu(8, 40) == 2
+    assert lines_per_gpu(8, 24) == 1
+    assert lines_per_gpu(1, 24) == 2
+
+
+def test_process_rows_join_gpu_host_and_job_figures() -> None:
+    view = ViewState()
+    view.apply_gpu(gpu_state(1))
+    view.apply_host(host_state())
+    view.apply_jobs(jobs_state())
+    rows = dict(process_rows(view))
+    cells = dict(zip(COLUMNS, rows[str(TRAIN_PID)], strict=True))
+    assert cells["GPU"] == "0" and cells["USER"] == "alice" and cells["GPU MEM"] == "40.0G"
+    assert cells["CPU%"] == "104" and cells["RSS"] == "6.0G"
+    assert cells["WORKERS"] == "1" and cells["PINNED"] == "1.0G"
+
+
+def test_flags_name_pageable_non_blocking_and_few_workers() -> None:
+    starved = rank(workers=1)
+    assert rank_flags(starved, window_stats(starved.steps)) == ["pageable non_blocking", "1 workers"]
+    fed = rank(workers=8)
+    assert "8 workers" not in rank_flags(fed, window_stats(fed.steps))
+
+
+def test_sampled_figures_are_marked_and_missing_ones_say_na() -> None:
+    sampled = gpu(0, method="sampled")
+    assert link_text.direction_label("RX", 54.9e9, sampled) == "RX 54.9 GB/s of 63.0 (Gen5 x16) sampled"
+    nothing = replace(gpu(0), pcie=replace(gpu(0).pcie, method="none"))
+    assert link_text.direction_label("TX", 5e9, nothing) == "TX n/a"
+
+
+def test_idle_downclock_is_no_warning_but_a_slow_busy_link_is() -> None:
+    assert link_text.link_warning(gpu(0, gen=3, rx=0.01e9, tx=0.0)) is None
+    assert "Gen3 x16" in (link_text.link_warning(gpu(0, gen=3)) or "")
+
+
+def test_human_bytes() -> None:
+    assert human_bytes(None) == "n/a"
+    assert human_bytes(512) == "512B"
+    assert human_bytes(3 * 1024**3 + 1024**3 // 5) == "3.2G"
