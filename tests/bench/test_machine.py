@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+from fakes.fake_pynvml import FakePynvml
+from xfertop.bench.link_nvml import open_link_reader
 from xfertop.bench.machine import link_facts, parse_replays, parse_smi_csv, sysfs_bus_id
+from xfertop.sources.nvml_api import NvmlApi
 
 H200_CSV = "0, NVIDIA H200, 00000000:06:00.0, 580.159.04, 5, 5, 5, 16, 16, P0\n"
 SMI_Q = """
@@ -30,11 +35,44 @@ def test_link_fields_parse_with_n_a_as_unknown() -> None:
 
 def test_replay_delta_across_the_run() -> None:
     gpu = parse_smi_csv(H200_CSV)[0]
-    after = parse_replays(SMI_Q)
-    assert after == {0: 3}
-    facts = link_facts(gpu, {0: 1}, after)
-    assert (facts.replay_delta, facts.correctable_delta, facts.gen_max) == (2, None, 5)
-    assert link_facts(gpu, {}, after).replay_delta is None
+    assert parse_replays(SMI_Q) == {0: 3}
+    before = dataclasses.replace(gpu, replays=1, correctable_errors=None)
+    after = dataclasses.replace(gpu, replays=3, correctable_errors=None)
+    facts = link_facts(before, gpu, after, "nvidia-smi")
+    assert (facts.replay_delta, facts.correctable_delta, facts.gen_max, facts.source) == (
+        2,
+        None,
+        5,
+        "nvidia-smi",
+    )
+    restarted = dataclasses.replace(after, replays=0)
+    assert link_facts(before, gpu, restarted, "nvidia-smi").replay_delta is None
+
+
+def test_nvml_reader_gives_link_pstate_and_both_counters() -> None:
+    fake = FakePynvml()
+    reader = open_link_reader(NvmlApi(lib=fake))
+    assert reader.source == "NVML"
+    before = reader.read()[0]
+    assert (before.name, before.gen_current, before.width_current, before.gen_gpu_max, before.pstate) == (
+        "NVIDIA H200",
+        5,
+        16,
+        5,
+        "P0",
+    )
+    fake.gpus[0].answers["nvmlDeviceGetPcieReplayCounter"] = before.replays + 4
+    fake.gpus[0].answers["field_173"] = (before.correctable_errors or 0) + 1
+    under_load = reader.read(counters=False)[0]
+    assert under_load.replays is None
+    facts = link_facts(before, under_load, reader.read()[0], reader.source)
+    assert (facts.replay_delta, facts.correctable_delta) == (4, 1)
+    reader.close()
+
+
+def test_without_nvml_the_reader_falls_back_to_nvidia_smi() -> None:
+    reader = open_link_reader(NvmlApi(lib=FakePynvml(init_error="NVML_ERROR_LIBRARY_NOT_FOUND")))
+    assert reader.source == "nvidia-smi"
 
 
 def test_bus_id_to_sysfs() -> None:

@@ -62,7 +62,7 @@ def test_every_case_ran_or_said_why_not(full_run: BenchRun) -> None:
 def test_pinned_beats_pageable_and_sits_near_the_link(full_run: BenchRun) -> None:
     link = full_run.links[0]
     assert link.gen_current and link.width_current
-    from xfertop.analysis.acceptance import link_bytes_per_s
+    from xfertop.analysis.pcie_link import link_bytes_per_s
 
     theory = link_bytes_per_s(link.gen_current, link.width_current) / 1e9
     pinned = _case(full_run, "pinned_nb").rows[0].value

@@ -1,10 +1,8 @@
-"""Acceptance math: PCIe link rates, thresholds and pass/warn/fail verdicts. Pure: results in, verdicts out.
+"""Acceptance math: thresholds and pass/warn/fail verdicts. Pure: results in, verdicts out.
 
-The link table lives here until ``xfertop.analysis.pcie_link`` lands; then this module should take its
-per-direction rates from there. Rates are per direction, payload-free ("raw"): transfer rate x lanes x
-line-code efficiency / 8 bits. Gen1-2 use 8b/10b, Gen3-5 128b/130b; Gen6 runs in FLIT mode with no line
-code (its FLIT framing and FEC are overhead like TLP headers, so they count against the ratio).
-Sources and the reasoning behind 0.82 / 0.75: docs/acceptance.md and research/acceptance.md (c).
+Link rates come from ``xfertop.analysis.pcie_link`` (per direction, after line encoding, before packet
+headers; Gen5 x16 = 63.0 GB/s). Sources and the reasoning behind 0.82 / 0.75: docs/acceptance.md and
+research/acceptance.md (c).
 """
 
 from __future__ import annotations
@@ -13,32 +11,13 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from statistics import median
 
+from xfertop.analysis.pcie_link import link_bytes_per_s
 from xfertop.model.bench import CaseResult, LinkFacts, MachineFacts, Measurement, Status, Verdict
 
 MIB = 1024 * 1024
-
-#: Generation -> (transfer rate in GT/s per lane, line-code efficiency).
-PCIE_GEN_RATES: dict[int, tuple[float, float]] = {
-    1: (2.5, 8 / 10),
-    2: (5.0, 8 / 10),
-    3: (8.0, 128 / 130),
-    4: (16.0, 128 / 130),
-    5: (32.0, 128 / 130),
-    6: (64.0, 1.0),
-}
 PCIE_WIDTHS: tuple[int, ...] = (1, 2, 4, 8, 16)
 #: Cases whose pinned H2D/D2H rows are judged against the link.
 JUDGED_CASES = ("pinned", "pinned_nb", "d2h")
-
-
-def link_bytes_per_s(gen: int, width: int) -> float:
-    """Theoretical bytes/s per direction of a PCIe link (Gen5 x16: 63.0e9)."""
-    if gen not in PCIE_GEN_RATES:
-        raise ValueError(f"unknown PCIe generation {gen}: known are {sorted(PCIE_GEN_RATES)}")
-    if width <= 0:
-        raise ValueError(f"PCIe width must be positive, got x{width}")
-    rate_gt_per_s, efficiency = PCIE_GEN_RATES[gen]
-    return rate_gt_per_s * 1e9 * width * efficiency / 8
 
 
 @dataclass(frozen=True)
@@ -176,9 +155,10 @@ def _judged_rows(cases: Iterable[CaseResult], thresholds: Thresholds) -> list[tu
 
 def judge_bandwidth(cases: Iterable[CaseResult], link: LinkFacts, thresholds: Thresholds) -> list[Verdict]:
     """Pinned H2D/D2H at >= min_judged_bytes against the link's theoretical rate."""
-    if link.gen_current is None or link.width_current is None or link.gen_current not in PCIE_GEN_RATES:
-        return [Verdict("pinned bandwidth", "skip", "no link generation/width to compare against")]
-    theory_gb_per_s = link_bytes_per_s(link.gen_current, link.width_current) / 1e9
+    theory_bytes_per_s = link_bytes_per_s(link.gen_current, link.width_current)
+    if theory_bytes_per_s is None:
+        return [Verdict("pinned bandwidth", "skip", "no known link generation/width to compare against")]
+    theory_gb_per_s = theory_bytes_per_s / 1e9
     verdicts = []
     for _case, row in _judged_rows(cases, thresholds):
         ratio = row.value / theory_gb_per_s

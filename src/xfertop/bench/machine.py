@@ -1,8 +1,7 @@
-"""Facts about the machine and the GPU's link: nvidia-smi for link and counters, sysfs for NUMA.
+"""Facts about the machine and the GPU's link: NVML (through sources.nvml_api) or nvidia-smi, and sysfs.
 
-The link is read through nvidia-smi (not NVML) because xfertop.sources.nvml_api is the one module
-allowed to import pynvml, and it has not landed; correctable-error counters need NVML field values,
-so they read as unknown (None) until the bench can use that module.
+NVML gives the link, the replay counter and the correctable-error field; where NVML cannot start, the
+bench falls back to nvidia-smi, which has the link and replays but no correctable-error count (None).
 """
 
 from __future__ import annotations
@@ -35,7 +34,9 @@ _LINK_FIELDS = (
 
 
 @dataclass(frozen=True)
-class SmiGpu:
+class LinkReading:
+    """One GPU's link as read now, with its cumulative error counters."""
+
     index: int
     name: str
     bus_id: str
@@ -46,6 +47,8 @@ class SmiGpu:
     width_current: int | None
     width_max: int | None
     pstate: str | None
+    replays: int | None = None
+    correctable_errors: int | None = None
 
 
 def _int_or_none(text: str) -> int | None:
@@ -53,7 +56,7 @@ def _int_or_none(text: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def parse_smi_csv(text: str) -> list[SmiGpu]:
+def parse_smi_csv(text: str) -> list[LinkReading]:
     """Parse `nvidia-smi --query-gpu=<_LINK_FIELDS> --format=csv,noheader,nounits`."""
     gpus = []
     for line in text.strip().splitlines():
@@ -61,7 +64,7 @@ def parse_smi_csv(text: str) -> list[SmiGpu]:
         if len(f) != len(_LINK_FIELDS):
             continue
         gpus.append(
-            SmiGpu(
+            LinkReading(
                 int(f[0]),
                 f[1],
                 f[2],
@@ -77,7 +80,7 @@ def parse_smi_csv(text: str) -> list[SmiGpu]:
     return gpus
 
 
-def query_smi() -> list[SmiGpu]:
+def query_smi() -> list[LinkReading]:
     """Every GPU's link as nvidia-smi sees it now; [] when nvidia-smi is missing or fails.
 
     Drivers that do not know `pcie.link.gen.gpumax` are asked again without it (GPU max unknown).
@@ -115,20 +118,23 @@ def parse_replays(text: str) -> dict[int, int]:
     return dict(enumerate(counts))
 
 
-def link_facts(gpu: SmiGpu, replays_before: dict[int, int], replays_after: dict[int, int]) -> LinkFacts:
-    before, after = replays_before.get(gpu.index), replays_after.get(gpu.index)
-    delta = after - before if before is not None and after is not None else None
+def _delta(before: int | None, after: int | None) -> int | None:
+    return after - before if before is not None and after is not None and after >= before else None
+
+
+def link_facts(before: LinkReading, under_load: LinkReading, after: LinkReading, source: str) -> LinkFacts:
+    """The link as read under load, with error-counter deltas from before the run to after it."""
     return LinkFacts(
-        gpu.index,
-        gpu.gen_current,
-        gpu.width_current,
-        gpu.gen_max,
-        gpu.width_max,
-        gpu.gen_gpu_max,
-        gpu.pstate,
-        delta,
-        None,
-        "nvidia-smi",
+        under_load.index,
+        under_load.gen_current,
+        under_load.width_current,
+        under_load.gen_max,
+        under_load.width_max,
+        under_load.gen_gpu_max,
+        under_load.pstate,
+        _delta(before.replays, after.replays),
+        _delta(before.correctable_errors, after.correctable_errors),
+        source,
     )
 
 
@@ -138,33 +144,37 @@ def sysfs_bus_id(smi_bus_id: str) -> str:
     return f"{int(domain, 16):04x}:{rest}"
 
 
-def _pci_dir(gpu_index: int) -> Path | None:
-    for gpu in query_smi():
-        if gpu.index == gpu_index:
-            return Path("/sys/bus/pci/devices") / sysfs_bus_id(gpu.bus_id)
-    return None
+def _pci_dir(bus_id: str) -> Path:
+    return Path("/sys/bus/pci/devices") / sysfs_bus_id(bus_id)
 
 
-def gpu_numa_node(gpu_index: int) -> int | None:
-    path = _pci_dir(gpu_index)
+def gpu_numa_node(bus_id: str) -> int | None:
+    """The NUMA node sysfs gives the GPU's PCIe device; None when unknown (-1 on hosts without the data)."""
     try:
-        node = int((path / "numa_node").read_text()) if path else -1
+        node = int((_pci_dir(bus_id) / "numa_node").read_text())
     except (OSError, ValueError):
         return None
     return node if node >= 0 else None
 
 
-def gpu_local_cpus(gpu_index: int) -> tuple[int, ...]:
-    path = _pci_dir(gpu_index)
+def gpu_local_cpus(bus_id: str) -> tuple[int, ...]:
     try:
-        return tuple(parse_cpulist((path / "local_cpulist").read_text())) if path else ()
-    except OSError:
+        return tuple(parse_cpulist((_pci_dir(bus_id) / "local_cpulist").read_text()))
+    except (OSError, ValueError):
         return ()
 
 
 def machine_facts(
-    backend: str, gpu_index: int, *, torch_version: str | None, cuda_version: str | None, gpus: list[SmiGpu]
+    backend: str,
+    gpu_index: int,
+    *,
+    torch_version: str | None,
+    cuda_version: str | None,
+    gpus: list[LinkReading],
 ) -> MachineFacts:
+    """Host, versions, NUMA and affinity. Assumes torch's and NVML's GPU order agree (no remapping
+    CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER)."""
+    bus_id = next((g.bus_id for g in gpus if g.index == gpu_index), None)
     return MachineFacts(
         hostname=socket.gethostname(),
         backend=backend,
@@ -175,7 +185,23 @@ def machine_facts(
         python_version=platform.python_version(),
         cpu_count=os.cpu_count() or 1,
         numa_nodes=max(1, len(numa_nodes())),
-        gpu_numa_node=gpu_numa_node(gpu_index) if gpus else None,
+        gpu_numa_node=gpu_numa_node(bus_id) if bus_id else None,
         process_cpus=tuple(sorted(os.sched_getaffinity(0))),
-        gpu_local_cpus=gpu_local_cpus(gpu_index) if gpus else (),
+        gpu_local_cpus=gpu_local_cpus(bus_id) if bus_id else (),
     )
+
+
+class SmiLinkReader:
+    """Link and replay counters through the nvidia-smi command (no correctable-error count)."""
+
+    source = "nvidia-smi"
+
+    def read(self, counters: bool = True) -> list[LinkReading]:
+        gpus = query_smi()
+        if not counters:
+            return gpus
+        replays = replay_counters()
+        return [dataclasses.replace(g, replays=replays.get(g.index)) for g in gpus]
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -9,11 +9,12 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 from xfertop.analysis.acceptance import Thresholds, exit_code_for, judge_run, overall_status
 from xfertop.bench import machine
 from xfertop.bench.cases import CaseContext, case_spec
+from xfertop.bench.machine import LinkReading
 from xfertop.bench.method import GIB, MIB, SAMPLE_TARGET_BYTES
 from xfertop.bench.protocol import RUN_SCHEMA, CaseDone, Failure, Hello, Message, Progress, RunDone
 from xfertop.bench.sizes import KIB, sweep_plan
@@ -37,6 +38,13 @@ class RunOptions:
     thresholds: Thresholds = field(default_factory=Thresholds)
     #: CPU backend only: flip one byte after every copy, so verification and exit code 1 can be tested.
     cpu_corrupt: bool = False
+
+
+class LinkReader(Protocol):
+    source: str
+
+    def read(self, counters: bool = True) -> list[LinkReading]: ...
+    def close(self) -> None: ...
 
 
 class CouldNotRun(Exception):
@@ -67,7 +75,7 @@ def _cpu_ops(options: RunOptions) -> Any:
     return CorruptingCpuOps() if options.cpu_corrupt else CpuOps()
 
 
-def _context(ops: Any, options: RunOptions, emit: Emit, case: str) -> CaseContext:
+def _context(ops: Any, options: RunOptions, emit: Emit, case: str, facts: MachineFacts) -> CaseContext:
     is_cuda = ops.name == "cuda"
     samples = options.samples or (3 if options.check else 5)
     copy_bytes = options.copy_bytes or (256 * MIB if is_cuda else 4 * MIB)
@@ -81,17 +89,18 @@ def _context(ops: Any, options: RunOptions, emit: Emit, case: str) -> CaseContex
         copy_bytes=copy_bytes,
         sweep_bytes=sweep,
         target_bytes=min(target, max(copy_bytes, GIB) * 2),
+        gpu_numa_node=facts.gpu_numa_node,
         progress=lambda fraction, text: emit(Progress(case, round(fraction, 3), text)),
     )
 
 
-def _run_case(ops: Any, name: str, options: RunOptions, emit: Emit) -> CaseResult:
+def _run_case(ops: Any, name: str, options: RunOptions, emit: Emit, facts: MachineFacts) -> CaseResult:
     spec = case_spec(name)
     if spec.cuda_only and ops.name != "cuda":
         return CaseResult(name, spec.title, (), 0.0, skipped_reason="needs the CUDA backend")
     emit(Progress(name, 0.0, spec.title))
     try:
-        result = spec.run(_context(ops, options, emit, name))
+        result = spec.run(_context(ops, options, emit, name, facts))
     except MemoryError as exc:
         raise CouldNotRun(
             f"out of memory in case {name}: {exc or 'host allocation failed'}; try a smaller --size"
@@ -108,18 +117,22 @@ def _run_case(ops: Any, name: str, options: RunOptions, emit: Emit) -> CaseResul
     return result
 
 
-def _link_under_load(ops: Any, gpu_index: int) -> list[machine.SmiGpu]:
-    """Read nvidia-smi while pinned copies flow, so an idle-downclocked link does not read low."""
-    size = 256 * MIB
-    host, device = ops.alloc(size, "pinned", gpu_index), ops.alloc(size, "device", gpu_index)
+def _link_under_load(ops: Any, gpu_index: int, reader: LinkReader) -> list[LinkReading]:
+    """Read the link while pinned copies flow, so an idle-downclocked link does not read low."""
     import torch
 
+    size = 256 * MIB
+    host, device = ops.alloc(size, "pinned", gpu_index), ops.alloc(size, "device", gpu_index)
     with torch.cuda.stream(ops.stream(gpu_index)):
         for _ in range(LINK_PROBE_COPIES):
             device.copy_(host, non_blocking=True)
-    gpus = machine.query_smi()
+    readings = reader.read(counters=False)
     torch.cuda.synchronize(gpu_index)
-    return gpus
+    return readings
+
+
+def _reading(readings: list[LinkReading], gpu_index: int) -> LinkReading | None:
+    return next((r for r in readings if r.index == gpu_index), None)
 
 
 def _bind_near_gpu(facts: MachineFacts) -> str | None:
@@ -134,32 +147,38 @@ def _bind_near_gpu(facts: MachineFacts) -> str | None:
 def run(options: RunOptions, emit: Emit) -> int:
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     start_s = time.perf_counter()
+    reader: LinkReader | None = None
     try:
         if options.backend == "cuda":
             ops, torch_version, cuda_version = _cuda_ops(options)
-            smi_gpus = machine.query_smi()
-            replays_before = machine.replay_counters()
+            from xfertop.bench.link_nvml import open_link_reader
+
+            reader = open_link_reader()
+            before = reader.read()
         else:
-            ops, torch_version, cuda_version, smi_gpus, replays_before = _cpu_ops(options), None, None, [], {}
+            ops, torch_version, cuda_version, before = _cpu_ops(options), None, None, []
         facts = machine.machine_facts(
-            ops.name, options.gpu_index, torch_version=torch_version, cuda_version=cuda_version, gpus=smi_gpus
+            ops.name, options.gpu_index, torch_version=torch_version, cuda_version=cuda_version, gpus=before
         )
         _bind_near_gpu(facts)
         emit(Hello(ops.name, tuple(options.cases), os.getpid()))
         results = []
         for name in options.cases:
-            result = _run_case(ops, name, options, emit)
+            result = _run_case(ops, name, options, emit, facts)
             results.append(result)
             emit(CaseDone(result))
         links: list[LinkFacts] = []
-        if ops.name == "cuda":
-            under_load = {g.index: g for g in _link_under_load(ops, options.gpu_index)}
-            replays_after = machine.replay_counters()
-            if options.gpu_index in under_load:
-                links.append(machine.link_facts(under_load[options.gpu_index], replays_before, replays_after))
+        if reader is not None:
+            under_load = _reading(_link_under_load(ops, options.gpu_index, reader), options.gpu_index)
+            first, last = _reading(before, options.gpu_index), _reading(reader.read(), options.gpu_index)
+            if first and under_load and last:
+                links.append(machine.link_facts(first, under_load, last, reader.source))
     except CouldNotRun as exc:
         emit(Failure(str(exc), EXIT_COULD_NOT_RUN))
         return EXIT_COULD_NOT_RUN
+    finally:
+        if reader is not None:
+            reader.close()
     verdicts = judge_run(results, links, facts, options.thresholds)
     overall = overall_status(verdicts)
     code = exit_code_for(overall)

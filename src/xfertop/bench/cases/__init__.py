@@ -18,6 +18,8 @@ class CaseContext:
     copy_bytes: int = 256 * MIB
     sweep_bytes: tuple[int, ...] = ()
     target_bytes: int = SAMPLE_TARGET_BYTES
+    #: NUMA node of the GPU's PCIe device (sysfs), None when unknown.
+    gpu_numa_node: int | None = None
     #: progress(fraction 0..1, text)
     progress: Callable[[float, str], None] = field(default=lambda fraction, text: None)
 

@@ -130,8 +130,6 @@ def parse_cpulist(text: str) -> list[int]:
 
 def numa(ctx: CaseContext) -> CaseResult:
     """(l) Pinned buffers first-touched on the GPU's node vs a remote node (affinity set while touching)."""
-    from xfertop.bench.machine import gpu_numa_node
-
     start_s = time.perf_counter()
     nodes = {n: cpus for n, cpus in numa_nodes().items() if cpus}
     if len(nodes) < 2:
@@ -142,7 +140,7 @@ def numa(ctx: CaseContext) -> CaseResult:
             0.0,
             skipped_reason=f"{len(nodes)} NUMA node with CPUs: nothing remote to compare",
         )
-    local = gpu_numa_node(ctx.gpu_index)
+    local = ctx.gpu_numa_node
     local = local if local in nodes else min(nodes)
     remote = next(n for n in nodes if n != local)
     original = os.sched_getaffinity(0)
