@@ -163,3 +163,10 @@ def test_locality_warns_when_the_process_cannot_run_near_the_gpu() -> None:
     remote = dataclasses.replace(H200_MACHINE, process_cpus=(0, 1), gpu_local_cpus=(8, 9), gpu_numa_node=1)
     assert judge_locality(remote)[0].status == "warn"
     assert judge_locality(H200_MACHINE)[0].status == "pass"
+
+
+def test_a_gpu_shared_with_a_job_warns_that_figures_may_read_low() -> None:
+    busy = dataclasses.replace(H200_MACHINE, gpu_busy_pids=(4242,))
+    run = make_run(machine=busy)
+    assert (run.overall, run.exit_code) == ("warn", 0)
+    assert any(v.check == "GPU free during the run" and "pid 4242" in v.message for v in run.verdicts)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 from fakes.fake_pynvml import FakePynvml
 from xfertop.bench.link_nvml import open_link_reader
@@ -67,6 +68,9 @@ def test_nvml_reader_gives_link_pstate_and_both_counters() -> None:
     assert under_load.replays is None
     facts = link_facts(before, under_load, reader.read()[0], reader.source)
     assert (facts.replay_delta, facts.correctable_delta) == (4, 1)
+    assert reader.busy_pids(0) == ()
+    fake.gpus[0].processes = [SimpleNamespace(pid=4242, usedGpuMemory=1 << 30)]
+    assert reader.busy_pids(0) == (4242,)
     reader.close()
 
 

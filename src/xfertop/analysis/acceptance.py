@@ -211,6 +211,20 @@ def judge_locality(machine: MachineFacts) -> list[Verdict]:
     ]
 
 
+def judge_busy(machine: MachineFacts) -> list[Verdict]:
+    """A GPU shared with a running job gives low figures and slows the job: say so (DCGM waits for idle)."""
+    if not machine.gpu_busy_pids:
+        return []
+    pids = ", ".join(str(p) for p in machine.gpu_busy_pids)
+    return [
+        Verdict(
+            "GPU free during the run",
+            "warn",
+            f"other processes used the GPU (pid {pids}): they competed for PCIe; figures may read low",
+        )
+    ]
+
+
 def _rows(cases: Iterable[CaseResult], case_name: str) -> list[Measurement]:
     return [row for case in cases if case.case == case_name for row in case.rows]
 
@@ -281,5 +295,6 @@ def judge_run(
         verdicts += judge_bandwidth(cases, links[0], thresholds)
     verdicts += judge_verification(cases)
     verdicts += judge_locality(machine)
+    verdicts += judge_busy(machine)
     verdicts += judge_expectations(cases, thresholds)
     return verdicts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from xfertop.bench.machine import LinkReading, SmiLinkReader
@@ -50,6 +51,15 @@ class NvmlLinkReader:
             except GpuLost:
                 continue
         return readings
+
+    def busy_pids(self, index: int) -> tuple[int, ...]:
+        """Other processes computing on this GPU now (this process excluded)."""
+        handle = self.api.query("nvmlDeviceGetHandleByIndex", index)
+        try:
+            running = self.api.query("nvmlDeviceGetComputeRunningProcesses", handle) if handle else None
+        except GpuLost:
+            return ()
+        return tuple(sorted({int(p.pid) for p in running or ()} - {os.getpid()}))
 
     def close(self) -> None:
         self.api.shutdown()

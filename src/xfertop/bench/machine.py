@@ -203,5 +203,9 @@ class SmiLinkReader:
         replays = replay_counters()
         return [dataclasses.replace(g, replays=replays.get(g.index)) for g in gpus]
 
+    def busy_pids(self, index: int) -> tuple[int, ...]:
+        """Not asked of nvidia-smi: unknown, reported as none."""
+        return ()
+
     def close(self) -> None:
         """Nothing to release."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -44,6 +45,7 @@ class LinkReader(Protocol):
     source: str
 
     def read(self, counters: bool = True) -> list[LinkReading]: ...
+    def busy_pids(self, index: int) -> tuple[int, ...]: ...
     def close(self) -> None: ...
 
 
@@ -160,6 +162,8 @@ def run(options: RunOptions, emit: Emit) -> int:
         facts = machine.machine_facts(
             ops.name, options.gpu_index, torch_version=torch_version, cuda_version=cuda_version, gpus=before
         )
+        if reader is not None:
+            facts = dataclasses.replace(facts, gpu_busy_pids=reader.busy_pids(options.gpu_index))
         _bind_near_gpu(facts)
         emit(Hello(ops.name, tuple(options.cases), os.getpid()))
         results = []

@@ -83,14 +83,24 @@ def run_bench(args: argparse.Namespace, *, check: bool, client: BenchClient | No
         _say(f"xfertop {command}: {old_error}")
         return EXIT_COULD_NOT_RUN
     client = client or BenchClient(child_argv(args, check=check, cases=list(args.cases)))
+    started: set[str] = set()
     try:
         for message in client.messages():
             if isinstance(message, Hello):
                 _say(f"xfertop {command}: {message.backend} backend, cases: {', '.join(message.cases)}")
-            elif isinstance(message, Progress) and message.fraction == 0.0:
+            elif isinstance(message, Progress) and message.case not in started:
+                started.add(message.case)
                 _say(f"  {message.case}: {message.text}")
-            elif isinstance(message, CaseDone) and message.result.skipped_reason:
-                _say(f"  {message.result.case}: skipped, {message.result.skipped_reason}")
+            elif isinstance(message, CaseDone):
+                result = message.result
+                _say(
+                    f"  {result.case}: "
+                    + (
+                        f"skipped, {result.skipped_reason}"
+                        if result.skipped_reason
+                        else f"done in {result.wall_s:.1f} s"
+                    )
+                )
     except KeyboardInterrupt:
         client.cancel()
         _say(f"xfertop {command}: cancelled")

@@ -93,6 +93,8 @@ class MachineFacts:
     #: CPUs this process may run on, and those local to the GPU.
     process_cpus: tuple[int, ...]
     gpu_local_cpus: tuple[int, ...]
+    #: Other processes computing on the benchmarked GPU when the run started (they compete for PCIe).
+    gpu_busy_pids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
