@@ -61,8 +61,11 @@ class RecordWindow:
     """One ``py-spy record`` window over ``pid`` and its children; ``cancel()`` from any thread."""
 
     def __init__(self, pid: int, rate_hz: int = DEFAULT_RATE_HZ, window_s: int = DEFAULT_WINDOW_S,
-                 binary: str | None = None) -> None:
+                 binary: str | None = None, nonblocking: bool = True) -> None:
         self.pid = pid
+        #: False stops every thread of the target for each sample: complete stacks, but a torch process
+        #: with many threads slows down badly (py-spy#872). Only for comparisons.
+        self.nonblocking = nonblocking
         self.rate_hz = rate_hz
         self.window_s = window_s
         self._binary = binary
@@ -70,9 +73,9 @@ class RecordWindow:
         self._cancelled = threading.Event()
 
     def command(self, output_path: Path) -> list[str]:
-        return [self._binary or find_pyspy(), "record", "-p", str(self.pid), "-r", str(self.rate_hz),
-                "-d", str(self.window_s), "-f", "raw", "-t", "-s", "-i", "--nonblocking",
-                "-o", str(output_path)]
+        command = [self._binary or find_pyspy(), "record", "-p", str(self.pid), "-r", str(self.rate_hz),
+                   "-d", str(self.window_s), "-f", "raw", "-t", "-s", "-i", "-o", str(output_path)]
+        return [*command, "--nonblocking"] if self.nonblocking else command
 
     def run(self) -> StackWindow:
         """Sample for the window and parse it; a failure comes back as ``StackWindow.error``."""

@@ -32,7 +32,8 @@ class StackSampler(PollingSource[StacksState]):
     name = "stacks"
 
     def __init__(self, pid: int, rate_hz: int = DEFAULT_RATE_HZ, window_s: int = DEFAULT_WINDOW_S,
-                 with_ranks: bool = True, proc_root: Path = Path("/proc"), binary: str | None = None) -> None:
+                 with_ranks: bool = True, proc_root: Path = Path("/proc"), binary: str | None = None,
+                 nonblocking: bool = True) -> None:
         # Windows run back to back: the window itself is the pacing, so no wait between samples.
         super().__init__(interval_s=0.0)
         self.pid = pid
@@ -40,6 +41,7 @@ class StackSampler(PollingSource[StacksState]):
         self.window_s = window_s
         self._proc_root = proc_root
         self._binary = binary
+        self.nonblocking = nonblocking
         self.targets: tuple[AttachTarget, ...] = job_ranks(pid, proc_root) if with_ranks else (
             AttachTarget(pid=pid, job_key=f"pid:{pid}"),)
         self._running: list[RecordWindow] = []
@@ -58,7 +60,8 @@ class StackSampler(PollingSource[StacksState]):
         return None
 
     def sample(self) -> StacksState:
-        windows = [RecordWindow(t.pid, self.rate_hz, self.window_s, self._binary) for t in self.targets]
+        windows = [RecordWindow(t.pid, self.rate_hz, self.window_s, self._binary, self.nonblocking)
+                   for t in self.targets]
         with self._lock:
             if self._stop.is_set():
                 return StacksState(timestamp=time.time(), targets=self.targets, windows=(),
@@ -79,8 +82,12 @@ class StackSampler(PollingSource[StacksState]):
             self._running = []
         done = tuple(w for w in results if w is not None)
         errors = [w.error for w in done if w.error]
+        all_failed = bool(errors) and len(errors) == len(done)
+        # A window that fails fails at once (process gone, permission): retry at the window's pace
+        # instead of spawning py-spy in a tight loop.
+        self._interval_s = float(self.window_s) if all_failed else 0.0
         return StacksState(timestamp=time.time(), targets=self.targets, windows=done,
-                           error=errors[0] if errors and len(errors) == len(done) else None)
+                           error=errors[0] if all_failed else None)
 
     def stop(self, timeout_s: float = 2.0) -> None:
         """Stop sampling now: running py-spy windows are cancelled, not waited out."""

@@ -25,7 +25,7 @@ from xfertop.ui.gpu_area import GpuArea
 from xfertop.ui.header import HeaderBar
 from xfertop.ui.help_screen import HelpScreen
 from xfertop.ui.host_pane import HostPane
-from xfertop.ui.jobs_pane import JobsPane, RankTable
+from xfertop.ui.jobs_pane import JobsPane
 from xfertop.ui.messages import GpuStateUpdated, HostStateUpdated, JobsStateUpdated
 from xfertop.ui.process_table import ProcessTable
 from xfertop.ui.sources_bundle import Sources
@@ -90,16 +90,18 @@ class XfertopApp(App[int]):
             self._watch_terminal()
 
     def on_unmount(self) -> None:
+        self._mounted = False
         if self._start_sources:
             self.sources.stop()
 
     def on_resize(self) -> None:
-        self._apply_layout(self.size.width)
-        self._render_all()
+        if self._mounted:
+            self._apply_layout(self.size.width)
+            self._render_all()
 
     def _apply_layout(self, columns: int) -> None:
-        self.screen_stack[0].set_class(columns < NARROW_COLUMNS, "narrow")
-        self.jobs_pane.query_one(RankTable).set_compact(columns < COMPACT_COLUMNS)
+        self.header_bar.screen.set_class(columns < NARROW_COLUMNS, "narrow")
+        self.jobs_pane.rank_table.set_compact(columns < COMPACT_COLUMNS)
 
     # -- data in --------------------------------------------------------------------------------
     def _subscribe(self) -> None:

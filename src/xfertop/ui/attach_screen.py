@@ -135,10 +135,7 @@ class AttachScreen(Screen[None]):
         self.query_one("#attach-body", Static).update(attach_text(self.state, self.summaries, self.verdict))
 
     def action_close(self) -> None:
-        if len(self.app.screen_stack) > 1:
-            self.app.pop_screen()
-        else:
-            self.app.exit(0)
+        self.dismiss(None)
 
 
 class AttachApp(App[int]):
@@ -151,4 +148,4 @@ class AttachApp(App[int]):
         self._sampler = sampler
 
     def on_mount(self) -> None:
-        self.push_screen(AttachScreen(self._sampler))
+        self.push_screen(AttachScreen(self._sampler), callback=lambda _: self.exit(0))

@@ -70,10 +70,11 @@ class JobsPane(Vertical):
     def __init__(self) -> None:
         super().__init__(id="jobs")
         self.border_title = "jobs"
+        self.rank_table = RankTable()
 
     def compose(self):  # type: ignore[override]
         yield Static(NO_JOBS, id="jobs-empty")
-        yield RankTable()
+        yield self.rank_table
         yield Static("", id="verdicts")
 
     def show(self, state: JobsState | None) -> None:
@@ -81,7 +82,7 @@ class JobsPane(Vertical):
             return
         has_jobs = bool(state.jobs)
         self.query_one("#jobs-empty", Static).display = not has_jobs
-        table = self.query_one(RankTable)
+        table = self.rank_table
         table.display = has_jobs
         table.show(state)
         verdicts = verdict_text(state)

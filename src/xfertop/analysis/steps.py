@@ -1,0 +1,183 @@
+"""Rolling-window statistics over a rank's step records: where each step's wall time went.
+
+One clock per window: the GPU clock (copy, compute and idle gap from CUDA events) when enough recent
+steps carry it, else the CPU clock (data wait, copy call time, and the rest of the step as compute).
+GPU fields are resolved lazily by the reporter, so the newest steps may not have them yet: the GPU
+window is the most recent steps that do.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from xfertop.analysis.thresholds import (
+    MIN_WINDOW_STEPS,
+    SPIKE_MAX_STEP_FRACTION,
+    WARMUP_STEPS,
+    WINDOW_STEPS,
+)
+from xfertop.model.jobs import StepRecord
+
+Clock = Literal["gpu", "cpu"]
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Median and 95th percentile of one per-step duration, in milliseconds."""
+
+    p50_ms: float
+    p95_ms: float
+
+
+@dataclass(frozen=True)
+class WindowStats:
+    """Where the steps of one window spent their wall time. Shares are fractions of total wall time."""
+
+    clock: Clock
+    steps: int
+    first_step: int
+    last_step: int
+    wall_ms_total: float
+    wall: Spread
+    #: CPU clock, always: time blocked in next(loader).
+    data_wait_share: float
+    data_wait: Spread
+    #: Largest single data wait and the share of all wait held by the few longest waits (spikes).
+    data_wait_max_ms: float
+    data_wait_top_share: float
+    #: Copy on the window's clock (GPU copy time, else host time in the copy call).
+    copy_share: float
+    copy: Spread
+    #: Host time in the copy call, on either clock (large when pageable copies are synchronous).
+    copy_cpu_share: float
+    #: Compute on the window's clock; on the CPU clock, what is left after data wait and copy.
+    compute_share: float
+    compute: Spread
+    #: GPU clock only: the part of the step the GPU sat idle waiting for the next batch.
+    gpu_idle_share: float | None
+    gpu_idle: Spread | None
+    samples_per_s: float
+    h2d_bytes_per_s: float
+    #: Of the steps that copied bytes: the fraction whose sources were all pinned, and the fraction
+    #: that asked non_blocking of pageable memory. None when no step copied anything.
+    pinned_step_fraction: float | None
+    pageable_non_blocking_step_fraction: float | None
+
+    @property
+    def input_share(self) -> float:
+        """What the GPU (or, without GPU timing, the training loop) lost waiting for data."""
+        return self.gpu_idle_share if self.gpu_idle_share is not None else self.data_wait_share
+
+    @property
+    def gpu_busy_share(self) -> float | None:
+        """GPU clock only: copy plus compute as a share of the step."""
+        return self.copy_share + self.compute_share if self.clock == "gpu" else None
+
+
+def usable_steps(steps: Sequence[StepRecord], warmup_steps: int = WARMUP_STEPS) -> list[StepRecord]:
+    """Steps past warm-up with a positive wall time, oldest first."""
+    return [s for s in steps if s.step >= warmup_steps and s.wall_ms > 0]
+
+
+def _has_gpu_clock(step: StepRecord) -> bool:
+    return None not in (step.copy_gpu_ms, step.compute_gpu_ms, step.gpu_idle_ms)
+
+
+def select_window(
+    steps: Sequence[StepRecord],
+    *,
+    window_steps: int = WINDOW_STEPS,
+    min_steps: int = MIN_WINDOW_STEPS,
+    warmup_steps: int = WARMUP_STEPS,
+) -> tuple[Clock, list[StepRecord]]:
+    """The clock to judge by and the most recent steps on it (possibly fewer than ``min_steps``)."""
+    candidates = usable_steps(steps, warmup_steps)
+    timed = [s for s in candidates if _has_gpu_clock(s)]
+    if len(timed) >= min_steps:
+        return "gpu", timed[-window_steps:]
+    return "cpu", candidates[-window_steps:]
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolation percentile (numpy's default), ``q`` in [0, 100]; 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100.0
+    low, high = math.floor(rank), math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def _spread(values: Sequence[float]) -> Spread:
+    return Spread(p50_ms=percentile(values, 50), p95_ms=percentile(values, 95))
+
+
+def _share(part_ms: float, total_ms: float) -> float:
+    return part_ms / total_ms if total_ms > 0 else 0.0
+
+
+def _top_share(values: Sequence[float], max_fraction: float) -> float:
+    """Share of the total held by the largest ``max_fraction`` of the values (at least one)."""
+    total = sum(values)
+    if total <= 0:
+        return 0.0
+    count = max(1, int(len(values) * max_fraction))
+    return sum(sorted(values, reverse=True)[:count]) / total
+
+
+def window_stats(
+    steps: Sequence[StepRecord],
+    *,
+    window_steps: int = WINDOW_STEPS,
+    min_steps: int = MIN_WINDOW_STEPS,
+    warmup_steps: int = WARMUP_STEPS,
+    spike_step_fraction: float = SPIKE_MAX_STEP_FRACTION,
+) -> WindowStats | None:
+    """Statistics of the most recent window, or None when fewer than ``min_steps`` are usable."""
+    clock, window = select_window(steps, window_steps=window_steps, min_steps=min_steps,
+                                  warmup_steps=warmup_steps)
+    if len(window) < min_steps:
+        return None
+    wall = [s.wall_ms for s in window]
+    wall_total_ms = sum(wall)
+    wait = [s.data_wait_ms for s in window]
+    copy_cpu = [s.copy_cpu_ms for s in window]
+    idle: list[float] | None = None
+    if clock == "gpu":
+        copy = [float(s.copy_gpu_ms or 0.0) for s in window]
+        compute = [float(s.compute_gpu_ms or 0.0) for s in window]
+        idle = [float(s.gpu_idle_ms or 0.0) for s in window]
+    else:
+        copy = copy_cpu
+        # Without a GPU the host computes synchronously: the rest of the step is compute.
+        compute = [max(0.0, s.wall_ms - s.data_wait_ms - s.copy_cpu_ms) for s in window]
+    copying = [s for s in window if s.h2d_bytes > 0]
+    wall_total_s = wall_total_ms / 1000.0
+    return WindowStats(
+        clock=clock,
+        steps=len(window),
+        first_step=window[0].step,
+        last_step=window[-1].step,
+        wall_ms_total=wall_total_ms,
+        wall=_spread(wall),
+        data_wait_share=_share(sum(wait), wall_total_ms),
+        data_wait=_spread(wait),
+        data_wait_max_ms=max(wait),
+        data_wait_top_share=_top_share(wait, spike_step_fraction),
+        copy_share=_share(sum(copy), wall_total_ms),
+        copy=_spread(copy),
+        copy_cpu_share=_share(sum(copy_cpu), wall_total_ms),
+        compute_share=_share(sum(compute), wall_total_ms),
+        compute=_spread(compute),
+        gpu_idle_share=_share(sum(idle), wall_total_ms) if idle is not None else None,
+        gpu_idle=_spread(idle) if idle is not None else None,
+        samples_per_s=sum(s.samples for s in window) / wall_total_s if wall_total_s > 0 else 0.0,
+        h2d_bytes_per_s=sum(s.h2d_bytes for s in window) / wall_total_s if wall_total_s > 0 else 0.0,
+        pinned_step_fraction=(sum(s.pinned for s in copying) / len(copying)) if copying else None,
+        pageable_non_blocking_step_fraction=(
+            sum(s.pageable_non_blocking for s in copying) / len(copying) if copying else None
+        ),
+    )

@@ -1,0 +1,57 @@
+"""Every number the verdict rules compare against, in one place. docs/verdicts.md gives the reasons.
+
+Shares are fractions of step wall time (0.25 = a quarter of each step). TraceML's published step-time
+thresholds (input and H2D: warn at 10%, critical at 20%; at least 20 steps for a confident diagnosis)
+are the starting point; see docs/verdicts.md for the sources and where we depart from them.
+"""
+
+from __future__ import annotations
+
+#: Steps whose index is below this are ignored: first-step allocation, cudnn autotuning, worker
+#: start-up and torch.compile make them unrepresentative.
+WARMUP_STEPS = 5
+#: Fewer usable steps than this and the verdict is "warming-up" (TraceML: 20 for a confident diagnosis).
+MIN_WINDOW_STEPS = 20
+#: The rolling window: the most recent this-many usable steps (a change shows within ~50 steps).
+WINDOW_STEPS = 50
+
+#: GPU idle gap (or, without GPU timing, CPU data wait) as a share of the step.
+INPUT_WARN_SHARE = 0.10
+INPUT_CRITICAL_SHARE = 0.20
+
+#: Host-to-device copy as a share of the step.
+COPY_WARN_SHARE = 0.10
+COPY_CRITICAL_SHARE = 0.20
+
+#: Compute at or above this share of the step: the input pipeline keeps up.
+COMPUTE_BOUND_SHARE = 0.90
+
+#: GPU busy (copy + compute) below this share of the step, with no idle gap to explain it: the host
+#: holds the GPU back (syncs such as .item()). Critical below the second value.
+SYNC_GPU_BUSY_WARN_SHARE = 0.70
+SYNC_GPU_BUSY_CRITICAL_SHARE = 0.50
+
+#: A CPU data wait at least this large that the GPU did not feel (idle gap below INPUT_WARN_SHARE)
+#: is called out as "hidden by queued GPU work, not starvation".
+HIDDEN_WAIT_MIN_SHARE = 0.10
+
+#: Copies below this share of the step: tuning PCIe (pinning, link width) cannot buy anything.
+PCIE_IRRELEVANT_COPY_SHARE = 0.05
+
+#: Data wait p95 at least this many times its p50: bursty waits, which a deeper prefetch absorbs.
+BURSTY_P95_OVER_P50 = 3.0
+#: Spikes: at most this fraction of the window's steps ...
+SPIKE_MAX_STEP_FRACTION = 0.05
+#: ... hold at least this fraction of its data wait (the epoch-start pattern of non-persistent workers).
+SPIKE_MIN_WAIT_FRACTION = 0.5
+
+#: Steps that copied bytes, of which fewer than this fraction came from pinned memory: "pageable".
+PINNED_MIN_STEP_FRACTION = 0.5
+
+#: Straggler: one rank's input share (idle gap, else data wait) above the median of the ranks by this
+#: much (TraceML's straggler score: warn 0.10, critical 0.20) ...
+STRAGGLER_WARN_EXCESS_SHARE = 0.10
+STRAGGLER_CRITICAL_EXCESS_SHARE = 0.20
+#: ... while the other ranks' median compute exceeds the straggler's by at least this share of its
+#: step: they wait for it inside their collectives, which their clock counts as compute.
+STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE = 0.05

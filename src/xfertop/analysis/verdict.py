@@ -1,0 +1,255 @@
+"""The plain verdict: why is this rank (or job) slow, how sure are we, and what to do about it.
+
+``rank_verdict`` judges one rank's recent steps; ``job_verdict`` judges a job by the median of its
+ranks and names a straggler when one rank's input wait stands out. Rules and thresholds are in
+docs/verdicts.md; the numbers live in ``thresholds``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+from xfertop.analysis import advice as advise
+from xfertop.analysis.advice import pct
+from xfertop.analysis.steps import Spread, WindowStats, usable_steps, window_stats
+from xfertop.analysis.thresholds import (
+    COMPUTE_BOUND_SHARE,
+    COPY_CRITICAL_SHARE,
+    COPY_WARN_SHARE,
+    HIDDEN_WAIT_MIN_SHARE,
+    INPUT_CRITICAL_SHARE,
+    INPUT_WARN_SHARE,
+    MIN_WINDOW_STEPS,
+    STRAGGLER_CRITICAL_EXCESS_SHARE,
+    STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE,
+    STRAGGLER_WARN_EXCESS_SHARE,
+    SYNC_GPU_BUSY_CRITICAL_SHARE,
+    SYNC_GPU_BUSY_WARN_SHARE,
+    WARMUP_STEPS,
+    WINDOW_STEPS,
+)
+from xfertop.model.jobs import RankState, StepRecord
+
+VerdictKind = Literal[
+    "input-bound", "copy-bound", "compute-bound", "sync-bound", "straggler", "healthy", "warming-up"
+]
+#: "info" for verdicts that need no action (healthy, compute-bound, warming-up).
+Severity = Literal["info", "warn", "critical"]
+Evidence = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: VerdictKind
+    severity: Severity
+    #: One line for the UI: "input-bound: the GPU sits idle 41% of each step waiting for data".
+    headline: str
+    #: Shares (fractions of step wall time), p50/p95 in ms, rates; what the verdict rests on.
+    evidence: Evidence = field(default_factory=dict, hash=False)
+    advice: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape used by `--once --json`, record files and the exporter."""
+        return {
+            "kind": self.kind,
+            "severity": self.severity,
+            "headline": self.headline,
+            "evidence": dict(self.evidence),
+            "advice": list(self.advice),
+        }
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def evidence_of(stats: WindowStats) -> dict[str, Any]:
+    """The window's numbers, flat and JSON-ready: shares to 4 digits, milliseconds to 3."""
+    evidence: dict[str, Any] = {
+        "clock": stats.clock,
+        "steps": stats.steps,
+        "first_step": stats.first_step,
+        "last_step": stats.last_step,
+        "data_wait_share": _round(stats.data_wait_share, 4),
+        "copy_share": _round(stats.copy_share, 4),
+        "copy_cpu_share": _round(stats.copy_cpu_share, 4),
+        "compute_share": _round(stats.compute_share, 4),
+        "gpu_idle_share": _round(stats.gpu_idle_share, 4),
+    }
+    spreads: dict[str, Spread | None] = {
+        "wall": stats.wall, "data_wait": stats.data_wait, "copy": stats.copy,
+        "compute": stats.compute, "gpu_idle": stats.gpu_idle,
+    }
+    for name, spread in spreads.items():
+        evidence[f"{name}_p50_ms"] = _round(spread.p50_ms if spread else None, 3)
+        evidence[f"{name}_p95_ms"] = _round(spread.p95_ms if spread else None, 3)
+    evidence.update({
+        "data_wait_max_ms": _round(stats.data_wait_max_ms, 3),
+        "samples_per_s": _round(stats.samples_per_s, 2),
+        "h2d_bytes_per_s": _round(stats.h2d_bytes_per_s, 0),
+        "pinned_step_fraction": _round(stats.pinned_step_fraction, 4),
+        "pageable_non_blocking_step_fraction": _round(stats.pageable_non_blocking_step_fraction, 4),
+    })
+    return evidence
+
+
+def warming_up(usable: int, min_steps: int = MIN_WINDOW_STEPS) -> Verdict:
+    return Verdict(
+        kind="warming-up",
+        severity="info",
+        headline=f"warming-up: {usable} of the {min_steps} steps a verdict needs",
+        evidence={"steps": usable, "min_steps": min_steps},
+    )
+
+
+def _severity(share: float, critical: float) -> Severity:
+    return "critical" if share >= critical else "warn"
+
+
+def judge(stats: WindowStats, *, dataloader_workers: int | None = None,
+          gpu_busy_share: float | None = None) -> Verdict:
+    """Apply the rules to one window. ``gpu_busy_share`` (e.g. NVML utilisation as a fraction)
+    overrides the busy share derived from the step clock, which cannot see host stalls inside a step."""
+    evidence = evidence_of(stats)
+    # The rule of the house: a CPU wait that the GPU did not feel is not starvation.
+    hidden_wait = (stats.gpu_idle_share is not None and stats.gpu_idle_share < INPUT_WARN_SHARE
+                   and stats.data_wait_share >= HIDDEN_WAIT_MIN_SHARE)
+    evidence["hidden_wait"] = hidden_wait
+    busy_share = gpu_busy_share if gpu_busy_share is not None else stats.gpu_busy_share
+    evidence["gpu_busy_share"] = _round(busy_share, 4)
+    evidence["dataloader_workers"] = dataloader_workers
+
+    input_share, copy_share = stats.input_share, stats.copy_share
+    if input_share >= INPUT_WARN_SHARE and (copy_share < COPY_WARN_SHARE or input_share >= copy_share):
+        if stats.gpu_idle_share is not None:
+            headline = f"input-bound: the GPU sits idle {pct(input_share)} of each step waiting for data"
+        else:
+            headline = f"input-bound: {pct(input_share)} of each step waits for the DataLoader"
+        if dataloader_workers == 0:
+            headline += " (num_workers=0)"
+        return Verdict("input-bound", _severity(input_share, INPUT_CRITICAL_SHARE), headline, evidence,
+                       tuple(advise.input_bound_advice(stats, dataloader_workers)))
+    if copy_share >= COPY_WARN_SHARE:
+        source = ""
+        if advise.asks_non_blocking_from_pageable(stats):
+            source = " (non_blocking from pageable memory: synchronous)"
+        elif advise.is_pageable(stats):
+            source = " (pageable memory)"
+        headline = f"copy-bound: host-to-device copies take {pct(copy_share)} of each step{source}"
+        return Verdict("copy-bound", _severity(copy_share, COPY_CRITICAL_SHARE), headline, evidence,
+                       tuple(advise.copy_bound_advice(stats)))
+    if stats.clock == "gpu" and busy_share is not None and busy_share < SYNC_GPU_BUSY_WARN_SHARE:
+        headline = (f"sync-bound: the GPU is busy only {pct(busy_share)} of each step yet never waits for "
+                    "data: the host holds it back")
+        severity: Severity = "critical" if busy_share < SYNC_GPU_BUSY_CRITICAL_SHARE else "warn"
+        return Verdict("sync-bound", severity, headline, evidence, tuple(advise.sync_bound_advice()))
+    not_starving = ""
+    if hidden_wait:
+        not_starving = (f"; its {pct(stats.data_wait_share)} DataLoader wait is hidden by queued GPU work: "
+                        "not starving")
+    if stats.compute_share >= COMPUTE_BOUND_SHARE:
+        headline = f"compute-bound: compute is {pct(stats.compute_share)} of each step{not_starving}"
+        return Verdict("compute-bound", "info", headline, evidence,
+                       tuple(advise.compute_bound_advice(stats, hidden_wait)))
+    headline = (f"healthy: data {pct(input_share)}, copy {pct(copy_share)}, compute "
+                f"{pct(stats.compute_share)} of each step{not_starving}")
+    return Verdict("healthy", "info", headline, evidence, tuple(advise.healthy_advice(stats, hidden_wait)))
+
+
+def rank_verdict(
+    steps: Sequence[StepRecord],
+    *,
+    dataloader_workers: int | None = None,
+    gpu_busy_share: float | None = None,
+    window_steps: int = WINDOW_STEPS,
+    warmup_steps: int = WARMUP_STEPS,
+) -> Verdict:
+    """The verdict on one rank's most recent steps (oldest first, as RankState.steps holds them)."""
+    stats = window_stats(steps, window_steps=window_steps, warmup_steps=warmup_steps)
+    if stats is None:
+        return warming_up(len(usable_steps(steps, warmup_steps)))
+    return judge(stats, dataloader_workers=dataloader_workers, gpu_busy_share=gpu_busy_share)
+
+
+def _median_or_none(values: Sequence[Any]) -> Any:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def median_window(windows: Sequence[WindowStats]) -> WindowStats:
+    """The typical rank: every number is the median across ranks (so one bad rank cannot hide or fake
+    a job-wide bottleneck)."""
+    values: dict[str, Any] = {}
+    for f in fields(WindowStats):
+        column = [getattr(w, f.name) for w in windows]
+        if f.name == "clock":
+            values[f.name] = "gpu" if all(c == "gpu" for c in column) else "cpu"
+        elif f.name in ("data_wait", "copy", "compute", "wall", "gpu_idle"):
+            known = [s for s in column if s is not None]
+            values[f.name] = Spread(statistics.median(s.p50_ms for s in known),
+                                    statistics.median(s.p95_ms for s in known)) if known else None
+        elif f.name in ("steps", "first_step"):
+            values[f.name] = min(column)
+        elif f.name == "last_step":
+            values[f.name] = max(column)
+        else:
+            values[f.name] = _median_or_none(column)
+    if values["clock"] == "cpu":
+        values["gpu_idle_share"], values["gpu_idle"] = None, None
+    return WindowStats(**values)
+
+
+def _rank_label(rank: RankState) -> str:
+    return f"rank {rank.rank}" if rank.rank is not None else f"pid {rank.pid}"
+
+
+def _straggler(judged: Sequence[tuple[RankState, WindowStats]]) -> Verdict | None:
+    """One rank's input share far above the median while the others' compute is inflated by at
+    least a set share of the straggler's step (they wait for it in their collectives)."""
+    input_shares = [stats.input_share for _, stats in judged]
+    median_input = statistics.median(input_shares)
+    worst_index = max(range(len(judged)), key=lambda i: input_shares[i])
+    worst_rank, worst = judged[worst_index]
+    excess = worst.input_share - median_input
+    # Compared in milliseconds, not shares: every rank runs the same model, so compute that takes the
+    # others longer than the straggler is time they spent waiting for it in a collective.
+    others_compute_ms = statistics.median(s.compute.p50_ms for i, (_, s) in enumerate(judged)
+                                          if i != worst_index)
+    victim_excess = (others_compute_ms - worst.compute.p50_ms) / max(worst.wall.p50_ms, 1e-9)
+    if excess < STRAGGLER_WARN_EXCESS_SHARE or victim_excess < STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE:
+        return None
+    label = _rank_label(worst_rank)
+    waits = "sits idle waiting for data" if worst.gpu_idle_share is not None else "waits for data"
+    headline = (f"straggler: {label} {waits} {pct(worst.input_share)} of each step (median "
+                f"{pct(median_input)}); the other ranks wait for it")
+    evidence = evidence_of(worst)
+    evidence.update({
+        "ranks": len(judged),
+        "straggler_rank": worst_rank.rank,
+        "straggler_pid": worst_rank.pid,
+        "straggler_input_share": round(worst.input_share, 4),
+        "median_input_share": round(median_input, 4),
+        "input_excess_share": round(excess, 4),
+        "others_compute_p50_ms": round(others_compute_ms, 3),
+        "victim_compute_excess_share": round(victim_excess, 4),
+    })
+    severity = _severity(excess, STRAGGLER_CRITICAL_EXCESS_SHARE)
+    return Verdict("straggler", severity, headline, evidence, tuple(advise.straggler_advice(worst_rank.rank)))
+
+
+def job_verdict(ranks: Sequence[RankState]) -> Verdict:
+    """The verdict on a job: a straggler if one rank holds the others back, else the rules applied to
+    the median rank. Ranks still warming up are left out until they have a full window."""
+    judged = [(rank, stats) for rank in ranks if (stats := window_stats(rank.steps)) is not None]
+    if not judged:
+        return warming_up(max((len(usable_steps(r.steps)) for r in ranks), default=0))
+    if len(judged) >= 2 and (straggler := _straggler(judged)) is not None:
+        return straggler
+    typical = median_window([stats for _, stats in judged])
+    workers = _median_or_none([rank.dataloader_workers for rank, _ in judged])
+    verdict = judge(typical, dataloader_workers=None if workers is None else int(workers))
+    evidence = {**verdict.evidence, "ranks": len(judged)}
+    return Verdict(verdict.kind, verdict.severity, verdict.headline, evidence, verdict.advice)

@@ -1,0 +1,154 @@
+"""On a real GPU: the step clock's CUDA-event timings against known GPU work, idle gaps, pageable copies.
+
+Run on the GPU machine: ``XFERTOP_RESULTS_DIR=$OUT pytest -m gpu tests/gpu/test_reporter_gpu.py``.
+The same stories run here against a fake CUDA in tests/reporter/test_gpu_clock_with_fake_cuda.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+
+import xfertop
+import xfertop.reporter as reporter
+from xfertop.model.jobs import StepRecord
+from xfertop.reporter._clock import StepClock
+from xfertop.reporter._identity import current_identity
+from xfertop.reporter._ring_writer import RingWriter
+from xfertop.sources.jobs import JobsSource
+from xfertop.sources.ring_reader import RingReader
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("needs a CUDA GPU", allow_module_level=True)
+
+
+def write_result(name: str, result: dict[str, object]) -> None:
+    results_dir = os.environ.get("XFERTOP_RESULTS_DIR")
+    if results_dir:
+        Path(results_dir).mkdir(parents=True, exist_ok=True)
+        (Path(results_dir) / f"{name}.json").write_text(json.dumps(result, indent=2))
+
+
+@pytest.fixture
+def clock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StepClock:
+    fresh = StepClock(lambda: RingWriter(str(tmp_path / "rings"), current_identity()))
+    monkeypatch.setattr(reporter, "_clock", fresh)
+    return fresh
+
+
+def _cycles_per_ms() -> float:
+    """torch.cuda._sleep spins a known number of GPU cycles: calibrate it against CUDA events."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(1_000_000)
+    torch.cuda.synchronize()
+    start.record()
+    torch.cuda._sleep(50_000_000)
+    end.record()
+    torch.cuda.synchronize()
+    return 50_000_000 / start.elapsed_time(end)
+
+
+def gpu_busy_ms(cycles_per_ms: float, duration_ms: float) -> None:
+    torch.cuda._sleep(int(cycles_per_ms * duration_ms))
+
+
+def _steps(clock: StepClock) -> list[StepRecord]:
+    assert clock.writer is not None
+    reader = RingReader(clock.writer.path)
+    reader.poll()
+    steps = list(reader.steps)
+    reader.close()
+    return steps
+
+
+def _batches(count: int, wait_s: float, host_batch: torch.Tensor):  # type: ignore[no-untyped-def]
+    for _ in range(count):
+        time.sleep(wait_s)
+        yield host_batch
+
+
+def _within(measured: float, truth: float, share: float, floor_ms: float = 0.3) -> bool:
+    return abs(measured - truth) <= max(share * truth, floor_ms)
+
+
+def test_compute_and_idle_gap_match_known_gpu_work(clock: StepClock) -> None:
+    cycles_per_ms = _cycles_per_ms()
+    batch = torch.ones(1024, 1024).pin_memory()
+    for host in xfertop.watch(_batches(30, 0.020, batch)):
+        device_batch = xfertop.to_device(host, "cuda", non_blocking=True)
+        gpu_busy_ms(cycles_per_ms, 10.0)
+        device_batch.sum().item()  # the loop waits for the GPU at the step's end, like a logged loss
+    clock.before_next()  # let the last steps resolve
+    time.sleep(0.05)
+    clock.before_next()
+    steps = [s for s in _steps(clock)[3:] if s.compute_gpu_ms is not None]
+    assert len(steps) >= 20
+    compute = statistics.median(s.compute_gpu_ms for s in steps)  # type: ignore[misc]
+    idle = statistics.median(s.gpu_idle_ms for s in steps)  # type: ignore[misc]
+    wait = statistics.median(s.data_wait_ms for s in steps)
+    copy = statistics.median(s.copy_gpu_ms for s in steps)  # type: ignore[misc]
+    write_result("reporter_gpu_known_work", {"compute_gpu_ms": compute, "gpu_idle_ms": idle,
+                                             "data_wait_ms": wait, "copy_gpu_ms": copy,
+                                             "expected_compute_ms": 10.0, "expected_idle_ms": wait})
+    assert _within(compute, 10.0, 0.05), compute
+    # The GPU had nothing queued during the wait: it felt all of it (plus the launch of the copy).
+    assert _within(idle, wait, 0.05), (idle, wait)
+    assert 0 < copy < 2.0  # 4 MiB pinned at tens of GB/s
+    assert all(s.pinned and not s.pageable_non_blocking for s in steps)
+    assert all(s.h2d_bytes == 4 * 2**20 for s in steps)
+    assert clock.errors == 0
+
+
+def test_queued_gpu_work_hides_the_data_wait(clock: StepClock) -> None:
+    cycles_per_ms = _cycles_per_ms()
+    batch = torch.ones(256, 256).pin_memory()
+    for host in xfertop.watch(_batches(30, 0.005, batch)):
+        xfertop.to_device(host, "cuda", non_blocking=True)
+        gpu_busy_ms(cycles_per_ms, 20.0)  # never synchronised: the GPU runs behind the host
+    torch.cuda.synchronize()
+    clock.before_next()
+    steps = [s for s in _steps(clock)[5:25] if s.gpu_idle_ms is not None]
+    idle = statistics.median(s.gpu_idle_ms for s in steps)  # type: ignore[misc]
+    write_result("reporter_gpu_hidden_wait", {"gpu_idle_ms": idle, "steps": len(steps)})
+    assert steps and idle < 0.5, idle
+
+
+def test_pageable_non_blocking_copies_are_flagged(clock: StepClock) -> None:
+    pageable = torch.ones(64, 2**20 // 4 * 4)  # 256 MiB
+    pinned = pageable.pin_memory()
+    for index in xfertop.watch(range(8)):
+        source = pageable if index % 2 == 0 else pinned
+        xfertop.to_device(source, "cuda", non_blocking=True)
+        torch.cuda.synchronize()
+    clock.before_next()
+    steps = _steps(clock)
+    pageable_steps = [s for s in steps if s.pageable_non_blocking]
+    pinned_steps = [s for s in steps if s.pinned]
+    assert len(pageable_steps) == 4 and len(pinned_steps) == 4
+    pageable_cpu = statistics.median(s.copy_cpu_ms for s in pageable_steps)
+    pinned_cpu = statistics.median(s.copy_cpu_ms for s in pinned_steps)
+    write_result("reporter_gpu_pageable", {"pageable_copy_cpu_ms": pageable_cpu,
+                                           "pinned_copy_cpu_ms": pinned_cpu})
+    # From pageable memory non_blocking silently turns synchronous: the call lasts the whole copy.
+    assert pageable_cpu > 10 * pinned_cpu
+
+
+def test_pinned_host_memory_reaches_the_viewer(clock: StepClock) -> None:
+    pinned = torch.ones(16, 2**20).pin_memory()  # 64 MiB from the caching host allocator
+    deadline = time.monotonic() + 1.5
+    for _ in xfertop.watch(iter(lambda: time.monotonic() < deadline, False)):
+        xfertop.to_device(pinned[0], "cuda", non_blocking=True)
+        time.sleep(0.01)
+    assert clock.writer is not None
+    state = JobsSource(ring_dir=clock.writer.dir_path).sample_once()
+    rank = state.jobs[0].ranks[0]
+    write_result("reporter_gpu_pinned", {"pinned_host_bytes": rank.pinned_host_bytes})
+    assert rank.pinned_host_bytes is not None and rank.pinned_host_bytes >= 64 * 2**20
+    assert rank.device.startswith("cuda")
