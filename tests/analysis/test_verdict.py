@@ -1,0 +1,217 @@
+"""Verdicts on recorded windows of each kind, the rules at their thresholds, and the JSON shape."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from window_fixtures import WindowFixture, load_window, rank_state, window_names
+
+from xfertop.analysis.steps import window_stats
+from xfertop.analysis.thresholds import INPUT_CRITICAL_SHARE, INPUT_WARN_SHARE
+from xfertop.analysis.verdict import Verdict, job_verdict, judge, rank_verdict
+from xfertop.model.jobs import StepRecord
+
+
+def verdict_of(fixture: WindowFixture) -> Verdict:
+    if len(fixture.ranks) > 1:
+        return job_verdict(fixture.ranks)
+    rank = fixture.ranks[0]
+    return rank_verdict(rank.steps, dataloader_workers=rank.dataloader_workers,
+                        gpu_busy_share=fixture.context.get("gpu_busy_share"))
+
+
+def advice_text(verdict: Verdict) -> str:
+    return " ".join(verdict.advice)
+
+
+@pytest.mark.parametrize("name", window_names())
+def test_each_recorded_window_gets_its_verdict(name: str) -> None:
+    fixture = load_window(name)
+    verdict = verdict_of(fixture)
+    assert (verdict.kind, verdict.severity) == (fixture.expected_kind, fixture.expected_severity), \
+        verdict.headline
+    assert verdict.headline.startswith(f"{verdict.kind}: ")
+    assert "\n" not in verdict.headline
+
+
+def test_a_window_of_every_kind_is_on_file() -> None:
+    kinds = {load_window(name).expected_kind for name in window_names()}
+    assert kinds >= {"input-bound", "copy-bound", "compute-bound", "sync-bound", "straggler", "healthy",
+                     "warming-up"}
+
+
+def test_the_demo_job_windows_were_recorded_from_real_runs() -> None:
+    for name in ("recorded_cpu_input_bound", "recorded_cpu_compute_bound"):
+        assert load_window(name).source.startswith("recorded"), name
+
+
+# -- input-bound ----------------------------------------------------------------------------------------
+def test_starved_demo_job_is_told_to_use_workers_and_move_decoding_off_the_main_process() -> None:
+    fixture = load_window("recorded_cpu_input_bound")
+    verdict = verdict_of(fixture)
+    assert verdict.kind == "input-bound" and verdict.severity == "critical"
+    assert "waits for the DataLoader" in verdict.headline and "num_workers=0" in verdict.headline
+    assert "num_workers" in advice_text(verdict)
+    assert "off the main process" in advice_text(verdict)
+    assert verdict.evidence["clock"] == "cpu" and verdict.evidence["gpu_idle_share"] is None
+
+
+def test_gpu_input_bound_speaks_of_the_idle_gap_and_asks_for_more_workers() -> None:
+    verdict = verdict_of(load_window("input_bound_gpu"))
+    assert "GPU sits idle" in verdict.headline
+    assert "Raise num_workers above 2" in advice_text(verdict)
+    assert "Do not tune PCIe" in advice_text(verdict)
+
+
+def test_epoch_start_spikes_ask_for_persistent_workers_not_more_workers() -> None:
+    verdict = verdict_of(load_window("input_bound_epoch_spikes"))
+    assert "persistent_workers=True" in advice_text(verdict)
+    assert "Raise num_workers" not in advice_text(verdict)
+
+
+def test_bursty_waits_ask_for_a_deeper_prefetch() -> None:
+    steps = [StepRecord(i, 60.0, 40.0 if i % 10 == 0 else 3.0, 0.0, 0.1, 40.0,
+                        (40.0 if i % 10 == 0 else 3.0) + 2.0, 1 << 20, 32, True, False)
+             for i in range(5, 105)]
+    verdict = rank_verdict(steps, dataloader_workers=4)
+    assert verdict.kind == "input-bound"
+    assert "prefetch_factor" in advice_text(verdict)
+
+
+def test_pageable_input_bound_gpu_job_is_told_to_pin_and_copy_non_blocking() -> None:
+    steps = [StepRecord(i, 100.0, 30.0, 2.0, 1.0, 69.0, 30.0, 1 << 24, 64, False, True) for i in range(40)]
+    verdict = rank_verdict(steps, dataloader_workers=0)
+    assert verdict.kind == "input-bound"
+    assert "pin_memory=True" in advice_text(verdict) and "non_blocking=True" in advice_text(verdict)
+
+
+# -- the rule of the house ------------------------------------------------------------------------------
+def test_a_large_cpu_wait_with_no_gpu_idle_gap_is_not_starvation_and_says_so() -> None:
+    verdict = verdict_of(load_window("compute_bound_hidden_wait"))
+    assert verdict.kind == "compute-bound"
+    assert verdict.evidence["data_wait_share"] > 0.25
+    assert verdict.evidence["gpu_idle_share"] < 0.01
+    assert verdict.evidence["hidden_wait"] is True
+    assert "not starving" in verdict.headline
+    assert "did not starve" in advice_text(verdict)
+
+
+def test_compute_bound_says_the_pipeline_is_fine_and_not_to_tune_pcie() -> None:
+    verdict = verdict_of(load_window("recorded_cpu_compute_bound"))
+    assert verdict.kind == "compute-bound"
+    assert "input pipeline keeps up" in advice_text(verdict)
+    assert "Do not tune PCIe" in advice_text(verdict)
+    assert "not starving" not in verdict.headline  # on the CPU clock no wait can be hidden
+
+
+# -- copy-bound -----------------------------------------------------------------------------------------
+def test_pageable_non_blocking_copies_are_named_with_the_fix() -> None:
+    verdict = verdict_of(load_window("copy_bound_pageable"))
+    assert "non_blocking from pageable memory" in verdict.headline
+    assert "pin_memory=True" in advice_text(verdict)
+    assert verdict.evidence["pageable_non_blocking_step_fraction"] == 1.0
+    assert verdict.evidence["pinned_step_fraction"] == 0.0
+
+
+def test_pinned_copy_bound_job_is_told_to_overlap_and_move_fewer_bytes() -> None:
+    fixture = load_window("copy_bound_pageable")
+    pinned = [replace(s, pinned=True, pageable_non_blocking=False) for s in fixture.ranks[0].steps]
+    verdict = rank_verdict(pinned)
+    assert verdict.kind == "copy-bound" and "pageable" not in verdict.headline
+    assert "already pinned" in advice_text(verdict) and "fewer bytes" in advice_text(verdict)
+
+
+# -- sync-bound -----------------------------------------------------------------------------------------
+def test_sync_bound_needs_a_busy_share_the_step_clock_cannot_see() -> None:
+    """The three CUDA events tile the step, so host stalls inside it look like compute; only an
+    outside busy measure (NVML utilisation) reveals them."""
+    fixture = load_window("sync_bound")
+    steps = fixture.ranks[0].steps
+    assert rank_verdict(steps, gpu_busy_share=0.45).kind == "sync-bound"
+    assert "item()" in advice_text(rank_verdict(steps, gpu_busy_share=0.45))
+    assert rank_verdict(steps, gpu_busy_share=0.65).severity == "warn"
+    assert rank_verdict(steps).kind == "compute-bound"
+
+
+def test_a_gpu_timeline_that_does_not_cover_the_step_is_sync_bound() -> None:
+    steps = [StepRecord(i, 100.0, 1.0, 0.1, 0.5, 40.0, 1.0, 1 << 20, 32, True, False) for i in range(40)]
+    verdict = rank_verdict(steps)
+    assert verdict.kind == "sync-bound" and verdict.severity == "critical"
+
+
+# -- thresholds -----------------------------------------------------------------------------------------
+def idle_window(idle_share: float) -> list[StepRecord]:
+    idle_ms = 100.0 * idle_share
+    return [StepRecord(i, 100.0, idle_ms, 0.0, 0.0, 100.0 - idle_ms, idle_ms, 0, 32, False, False)
+            for i in range(40)]
+
+
+@pytest.mark.parametrize(("idle_share", "kind", "severity"), [
+    (INPUT_WARN_SHARE - 0.001, "compute-bound", "info"),
+    (INPUT_WARN_SHARE, "input-bound", "warn"),
+    (INPUT_CRITICAL_SHARE - 0.001, "input-bound", "warn"),
+    (INPUT_CRITICAL_SHARE, "input-bound", "critical"),
+])
+def test_input_bound_thresholds(idle_share: float, kind: str, severity: str) -> None:
+    verdict = rank_verdict(idle_window(idle_share))
+    assert (verdict.kind, verdict.severity) == (kind, severity)
+
+
+def test_warming_up_counts_steps_past_warm_up() -> None:
+    verdict = verdict_of(load_window("warming_up"))
+    assert verdict.headline == "warming-up: 9 of the 20 steps a verdict needs"
+    assert verdict.advice == ()
+
+
+# -- jobs -----------------------------------------------------------------------------------------------
+def test_a_straggler_is_named_with_its_rank() -> None:
+    verdict = verdict_of(load_window("straggler_ddp4"))
+    assert verdict.kind == "straggler"
+    assert "rank 2" in verdict.headline
+    assert verdict.evidence["straggler_rank"] == 2
+    assert verdict.evidence["victim_compute_excess_share"] > 0.2
+    assert "rank 2" in advice_text(verdict)
+
+
+def test_one_slow_rank_that_nobody_waits_for_is_not_a_straggler_nor_a_job_wide_bottleneck() -> None:
+    """Independent ranks (no collectives): the others' compute is not inflated, so the median rank
+    speaks for the job."""
+    starved = load_window("input_bound_gpu").ranks[0]
+    fed_steps = tuple(replace(s, gpu_idle_ms=0.2, data_wait_ms=0.4,
+                              wall_ms=s.wall_ms - s.gpu_idle_ms + 0.2) for s in starved.steps)
+    ranks = [replace(starved, rank=r, steps=fed_steps) for r in (0, 1, 3)] + [replace(starved, rank=2)]
+    verdict = job_verdict(ranks)
+    assert verdict.kind == "compute-bound"
+    assert verdict.evidence["ranks"] == 4
+
+
+def test_a_single_rank_job_gets_the_rank_verdict() -> None:
+    rank = load_window("input_bound_gpu").ranks[0]
+    assert job_verdict([rank]).kind == rank_verdict(rank.steps).kind == "input-bound"
+
+
+def test_a_job_of_ranks_still_warming_up_is_warming_up() -> None:
+    rank = rank_state(0, [], None)
+    assert job_verdict([rank, replace(rank, rank=1)]).kind == "warming-up"
+
+
+# -- JSON -----------------------------------------------------------------------------------------------
+def test_to_dict_is_the_documented_json_shape() -> None:
+    verdict = verdict_of(load_window("copy_bound_pageable"))
+    as_json = json.loads(json.dumps(verdict.to_dict()))
+    assert set(as_json) == {"kind", "severity", "headline", "evidence", "advice"}
+    assert as_json["kind"] == "copy-bound" and as_json["severity"] == "critical"
+    assert isinstance(as_json["advice"], list) and all(isinstance(a, str) for a in as_json["advice"])
+    for key in ("data_wait_share", "copy_share", "compute_share", "gpu_idle_share", "data_wait_p50_ms",
+                "data_wait_p95_ms", "copy_p50_ms", "copy_p95_ms", "compute_p50_ms", "compute_p95_ms",
+                "gpu_idle_p50_ms", "gpu_idle_p95_ms", "samples_per_s", "h2d_bytes_per_s"):
+        assert key in as_json["evidence"], key
+
+
+def test_verdicts_are_immutable_values() -> None:
+    verdict = judge(window_stats(idle_window(0.3)))  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        verdict.kind = "healthy"  # type: ignore[misc]
+    assert verdict == judge(window_stats(idle_window(0.3)))  # type: ignore[arg-type]
