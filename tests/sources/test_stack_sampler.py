@@ -1,0 +1,39 @@
+"""The rolling sampler's behaviour around failures (real py-spy, no ptrace needed: the target is gone)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pyspy_support import ptrace_problem
+from xfertop.sources.pyspy_runner import PySpyError, find_pyspy
+from xfertop.sources.stacks import StackSampler
+
+
+def pyspy_missing() -> bool:
+    try:
+        find_pyspy()
+    except PySpyError:
+        return True
+    return False
+
+
+@pytest.mark.skipif(pyspy_missing(), reason="py-spy is not installed")
+def test_a_target_that_is_gone_gives_a_sentence_and_slows_the_retries() -> None:
+    sampler = StackSampler(999_999, window_s=2, with_ranks=False)
+    state = sampler.sample_once()
+    assert state.error == "process 999999 is not running any more: check the pid."
+    assert sampler.interval_s == 2.0
+
+
+def test_the_problem_is_known_before_any_window_runs() -> None:
+    sampler = StackSampler(999_999, with_ranks=False)
+    problem = sampler.problem()
+    assert problem is not None
+    assert "is not running" in problem or "py-spy was not found" in problem
+
+
+@pytest.mark.skipif(ptrace_problem() is not None, reason="py-spy cannot attach here")
+def test_our_own_process_has_no_attach_problem() -> None:
+    import os
+
+    assert StackSampler(os.getpid(), with_ranks=False).problem() is None
