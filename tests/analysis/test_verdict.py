@@ -135,6 +135,14 @@ def test_sync_bound_needs_a_busy_share_the_step_clock_cannot_see() -> None:
     assert rank_verdict(steps).kind == "compute-bound"
 
 
+def test_a_job_is_sync_bound_when_its_ranks_gpus_are_busy_only_half_the_time() -> None:
+    rank = load_window("sync_bound").ranks[0]
+    ranks = [replace(rank, rank=r, pid=rank.pid + r) for r in range(2)]
+    assert job_verdict(ranks).kind == "compute-bound"
+    verdict = job_verdict(ranks, gpu_busy_share_by_pid={rank.pid: 0.45, rank.pid + 1: 0.5})
+    assert verdict.kind == "sync-bound" and verdict.evidence["gpu_busy_share"] == 0.475
+
+
 def test_a_gpu_timeline_that_does_not_cover_the_step_is_sync_bound() -> None:
     steps = [StepRecord(i, 100.0, 1.0, 0.1, 0.5, 40.0, 1.0, 1 << 20, 32, True, False) for i in range(40)]
     verdict = rank_verdict(steps)

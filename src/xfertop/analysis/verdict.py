@@ -240,9 +240,13 @@ def _straggler(judged: Sequence[tuple[RankState, WindowStats]]) -> Verdict | Non
     return Verdict("straggler", severity, headline, evidence, tuple(advise.straggler_advice(worst_rank.rank)))
 
 
-def job_verdict(ranks: Sequence[RankState]) -> Verdict:
+def job_verdict(ranks: Sequence[RankState],
+                gpu_busy_share_by_pid: Mapping[int, float] | None = None) -> Verdict:
     """The verdict on a job: a straggler if one rank holds the others back, else the rules applied to
-    the median rank. Ranks still warming up are left out until they have a full window."""
+    the median rank. Ranks still warming up are left out until they have a full window.
+
+    ``gpu_busy_share_by_pid``: each rank's GPU busy fraction from outside the step clock (NVML
+    utilisation of its GPU, where the rank is that GPU's only user); the median feeds the sync rule."""
     judged = [(rank, stats) for rank in ranks if (stats := window_stats(rank.steps)) is not None]
     if not judged:
         return warming_up(max((len(usable_steps(r.steps)) for r in ranks), default=0))
@@ -250,6 +254,8 @@ def job_verdict(ranks: Sequence[RankState]) -> Verdict:
         return straggler
     typical = median_window([stats for _, stats in judged])
     workers = _median_or_none([rank.dataloader_workers for rank, _ in judged])
-    verdict = judge(typical, dataloader_workers=None if workers is None else int(workers))
+    busy = _median_or_none([(gpu_busy_share_by_pid or {}).get(rank.pid) for rank, _ in judged])
+    verdict = judge(typical, dataloader_workers=None if workers is None else int(workers),
+                    gpu_busy_share=busy)
     evidence = {**verdict.evidence, "ranks": len(judged)}
     return Verdict(verdict.kind, verdict.severity, verdict.headline, evidence, verdict.advice)

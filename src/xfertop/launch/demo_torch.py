@@ -59,8 +59,12 @@ def labels_of(inputs: torch.Tensor) -> torch.Tensor:
 
 def pick_device(requested: str) -> torch.device:
     if requested == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(requested)
+        requested = "cuda" if torch.cuda.is_available() else "cpu"
+    device = torch.device(requested)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        announce(f"CUDA is not available to this torch ({torch.__version__}); running on the CPU instead.")
+        return torch.device("cpu")
+    return device
 
 
 def build_model(device: torch.device) -> tuple[nn.Module, torch.optim.Optimizer, int, int]:
