@@ -72,3 +72,9 @@ def test_a_state_whose_windows_all_failed_reports_the_reason() -> None:
                         error="process 5 is not running any more: check the pid.")
     summaries, verdict = judge_stacks(state)
     assert summaries == () and verdict.headline.startswith("process 5 is not running")
+
+
+def test_a_healthy_verdict_says_when_most_samples_are_unrecognised() -> None:
+    verdict = sampled_verdict([(None, rank_with(other=70, compute=30))])
+    assert verdict.kind == "healthy"
+    assert "70% of samples are outside the training phases" in verdict.headline

@@ -34,6 +34,8 @@ SYNC_CRITICAL_SHARE = INPUT_CRITICAL_SHARE
 #: Workers busy at least this share of the window count as saturated; below the second, as idle.
 WORKER_SATURATED_SHARE = 0.8
 WORKER_IDLE_SHARE = 0.3
+#: A healthy verdict names the unrecognised ("other") share when it is at least this.
+OTHER_NOTE_SHARE = 0.2
 SAMPLED_SUFFIX = " (py-spy samples)"
 UNKNOWN_PINNING_ADVICE = (
     "py-spy cannot see whether batches are pinned: set pin_memory=True in the DataLoader and copy with "
@@ -101,6 +103,12 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     workers = len(rank.workers) if rank.workers else (0 if rank.shares.share("main_loading") > 0 else None)
     verdict = judge(stats, dataloader_workers=workers)
     extra = _worker_advice(rank) if verdict.kind == "input-bound" else []
+    other_share = rank.shares.share("other")
+    if verdict.kind == "healthy" and other_share >= OTHER_NOTE_SHARE:
+        # The engine's "healthy" reads data/copy/compute only; say where the rest of the samples went.
+        verdict = Verdict(verdict.kind, verdict.severity,
+                          f"{verdict.headline}; {pct(other_share)} of samples are outside the training "
+                          "phases xfertop recognises", verdict.evidence, verdict.advice)
     if verdict.kind == "copy-bound":
         # Sampling cannot see whether batches are pinned: replace the step clock's claim about it.
         extra = [UNKNOWN_PINNING_ADVICE]
