@@ -55,17 +55,23 @@ def poll_rank(source: JobsSource, job: DemoJob, done: Callable[[RankState, Verdi
                 f"{job.log_text()}")
 
 
-def test_demo_job_starves_then_fixes_itself_and_the_verdict_follows(ring_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_demo_job_starves_then_fixes_itself_and_the_verdict_follows(ring_dir: Path, tmp_path: Path,
+                                                                   device: str) -> None:
     source = JobsSource(ring_dir=str(ring_dir))
     with start_demo_job(ring_dir=ring_dir, log_path=tmp_path / "demo.log", phase_seconds=12.0,
-                        device="cpu") as job:
+                        device=device) as job:
         starved = poll_rank(source, job, lambda rank, verdict: verdict.kind == "input-bound")
         assert starved.dataloader_workers == 0
-        assert "num_workers" in " ".join(job_verdict([starved]).advice)
+        starved_verdict = job_verdict([starved])
+        assert "num_workers" in " ".join(starved_verdict.advice)
+        if device == "cuda":  # the GPU felt the wait, and the pageable non_blocking copies were seen
+            assert starved_verdict.evidence["clock"] == "gpu"
+            assert starved_verdict.evidence["pageable_non_blocking_step_fraction"] == 1.0
 
         fixed = poll_rank(source, job, lambda rank, verdict: bool(rank.dataloader_workers)
                           and verdict.kind in ("compute-bound", "healthy"))
-        assert fixed.device == "cpu" and fixed.status == "live"
+        assert fixed.device.startswith(device) and fixed.status == "live"
 
         assert job.stop() == 0  # SIGTERM ends it cleanly
     log = (tmp_path / "demo.log").read_text()
