@@ -33,6 +33,8 @@ class StepRecord:
     pinned: bool
     #: non_blocking=True was asked of a pageable source (silently synchronous).
     pageable_non_blocking: bool
+    #: When the step began (its next() call), CLOCK_MONOTONIC ns: one host's processes share this clock.
+    start_monotonic_ns: int = 0
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -128,20 +129,28 @@ def watch(loader: Iterable[T]) -> Watched[T]:
 
 
 # -- copies -------------------------------------------------------------------------------------------
-_device_cache: dict[Any, Any] = {}
+#: Devices seen by to_device(), parsed once: argument -> (torch.device, is the CPU).
+_device_cache: dict[Any, tuple[Any, bool]] = {}
 
 
-def _as_device(device: Any) -> Any:
+def _as_device(device: Any) -> tuple[Any, bool]:
     try:
         return _device_cache[device]
     except (KeyError, TypeError):
         import torch  # the caller is moving tensors: torch is already imported
 
         parsed = torch.device(device)
+        entry = (parsed, parsed.type == "cpu")
         if len(_device_cache) < 64:
             with contextlib.suppress(TypeError):
-                _device_cache[device] = parsed
-        return parsed
+                _device_cache[device] = entry
+        return entry
+
+
+def _plain_move(batch: T, device: Any, non_blocking: bool) -> T:
+    import torch
+
+    return move(batch, device, non_blocking, None, torch.Tensor, True)  # type: ignore[no-any-return]
 
 
 def to_device(batch: T, device: Any, non_blocking: bool = True) -> T:
@@ -153,15 +162,16 @@ def to_device(batch: T, device: Any, non_blocking: bool = True) -> T:
     """
     clock = _get_clock()
     if clock is None or clock.disabled:
-        return move(batch, device, non_blocking, None)
+        return _plain_move(batch, device, non_blocking)
     try:
-        target = _as_device(device)
+        target, to_host = _as_device(device)
+        tensor_type = sys.modules["torch"].Tensor
     except Exception as exc:  # let .to() itself say what is wrong with the device
         clock.fail(exc)
-        return move(batch, device, non_blocking, None)
+        return _plain_move(batch, device, non_blocking)
     notes = CopyNotes()
     started_ns = _now_ns()
-    moved = move(batch, target, non_blocking, notes)
+    moved = move(batch, target, non_blocking, notes, tensor_type, to_host)
     copy_cpu_ns = _now_ns() - started_ns
     try:
         if notes.inspect_error is not None:
@@ -178,7 +188,7 @@ def mark_copied(device: Any = None) -> None:
     if clock is None or clock.disabled:
         return
     try:
-        target = None if device is None else _as_device(device)
+        target = None if device is None else _as_device(device)[0]
         clock.copied(0, False, False, 0, target)
     except Exception as exc:
         clock.fail(exc)
@@ -192,7 +202,8 @@ def note_tensor_copy(source: Any, moved: Any, non_blocking: bool, copy_cpu_ns: i
     try:
         notes = CopyNotes()
         target = moved.device
-        note_copy(source, target, non_blocking, notes)
+        if target.type != "cpu":
+            note_copy(source, non_blocking, notes)
         if notes.inspect_error is not None:
             clock.fail(notes.inspect_error)
         elif notes.h2d_bytes:

@@ -51,6 +51,7 @@ class StepClock:
         self._last_end: Any = None
         self._wait_began_ns = 0
         self._last_exit_ns = 0
+        self._last_target: Any = None
         self._next_tick_ns = 0
         self._ticks = 0
 
@@ -128,10 +129,8 @@ class StepClock:
     def copied(self, h2d_bytes: int, any_pageable: bool, pageable_non_blocking: bool, copy_cpu_ns: int,
                device: Any) -> None:
         try:
-            if device is not None and self.gpu is None and getattr(device, "type", "") == "cuda":
-                self._use_cuda_device(device.index)
-            elif device is not None and not self.device:
-                self._set_device(str(device))
+            if device is not None and device is not self._last_target:
+                self._learn_device(device)
             if not self._open:
                 return
             self._copy_cpu_ns += copy_cpu_ns
@@ -208,6 +207,14 @@ class StepClock:
         dropped_total = self.writer.words[wire.H_GPU_DROPPED] + len(gpu.dropped_steps)
         self.writer.set_word(wire.H_GPU_DROPPED, dropped_total)
         gpu.dropped_steps.clear()
+
+    def _learn_device(self, device: Any) -> None:
+        """A copy went to ``device`` (a torch.device): the GPU clock runs on the first CUDA one seen."""
+        self._last_target = device
+        if self.gpu is None and device.type == "cuda":
+            self._use_cuda_device(device.index)
+        elif not self.device:
+            self._set_device(str(device))
 
     def _use_cuda_device(self, index: int | None) -> None:
         torch = sys.modules.get("torch")

@@ -18,31 +18,36 @@ class CopyNotes:
         self.inspect_error: Exception | None = None
 
 
-def move(batch: Any, device: Any, non_blocking: bool, notes: CopyNotes | None) -> Any:
-    """``batch`` with every tensor moved to ``device``; containers keep their type; other leaves stay."""
-    to = getattr(batch, "to", None)
-    if to is not None and hasattr(batch, "is_pinned"):
-        if notes is not None:
-            note_copy(batch, device, non_blocking, notes)
-        return to(device, non_blocking=non_blocking)
+def move(batch: Any, device: Any, non_blocking: bool, notes: CopyNotes | None, tensor_type: type,
+         to_host: bool) -> Any:
+    """``batch`` with every tensor moved to ``device``; containers keep their type; other leaves stay.
+
+    ``to_host`` says the target is the CPU (then nothing is a host-to-device copy).
+    """
+    if isinstance(batch, tensor_type):
+        if notes is not None and not to_host:
+            note_copy(batch, non_blocking, notes)
+        return batch.to(device, non_blocking=non_blocking)
     if isinstance(batch, Mapping):
-        moved = {key: move(value, device, non_blocking, notes) for key, value in batch.items()}
+        moved = {key: move(value, device, non_blocking, notes, tensor_type, to_host)
+                 for key, value in batch.items()}
         try:
             return type(batch)(moved)
         except TypeError:
             return moved
     if isinstance(batch, tuple):
-        items = [move(value, device, non_blocking, notes) for value in batch]
+        items = [move(value, device, non_blocking, notes, tensor_type, to_host) for value in batch]
         return type(batch)(*items) if hasattr(batch, "_fields") else type(batch)(items)
     if isinstance(batch, list):
-        return [move(value, device, non_blocking, notes) for value in batch]
+        return [move(value, device, non_blocking, notes, tensor_type, to_host) for value in batch]
     return batch
 
 
-def note_copy(tensor: Any, device: Any, non_blocking: bool, notes: CopyNotes) -> None:
+def note_copy(tensor: Any, non_blocking: bool, notes: CopyNotes) -> None:
+    """Account one tensor about to go from the host to a device (no-op for tensors not on the CPU)."""
     # Our own inspection must never break the user's copy: a failure is remembered, not raised.
     try:
-        if tensor.device.type != "cpu" or device.type == "cpu":
+        if not tensor.is_cpu:
             return
         notes.h2d_bytes += tensor.nbytes
         if not tensor.is_pinned():

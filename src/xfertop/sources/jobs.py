@@ -89,7 +89,12 @@ class JobsSource(PollingSource[JobsState]):
                 continue
             path = os.path.join(self.ring_dir, name)
             seen.add(path)
-            rank = self._read_one(path, problems)
+            try:
+                rank = self._read_one(path, problems)
+            except Exception as exc:  # one odd file must not hide the other jobs
+                problems.append(f"{path}: could not be read ({type(exc).__name__}: {exc}); will retry")
+                self._forget(path)
+                continue
             if rank is not None:
                 ranks.append(rank)
         for path in set(self._readers) - seen:

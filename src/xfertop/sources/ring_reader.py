@@ -53,6 +53,7 @@ def to_step_record(body: list[int]) -> StepRecord:
         samples=body[wire.R_SAMPLES],
         pinned=bool(flags & wire.F_PINNED),
         pageable_non_blocking=bool(flags & wire.F_PAGEABLE_NON_BLOCKING),
+        start_monotonic_ns=body[wire.R_START_NS],
     )
 
 

@@ -1,0 +1,171 @@
+"""Reporter overhead: the same loop with and without the step clock, side by side in one run.
+
+Reports the host time the reporter adds per step (ns) for: ``watch()``, ``watch()`` + ``to_device()``,
+``with step():``; on CPU and, when there is one, on CUDA (three timed CUDA events per step). Then the
+cost of ``xfertop run`` (automatic DataLoader wrapping) and ``xfertop run --copy-timing`` against the
+same script run directly. Writes reporter_overhead.json to OUT_DIR.
+
+    python benchmarks/reporter_overhead.py OUT_DIR            # about a minute
+    python benchmarks/reporter_overhead.py OUT_DIR --quick    # a few seconds
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import xfertop
+
+Loop = Callable[[int], None]
+
+
+def loops(device: torch.device, batch: torch.Tensor) -> dict[str, Loop]:
+    """Loop bodies: each moves the batch to ``device`` and queues a little work, ``steps`` times."""
+    copy_target = device if device.type == "cuda" else torch.device("meta")
+    synchronize = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+
+    def batches(steps: int) -> Iterable[torch.Tensor]:
+        return itertools.repeat(batch, steps)
+
+    def work(moved: torch.Tensor) -> None:
+        if device.type == "cuda":
+            moved.mul_(1.0001)
+
+    def plain(steps: int) -> None:
+        for host in batches(steps):
+            work(host.to(copy_target, non_blocking=True))
+        synchronize()
+
+    def watched(steps: int) -> None:
+        for host in xfertop.watch(batches(steps)):
+            work(host.to(copy_target, non_blocking=True))
+        synchronize()
+
+    def watched_to_device(steps: int) -> None:
+        for host in xfertop.watch(batches(steps)):
+            work(xfertop.to_device(host, copy_target, non_blocking=True))
+        synchronize()
+
+    def step_blocks(steps: int) -> None:
+        for host in batches(steps):
+            with xfertop.step():
+                work(host.to(copy_target, non_blocking=True))
+        synchronize()
+
+    return {"plain": plain, "watch": watched, "watch+to_device": watched_to_device, "step()": step_blocks}
+
+
+def side_by_side(variants: dict[str, Loop], steps: int, rounds: int) -> dict[str, Any]:
+    """Interleaved rounds (drift hits every variant alike); per variant, the median added ns per step."""
+    per_round: dict[str, list[float]] = {name: [] for name in variants}
+    for loop in variants.values():
+        loop(min(steps, 2000))  # warm-up: ring creation, CUDA events, caches
+    for _ in range(rounds):
+        for name, loop in variants.items():
+            began = time.perf_counter_ns()
+            loop(steps)
+            per_round[name].append((time.perf_counter_ns() - began) / steps)
+    base = per_round["plain"]
+    result: dict[str, Any] = {"steps_per_round": steps, "rounds": rounds,
+                              "plain_ns_per_step": statistics.median(base)}
+    for name, values in per_round.items():
+        if name == "plain":
+            continue
+        added = statistics.median(v - b for v, b in zip(values, base, strict=True))
+        result[name] = {"ns_per_step": statistics.median(values), "added_ns_per_step": added,
+                        "ratio_to_plain": statistics.median(values) / statistics.median(base)}
+    return result
+
+
+CHILD = """
+import json, sys, time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+steps, device = int(sys.argv[1]), torch.device(sys.argv[2])
+loader = DataLoader(TensorDataset(torch.ones(steps * 8, 64)), batch_size=8)
+if device.type == "cuda":
+    torch.ones(1, device=device)
+began = time.perf_counter_ns()
+for (batch,) in loader:
+    moved = batch.to(device, non_blocking=True)
+    moved.add_(1.0)
+if device.type == "cuda":
+    torch.cuda.synchronize()
+print(json.dumps({"ns_per_step": (time.perf_counter_ns() - began) / steps}))
+"""
+
+
+def run_modes(steps: int, rounds: int, device: str) -> dict[str, Any]:
+    """The same DataLoader script: direct, under `xfertop run`, under `xfertop run --copy-timing`."""
+    script = Path(tempfile.mkdtemp(prefix="xfertop-overhead-")) / "loop.py"
+    script.write_text(CHILD)
+    run = [sys.executable, "-m", "xfertop.cli.run"]
+    modes = {"direct": [], "xfertop run": run, "xfertop run --copy-timing": [*run, "--copy-timing"]}
+    per_step: dict[str, list[float]] = {name: [] for name in modes}
+    process_s: dict[str, list[float]] = {name: [] for name in modes}
+    for _ in range(rounds):
+        for name, prefix in modes.items():
+            command = [*prefix, *(["--"] if prefix else []), sys.executable, str(script), str(steps), device]
+            began = time.perf_counter()
+            out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+            process_s[name].append(time.perf_counter() - began)
+            per_step[name].append(json.loads(out.strip().splitlines()[-1])["ns_per_step"])
+    base = statistics.median(per_step["direct"])
+    result: dict[str, Any] = {"steps": steps, "rounds": rounds, "device": device}
+    for name in modes:
+        median = statistics.median(per_step[name])
+        result[name] = {"ns_per_step": median, "added_ns_per_step": median - base,
+                        "ratio_to_direct": median / base,
+                        "process_wall_s": statistics.median(process_s[name])}
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--quick", action="store_true", help="fewer steps and rounds: a few seconds")
+    args = parser.parse_args()
+    steps, rounds = (5_000, 3) if args.quick else (50_000, 7)
+    os.environ.setdefault("XFERTOP_DIR", tempfile.mkdtemp(prefix="xfertop-overhead-rings-"))
+    result: dict[str, Any] = {
+        "benchmark": "reporter_overhead",
+        "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
+                    "torch": torch.__version__,
+                    "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},
+    }
+    cpu_batch = torch.ones(8, 64)
+    result["in_process_cpu"] = side_by_side(loops(torch.device("cpu"), cpu_batch), steps, rounds)
+    if torch.cuda.is_available():
+        cuda_batch = torch.ones(8, 64).pin_memory()
+        result["in_process_cuda"] = side_by_side(loops(torch.device("cuda"), cuda_batch), steps // 2, rounds)
+    child_device = "cuda" if torch.cuda.is_available() else "meta"
+    result["xfertop_run"] = run_modes(steps // 5, 3 if args.quick else 5, child_device)
+    result["reporter_status"] = xfertop.reporter.status()
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    (args.out_dir / "reporter_overhead.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))
+    for section in ("in_process_cpu", "in_process_cuda", "xfertop_run"):
+        for name, value in result.get(section, {}).items():
+            if isinstance(value, dict) and "added_ns_per_step" in value:
+                ratio = value.get("ratio_to_plain", value.get("ratio_to_direct"))
+                print(f"{section:16} {name:28} +{value['added_ns_per_step'] / 1000:7.2f} us/step "
+                      f"(x{ratio:.3f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
