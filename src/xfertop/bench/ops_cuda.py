@@ -21,6 +21,9 @@ class CudaOps:
     def device_count(self) -> int:
         return torch.cuda.device_count()
 
+    def device(self, gpu_index: int) -> torch.device:
+        return torch.device("cuda", gpu_index)
+
     def stream(self, gpu_index: int, slot: int = 0) -> torch.cuda.Stream:
         key = (gpu_index, slot)
         if key not in self._streams:
@@ -29,7 +32,7 @@ class CudaOps:
 
     def alloc(self, nbytes: int, memory: MemoryKind, gpu_index: int = 0) -> torch.Tensor:
         if memory == "device":
-            return torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{gpu_index}")
+            return torch.empty(nbytes, dtype=torch.uint8, device=self.device(gpu_index))
         return torch.empty(nbytes, dtype=torch.uint8, pin_memory=memory == "pinned")
 
     def alloc_registered(self, nbytes: int) -> torch.Tensor:

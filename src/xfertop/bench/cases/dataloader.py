@@ -60,7 +60,7 @@ def _run_loader(ctx: CaseContext, workers: int, pin_memory: bool) -> tuple[float
     import torch
     from torch.utils.data import DataLoader
 
-    dev = torch.device("cuda", ctx.gpu_index)
+    dev = ctx.ops.device(ctx.gpu_index)  # type: ignore[attr-defined]
     loader = DataLoader(
         SyntheticImages(BATCH_SIZE * (WARMUP_BATCHES + TIMED_BATCHES)),
         batch_size=BATCH_SIZE,

@@ -92,7 +92,7 @@ def overlap(ctx: CaseContext) -> CaseResult:
     import torch
 
     start_s = time.perf_counter()
-    dev = torch.device("cuda", ctx.gpu_index)
+    dev = ctx.ops.device(ctx.gpu_index)  # type: ignore[attr-defined]
     compute_stream, copy_stream = ctx.ops.stream(ctx.gpu_index, 0), ctx.ops.stream(ctx.gpu_index, 1)  # type: ignore[attr-defined]
     a = torch.randn(4096, 4096, device=dev, dtype=torch.float16)
     count = copies_per_sample(ctx.copy_bytes, ctx.target_bytes)
@@ -170,7 +170,7 @@ def model_step(ctx: CaseContext) -> CaseResult:
     import torch
 
     start_s = time.perf_counter()
-    dev = torch.device("cuda", ctx.gpu_index)
+    dev = ctx.ops.device(ctx.gpu_index)  # type: ignore[attr-defined]
     model = torch.nn.Sequential(*[torch.nn.Linear(2048, 2048) for _ in range(4)]).to(dev)
     optimiser = torch.optim.SGD(model.parameters(), lr=1e-3)
     rows = []
