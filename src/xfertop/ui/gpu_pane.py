@@ -22,6 +22,8 @@ _BAR_CELLS, _BAR_CELLS_NARROW = 10, 4
 _NAME_CELLS, _NAME_CELLS_NARROW = 12, 6
 _NARROW_COLUMNS = 100
 _ONE_LINE_HEALTH_COLUMNS = 140
+#: Utilisation and memory trend sparklines join the first line from this width on.
+_TREND_COLUMNS, _TREND_CELLS = 120, 16
 
 
 def _util_style(value: float | None) -> str:
@@ -30,7 +32,9 @@ def _util_style(value: float | None) -> str:
     return "red" if value < 30 else "yellow" if value < 70 else "green"
 
 
-def _first_line(gpu: GpuSnapshot, width: int, health: bool = True) -> Text:
+def _first_line(gpu: GpuSnapshot, width: int, health: bool = True,
+                trends: tuple[list, list] | None = None) -> Text:
+    """Name, utilisation and memory (bars, plus trend sparklines when ``trends`` is given), health."""
     narrow = width < _NARROW_COLUMNS
     bar_cells = _BAR_CELLS_NARROW if narrow else _BAR_CELLS
     name_cells = _NAME_CELLS_NARROW if narrow else _NAME_CELLS
@@ -44,12 +48,16 @@ def _first_line(gpu: GpuSnapshot, width: int, health: bool = True) -> Text:
     line.append(" util ")
     line.append(chart.bar(None if util is None else util / 100, bar_cells), style=_util_style(util))
     line.append(percent(util, 4))
+    if trends:
+        line.append(" " + chart.spark(trends[0], 100.0, _TREND_CELLS), style=_util_style(util))
     mem_fraction = None
     if gpu.mem_used_bytes is not None and gpu.mem_total_bytes:
         mem_fraction = gpu.mem_used_bytes / gpu.mem_total_bytes
     line.append("  mem ")
     line.append(chart.bar(mem_fraction, bar_cells), style="magenta")
     line.append(f" {gb(gpu.mem_used_bytes)}/{gb(gpu.mem_total_bytes)}G")
+    if trends:
+        line.append(" " + chart.spark(trends[1], 100.0, _TREND_CELLS), style="magenta")
     extras = []
     if gpu.temperature_c is not None:
         extras.append(f"{gpu.temperature_c:.0f}°C")
@@ -108,7 +116,12 @@ class GpuPane(Widget, can_focus=True):
         width = self.size.width
         one_line = self.has_class("one-line")
         # One line keeps PCIe over temperature and power unless the terminal is wide.
-        first = _first_line(gpu, width, health=not one_line or width >= _ONE_LINE_HEALTH_COLUMNS)
+        history = self.app.view.history  # type: ignore[attr-defined]
+        trends = None
+        if width >= _TREND_COLUMNS:
+            trends = (history.get(("gpu", gpu.index, "util")), history.get(("gpu", gpu.index, "mem")))
+        first = _first_line(gpu, width, health=not one_line or width >= _ONE_LINE_HEALTH_COLUMNS,
+                            trends=trends)
         warning = None if gpu.lost_reason else link_text.link_warning(gpu)
         if one_line:
             if not gpu.lost_reason:
@@ -119,7 +132,6 @@ class GpuPane(Widget, can_focus=True):
             return first
         if gpu.lost_reason:
             return first
-        history = self.app.view.history  # type: ignore[attr-defined]
         second = _traffic_line(gpu, history.get(("gpu", gpu.index, "rx")),
                                history.get(("gpu", gpu.index, "tx")), width)
         if warning:
