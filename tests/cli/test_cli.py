@@ -72,3 +72,11 @@ def test_tui_exits_cleanly_when_the_terminal_hangs_up() -> None:
         assert tui.wait(timeout_s=20) == 0
     finally:
         tui.close()
+
+
+def test_the_viewer_never_imports_torch() -> None:
+    """First frame within a second: torch alone takes ~1.6 s to import, so the viewer must not."""
+    code = ("import sys; import xfertop.cli.main, xfertop.cli.viewer, xfertop.cli.once, xfertop.ui.app; "
+            "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "[]", result.stderr
