@@ -8,7 +8,7 @@ from textual.widgets import DataTable, ProgressBar, Sparkline, Static
 
 from xfertop.bench.client import BenchClient, bench_client
 from xfertop.bench.protocol import Failure, RunDone
-from xfertop.ui.bench_screen import BenchScreen, ConfirmCompete
+from xfertop.ui.bench_screen import BenchScreen, ConfirmCompete, acceptance_screen, benchmarks_screen
 
 
 class Host(App[None]):
@@ -87,3 +87,11 @@ async def test_a_busy_gpu_runs_after_yes() -> None:
         await pilot.pause()
         await _wait_for_run(app, pilot)
         assert isinstance(screen.final, RunDone) and screen.final.run.exit_code == 0
+
+
+def test_the_app_keys_get_ready_made_screens() -> None:
+    screen = acceptance_screen(competing_job="pid 1 train.py", gpu_index=1)
+    client = screen.client_factory()
+    assert client.argv[-5:] == ["--check", "--backend", "cuda", "--gpu", "1"]
+    assert screen.competing_job == "pid 1 train.py"
+    assert "--check" not in benchmarks_screen().client_factory().argv

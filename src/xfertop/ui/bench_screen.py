@@ -18,7 +18,7 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Label, ProgressBar, Sparkline, Static
 
-from xfertop.bench.client import BenchClient
+from xfertop.bench.client import BenchClient, bench_client
 from xfertop.bench.protocol import CaseDone, Failure, Hello, Progress, RunDone
 from xfertop.bench.protocol import Message as BenchMessage
 from xfertop.bench.report import HEADERS, case_rows, sweep_chart, sweep_series
@@ -195,3 +195,21 @@ class BenchScreen(Screen[None]):
             self.run_worker(self.client.cancel, thread=True, exit_on_error=False, group="bench-cancel")
         else:
             self.dismiss()
+
+
+def benchmarks_screen(competing_job: str | None = None, gpu_index: int = 0) -> BenchScreen:
+    """What `b` pushes: every benchmark case on one GPU."""
+    return BenchScreen(
+        lambda: bench_client(check=False, extra_args=["--gpu", str(gpu_index)]),
+        title="benchmarks",
+        competing_job=competing_job,
+    )
+
+
+def acceptance_screen(competing_job: str | None = None, gpu_index: int = 0) -> BenchScreen:
+    """What `a` pushes: the acceptance subset (`xfertop check`), judged."""
+    return BenchScreen(
+        lambda: bench_client(check=True, extra_args=["--gpu", str(gpu_index)]),
+        title="acceptance check",
+        competing_job=competing_job,
+    )
