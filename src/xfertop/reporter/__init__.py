@@ -39,24 +39,39 @@ def _make_writer() -> RingWriter:
 
 def _get_clock() -> StepClock | None:
     global _clock
-    if _clock is None and not _in_forked_child:
+    if _clock is None:
+        if _in_forked_child and _in_dataloader_worker():
+            return None
         _clock = StepClock(_make_writer)
     return _clock
 
 
+def _in_dataloader_worker() -> bool:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    try:
+        return torch.utils.data.get_worker_info() is not None
+    except Exception:
+        return True  # cannot tell: stay quiet
+
+
 def _close_at_exit() -> None:
-    if _clock is not None and not _in_forked_child:
+    if _clock is not None:
         _clock.close()
 
 
 def _after_fork_in_child() -> None:
-    # A forked DataLoader worker shares the parent's mapping: it must never write to it.
-    global _in_forked_child
+    # The child shares the parent's mapping: the inherited clock must never write to it again. A forked
+    # process that runs a watched loop of its own (a rank started with fork) gets a fresh clock and its
+    # own ring; a forked DataLoader worker never gets one.
+    global _clock, _in_forked_child
     _in_forked_child = True
     if _clock is not None:
         _clock.disabled = True
         _clock.writer = None
         _clock.gpu = None
+    _clock = None
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -249,7 +264,7 @@ def status() -> dict[str, Any]:
     """What the reporter of this process is doing: ring path, steps written, errors, disabled."""
     clock = _clock
     if clock is None:
-        return {"ring_path": None, "steps": 0, "errors": 0, "disabled": _in_forked_child, "last_error": ""}
+        return {"ring_path": None, "steps": 0, "errors": 0, "disabled": False, "last_error": "", "device": ""}
     return {
         "ring_path": clock.writer.path if clock.writer is not None else None,
         "steps": clock.steps_written,

@@ -51,7 +51,9 @@ def _create_file(dir_fd: int, name: str, size_bytes: int) -> tuple[int, str]:
         try:
             os.fchmod(fd, 0o600)
             # Real zeros, not a sparse hole: a full tmpfs then fails here, not with SIGBUS mid-training.
-            os.write(fd, bytes(size_bytes))
+            zeros = memoryview(bytes(size_bytes))
+            while zeros:
+                zeros = zeros[os.write(fd, zeros) :]
         except OSError:
             os.close(fd)
             os.unlink(candidate, dir_fd=dir_fd)
