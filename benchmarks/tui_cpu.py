@@ -51,6 +51,17 @@ def measure(argv: list[str], seconds: float, warmup_s: float, columns: int, rows
         tui.close()
 
 
+def gpu_context() -> dict:
+    """What xfertop sees on this box (GPUs and how PCIe is measured), recorded next to the figures."""
+    result = subprocess.run([sys.executable, "-m", "xfertop", "--once", "--json"], capture_output=True,
+                            text=True, timeout=120)
+    if result.returncode != 0:
+        return {"error": result.stderr.strip()}
+    document = json.loads(result.stdout)
+    return {"gpus": [f"{gpu['name']} pcie={gpu['pcie']['method']}" for gpu in document["gpus"]],
+            "driver_error": document["driver"]["error"]}
+
+
 def commands(interval_s: float, include_nvitop: bool) -> dict[str, list[str]]:
     found = {"xfertop": [sys.executable, "-m", "xfertop", "--interval", str(interval_s)]}
     nvitop = shutil.which("nvitop")
@@ -73,6 +84,8 @@ def main() -> int:
     load = subprocess.Popen(shlex.split(args.load), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             stdin=subprocess.DEVNULL) if args.load else None
     results: list[dict] = []
+    context = gpu_context()
+    print(f"GPUs: {context.get('gpus') or context}")
     try:
         for rate_hz in (float(rate) for rate in args.rates_hz.split(",")):
             row: dict = {"rate_hz": rate_hz}
@@ -93,7 +106,8 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"tui_cpu-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps({"size": args.size, "seconds": args.seconds, "load": args.load,
-                                "cpu_count": psutil.cpu_count(), "results": results}, indent=2))
+                                "context": context, "cpu_count": psutil.cpu_count(), "results": results},
+                               indent=2))
     print(f"wrote {path}")
     return 0
 
