@@ -7,9 +7,6 @@ message (coalesced to the latest); the handler stores it in the ViewState and re
 
 from __future__ import annotations
 
-import os
-import signal
-import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -29,14 +26,13 @@ from xfertop.ui.jobs_pane import JobsPane
 from xfertop.ui.messages import GpuStateUpdated, HostStateUpdated, JobsStateUpdated
 from xfertop.ui.process_table import ProcessTable
 from xfertop.ui.sources_bundle import Sources
+from xfertop.ui.terminal_watch import watch_terminal
 from xfertop.ui.view_state import ViewState
 
 #: Below this width the jobs and host panes stack instead of sitting side by side.
 NARROW_COLUMNS = 180
 #: Below this width the jobs table keeps only its essential columns.
 COMPACT_COLUMNS = 110
-#: How often to check that the terminal is still there (a closed SSH session must not spin).
-_TERMINAL_CHECK_S = 5.0
 
 
 class XfertopApp(App[int]):
@@ -87,7 +83,7 @@ class XfertopApp(App[int]):
         self._mounted = True
         self._render_all()
         if not self.is_headless:
-            self._watch_terminal()
+            watch_terminal(self)
 
     def on_unmount(self) -> None:
         self._mounted = False
@@ -185,25 +181,3 @@ class XfertopApp(App[int]):
         from xfertop.ui.gpu_detail import GpuDetailScreen
 
         self.push_screen(GpuDetailScreen(index))
-
-    # -- the terminal going away ------------------------------------------------------------------
-    def _watch_terminal(self) -> None:
-        """Exit quietly on SIGHUP or when stdin stops being a terminal (closed SSH session)."""
-        try:
-            import asyncio
-
-            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.exit)
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass  # not the main thread or no signals here: the periodic check below still works
-        self.set_interval(_TERMINAL_CHECK_S, self._exit_if_terminal_gone)
-
-    def _exit_if_terminal_gone(self) -> None:
-        if not _stdin_is_terminal():
-            self.exit()
-
-
-def _stdin_is_terminal() -> bool:
-    try:
-        return os.isatty(sys.stdin.fileno())
-    except (ValueError, OSError):
-        return False
