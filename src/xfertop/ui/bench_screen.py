@@ -189,6 +189,11 @@ class BenchScreen(Screen[None]):
         )
         self._status(f"{run.overall.upper()} (exit {run.exit_code}) in {run.wall_s:.1f} s  (Escape closes)")
 
+    def on_unmount(self) -> None:
+        """Leaving the screen (or the app) never leaves a benchmark child running."""
+        if self.running and self.client is not None:
+            pass
+
     def action_cancel_or_close(self) -> None:
         if self.running and self.client is not None:
             self._status("cancelling...")

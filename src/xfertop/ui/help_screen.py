@@ -11,23 +11,20 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 HELP_TEXT = """\
-[b]xfertop keys[/b]
-
-  q         quit
-  p         pause / resume the display (sampling goes on)
-  + / -     sample faster / slower (0.25 s to 5 s)
-  tab       move between GPUs, jobs and processes
-  enter     detail of the focused GPU or job rank
-  escape    back
-  ctrl+p    command palette
-  ?         this help
+[b]keys[/b]
+  q        quit                  p        pause / resume the display
+  + / -    sample faster/slower  ?        this help
+  tab      move between GPUs, jobs and processes
+  enter    detail of the focused GPU or job rank     escape  back
+  ctrl+p   command palette (the same actions)
 
 [b]reading it[/b]
-  RX is host to device, TX device to host, against what the link carries now
-  ("of 63.0 (Gen5 x16)"). "sampled" (or "~" on one line) means a 20 ms NVML sample,
-  not all the time. Memory on GPUs is in decimal GB, host memory in binary units.
-  A job's bar: [red]data wait[/red] [yellow]copy[/yellow] [green]compute[/green], as shares of each step.
-  GPU idle is the part of the wait the GPU actually felt.
+  RX is host to device, TX device to host, against what the link carries
+  now: "RX 54.9 GB/s of 63.0 (Gen5 x16)". "sampled" (or "~" on one line)
+  marks a 20 ms NVML sample instead of counters covering all the time.
+  A rank's bar splits each step into [red]input[/red] (GPU idle gap, or the data wait
+  without GPU timing), [yellow]copy[/yellow] and [green]compute[/green].
+  GPU memory is in decimal GB, host memory in binary units.
 
 escape or ? closes this help"""
 
