@@ -24,6 +24,8 @@ _NARROW_COLUMNS = 100
 _ONE_LINE_HEALTH_COLUMNS = 140
 #: Utilisation and memory trend sparklines join the first line from this width on.
 _TREND_COLUMNS, _TREND_CELLS = 120, 16
+#: Below this many chart cells the labels drop "sampled" for a "~" to make room.
+_MIN_CHART_CELLS = 6
 
 
 def _util_style(value: float | None) -> str:
@@ -73,11 +75,13 @@ def _traffic_line(gpu: GpuSnapshot, history_rx: list, history_tx: list, width: i
     """Second line: RX and TX charts, each labelled with the rate against the link's capacity."""
     line = Text("  ")
     scale = link_text.chart_scale_bytes_per_s(gpu.link) or 0.0
-    rx_label = link_text.direction_label("RX", gpu.pcie.rx_bytes_per_s, gpu)
-    tx_label = link_text.direction_label("TX", gpu.pcie.tx_bytes_per_s, gpu)
+    labels = [link_text.direction_label("RX", gpu.pcie.rx_bytes_per_s, gpu),
+              link_text.direction_label("TX", gpu.pcie.tx_bytes_per_s, gpu)]
     half = (width - 2) // 2
-    chart_cells = max(half - max(len(rx_label), len(tx_label)) - 2, 0)
-    for label, values, style in ((rx_label, history_rx, "green"), (tx_label, history_tx, "blue")):
+    if max(len(label) for label in labels) > half - 1 - _MIN_CHART_CELLS:
+        labels = [link_text.short_label(label) for label in labels]
+    chart_cells = max(half - max(len(label) for label in labels) - 2, 0)
+    for label, values, style in zip(labels, (history_rx, history_tx), ("green", "blue"), strict=True):
         line.append(chart.spark(values, scale, chart_cells), style=style)
         line.append(" " + label.ljust(half - chart_cells - 1))
     return line
@@ -120,14 +124,16 @@ class GpuPane(Widget, can_focus=True):
         trends = None
         if width >= _TREND_COLUMNS:
             trends = (history.get(("gpu", gpu.index, "util")), history.get(("gpu", gpu.index, "mem")))
-        first = _first_line(gpu, width, health=not one_line or width >= _ONE_LINE_HEALTH_COLUMNS,
-                            trends=trends)
-        warning = None if gpu.lost_reason else link_text.link_warning(gpu)
+        warning = None if gpu.lost_reason else link_text.short_warning(gpu)
+        # A link warning outranks temperature, power and trends when the line is short.
+        roomy = width >= _ONE_LINE_HEALTH_COLUMNS
+        first = _first_line(gpu, width, health=roomy or not (one_line or warning),
+                            trends=trends if roomy or not warning else None)
         if one_line:
             if not gpu.lost_reason:
                 first.append(_compact_traffic(gpu))
                 if warning:
-                    first.append(" ⚠ slow link", style="bold yellow")
+                    first.append(" ⚠ slow link", style="bold yellow")  # the full words need two lines
             first.truncate(width)
             return first
         if gpu.lost_reason:

@@ -29,5 +29,23 @@ def direction_label(direction: str, rate_bytes_per_s: float | None, snapshot: Gp
     return label
 
 
+def short_label(label: str) -> str:
+    """The same label with "sampled" as a "~" before the figure: "RX ~54.9 GB/s of 63.0 (Gen5 x16)"."""
+    if not label.endswith(" sampled"):
+        return label
+    direction, _, rest = label.removesuffix(" sampled").partition(" ")
+    return f"{direction} ~{rest}"
+
+
 def link_warning(snapshot: GpuSnapshot) -> str | None:
     return pcie_link.link_warning(snapshot.link, snapshot.pcie.rx_bytes_per_s, snapshot.pcie.tx_bytes_per_s)
+
+
+def short_warning(snapshot: GpuSnapshot) -> str | None:
+    """The warning in a few words for the GPU line; the detail view gives the full sentence."""
+    if link_warning(snapshot) is None:
+        return None
+    link = snapshot.link
+    gen_max = link.gen_max if link.gen_max is not None else link.gen_gpu_max
+    now = link_words(link.gen_current, link.width_current)
+    return f"link {now}, can do {link_words(gen_max, link.width_max)}"
