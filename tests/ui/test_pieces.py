@@ -86,7 +86,8 @@ def test_human_bytes() -> None:
 
 
 def test_short_forms_for_narrow_lines() -> None:
-    assert link_text.short_label("RX 54.9 GB/s of 63.0 (Gen5 x16) sampled") == "RX ~54.9 GB/s of 63.0 (Gen5 x16)"
+    sampled = "RX 54.9 GB/s of 63.0 (Gen5 x16) sampled"
+    assert link_text.short_label(sampled) == "RX ~54.9 GB/s of 63.0 (Gen5 x16)"
     assert link_text.short_label("TX 5.0 GB/s of 63.0 (Gen5 x16)") == "TX 5.0 GB/s of 63.0 (Gen5 x16)"
     assert link_text.short_warning(gpu(0, gen=3)) == "link Gen3 x16, can do Gen5 x16"
     assert link_text.short_warning(gpu(0)) is None
