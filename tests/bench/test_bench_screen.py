@@ -95,3 +95,22 @@ def test_the_app_keys_get_ready_made_screens() -> None:
     assert client.argv[-5:] == ["--check", "--backend", "cuda", "--gpu", "1"]
     assert screen.competing_job == "pid 1 train.py"
     assert "--check" not in benchmarks_screen().client_factory().argv
+
+
+async def test_quitting_the_app_mid_run_stops_the_child() -> None:
+    clients: list[BenchClient] = []
+
+    def factory() -> BenchClient:
+        clients.append(_cpu(["sweep"], ["--samples", "100000"]))
+        return clients[-1]
+
+    screen = BenchScreen(factory)
+    app = Host(screen)
+    async with app.run_test() as pilot:
+        for _ in range(200):
+            if screen.query(ProgressBar):
+                break
+            await pilot.pause(0.05)
+        await app.action_quit()
+    proc = clients[0]._proc
+    assert proc is not None and proc.poll() is not None

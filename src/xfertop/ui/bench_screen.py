@@ -192,7 +192,7 @@ class BenchScreen(Screen[None]):
     def on_unmount(self) -> None:
         """Leaving the screen (or the app) never leaves a benchmark child running."""
         if self.running and self.client is not None:
-            pass
+            self.client.cancel()
 
     def action_cancel_or_close(self) -> None:
         if self.running and self.client is not None:
