@@ -47,9 +47,9 @@ async def test_a_live_job_shows_its_rank_verdict_and_detail(demo_job: DemoJob) -
         await pilot.pause()
         table = app.query_one(RankTable)
         assert table.row_count == 1
-        row = [str(cell) for cell in table.get_row_at(0)]
-        assert row[0] == "demo_job.py" and row[2] == "live"
-        assert row[3].endswith("ms") and row[5].endswith("%")
+        row = dict(zip(table.columns_shown, (str(cell) for cell in table.get_row_at(0)), strict=True))
+        assert row["JOB"] == "demo_job.py" and row["STATUS"] == "live"
+        assert row["STEP"].endswith("ms") and row["WAIT"].endswith("%") and row["HISTORY"].strip()
         verdicts = str(app.query_one("#verdicts").render())
         assert verdicts.startswith("demo_job.py: ")
         assert str(demo_job.pid) in app.query_one(ProcessTable).rows
@@ -72,4 +72,6 @@ async def test_a_job_that_ends_is_marked_finished(demo_job: DemoJob) -> None:
         await waiter.wait_for(lambda m: isinstance(m, JobsStateUpdated) and bool(m.state.jobs)
                               and m.state.jobs[0].ranks[0].status == "finished", 30)
         await pilot.pause()
-        assert str(app.query_one(RankTable).get_row_at(0)[2]) == "finished"
+        table = app.query_one(RankTable)
+        status = table.get_row_at(0)[table.columns_shown.index("STATUS")]
+        assert str(status) == "finished"

@@ -10,7 +10,7 @@ from xfertop.ui import chart
 from xfertop.ui.format import NA, human_bytes, ms, rate_gb_per_s
 
 # Flags come before the throughput figures: on a narrow terminal they are what must stay in view.
-COLUMNS = ("JOB", "RANK", "STATUS", "STEP", "BREAKDOWN", "WAIT", "COPY", "COMPUTE", "GPU IDLE",
+COLUMNS = ("JOB", "RANK", "STATUS", "STEP", "HISTORY", "BREAKDOWN", "WAIT", "COPY", "COMPUTE", "GPU IDLE",
            "FLAGS", "SAMPLES/S", "H2D", "PINNED")
 #: What an 80-column terminal keeps: where the time goes and the flags that say why.
 COMPACT_COLUMNS = ("JOB", "RANK", "STATUS", "STEP", "BREAKDOWN", "WAIT", "GPU IDLE", "FLAGS")
@@ -18,6 +18,8 @@ COMPACT_COLUMNS = ("JOB", "RANK", "STATUS", "STEP", "BREAKDOWN", "WAIT", "GPU ID
 #: idle gap when the steps carry GPU timing, else the host's data wait: what the step lost to input.
 SEGMENT_STYLES = {"input": "red", "copy": "yellow", "compute": "green"}
 BAR_CELLS = 16
+#: Recent steps in the HISTORY column: step time, scaled to the slowest of them.
+HISTORY_CELLS = 16
 #: Fewer DataLoader workers than this while waiting for data is worth a flag.
 _FEW_WORKERS = 2
 _WAIT_WORTH_FLAGGING = 0.2
@@ -30,6 +32,11 @@ def breakdown_bar(stats: WindowStats | None, width: int = BAR_CELLS) -> Text:
                             (stats.copy_share, SEGMENT_STYLES["copy"]),
                             (stats.compute_share, SEGMENT_STYLES["compute"])], width)
     return Text.assemble(*pieces)
+
+
+def step_history(rank: RankState, cells: int = HISTORY_CELLS) -> Text:
+    walls = [step.wall_ms for step in rank.steps[-cells:]]
+    return Text(chart.spark(walls, max(walls, default=0.0), cells), style="cyan")
 
 
 def rank_flags(rank: RankState, stats: WindowStats | None) -> list[str]:
@@ -68,13 +75,15 @@ def rank_cells(job: JobState, rank: RankState) -> tuple[str | Text, ...]:
     flags = rank_flags(rank, stats)
     if stats is None:
         # Too few steps for a window yet: say so rather than show figures from a handful of steps.
-        return (job.name, rank_label(rank), _status(rank), "warming up", breakdown_bar(None),
-                NA, NA, NA, NA, ", ".join(flags), NA, NA, human_bytes(rank.pinned_host_bytes))
+        return (job.name, rank_label(rank), _status(rank), "warming up", step_history(rank),
+                breakdown_bar(None), NA, NA, NA, NA, ", ".join(flags), NA, NA,
+                human_bytes(rank.pinned_host_bytes))
     return (
         job.name,
         rank_label(rank),
         _status(rank),
         ms(stats.wall.p50_ms),
+        step_history(rank),
         breakdown_bar(stats),
         _share(stats.data_wait_share),
         _share(stats.copy_share),
