@@ -99,13 +99,16 @@ steps, device = int(sys.argv[1]), torch.device(sys.argv[2])
 loader = DataLoader(TensorDataset(torch.ones(steps * 8, 64)), batch_size=8)
 if device.type == "cuda":
     torch.ones(1, device=device)
-began = time.perf_counter_ns()
-for (batch,) in loader:
-    moved = batch.to(device, non_blocking=True)
-    moved.add_(1.0)
-if device.type == "cuda":
-    torch.cuda.synchronize()
-print(json.dumps({"ns_per_step": (time.perf_counter_ns() - began) / steps}))
+passes = []
+for _ in range(3):  # the fastest of three passes: less noise from other work on the machine
+    began = time.perf_counter_ns()
+    for (batch,) in loader:
+        moved = batch.to(device, non_blocking=True)
+        moved.add_(1.0)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    passes.append((time.perf_counter_ns() - began) / steps)
+print(json.dumps({"ns_per_step": min(passes)}))
 """
 
 
