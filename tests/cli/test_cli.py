@@ -80,3 +80,11 @@ def test_the_viewer_never_imports_torch() -> None:
             "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "[]", result.stderr
+
+
+def test_once_without_json_prints_a_few_readable_lines() -> None:
+    result = _run("--once")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("xfertop snapshot on ")
+    assert not result.stdout.lstrip().startswith("{")
