@@ -18,7 +18,9 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from xfertop.ui.competing import competing_job
 from xfertop.ui.gpu_area import GpuArea
+from xfertop.ui.gpu_pane import GpuPane
 from xfertop.ui.header import HeaderBar
 from xfertop.ui.help_screen import HelpScreen
 from xfertop.ui.host_pane import HostPane
@@ -44,6 +46,8 @@ class XfertopApp(App[int]):
         Binding("plus,equals_sign", "faster", "Faster", key_display="+"),
         Binding("minus", "slower", "Slower", key_display="-"),
         Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("b", "benchmarks", "Bench"),
+        Binding("a", "acceptance", "Check"),
     ]
 
     def __init__(self, sources: Sources, *, interval_s: float = 1.0, start_sources: bool = True,
@@ -165,6 +169,23 @@ class XfertopApp(App[int]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
+    def action_benchmarks(self) -> None:
+        from xfertop.ui.bench_screen import benchmarks_screen  # the bench client only when asked for
+
+        gpu_index = self._selected_gpu()
+        self.push_screen(benchmarks_screen(competing_job(self.view, gpu_index), gpu_index))
+
+    def action_acceptance(self) -> None:
+        from xfertop.ui.bench_screen import acceptance_screen
+
+        gpu_index = self._selected_gpu()
+        self.push_screen(acceptance_screen(competing_job(self.view, gpu_index), gpu_index))
+
+    def _selected_gpu(self) -> int:
+        """The focused GPU pane's GPU, else the first one."""
+        focused = self.focused
+        return focused.index if isinstance(focused, GpuPane) else 0
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Pause or resume", "Freeze the display; sampling goes on",
@@ -172,6 +193,10 @@ class XfertopApp(App[int]):
         yield SystemCommand("Sample faster", "Shorter refresh period (+)", self.action_faster)
         yield SystemCommand("Sample slower", "Longer refresh period (-)", self.action_slower)
         yield SystemCommand("Help", "Keys and how to read the panes (?)", self.action_help)
+        yield SystemCommand("Benchmarks", "PCIe copy microbenchmarks on the selected GPU (b)",
+                            self.action_benchmarks)
+        yield SystemCommand("Acceptance check", "Pass or fail for this box's PCIe path (a)",
+                            self.action_acceptance)
         gpu_state = self.view.gpu
         for gpu in gpu_state.gpus if gpu_state else ():
             yield SystemCommand(f"GPU {gpu.index} detail", f"{gpu.name}: PCIe history, link, health",

@@ -14,6 +14,7 @@ HELP_TEXT = """\
 [b]keys[/b]
   q        quit                  p        pause / resume the display
   + / -    sample faster/slower  ?        this help
+  b        benchmarks            a        acceptance check (on the selected GPU)
   tab      move between GPUs, jobs and processes
   enter    detail of the focused GPU or job rank     escape  back
   ctrl+p   command palette (the same actions)
