@@ -20,12 +20,15 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from xfertop.cli.viewer import build_sources, check_interval, require_terminal, run_tui
+    from xfertop.cli.viewer import ViewerError, build_sources, check_interval, require_terminal, run_tui
     from xfertop.launch.demo import start_demo_job
 
     interval_s = check_interval(args.interval)
     require_terminal()
-    job = start_demo_job(phase_seconds=args.phase_seconds, device=args.device)
+    try:
+        job = start_demo_job(phase_seconds=args.phase_seconds, device=args.device)
+    except OSError as exc:
+        raise ViewerError(f"could not start the demo job: {exc}") from exc
     try:
         sources = build_sources(interval_s, ring_dir=str(job.ring_dir))
         code = run_tui(sources, interval_s)
