@@ -1,6 +1,6 @@
 """Two DDP ranks, each watched: the viewer groups them into one job by TORCHELASTIC_RUN_ID.
 
-    torchrun --nproc_per_node 2 demos/ddp_two_ranks.py             # gloo on CPU when there is no GPU
+    torchrun --nproc_per_node 2 demos/ddp_two_ranks.py             # gloo on CPU unless there are 2 GPUs
     torchrun --nproc_per_node 2 demos/ddp_two_ranks.py --steps 2000
 
 Rank 1 loads its samples twice as slowly, so it is the straggler the viewer should point at.
@@ -22,7 +22,9 @@ import xfertop
 def main() -> None:
     args = parse_args("Two ranks of one DDP job, one of them slower to load.", steps=40)
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    use_cuda = torch.cuda.is_available() and args.device != "cpu"
+    local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    # One GPU per rank, or none: with fewer GPUs than ranks the demo runs on CPU with gloo.
+    use_cuda = args.device != "cpu" and torch.cuda.device_count() >= local_world_size
     if use_cuda:
         torch.cuda.set_device(local_rank)
     dist.init_process_group("nccl" if use_cuda else "gloo")

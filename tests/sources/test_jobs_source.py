@@ -142,6 +142,16 @@ def test_a_reused_pid_counts_as_finished_and_its_file_is_removed_after_grace(tmp
     assert not os.path.exists(writer.path)
 
 
+def test_a_slot_left_half_written_by_a_dead_writer_does_not_block_the_rest(tmp_path: Path) -> None:
+    writer = _writer(tmp_path, steps=5)
+    writer.words[wire.slot_word(writer.capacity, 2) + wire.R_SEQ] |= 1  # died between odd and even
+    source = _source(tmp_path)
+    assert [s.step for s in source.sample_once().jobs[0].ranks[0].steps] == [0, 1]
+    for _ in range(3):
+        rank = source.sample_once().jobs[0].ranks[0]
+    assert [s.step for s in rank.steps] == [0, 1, 3, 4] and rank.steps_lost == 1
+
+
 def test_job_keys_and_names() -> None:
     header = wire.RingHeader(1, 8, 0, 10, 9, 0, 0, 0, 0, 2, "h", "", "n1:29500", "", ("python", "train.py"))
     assert job_key(header) == "master:n1:29500"

@@ -17,6 +17,8 @@ from xfertop import wire
 from xfertop.model.jobs import StepRecord
 
 NS_PER_MS = 1_000_000
+#: Polls a slot may stay half-written before the reader gives up on it and reads on.
+STUCK_POLLS = 3
 
 
 class RingProblem(Exception):
@@ -103,6 +105,8 @@ class RingReader:
         self._next_step = -1
         self._pending: list[int] = []
         self.steps_lost = 0
+        self._stuck_step = -1
+        self._stuck_polls = 0
 
     def still_valid(self) -> bool:
         """False if the file shrank under us (reading the mapping would fault) or was replaced."""
@@ -151,7 +155,7 @@ class RingReader:
         for step in range(self._next_step, write_index):
             body = wire.read_record(words, capacity, step)
             if body is None:
-                if _overwritten(words, capacity, step):
+                if _overwritten(words, capacity, step) or self._stuck_at(step):
                     self.steps_lost += 1
                     self._next_step = step + 1
                     continue
@@ -163,6 +167,13 @@ class RingReader:
             self._next_step = step + 1
             added += 1
         return added
+
+    def _stuck_at(self, step: int) -> bool:
+        """A slot a writer holds for microseconds, still unreadable after a few polls: it died writing it."""
+        if step != self._stuck_step:
+            self._stuck_step, self._stuck_polls = step, 0
+        self._stuck_polls += 1
+        return self._stuck_polls > STUCK_POLLS
 
     def _reread_pending(self, words: memoryview, capacity: int) -> None:
         if not self._pending:
