@@ -90,6 +90,29 @@ def side_by_side(variants: dict[str, Loop], steps: int, rounds: int) -> dict[str
     return result
 
 
+def cuda_event_costs(calls: int) -> dict[str, float]:
+    """Host ns per call: a timing event recorded through the public API, through GpuTimer, and query()."""
+    from xfertop.reporter._gpu_timer import GpuTimer
+
+    timer = GpuTimer(torch, torch.cuda.current_device())
+    public = torch.cuda.Event(enable_timing=True)
+
+    def per_call(action: Callable[[], object]) -> float:
+        action()
+        began = time.perf_counter_ns()
+        for _ in range(calls):
+            action()
+        return (time.perf_counter_ns() - began) / calls
+
+    def ours() -> None:
+        timer.release(timer.record())
+
+    result = {"public_event_record_ns": per_call(public.record), "gpu_timer_record_ns": per_call(ours),
+              "event_query_ns": per_call(public.query)}
+    torch.cuda.synchronize()
+    return result
+
+
 CHILD = """
 import json, sys, time
 import torch
@@ -155,12 +178,15 @@ def main() -> int:
     if torch.cuda.is_available():
         cuda_batch = torch.ones(8, 64).pin_memory()
         result["in_process_cuda"] = side_by_side(loops(torch.device("cuda"), cuda_batch), steps // 2, rounds)
+        result["cuda_event_costs"] = cuda_event_costs(steps // 5)
     child_device = "cuda" if torch.cuda.is_available() else "meta"
     result["xfertop_run"] = run_modes(steps // 5, 3 if args.quick else 5, child_device)
     result["reporter_status"] = xfertop.reporter.status()
     args.out_dir.mkdir(parents=True, exist_ok=True)
     (args.out_dir / "reporter_overhead.json").write_text(json.dumps(result, indent=2))
     print(json.dumps(result, indent=2))
+    for name, value in result.get("cuda_event_costs", {}).items():
+        print(f"cuda_event_costs {name:28} {value / 1000:7.2f} us/call")
     for section in ("in_process_cpu", "in_process_cuda", "xfertop_run"):
         for name, value in result.get(section, {}).items():
             if isinstance(value, dict) and "added_ns_per_step" in value:
