@@ -14,10 +14,17 @@ NO_JOBS = ("no training jobs of this user found. Start one with `xfertop run -- 
            "or try `xfertop demo`.")
 
 
-def verdict_text(state: JobsState) -> Text:
+def verdict_text(state: JobsState, width: int) -> Text:
+    """Each job's verdict and first advice, one line each (cut to ``width``), then ring problems."""
     lines = []
     for job in state.jobs:
-        lines.append(verdict_line(job, verdict_of(job), with_advice=False))
+        verdict = verdict_of(job)
+        lines.append(verdict_line(job, verdict, with_advice=False))
+        if verdict.advice:
+            # The first (most important) advice here; Enter on a rank shows all of it.
+            advice = Text(f"  → {verdict.advice[0]}", style="dim")
+            advice.truncate(width, overflow="ellipsis")
+            lines.append(advice)
     for problem in state.problems:
         lines.append(Text(problem, style="yellow"))
     if state.error:
@@ -85,7 +92,7 @@ class JobsPane(Vertical):
         table = self.rank_table
         table.display = has_jobs
         table.show(state)
-        verdicts = verdict_text(state)
+        verdicts = verdict_text(state, self.content_size.width or 80)
         widget = self.query_one("#verdicts", Static)
         widget.display = bool(verdicts.plain)
         widget.update(verdicts)

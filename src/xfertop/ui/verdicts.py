@@ -15,7 +15,7 @@ def verdict_of(job: JobState) -> Verdict:
 
 
 def verdict_line(job: JobState, verdict: Verdict, with_advice: bool = True) -> Text:
-    """ "train.py: input-bound: the GPU sits idle 41% ...  raise num_workers ..." on one line."""
+    """ "train.py: input-bound: the GPU sits idle 41% ..." (plus every piece of advice, if asked)."""
     line = Text()
     line.append(f"{job.name}: ", style="bold")
     line.append(verdict.headline, style=_SEVERITY_STYLES.get(verdict.severity, "bold"))
