@@ -13,8 +13,9 @@ from types import SimpleNamespace
 
 
 class FakeStream:
-    def __init__(self, gpu: FakeCuda) -> None:
+    def __init__(self, gpu: FakeCuda, stream_id: int) -> None:
         self._gpu = gpu
+        self.stream_id = stream_id
         self.busy_until_ms = 0.0
 
 
@@ -43,11 +44,13 @@ class FakeEvent:
 
 
 class FakeCuda:
-    """Stands in for the ``torch`` module as GpuTimer sees it (``torch.cuda`` only; no ``torch._C``)."""
+    """Stands in for the ``torch`` module as GpuTimer sees it: ``torch.cuda`` and the two ``torch._C``
+    functions it uses (``_cuda_getCurrentStream`` answers (stream id, device index, device type))."""
 
     def __init__(self) -> None:
         self.host_ms = 0.0
-        self.stream = FakeStream(self)
+        self.stream = FakeStream(self, 0)
+        self.current_stream_objects_made = 0
         self.capturing = False
         self.records = 0
         self.queries = 0
@@ -55,11 +58,25 @@ class FakeCuda:
         self.synchronize_calls = 0
         self.cuda = SimpleNamespace(
             Event=lambda enable_timing=False: FakeEvent(self, enable_timing),
-            current_stream=lambda device=None: self.stream,
+            current_stream=self._current_stream,
             is_current_stream_capturing=lambda: self.capturing,
             is_initialized=lambda: True,
             synchronize=self._synchronize,
         )
+
+        self._C = SimpleNamespace(
+            _cuda_getCurrentStream=lambda device_index: (self.stream.stream_id, device_index, 1),
+            _cuda_isCurrentStreamCapturing=lambda: self.capturing,
+        )
+
+    def _current_stream(self, device: int | None = None) -> FakeStream:
+        self.current_stream_objects_made += 1  # the real one builds a Python Stream object each call
+        return self.stream
+
+    def use_stream(self, stream_id: int) -> FakeStream:
+        """Like ``with torch.cuda.stream(s)``: later work and events go to another stream."""
+        self.stream = FakeStream(self, stream_id)
+        return self.stream
 
     def _synchronize(self) -> None:
         self.synchronize_calls += 1

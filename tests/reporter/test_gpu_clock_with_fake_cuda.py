@@ -105,3 +105,15 @@ def test_a_hung_gpu_drops_old_steps_instead_of_growing(clock: StepClock, gpu: Fa
     assert clock.errors == 0
     assert clock.writer is not None
     assert clock.writer.words[wire.H_GPU_DROPPED] >= 30
+
+
+def test_the_stream_object_is_reused_until_another_stream_becomes_current(clock: StepClock,
+                                                                            gpu: FakeCuda) -> None:
+    for _ in range(10):
+        _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=1)
+    assert gpu.current_stream_objects_made == 1
+    side = gpu.use_stream(7)
+    _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=50)
+    clock.before_next()
+    assert gpu.current_stream_objects_made == 2
+    assert side.busy_until_ms > 0 and clock.errors == 0
