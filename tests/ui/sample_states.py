@@ -50,7 +50,7 @@ def host_state(cores: int = 16) -> HostState:
     worker = ProcessStats(pid=TRAIN_PID + 1, name="pt_data_worker", user="alice", cpu_percent=98.0,
                           rss_bytes=2 * GIB, num_threads=4, pinned_bytes=None)
     trainer = ProcessStats(pid=TRAIN_PID, name="python", user="alice", cpu_percent=104.0, rss_bytes=6 * GIB,
-                           num_threads=40, pinned_bytes=GIB, children=(worker,))
+                           num_threads=40, pinned_bytes=None, children=(worker,))
     return HostState(timestamp=FROZEN_TIME, hostname="h200-box", cpu_percent=37.5,
                      cpu_per_core_percent=tuple(float((i * 37) % 100) for i in range(cores)),
                      load_avg=(3.1, 2.8, 2.5), mem_total_bytes=128 * GIB, mem_used_bytes=41 * GIB,

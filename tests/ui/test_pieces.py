@@ -91,3 +91,16 @@ def test_short_forms_for_narrow_lines() -> None:
     assert link_text.short_label("TX 5.0 GB/s of 63.0 (Gen5 x16)") == "TX 5.0 GB/s of 63.0 (Gen5 x16)"
     assert link_text.short_warning(gpu(0, gen=3)) == "link Gen3 x16, can do Gen5 x16"
     assert link_text.short_warning(gpu(0)) is None
+
+
+def test_pinned_of_an_uninstrumented_process_is_an_upper_bound() -> None:
+    view = ViewState()
+    view.apply_gpu(gpu_state(1))
+    host = host_state()
+    trainer = replace(host.processes[0], shmem_rss_bytes=2 * 1024**3)
+    view.apply_host(replace(host, processes=(trainer,)))
+    cells = dict(zip(COLUMNS, dict(process_rows(view))[str(TRAIN_PID)], strict=True))
+    assert cells["PINNED"] == "≤2.0G", "no reporter figure: shared memory bounds pinned memory from above"
+    view.apply_jobs(jobs_state())
+    cells = dict(zip(COLUMNS, dict(process_rows(view))[str(TRAIN_PID)], strict=True))
+    assert cells["PINNED"] == "1.0G", "the reporter's figure wins"

@@ -46,6 +46,18 @@ def _add_job_ranks(view: ViewState, rows: dict[int, _Row]) -> None:
             row.workers = rank.dataloader_workers
 
 
+def _pinned(row: _Row, proc: ProcessStats | None) -> str:
+    """The reporter's pinned figure when the process is a training rank; else the process's resident
+    shared memory as an upper bound ("≤1.0G"): CUDA pinned memory shows up there (docs/host-memory.md)."""
+    if row.pinned_bytes is not None:
+        return human_bytes(row.pinned_bytes)
+    if proc is not None and proc.pinned_bytes is not None:
+        return human_bytes(proc.pinned_bytes)
+    if proc is not None and proc.shmem_rss_bytes:
+        return "≤" + human_bytes(proc.shmem_rss_bytes)
+    return NA
+
+
 def process_rows(view: ViewState) -> list[tuple[str, tuple[str, ...]]]:
     """(row key, cells) for every GPU process and every training rank, GPU processes first."""
     rows: dict[int, _Row] = {}
@@ -57,7 +69,6 @@ def process_rows(view: ViewState) -> list[tuple[str, tuple[str, ...]]]:
         proc = stats.get(pid)
         cpu = f"{proc.cpu_percent:.0f}" if proc and proc.cpu_percent is not None else NA
         workers = row.workers if row.workers is not None else (len(proc.children) if proc else None)
-        pinned = row.pinned_bytes if row.pinned_bytes is not None else (proc.pinned_bytes if proc else None)
         cells = (
             ",".join(row.gpus) or "-",
             str(pid),
@@ -67,7 +78,7 @@ def process_rows(view: ViewState) -> list[tuple[str, tuple[str, ...]]]:
             cpu,
             human_bytes(proc.rss_bytes if proc else None),
             NA if workers is None else str(workers),
-            human_bytes(pinned),
+            _pinned(row, proc),
             row.command or (proc.name if proc else NA),
         )
         result.append((str(pid), cells))
