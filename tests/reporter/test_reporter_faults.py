@@ -18,14 +18,6 @@ from xfertop.reporter._ring_writer import RingDirError, RingWriter, open_private
 from xfertop.sources.jobs import JobsSource
 
 
-@pytest.fixture
-def fresh_clock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StepClock:
-    ring_dir = tmp_path / "rings"
-    clock = StepClock(lambda: RingWriter(str(ring_dir), current_identity()))
-    monkeypatch.setattr(reporter, "_clock", clock)
-    return clock
-
-
 def _boom(*args: object, **kwargs: object) -> None:
     raise RuntimeError("injected failure")
 

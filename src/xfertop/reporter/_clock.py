@@ -173,7 +173,7 @@ class StepClock:
         if writer is None:
             return
         flags = self._flags
-        if flags & wire.F_COPIED and not self._any_pageable:
+        if self._h2d_bytes and not self._any_pageable:  # only host-to-device copies can be pinned
             flags |= wire.F_PINNED
         gpu = self.gpu
         step = self.steps_written

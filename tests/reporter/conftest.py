@@ -1,0 +1,20 @@
+"""A fresh step clock per test, writing its ring under the test's tmp_path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import xfertop.reporter as reporter
+from xfertop.reporter._clock import StepClock
+from xfertop.reporter._identity import current_identity
+from xfertop.reporter._ring_writer import RingWriter
+
+
+@pytest.fixture
+def fresh_clock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StepClock:
+    ring_dir = tmp_path / "rings"
+    clock = StepClock(lambda: RingWriter(str(ring_dir), current_identity()))
+    monkeypatch.setattr(reporter, "_clock", clock)
+    return clock

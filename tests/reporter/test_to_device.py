@@ -1,0 +1,49 @@
+"""to_device moves nested batches like .to() would, and notes what each step copied."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import torch
+
+import xfertop
+from xfertop.model.jobs import StepRecord
+from xfertop.reporter._clock import StepClock
+from xfertop.sources.ring_reader import RingReader
+
+Pair = namedtuple("Pair", "inputs labels")
+
+
+def _steps(clock: StepClock) -> list[StepRecord]:
+    assert clock.writer is not None
+    reader = RingReader(clock.writer.path)
+    reader.poll()
+    return list(reader.steps)
+
+
+def test_nested_batches_keep_their_shape_and_count_every_tensor(fresh_clock: StepClock) -> None:
+    batch = {"pair": Pair(torch.ones(4, 3), torch.zeros(4, dtype=torch.long)),
+             "extra": [torch.ones(2), "caption", 7], "mask": (torch.ones(4),)}
+    for _ in xfertop.watch(range(2)):
+        moved = xfertop.to_device(batch, "meta", non_blocking=False)
+    assert isinstance(moved["pair"], Pair) and moved["pair"].labels.device.type == "meta"
+    assert moved["extra"][1:] == ["caption", 7] and isinstance(moved["mask"], tuple)
+    first = _steps(fresh_clock)[0]
+    assert first.h2d_bytes == 4 * 3 * 4 + 4 * 8 + 2 * 4 + 4 * 4
+    assert first.samples == 0  # the batch of this loop is the range's int
+    assert not first.pinned and not first.pageable_non_blocking  # pageable, but non_blocking was not asked
+
+
+def test_copies_to_the_cpu_are_not_host_to_device(fresh_clock: StepClock) -> None:
+    for batch in xfertop.watch([torch.ones(8, 2)] * 3):
+        xfertop.to_device(batch, "cpu")
+    steps = _steps(fresh_clock)
+    assert [s.samples for s in steps] == [8, 8, 8]
+    assert all(s.h2d_bytes == 0 and not s.pinned and not s.pageable_non_blocking for s in steps)
+
+
+def test_mark_copied_alone_moves_nothing_and_raises_nothing(fresh_clock: StepClock) -> None:
+    for _ in xfertop.watch(range(3)):
+        xfertop.mark_copied()
+        xfertop.mark_copied("meta")
+    assert fresh_clock.errors == 0 and len(_steps(fresh_clock)) == 3
