@@ -51,6 +51,10 @@ class FakeCuda:
         self.host_ms = 0.0
         self.stream = FakeStream(self, 0)
         self.current_stream_objects_made = 0
+        self.initialized = True
+        self.current_device = 0
+        #: Bytes the caching allocator holds per device index (a GPU the process never used holds 0).
+        self.allocated_bytes = [0, 0]
         self.capturing = False
         self.records = 0
         self.queries = 0
@@ -60,7 +64,10 @@ class FakeCuda:
             Event=lambda enable_timing=False: FakeEvent(self, enable_timing),
             current_stream=self._current_stream,
             is_current_stream_capturing=lambda: self.capturing,
-            is_initialized=lambda: True,
+            is_initialized=lambda: self.initialized,
+            current_device=lambda: self.current_device,
+            device_count=lambda: len(self.allocated_bytes),
+            memory_allocated=lambda index: self.allocated_bytes[index],
             synchronize=self._synchronize,
         )
 

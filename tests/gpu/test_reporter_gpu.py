@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 
 import xfertop
 import xfertop.reporter as reporter
+from ring_test_tools import child_env, ranks
 from xfertop.model.jobs import StepRecord
 from xfertop.reporter._clock import StepClock
 from xfertop.reporter._identity import current_identity
@@ -72,6 +75,12 @@ def _batches(count: int, wait_s: float, host_batch: torch.Tensor):  # type: igno
     for _ in range(count):
         time.sleep(wait_s)
         yield host_batch
+
+
+def _for_seconds(seconds: float, batch: torch.Tensor):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        yield batch
 
 
 def _within(measured: float, truth: float, share: float, floor_ms: float = 0.3) -> bool:
@@ -152,3 +161,51 @@ def test_pinned_host_memory_reaches_the_viewer(clock: StepClock) -> None:
     write_result("reporter_gpu_pinned", {"pinned_host_bytes": rank.pinned_host_bytes})
     assert rank.pinned_host_bytes is not None and rank.pinned_host_bytes >= 64 * 2**20
     assert rank.device.startswith("cuda")
+
+
+def test_a_loop_that_copies_by_itself_gets_gpu_timing_within_a_second(clock: StepClock) -> None:
+    cycles_per_ms = _cycles_per_ms()
+    batch = torch.ones(256, 256).pin_memory()
+    for host in xfertop.watch(_for_seconds(2.0, batch)):
+        host.to("cuda", non_blocking=True)  # not through to_device: the reporter must find the GPU itself
+        gpu_busy_ms(cycles_per_ms, 2.0)
+        torch.cuda.synchronize()
+    clock.before_next()
+    timed = [s for s in _steps(clock) if s.compute_gpu_ms is not None]
+    write_result("reporter_gpu_found_device", {"steps_with_gpu_timing": len(timed), "device": clock.device})
+    assert clock.device.startswith("cuda") and len(timed) > 10
+    assert _within(statistics.median(s.compute_gpu_ms for s in timed), 2.0, 0.10)  # type: ignore[misc]
+
+
+XFERTOP_RUN_CUDA_JOB = """
+import time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+loader = DataLoader(TensorDataset(torch.ones(4000, 64)), batch_size=8, pin_memory=True)
+deadline = time.monotonic() + 2.5
+while time.monotonic() < deadline:
+    for (batch,) in loader:
+        batch.to("cuda", non_blocking=True).mul_(2)
+        torch.cuda.synchronize()
+        if time.monotonic() > deadline:
+            break
+"""
+
+
+def test_xfertop_run_times_a_cuda_job_without_code_change(tmp_path: Path) -> None:
+    script = tmp_path / "job.py"
+    script.write_text(XFERTOP_RUN_CUDA_JOB)
+    for copy_timing in ([], ["--copy-timing"]):
+        rings = tmp_path / f"rings{len(copy_timing)}"
+        command = [sys.executable, "-m", "xfertop.cli.run", *copy_timing, "--", sys.executable, str(script)]
+        result = subprocess.run(command, env=child_env(rings), capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        [rank] = ranks(JobsSource(ring_dir=str(rings)))
+        timed = [s for s in rank.steps if s.gpu_idle_ms is not None]
+        write_result(f"reporter_gpu_xfertop_run{'_copy_timing' if copy_timing else ''}",
+                     {"steps": len(rank.steps), "steps_with_gpu_timing": len(timed),
+                      "pinned_steps": sum(s.pinned for s in rank.steps)})
+        assert len(timed) > 10 and rank.device.startswith("cuda")
+        if copy_timing:
+            assert sum(s.pinned and s.h2d_bytes == 8 * 64 * 4 for s in rank.steps) > 10

@@ -12,7 +12,7 @@ import pytest
 from fakes.fake_cuda import FakeCuda
 from xfertop import wire
 from xfertop.model.jobs import StepRecord
-from xfertop.reporter._clock import StepClock
+from xfertop.reporter._clock import StepClock, cuda_device_in_use
 from xfertop.reporter._gpu_timer import GpuTimer
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
@@ -117,3 +117,15 @@ def test_the_stream_object_is_reused_until_another_stream_becomes_current(clock:
     clock.before_next()
     assert gpu.current_stream_objects_made == 2
     assert side.busy_until_ms > 0 and clock.errors == 0
+
+
+def test_the_gpu_in_use_is_found_without_a_copy_but_never_guessed() -> None:
+    gpu = FakeCuda()
+    assert cuda_device_in_use(gpu, None) is None  # nothing allocated anywhere: no context opened
+    gpu.allocated_bytes[1] = 1 << 20
+    assert cuda_device_in_use(gpu, "1") == 1  # a DDP rank computing on cuda:1 without set_device
+    assert cuda_device_in_use(gpu, "0") is None  # current device 0 holds nothing of ours
+    gpu.allocated_bytes[0] = 1 << 20
+    assert cuda_device_in_use(gpu, None) == 0
+    gpu.initialized = False
+    assert cuda_device_in_use(gpu, None) is None

@@ -8,6 +8,7 @@ CUDA events have completed. Every method is fail-open: an internal error is coun
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -244,6 +245,11 @@ class StepClock:
             writer.set_word(wire.H_PINNED_ACTIVE_BYTES, pinned[1])
         if self._ticks % LINK_CHECK_EVERY_TICKS == 0:
             writer.recreate_if_unlinked()
+        if self.gpu is None:
+            torch = sys.modules.get("torch")
+            index = None if torch is None else cuda_device_in_use(torch, os.environ.get("LOCAL_RANK"))
+            if index is not None:
+                self._use_cuda_device(index)
 
     def close(self) -> None:
         try:
@@ -251,6 +257,23 @@ class StepClock:
                 self.writer.close()
         except Exception as exc:
             self.fail(exc)
+
+
+def cuda_device_in_use(torch: Any, local_rank: str | None) -> int | None:
+    """The GPU this process computes on, when nothing told us (no to_device, no CUDA batch), or None.
+
+    Only a device that already holds this process's tensors is taken, so the clock never opens a CUDA
+    context on a GPU the job does not use (every DDP rank on GPU 0). LOCAL_RANK is asked first.
+    """
+    cuda = torch.cuda
+    if not cuda.is_initialized():
+        return None
+    candidates = [int(local_rank)] if local_rank and local_rank.isdigit() else []
+    candidates.append(cuda.current_device())
+    for index in candidates:
+        if 0 <= index < cuda.device_count() and cuda.memory_allocated(index) > 0:
+            return index
+    return None
 
 
 def _first_leaf(batch: Any) -> Any:
