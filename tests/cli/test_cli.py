@@ -53,11 +53,12 @@ def test_expected_failures_are_one_line_not_a_traceback(args: tuple[str, ...], w
     assert result.stderr.count("\n") == 1
 
 
-def test_tui_quits_on_q() -> None:
+@pytest.mark.parametrize("key", [b"q", b"\x03"], ids=["q", "ctrl+c"])
+def test_tui_quits_on_q_and_ctrl_c(key: bytes) -> None:
     tui = PtyProcess(XFERTOP, columns=80, rows=24)
     try:
         assert tui.wait_for_output(b"processes", timeout_s=30) is not None, bytes(tui.output[-2000:])
-        tui.send(b"q")
+        tui.send(key)
         assert tui.wait(timeout_s=20) == 0
         assert b"Traceback" not in tui.output
     finally:

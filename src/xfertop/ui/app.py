@@ -42,6 +42,8 @@ class XfertopApp(App[int]):
     TITLE = "xfertop"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
+        # A monitor is left with ctrl+c as often as with q (Textual would otherwise only hint at ctrl+q).
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("p", "toggle_pause", "Pause"),
         Binding("plus,equals_sign", "faster", "Faster", key_display="+"),
         Binding("minus", "slower", "Slower", key_display="-"),
