@@ -252,6 +252,18 @@ def ring_dir_path(environ: dict[str, str] | None = None) -> str:
     return f"/tmp/xfertop-{os.getuid()}"
 
 
+def ring_dir_candidates(environ: dict[str, str] | None = None) -> list[str]:
+    """Every directory a job of this user may have written to: ring_dir_path() first, then the other
+    defaults ($XDG_RUNTIME_DIR/xfertop, /run/user/<uid>/xfertop, /tmp/xfertop-<uid>). Only
+    $XFERTOP_DIR, when set, stands alone."""
+    env = os.environ if environ is None else environ
+    first = ring_dir_path(env)
+    if env.get("XFERTOP_DIR"):
+        return [first]
+    candidates = [first, f"/run/user/{os.getuid()}/xfertop", f"/tmp/xfertop-{os.getuid()}"]
+    return list(dict.fromkeys(os.path.normpath(path) for path in candidates))
+
+
 def ring_dir_problem(path: str, st: os.stat_result) -> str | None:
     """Why a directory (lstat result) must not hold rings, as a sentence; None if it is private and ours."""
     if stat.S_ISLNK(st.st_mode):

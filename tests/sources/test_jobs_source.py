@@ -152,6 +152,26 @@ def test_a_slot_left_half_written_by_a_dead_writer_does_not_block_the_rest(tmp_p
     assert [s.step for s in rank.steps] == [0, 1, 3, 4] and rank.steps_lost == 1
 
 
+def test_without_xfertop_dir_every_default_place_is_read(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("XFERTOP_DIR", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "runtime"))
+    candidates = wire.ring_dir_candidates()
+    assert candidates[0] == str(tmp_path / "runtime" / "xfertop")
+    assert f"/tmp/xfertop-{os.getuid()}" in candidates
+    assert wire.ring_dir_candidates({"XFERTOP_DIR": "/x"}) == ["/x"]
+    source = JobsSource()
+    source.ring_dirs = [str(tmp_path / "runtime" / "xfertop"), str(tmp_path / "from-cron")]
+    _writer(tmp_path / "from-cron", steps=2)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "linked").symlink_to(tmp_path / "elsewhere")
+    source.ring_dirs.append(str(tmp_path / "linked"))
+    state = source.sample_once()
+    assert len(state.jobs) == 1 and state.error is None
+    assert state.ring_dir == str(tmp_path / "runtime" / "xfertop")
+    assert any("is a symbolic link; refusing to use it" in p for p in state.problems)
+
+
 def test_job_keys_and_names() -> None:
     header = wire.RingHeader(1, 8, 0, 10, 9, 0, 0, 0, 0, 2, "h", "", "n1:29500", "", ("python", "train.py"))
     assert job_key(header) == "master:n1:29500"

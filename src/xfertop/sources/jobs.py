@@ -57,7 +57,11 @@ class JobsSource(PollingSource[JobsState]):
     def __init__(self, interval_s: float = 0.1, ring_dir: str | None = None, stall_after_s: float = 5.0,
                  finished_grace_s: float = 60.0, monotonic: Callable[[], float] = time.monotonic) -> None:
         super().__init__(interval_s)
+        #: Where this viewer's own environment puts rings (JobsState.ring_dir) ...
         self.ring_dir = ring_dir or wire.ring_dir_path()
+        #: ... and every directory read: without XFERTOP_DIR, also the other default places, because a
+        #: job started from cron, a container or another session may not share our XDG_RUNTIME_DIR.
+        self.ring_dirs = [ring_dir] if ring_dir else wire.ring_dir_candidates()
         self.stall_after_s = stall_after_s
         self.finished_grace_s = finished_grace_s
         self._monotonic = monotonic
@@ -66,28 +70,35 @@ class JobsSource(PollingSource[JobsState]):
         self._dead_since: dict[str, float] = {}
 
     def sample(self) -> JobsState:
-        try:
-            dir_stat = os.lstat(self.ring_dir)
-        except FileNotFoundError:
-            self._forget_all()
-            return JobsState(time.time(), (), self.ring_dir)
-        except OSError as exc:
-            return JobsState(time.time(), (), self.ring_dir, error=f"cannot read {self.ring_dir}: {exc}")
-        problem = wire.ring_dir_problem(self.ring_dir, dir_stat)
-        if problem:
-            self._forget_all()
-            return JobsState(time.time(), (), self.ring_dir, error=problem)
         problems: list[str] = []
         ranks: list[RankState] = []
         seen: set[str] = set()
+        error = None
+        for ring_dir in self.ring_dirs:
+            trouble = self._scan(ring_dir, ranks, problems, seen)
+            if trouble and ring_dir == self.ring_dir:
+                error = trouble
+            elif trouble:
+                problems.append(trouble)
+        for path in set(self._readers) - seen:
+            self._forget(path)
+        return JobsState(time.time(), _group(ranks), self.ring_dir, tuple(problems), error)
+
+    def _scan(self, ring_dir: str, ranks: list[RankState], problems: list[str], seen: set[str]) -> str | None:
+        """Read every ring in one directory; a sentence if the directory itself cannot be used."""
         try:
-            names = sorted(os.listdir(self.ring_dir))
+            problem = wire.ring_dir_problem(ring_dir, os.lstat(ring_dir))
+            if problem:
+                return problem
+            names = sorted(os.listdir(ring_dir))
+        except FileNotFoundError:
+            return None  # no job has written here yet
         except OSError as exc:
-            return JobsState(time.time(), (), self.ring_dir, error=f"cannot list {self.ring_dir}: {exc}")
+            return f"cannot read ring directory {ring_dir}: {exc.strerror or exc}"
         for name in names:
             if not name.endswith(wire.RING_SUFFIX):
                 continue
-            path = os.path.join(self.ring_dir, name)
+            path = os.path.join(ring_dir, name)
             seen.add(path)
             try:
                 rank = self._read_one(path, problems)
@@ -97,9 +108,7 @@ class JobsSource(PollingSource[JobsState]):
                 continue
             if rank is not None:
                 ranks.append(rank)
-        for path in set(self._readers) - seen:
-            self._forget(path)
-        return JobsState(time.time(), _group(ranks), self.ring_dir, tuple(problems))
+        return None
 
     def _read_one(self, path: str, problems: list[str]) -> RankState | None:
         reader = self._reader_for(path, problems)

@@ -144,13 +144,14 @@ class RingReader:
         assert words is not None
         capacity = self.header.capacity
         write_index = words[wire.H_WRITE_INDEX]
+        # The oldest step still held shares its slot with the step being written next: skip it.
+        oldest_safe = max(0, write_index - capacity + 1)
         if self._next_step < 0 or write_index < self._next_step:
-            self._next_step = max(0, write_index - capacity)  # a late viewer still gets the history
+            self._next_step = oldest_safe  # a late viewer still gets the history
         self._reread_pending(words, capacity)
-        if write_index - self._next_step > capacity:
-            oldest_available = write_index - capacity
-            self.steps_lost += oldest_available - self._next_step
-            self._next_step = oldest_available
+        if self._next_step < oldest_safe:
+            self.steps_lost += oldest_safe - self._next_step
+            self._next_step = oldest_safe
         added = 0
         for step in range(self._next_step, write_index):
             body = wire.read_record(words, capacity, step)
