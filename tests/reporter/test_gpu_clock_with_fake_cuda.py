@@ -66,12 +66,13 @@ def test_a_starved_loop_shows_the_wait_as_gpu_idle(clock: StepClock, gpu: FakeCu
 
 def test_queued_work_hides_the_wait(clock: StepClock, gpu: FakeCuda) -> None:
     for _ in range(12):
-        _step(clock, gpu, wait_ms=5, copy_ms=1, compute_ms=30)  # the GPU is always 30 ms behind
-    gpu.host_work(1000)
-    for _ in range(2):
-        _step(clock, gpu, wait_ms=5, copy_ms=1, compute_ms=30)
-    steps = [s for s in _steps(clock)[2:10] if s.gpu_idle_ms is not None]
-    assert steps and all(s.gpu_idle_ms == pytest.approx(0.0) for s in steps)
+        _step(clock, gpu, wait_ms=5, copy_ms=1, compute_ms=30)  # the GPU falls further behind each step
+    clock.before_next()
+    gpu.host_work(1000)  # the GPU catches up; at exit the clock resolves what has completed
+    clock.resolve_pending()
+    steps = _steps(clock)
+    assert all(s.compute_gpu_ms is None for s in steps[:4])  # dropped: more than 8 steps pending
+    assert all(s.gpu_idle_ms == pytest.approx(0.0) for s in steps[5:12]), steps
     assert all(s.data_wait_ms >= 0 for s in steps)
 
 

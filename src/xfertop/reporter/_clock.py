@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from xfertop import wire
-from xfertop.reporter._gpu_timer import GpuTimer, PendingStep
+from xfertop.reporter._gpu_timer import MAX_RESOLVED_PER_BOUNDARY, GpuTimer, PendingStep
 from xfertop.reporter._host_memory import pinned_host_bytes
 from xfertop.reporter._ring_writer import RingWriter
 
@@ -251,7 +251,19 @@ class StepClock:
             if index is not None:
                 self._use_cuda_device(index)
 
+    def resolve_pending(self) -> None:
+        """Patch in the GPU times of every pending step whose events have completed; never waits."""
+        try:
+            gpu = self.gpu
+            if gpu is not None and self.writer is not None:
+                for _ in range(gpu.max_pending // MAX_RESOLVED_PER_BOUNDARY + 1):
+                    gpu.resolve(self._on_resolved)
+        except Exception as exc:
+            self.fail(exc)
+
     def close(self) -> None:
+        """At exit: resolve what the GPU has finished, then mark the ring closed."""
+        self.resolve_pending()
         try:
             if self.writer is not None:
                 self.writer.close()
