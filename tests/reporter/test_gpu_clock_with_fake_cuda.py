@@ -71,8 +71,8 @@ def test_queued_work_hides_the_wait(clock: StepClock, gpu: FakeCuda) -> None:
     gpu.host_work(1000)  # the GPU catches up; at exit the clock resolves what has completed
     clock.resolve_pending()
     steps = _steps(clock)
-    assert all(s.compute_gpu_ms is None for s in steps[:4])  # dropped: more than 8 steps pending
-    assert all(s.gpu_idle_ms == pytest.approx(0.0) for s in steps[5:12]), steps
+    assert all(s.compute_gpu_ms is None for s in steps[1:4])  # dropped: more than 8 steps pending
+    assert all(s.gpu_idle_ms == pytest.approx(0.0) for s in steps[4:12]), steps
     assert all(s.data_wait_ms >= 0 for s in steps)
 
 
