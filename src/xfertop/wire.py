@@ -241,6 +241,34 @@ def process_start_ticks(pid: int | str = "self") -> int:
     return int(text[text.rindex(b")") + 2 :].split()[19])
 
 
+def read_records(words: memoryview, capacity: int, first_step: int, count: int) -> list[list[int] | None]:
+    """Records ``first_step`` .. ``first_step + count - 1`` in a few bulk copies, each checked under its
+    seqlock as ``read_record`` does (sequence words before, bodies, sequence words after); None where a
+    record was being written, torn or overwritten (ask ``read_record`` again for those)."""
+    found: list[list[int] | None] = []
+    step = first_step
+    remaining = min(count, capacity)
+    while remaining > 0:
+        slot = step % capacity
+        run = min(remaining, capacity - slot)
+        base = HEADER_BYTES // 8 + slot * RECORD_WORDS
+        end = base + run * RECORD_WORDS
+        seqs_before = words[base:end:RECORD_WORDS].tolist()
+        flat = words[base:end].tolist()
+        seqs_after = words[base:end:RECORD_WORDS].tolist()
+        for index in range(run):
+            seq = seqs_before[index]
+            offset = index * RECORD_WORDS
+            torn = seq & 1 or seq != seqs_after[index] or flat[offset] != seq
+            if torn or flat[offset + R_STEP] != step + index:
+                found.append(None)
+            else:
+                found.append(flat[offset : offset + RECORD_WORDS])
+        step += run
+        remaining -= run
+    return found
+
+
 # -- the ring directory (both sides) ------------------------------------------------------------------
 def ring_dir_path(environ: dict[str, str] | None = None) -> str:
     """$XFERTOP_DIR, else $XDG_RUNTIME_DIR/xfertop, else /tmp/xfertop-<uid>."""

@@ -42,15 +42,19 @@ def _ms(value_ns: int) -> float | None:
 
 def to_step_record(body: list[int]) -> StepRecord:
     flags = body[wire.R_FLAGS]
-    resolved = bool(flags & wire.F_GPU_RESOLVED)
+    copy_gpu_ms = compute_gpu_ms = gpu_idle_ms = None
+    if flags & wire.F_GPU_RESOLVED:
+        copy_gpu_ms = _ms(body[wire.R_COPY_GPU_NS])
+        compute_gpu_ms = _ms(body[wire.R_COMPUTE_GPU_NS])
+        gpu_idle_ms = _ms(body[wire.R_GPU_IDLE_NS])
     return StepRecord(
         step=body[wire.R_STEP],
         wall_ms=body[wire.R_WALL_NS] / NS_PER_MS,
         data_wait_ms=body[wire.R_DATA_WAIT_NS] / NS_PER_MS,
         copy_cpu_ms=body[wire.R_COPY_CPU_NS] / NS_PER_MS,
-        copy_gpu_ms=_ms(body[wire.R_COPY_GPU_NS]) if resolved else None,
-        compute_gpu_ms=_ms(body[wire.R_COMPUTE_GPU_NS]) if resolved else None,
-        gpu_idle_ms=_ms(body[wire.R_GPU_IDLE_NS]) if resolved else None,
+        copy_gpu_ms=copy_gpu_ms,
+        compute_gpu_ms=compute_gpu_ms,
+        gpu_idle_ms=gpu_idle_ms,
         h2d_bytes=body[wire.R_H2D_BYTES],
         samples=body[wire.R_SAMPLES],
         pinned=bool(flags & wire.F_PINNED),
@@ -153,8 +157,10 @@ class RingReader:
             self.steps_lost += oldest_safe - self._next_step
             self._next_step = oldest_safe
         added = 0
-        for step in range(self._next_step, write_index):
-            body = wire.read_record(words, capacity, step)
+        first = self._next_step
+        bodies = wire.read_records(words, capacity, first, write_index - first)
+        for step, bulk_body in enumerate(bodies, start=first):
+            body = bulk_body if bulk_body is not None else wire.read_record(words, capacity, step)
             if body is None:
                 if _overwritten(words, capacity, step) or self._stuck_at(step):
                     self.steps_lost += 1
