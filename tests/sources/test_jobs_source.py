@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from xfertop import wire
+from xfertop.model.jobs import StepRecord
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
 from xfertop.sources.jobs import JobsSource, job_key, job_name
+from xfertop.sources.ring_reader import to_step_record
 
 
 def _writer(ring_dir: Path, steps: int = 0, **identity_changes: object) -> RingWriter:
@@ -170,6 +172,23 @@ def test_without_xfertop_dir_every_default_place_is_read(tmp_path: Path,
     assert len(state.jobs) == 1 and state.error is None
     assert state.ring_dir == str(tmp_path / "runtime" / "xfertop")
     assert any("is a symbolic link; refusing to use it" in p for p in state.problems)
+
+
+def test_every_record_field_lands_in_its_step_record_field() -> None:
+    body = [0] * wire.RECORD_WORDS
+    values = {wire.R_STEP: 3, wire.R_START_NS: 11, wire.R_WALL_NS: 5_000_000, wire.R_DATA_WAIT_NS: 2_000_000,
+              wire.R_COPY_CPU_NS: 1_000_000, wire.R_COPY_GPU_NS: 3_000_000, wire.R_COMPUTE_GPU_NS: 4_000_000,
+              wire.R_GPU_IDLE_NS: 6_000_000, wire.R_H2D_BYTES: 77, wire.R_SAMPLES: 9,
+              wire.R_FLAGS: wire.F_GPU_RESOLVED | wire.F_PAGEABLE_NON_BLOCKING}
+    for word, value in values.items():
+        body[word] = value
+    assert to_step_record(body) == StepRecord(
+        step=3, wall_ms=5.0, data_wait_ms=2.0, copy_cpu_ms=1.0, copy_gpu_ms=3.0, compute_gpu_ms=4.0,
+        gpu_idle_ms=6.0, h2d_bytes=77, samples=9, pinned=False, pageable_non_blocking=True,
+        start_monotonic_ns=11)
+    body[wire.R_FLAGS] = wire.F_PINNED | wire.F_GPU_PENDING
+    pending = to_step_record(body)
+    assert pending.pinned and pending.copy_gpu_ms is None and pending.gpu_idle_ms is None
 
 
 def test_job_keys_and_names() -> None:
