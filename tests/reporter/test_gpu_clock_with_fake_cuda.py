@@ -130,3 +130,18 @@ def test_the_gpu_in_use_is_found_without_a_copy_but_never_guessed() -> None:
     assert cuda_device_in_use(gpu, None) == 0
     gpu.initialized = False
     assert cuda_device_in_use(gpu, None) is None
+
+
+def test_a_failing_cuda_call_is_counted_and_the_loop_goes_on(clock: StepClock, gpu: FakeCuda,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from fakes.fake_cuda import FakeEvent
+
+    def broken_record(self: FakeEvent, stream: object = None) -> None:
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(FakeEvent, "record", broken_record)
+    for _ in range(30):
+        _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=1)
+    clock.before_next()
+    assert clock.disabled and clock.errors == 10
+    assert "illegal memory access" in clock.last_error
