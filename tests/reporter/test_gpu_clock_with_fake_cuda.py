@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fakes.fake_cuda import FakeCuda
+from fakes.fake_cuda import FakeCuda, FakeEvent
 from xfertop import wire
 from xfertop.model.jobs import StepRecord
 from xfertop.reporter._clock import StepClock, cuda_device_in_use
@@ -134,8 +134,6 @@ def test_the_gpu_in_use_is_found_without_a_copy_but_never_guessed() -> None:
 
 def test_a_failing_cuda_call_is_counted_and_the_loop_goes_on(clock: StepClock, gpu: FakeCuda,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from fakes.fake_cuda import FakeEvent
-
     def broken_record(self: FakeEvent, stream: object = None) -> None:
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
