@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import namedtuple
 
 import torch
@@ -47,3 +48,18 @@ def test_mark_copied_alone_moves_nothing_and_raises_nothing(fresh_clock: StepClo
         xfertop.mark_copied()
         xfertop.mark_copied("meta")
     assert fresh_clock.errors == 0 and len(_steps(fresh_clock)) == 3
+
+
+def test_a_step_block_inside_a_watched_loop_leaves_the_boundaries_to_the_loop(fresh_clock: StepClock) -> None:
+    for _ in xfertop.watch(range(4)):
+        with xfertop.step(), xfertop.step():
+            pass
+    assert [s.step for s in _steps(fresh_clock)] == [0, 1, 2, 3]
+    with xfertop.step():  # nested blocks on their own: the outermost is the step
+        with xfertop.step():
+            pass
+        busy_until = time.perf_counter() + 0.005
+        while time.perf_counter() < busy_until:
+            pass
+    steps = _steps(fresh_clock)
+    assert len(steps) == 5 and steps[-1].wall_ms >= 5.0 and fresh_clock.errors == 0

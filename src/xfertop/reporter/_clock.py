@@ -53,6 +53,7 @@ class StepClock:
         self._wait_began_ns = 0
         self._last_exit_ns = 0
         self._last_target: Any = None
+        self._block_depth = 0  # step() blocks open around the current step (0: not theirs)
         self._next_tick_ns = 0
         self._ticks = 0
 
@@ -110,16 +111,25 @@ class StepClock:
                 self._start()
                 if self.disabled:
                     return
+            if self._block_depth:
+                self._block_depth += 1  # nested: the outermost block is the step
+                return
             if self._open:
-                return  # already inside a step (nested or mixed with watch()): the outer one counts
+                return  # inside a watch() step: the loop owns the boundaries
             start = self._last_exit_ns or now
             self._open_step(start, now - start, None)
+            self._block_depth = 1
         except Exception as exc:
             self.fail(exc)
 
     def exit_step(self) -> None:
         now = _now_ns()
         try:
+            if not self._block_depth:
+                return  # this block did not open the step: leave it to its owner
+            self._block_depth -= 1
+            if self._block_depth:
+                return
             if self._open:
                 self._close(now)
             self._last_exit_ns = now
