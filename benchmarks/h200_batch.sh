@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Every GPU figure in docs/ comes from this script, run on the lent H200 machine through the device
+# tool from the repository root, with the wheels of the packages that machine lacks in .whl/:
+#   bash benchmarks/h200_batch.sh STAGE      (STAGE: tests | bench | viewer)
+# Results land in $OUT/results-STAGE.tgz (logs and JSON); docs/measurements/ keeps what we quote.
+set -u
+stage=${1:?stage}
+res=/tmp/res-$stage; mkdir -p "$res"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+  > "$res/pip.txt" 2>&1 || echo "wheel install failed (see pip.txt)"
+export PYTHONPATH=/tmp/site:$PWD/src PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 XFERTOP_RESULTS_DIR=$res
+export XFERTOP_RECORDS=$res/records; mkdir -p "$XFERTOP_RECORDS"
+step() { local name=$1; shift; local t0=$(date +%s); echo "== $name: $*"; timeout "${LIMIT:-300}" "$@" > "$res/$name.txt" 2>&1; local rc=$?; echo "   rc=$rc $(( $(date +%s) - t0 ))s"; tail -n "${TAILN:-6}" "$res/$name.txt"; }
+{ nvidia-smi; python3 -c "import torch, textual, rich; print(torch.__version__, textual.__version__, rich.__version__)"; } > "$res/machine.txt" 2>&1
+case $stage in
+  tests)
+    LIMIT=420 TAILN=25 step pytest_gpu python3 -m pytest -m gpu tests/gpu -v -p no:cacheprovider --deselect tests/gpu/test_viewer_gpu.py
+    step proc_pinned python3 benchmarks/proc_pinned_probe.py "$res/proc_pinned"
+    step capture_sysfs python3 benchmarks/capture_sysfs.py "$res/sysfs" --name h200
+    step pcie_coverage python3 benchmarks/pcie_coverage.py "$res/pcie_coverage" --seconds 20
+    ;;
+  bench)
+    TAILN=12 step cuda_ref python3 benchmarks/bench_vs_cuda_reference.py --json "$res/cuda_ref.json"
+    TAILN=40 step check bash -c "s=\$(date +%s.%N); python3 -m xfertop check --records $res/records; rc=\$?; e=\$(date +%s.%N); python3 -c \"print('check wall s', \$e-\$s)\"; exit \$rc"
+    LIMIT=240 TAILN=30 step reporter_overhead python3 benchmarks/reporter_overhead.py "$res/reporter_overhead"
+    step ring_ingest python3 benchmarks/ring_ingest.py "$res/ring_ingest" --seconds 30
+    ;;
+  viewer)
+    step once bash -c "python3 -m xfertop --once --json | head -80"
+    step startup python3 benchmarks/startup.py --runs 7 --out "$res/startup"
+    LIMIT=260 TAILN=20 step tui_cpu python3 benchmarks/tui_cpu.py --seconds 40 --rates-hz 1,4 --out "$res/tui_cpu" --load "python3 -m xfertop.launch.demo_job --phase-seconds 600 --device cuda"
+    step pytest_viewer python3 -m pytest -m gpu tests/gpu/test_viewer_gpu.py -p no:cacheprovider
+    TAILN=12 step attach_cost python3 benchmarks/attach_cost.py "$res/attach_cost" --device cuda --pairs 5 --block-s 5 --blocking
+    ;;
+esac
+tar czf "$OUT/results-$stage.tgz" -C "$res" .
