@@ -38,6 +38,10 @@ def test_once_json_is_one_schema_conforming_document() -> None:
     if not document["gpus"]:
         assert "no NVIDIA driver" in document["driver"]["error"] or document["driver"]["error"]
     assert document["host"]["hostname"]
+    topology = document["topology"]
+    assert topology["numa_cpus"] and isinstance(topology["warnings"], list)
+    if not topology["gpus"]:
+        assert topology["error"].startswith("no NVIDIA GPU found")
 
 
 @pytest.mark.parametrize(("args", "words"), [

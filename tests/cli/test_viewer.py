@@ -7,11 +7,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from fakes.fake_pynvml import FakeGpu, FakePynvml
-from xfertop.cli.viewer import watch_interesting_pids
+from xfertop.cli.viewer import build_sources, watch_interesting_pids
 from xfertop.sources.gpu import GpuSource
 from xfertop.sources.host import HostSource
 from xfertop.sources.jobs import JobsSource
 from xfertop.sources.nvml_api import NvmlApi
+from xfertop.sources.topology import TopologySource
 
 
 def test_gpu_processes_are_detailed_by_the_host_source(tmp_path: Path) -> None:
@@ -32,3 +33,33 @@ def test_gpu_processes_are_detailed_by_the_host_source(tmp_path: Path) -> None:
     finally:
         gpu.stop()
         gpu.close()
+
+
+def test_the_jobs_source_keeps_its_own_pace_whatever_the_refresh_interval() -> None:
+    sources = build_sources(interval_s=2.0)
+    try:
+        assert sources.gpu is not None and sources.host is not None and sources.jobs is not None
+        assert sources.gpu.interval_s == sources.host.interval_s == 2.0
+        assert sources.jobs.interval_s == 0.1
+        assert sources.topology is not None and sources.topology.interval_s == 5.0
+        sources.set_interval_s(0.5)
+        assert sources.gpu.interval_s == 0.5 and sources.jobs.interval_s == 0.1
+        assert sources.topology.interval_s == 5.0
+    finally:
+        sources.stop()
+
+
+def test_gpu_processes_are_placed_by_the_topology_source(tmp_path: Path) -> None:
+    me = os.getpid()
+    nvml = FakePynvml([FakeGpu(0, processes=[SimpleNamespace(pid=me, usedGpuMemory=2 * 10**9)])])
+    gpu = GpuSource(api=NvmlApi(lib=nvml), first_window_s=0.0)
+    jobs = JobsSource(ring_dir=str(tmp_path / "rings"))
+    topology = TopologySource()
+    watch_interesting_pids(gpu, HostSource(), jobs, topology)
+    try:
+        assert topology.sample_once().processes == ()
+        gpu.sample_once()
+        [placed] = topology.sample_once().processes
+        assert placed.pid == me and placed.allowed_cpus == tuple(sorted(os.sched_getaffinity(me)))
+    finally:
+        gpu.stop()

@@ -6,7 +6,10 @@ import json
 
 from cli.schema import schema_problems
 from ui.sample_states import FROZEN_TIME, gpu_state, host_state, jobs_state, no_driver_state, rank
+from ui.topology_support import SYNTHETIC_PROC, SYNTHETIC_SYSFS
 from xfertop.export.json_snapshot import RECENT_STEPS, SCHEMA, TOP_LEVEL_KEYS, snapshot_dict
+from xfertop.model.topology import WatchedProcess
+from xfertop.sources.topology import read_topology
 
 
 def test_a_full_snapshot_conforms_and_survives_json() -> None:
@@ -47,3 +50,25 @@ def test_jobs_carry_a_verdict_a_window_and_recent_steps() -> None:
     assert "steps" not in first
     assert len(first["recent_steps"]) == RECENT_STEPS and first["steps_recorded"] == 60
     assert 0.3 < first["window"]["gpu_idle_share"] < 0.45
+
+
+def test_topology_carries_the_matrix_paths_placement_and_warnings_in_words() -> None:
+    topology = read_topology(SYNTHETIC_SYSFS, SYNTHETIC_PROC, [WatchedProcess(4104, "0000:3b:00.0", rank=3)])
+    document = json.loads(json.dumps(snapshot_dict(gpu_state(1), None, None, timestamp=FROZEN_TIME,
+                                                   topology=topology)))
+    assert schema_problems(document) == []
+    part = document["topology"]
+    assert part["gpu_source"] == "sysfs" and len(part["gpus"]) == 8
+    assert part["links"][6][7] == "PXB" and part["numa_cpus"]["1"][0] == 32
+    gpu5 = part["gpus"][5]
+    assert gpu5["numa_node"] == 1 and gpu5["pcie_path"][0]["link_gen_current"] == 3
+    [rank3] = part["processes"]
+    assert rank3["rank"] == 3 and rank3["running_nodes"] == [1] and len(rank3["workers"]) == 8
+    kinds = [warning["kind"] for warning in part["warnings"]]
+    assert kinds == ["numa_unknown", "numa_unknown", "link_capped", "rank_remote_cpu", "rank_remote_memory",
+                     "workers_crowded"]  # no link_slow: GPU 5 carries no traffic in this GPU state
+    assert part["warnings"][2]["message"] == "GPU 2 can do Gen5 but its slot (0000:39:00.0) tops out at Gen4"
+
+
+def test_without_a_topology_reading_the_key_is_null() -> None:
+    assert snapshot_dict(None, None, None, timestamp=FROZEN_TIME)["topology"] is None

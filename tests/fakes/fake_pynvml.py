@@ -290,3 +290,41 @@ class FakePynvml:
         if field_id in recorded:
             return 0, gpu.answers.get(f"field_{field_id}", recorded[field_id])
         return CONSTANTS["NVML_ERROR_INVALID_ARGUMENT"], 0  # as the recording answered an unknown id
+
+
+class TopologyPynvml(FakePynvml):
+    """The shared H200 fake plus the topology calls, answering as the H200 did (h200_probe.txt):
+    MemoryAffinity [0x1], NvLinkState NOT_SUPPORTED; multi-GPU boards set ``nvlinks``."""
+
+    def __init__(self, gpus: list[FakeGpu], memory_affinity: list[int] | None = None,
+                 nvlinks: dict[int, list[str]] | None = None) -> None:
+        super().__init__(gpus)
+        self.memory_affinity = memory_affinity or [0x1, 0, 0, 0]
+        self.nvlinks = nvlinks or {}
+        self.nvlink_state_calls = 0
+
+    def nvmlDeviceGetMemoryAffinity(self, gpu: FakeGpu, node_set_size: int, scope: int) -> list[int]:
+        gpu.answer("nvmlDeviceGetIndex")
+        return self.memory_affinity[:node_set_size]
+
+    def nvmlDeviceGetNvLinkState(self, gpu: FakeGpu, link: int) -> int:
+        self.nvlink_state_calls += 1
+        gpu.answer("nvmlDeviceGetIndex")
+        if gpu.index not in self.nvlinks:
+            raise NVMLError(CONSTANTS["NVML_ERROR_NOT_SUPPORTED"])
+        return 1 if link < len(self.nvlinks[gpu.index]) else 0
+
+    def nvmlDeviceGetNvLinkRemotePciInfo_v2(self, gpu: FakeGpu, link: int) -> Any:
+        return SimpleNamespace(busId=self.nvlinks[gpu.index][link].encode())
+
+
+def gpus_on_buses(*bus_ids: str) -> list[FakeGpu]:
+    """Recorded H200s at the given bus ids (NVML's spelling, "00000000:18:00.0"), indexed in order."""
+    gpus = []
+    for index, bus_id in enumerate(bus_ids):
+        gpu = FakeGpu(index)
+        gpu.answers["nvmlDeviceGetUUID"] = f"GPU-b8361e20-a5c9-4f2b-b69b-77be6f3fb3{index:02x}"
+        gpu.answers["nvmlDeviceGetPciInfo"] = _as_struct({**CALLS["nvmlDeviceGetPciInfo"]["value"],
+                                                          "busId": bus_id})
+        gpus.append(gpu)
+    return gpus

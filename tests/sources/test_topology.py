@@ -9,9 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
-from fakes.fake_pynvml import CONSTANTS, FakeGpu, FakePynvml, NVMLError
+from fakes.fake_pynvml import FakeGpu, FakePynvml, TopologyPynvml
 from xfertop.model.topology import WatchedProcess
 from xfertop.sources.nvml_api import NvmlApi
 from xfertop.sources.sysfs_pci import (
@@ -133,32 +132,6 @@ def test_this_machine_live_places_a_process_and_its_worker() -> None:
     assert len(placed.workers) == 1 and (placed.workers[0].name or "").startswith("python")
 
 
-class TopologyPynvml(FakePynvml):
-    """The shared H200 fake plus the topology calls, answering as the H200 did (h200_probe.txt):
-    MemoryAffinity [0x1], NvLinkState NOT_SUPPORTED; multi-GPU boards set ``nvlinks``."""
-
-    def __init__(self, gpus: list[FakeGpu], memory_affinity: list[int] | None = None,
-                 nvlinks: dict[int, list[str]] | None = None) -> None:
-        super().__init__(gpus)
-        self.memory_affinity = memory_affinity or [0x1, 0, 0, 0]
-        self.nvlinks = nvlinks or {}
-        self.nvlink_state_calls = 0
-
-    def nvmlDeviceGetMemoryAffinity(self, gpu: FakeGpu, node_set_size: int, scope: int) -> list[int]:
-        gpu.answer("nvmlDeviceGetIndex")
-        return self.memory_affinity[:node_set_size]
-
-    def nvmlDeviceGetNvLinkState(self, gpu: FakeGpu, link: int) -> int:
-        self.nvlink_state_calls += 1
-        gpu.answer("nvmlDeviceGetIndex")
-        if gpu.index not in self.nvlinks:
-            raise NVMLError(CONSTANTS["NVML_ERROR_NOT_SUPPORTED"])
-        return 1 if link < len(self.nvlinks[gpu.index]) else 0
-
-    def nvmlDeviceGetNvLinkRemotePciInfo_v2(self, gpu: FakeGpu, link: int) -> Any:
-        return SimpleNamespace(busId=self.nvlinks[gpu.index][link].encode())
-
-
 def _gpus(*bus_ids: str) -> list[FakeGpu]:
     gpus = []
     for index, bus_id in enumerate(bus_ids):
@@ -235,3 +208,17 @@ def test_topology_source_publishes_what_read_topology_reads() -> None:
     source.watch([WatchedProcess(4104, "0000:3b:00.0", rank=3)])
     snapshot = source.sample_once()
     assert source.latest() is snapshot and len(snapshot.gpus) == 8 and snapshot.processes[0].rank == 3
+
+
+def test_topology_source_can_start_its_own_nvml_and_reads_sysfs_without_a_driver() -> None:
+    lib = TopologyPynvml(_gpus("00000000:18:00.0"))
+    source = TopologySource(sysfs_root=SYNTHETIC_SYSFS, nvml=NvmlApi(lib=lib), start_nvml=True)
+    assert source.sample_once().gpu_source == "nvml"
+    source.close()
+    assert lib.calls[-1] == "nvmlShutdown"
+    no_driver = FakePynvml(gpus=[], init_error="NVML_ERROR_LIBRARY_NOT_FOUND")
+    fallback = TopologySource(sysfs_root=SYNTHETIC_SYSFS, nvml=NvmlApi(lib=no_driver), start_nvml=True)
+    topology = fallback.sample_once()
+    assert topology.gpu_source == "sysfs" and len(topology.gpus) == 8
+    fallback.close()
+    assert "nvmlShutdown" not in no_driver.calls

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+from pathlib import Path
+
 from fakes.fake_pynvml import FakePynvml
-from ui.live import MessageWaiter, gpu_update_where, live_app
+from ui.live import MessageWaiter, fake_gpu_source, gpu_update_where, live_app
+from xfertop.sources.host import HostSource
+from xfertop.sources.jobs import JobsSource
+from xfertop.ui.app import XfertopApp
 from xfertop.ui.gpu_area import GpuArea
 from xfertop.ui.gpu_detail import GpuDetailScreen
 from xfertop.ui.gpu_pane import GpuPane
 from xfertop.ui.header import HeaderBar
 from xfertop.ui.help_screen import HelpScreen
+from xfertop.ui.sources_bundle import Sources
 
 
 def _rendered(widget) -> str:
@@ -130,3 +138,23 @@ async def test_palette_offers_the_same_actions_as_the_keys() -> None:
         titles = [command.title for command in app.get_system_commands(app.screen)]
         for wanted in ("Pause or resume", "Sample faster", "Sample slower", "Help"):
             assert wanted in titles
+
+
+async def test_jobs_keep_reading_rings_at_10_hz_whatever_plus_and_minus_set(tmp_path: Path) -> None:
+    jobs = JobsSource(ring_dir=str(tmp_path / "rings"))
+    sources = Sources(gpu=fake_gpu_source(FakePynvml.h200s(1)), host=HostSource(), jobs=jobs)
+    app = XfertopApp(sources, interval_s=1.0)
+    reads: list[float] = []
+    jobs.subscribe(lambda _state: reads.append(time.monotonic()))
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert jobs.interval_s == 0.1 and sources.gpu is not None and sources.gpu.interval_s == 1.0
+        await pilot.press("minus", "minus")
+        assert sources.gpu.interval_s == 5.0 and jobs.interval_s == 0.1
+        await pilot.press("plus", "plus", "plus", "plus")
+        assert sources.gpu.interval_s == 0.25 and jobs.interval_s == 0.1
+        await pilot.press("minus", "minus", "minus", "minus")
+        started = time.monotonic()
+        await asyncio.sleep(1.0)
+        recent = [t for t in reads if t >= started]
+        # ~10 per second; at least 5 on a loaded machine, far above the 0.2 a 5 s period would give.
+        assert len(recent) >= 5, f"{len(recent)} ring reads in 1 s"

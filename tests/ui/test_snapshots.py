@@ -6,6 +6,7 @@ the diff report before committing.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -21,10 +22,14 @@ from ui.sample_states import (
     no_driver_state,
     rank,
 )
+from ui.topology_support import SYNTHETIC_PROC, SYNTHETIC_SYSFS, synthetic_nvml
 from xfertop.model.gpu import GpuState
 from xfertop.model.jobs import JobsState
+from xfertop.model.topology import WatchedProcess
+from xfertop.sources.nvml_api import NvmlApi
+from xfertop.sources.topology import read_topology
 from xfertop.ui.app import XfertopApp
-from xfertop.ui.messages import GpuStateUpdated, HostStateUpdated, JobsStateUpdated
+from xfertop.ui.messages import GpuStateUpdated, HostStateUpdated, JobsStateUpdated, TopologyUpdated
 from xfertop.ui.sources_bundle import Sources
 
 HISTORY_POINTS = 120
@@ -119,3 +124,26 @@ def test_help(snap_compare) -> None:
     app = _app()
     assert snap_compare(app, terminal_size=(80, 24), press=["question_mark"],
                         run_before=_feed(app, gpu_state(1), jobs_state(), 1))
+
+
+def test_topology_of_eight_gpus(snap_compare) -> None:
+    """The synthetic 2-socket server behind the fake NVML, both ranks placed, GPU 5 under load."""
+    app = _app()
+    nvml = synthetic_nvml()
+    api = NvmlApi(lib=nvml)
+    assert api.init() is None
+    topology = read_topology(SYNTHETIC_SYSFS, SYNTHETIC_PROC, [
+        WatchedProcess(4101, "0000:18:00.0", rank=0), WatchedProcess(4104, "0000:3b:00.0", rank=3)], api)
+    loaded = gpu_state(8, rx=0.0, tx=0.0)
+    loaded = dataclasses.replace(loaded, gpus=tuple(
+        dataclasses.replace(g, pcie=dataclasses.replace(g.pcie, rx_bytes_per_s=20e9)) if g.index == 5 else g
+        for g in loaded.gpus))
+
+    async def run_before(pilot: Pilot) -> None:
+        app.post_message(GpuStateUpdated(loaded))
+        app.post_message(TopologyUpdated(topology))
+        await pilot.pause()
+        await pilot.press("t")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)

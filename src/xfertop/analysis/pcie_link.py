@@ -6,7 +6,7 @@ a healthy Gen5 x16 link moving 55 GB/s of payload reads ~59 GB/s against 63.0 GB
 
 from __future__ import annotations
 
-from xfertop.model.gpu import PcieLink
+from xfertop.model.gpu import GpuState, PcieLink
 
 #: Transfer rate per lane, gigatransfers per second (one bit per lane per transfer).
 GT_PER_S_BY_GEN = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
@@ -17,6 +17,16 @@ ENCODING_EFFICIENCY_BY_GEN = {1: 8 / 10, 2: 8 / 10, 3: 128 / 130, 4: 128 / 130, 
 
 #: Below this much traffic a link may rightly sit at a low speed to save power.
 BUSY_BYTES_PER_S = 1e9
+
+
+def gpus_under_load(state: GpuState | None, busy_bytes_per_s: float = BUSY_BYTES_PER_S) -> set[int]:
+    """Indices of the GPUs moving at least ``busy_bytes_per_s`` in either direction now: the ones whose
+    slow links are worth a warning (placement_warnings)."""
+    loaded = set()
+    for gpu in state.gpus if state is not None else ():
+        if max(gpu.pcie.rx_bytes_per_s or 0.0, gpu.pcie.tx_bytes_per_s or 0.0) >= busy_bytes_per_s:
+            loaded.add(gpu.index)
+    return loaded
 
 
 def link_bytes_per_s(gen: int | None, width: int | None) -> float | None:

@@ -92,11 +92,14 @@ def _crowded_workers(process: ProcessPlacement) -> list[PlacementWarning]:
     return [PlacementWarning(
         "workers_crowded",
         f"{len(process.workers)} workers of {who(process)} share {len(cores)} {plural} "
-        f"(CPUs {_cpu_ranges(sorted(cores))}): widen their CPU affinity or lower num_workers",
+        f"(CPUs {cpu_ranges(sorted(cores))}): widen their CPU affinity or lower num_workers",
         pid=process.pid)]
 
 
-def _cpu_ranges(cpus: list[int]) -> str:
+def cpu_ranges(cpus: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2,5" (sorted CPUs, as in a cpulist); "" for none."""
+    if not cpus:
+        return ""
     ranges: list[str] = []
     start = previous = cpus[0]
     for cpu in [*cpus[1:], None]:

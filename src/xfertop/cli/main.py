@@ -20,7 +20,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="xfertop",
         description="Live monitor for PyTorch input pipelines: DataLoader wait, host-to-device copies, "
                     "GPU idle gaps and PCIe throughput per GPU and per training rank.",
-        epilog="Start with `xfertop demo`. Keys in the live view: q quit, p pause, +/- refresh, ? help.")
+        epilog="Start with `xfertop demo`. Keys in the live view: q quit, p pause, +/- refresh, t topology, "
+               "s py-spy stacks of a process, ? help.")
     parser.add_argument("--interval", type=float, default=1.0, metavar="SECONDS",
                         help="refresh period in seconds (default 1.0; + and - change it live)")
     parser.add_argument("--once", action="store_true", help="print one snapshot and exit")

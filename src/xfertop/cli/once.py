@@ -6,26 +6,34 @@ import json
 import sys
 import time
 
+from xfertop.analysis.rank_gpu import watched_processes
 from xfertop.cli.viewer import interesting_pids
 from xfertop.export.json_snapshot import snapshot_dict
+from xfertop.sources.base import PollingSource
 from xfertop.sources.gpu import GpuSource
 from xfertop.sources.host import HostSource
 from xfertop.sources.jobs import JobsSource
+from xfertop.sources.nvml_api import NvmlApi
+from xfertop.sources.topology import TopologySource
 
 
 def once_snapshot(ring_dir: str | None = None) -> dict:
     gpu, host, jobs = GpuSource(), HostSource(), JobsSource(ring_dir=ring_dir)
+    topology = TopologySource(nvml=NvmlApi(), start_nvml=True)
+    sources: tuple[PollingSource, ...] = (gpu, host, jobs, topology)
     try:
         jobs_state = jobs.sample_once()
         # The GPU sample gathers counter time first, which also gives the host's CPU figures an interval.
         gpu_state = gpu.sample_once()
         host.watch_pids(interesting_pids(gpu, jobs))
         host_state = host.sample_once()
+        topology.watch(watched_processes(gpu_state, jobs_state))
+        topology_state = topology.sample_once()
     finally:
-        for source in (gpu, host, jobs):
+        for source in sources:
             source.stop()
             source.close()
-    return snapshot_dict(gpu_state, host_state, jobs_state, timestamp=time.time())
+    return snapshot_dict(gpu_state, host_state, jobs_state, timestamp=time.time(), topology=topology_state)
 
 
 def run_once(as_json: bool) -> int:
@@ -49,4 +57,6 @@ def _summary(document: dict) -> str:
                      f"{summary['rx_label']}  {summary['tx_label']}")
     for job in document["jobs"]["items"]:
         lines.append(f"job {job['name']}: {job['verdict']['headline']}")
+    for warning in (document["topology"] or {}).get("warnings", []):
+        lines.append(f"placement: {warning['message']}")
     return "\n".join(lines)

@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import sys
 
+from xfertop.analysis.rank_gpu import watched_processes
 from xfertop.sources.gpu import GpuSource
 from xfertop.sources.host import HostSource
 from xfertop.sources.jobs import JobsSource
+from xfertop.sources.nvml_api import NvmlApi
+from xfertop.sources.topology import TopologySource
 
 # The UI modules (Textual) are imported only when a TUI is really started: `--once` and `--help` stay fast.
 
@@ -29,9 +32,11 @@ def build_sources(interval_s: float, ring_dir: str | None = None):
 
     gpu = GpuSource(interval_s=interval_s)
     host = HostSource(interval_s=interval_s)
-    jobs = JobsSource(interval_s=interval_s, ring_dir=ring_dir)
-    watch_interesting_pids(gpu, host, jobs)
-    return Sources(gpu=gpu, host=host, jobs=jobs)
+    # Rings are read at the jobs source's own ~10 Hz whatever the display's refresh period.
+    jobs = JobsSource(ring_dir=ring_dir)
+    topology = TopologySource(nvml=NvmlApi(), start_nvml=True)
+    watch_interesting_pids(gpu, host, jobs, topology)
+    return Sources(gpu=gpu, host=host, jobs=jobs, topology=topology)
 
 
 def interesting_pids(gpu: GpuSource, jobs: JobsSource) -> set[int]:
@@ -45,9 +50,15 @@ def interesting_pids(gpu: GpuSource, jobs: JobsSource) -> set[int]:
     return pids
 
 
-def watch_interesting_pids(gpu: GpuSource, host: HostSource, jobs: JobsSource) -> None:
+def watch_interesting_pids(gpu: GpuSource, host: HostSource, jobs: JobsSource,
+                           topology: TopologySource | None = None) -> None:
+    """Whenever the GPU or jobs source publishes, tell the host source (and the topology source) which
+    processes to detail: the GPU processes and training ranks."""
+
     def update(_state: object) -> None:
         host.watch_pids(interesting_pids(gpu, jobs))
+        if topology is not None:
+            topology.watch(watched_processes(gpu.latest(), jobs.latest()))
 
     gpu.subscribe(update)
     jobs.subscribe(update)

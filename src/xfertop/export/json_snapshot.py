@@ -10,18 +10,21 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from xfertop.analysis.pcie_link import link_bytes_per_s, link_warning, throughput_label
+from xfertop.analysis.pcie_link import gpus_under_load, link_bytes_per_s, link_warning, throughput_label
+from xfertop.analysis.placement import placement_warnings
+from xfertop.analysis.rank_gpu import gpu_busy_share_by_pid
 from xfertop.analysis.steps import window_stats
 from xfertop.analysis.verdict import job_verdict
 from xfertop.model.gpu import GpuSnapshot, GpuState
 from xfertop.model.host import HostState
 from xfertop.model.jobs import JobsState, JobState, RankState
+from xfertop.model.topology import Topology
 
 SCHEMA = "xfertop.snapshot/1"
 #: Steps per rank included verbatim: enough to see the pattern, small enough to read.
 RECENT_STEPS = 20
 #: Top-level keys, in order; docs/json-schema.md describes each.
-TOP_LEVEL_KEYS = ("schema", "timestamp", "driver", "gpus", "host", "jobs")
+TOP_LEVEL_KEYS = ("schema", "timestamp", "driver", "gpus", "host", "jobs", "topology")
 
 
 def _plain(value: Any) -> Any:
@@ -59,17 +62,25 @@ def rank_dict(rank: RankState) -> dict[str, Any]:
     }
 
 
-def job_dict(job: JobState) -> dict[str, Any]:
+def job_dict(job: JobState, gpu: GpuState | None = None) -> dict[str, Any]:
+    """The job, its ranks and its verdict (sync-bound needs ``gpu``: NVML utilisation of each rank's GPU)."""
+    busy = gpu_busy_share_by_pid(job.ranks, gpu)
     return {
         "job_key": job.job_key,
         "name": job.name,
-        "verdict": job_verdict(job.ranks).to_dict(),
+        "verdict": job_verdict(job.ranks, gpu_busy_share_by_pid=busy).to_dict(),
         "ranks": [rank_dict(rank) for rank in job.ranks],
     }
 
 
+def topology_dict(topology: Topology, gpu: GpuState | None = None) -> dict[str, Any]:
+    """The topology's fields plus the placement warnings (slow links only for GPUs under load now)."""
+    warnings = placement_warnings(topology, gpus_under_load(gpu))
+    return {**_plain(topology), "warnings": [_plain(warning) for warning in warnings]}
+
+
 def snapshot_dict(gpu: GpuState | None, host: HostState | None, jobs: JobsState | None,
-                  timestamp: float) -> dict[str, Any]:
+                  timestamp: float, topology: Topology | None = None) -> dict[str, Any]:
     """The whole snapshot. ``gpus`` is [] with ``driver.error`` saying why when NVML is unavailable."""
     driver = {
         "driver_version": gpu.driver_version if gpu else None,
@@ -81,7 +92,7 @@ def snapshot_dict(gpu: GpuState | None, host: HostState | None, jobs: JobsState 
         "ring_dir": jobs.ring_dir if jobs else None,
         "problems": list(jobs.problems) if jobs else [],
         "error": jobs.error if jobs else "the jobs source did not answer",
-        "items": [job_dict(job) for job in jobs.jobs] if jobs else [],
+        "items": [job_dict(job, gpu) for job in jobs.jobs] if jobs else [],
     }
     return {
         "schema": SCHEMA,
@@ -90,4 +101,5 @@ def snapshot_dict(gpu: GpuState | None, host: HostState | None, jobs: JobsState 
         "gpus": [gpu_dict(snapshot) for snapshot in gpu.gpus] if gpu else [],
         "host": None if host is None else _plain(host),
         "jobs": jobs_part,
+        "topology": None if topology is None else topology_dict(topology, gpu),
     }

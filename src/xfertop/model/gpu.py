@@ -87,6 +87,7 @@ class GpuState:
     gpus: tuple[GpuSnapshot, ...]
     driver_version: str | None = None
     cuda_driver_version: str | None = None
-    #: Why there are no GPUs, in words ("no NVIDIA driver found (libnvidia-ml.so.1): showing host metrics only").
+    #: Why there are no GPUs, in words
+    #: ("no NVIDIA driver found (libnvidia-ml.so.1): showing host metrics only").
     error: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)

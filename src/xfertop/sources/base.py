@@ -90,7 +90,7 @@ class PollingSource(Generic[T]):
                 try:
                     self._publish(self.sample())
                     self.last_error = None
-                except Exception as exc:  # noqa: BLE001 - a sampler must outlive a bad sample
+                except Exception as exc:  # a sampler must outlive a bad sample
                     self.last_error = f"{self.name}: {type(exc).__name__}: {exc}"
                 remaining = self._interval_s - (time.monotonic() - started)
                 if remaining > 0:

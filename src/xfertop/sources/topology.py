@@ -187,9 +187,14 @@ class TopologySource(PollingSource[Topology]):
     name = "topology"
 
     def __init__(self, interval_s: float = 5.0, sysfs_root: Path = Path("/sys"),
-                 proc_root: Path = Path("/proc"), nvml: NvmlApi | None = None) -> None:
+                 proc_root: Path = Path("/proc"), nvml: NvmlApi | None = None,
+                 start_nvml: bool = False) -> None:
+        """``nvml``: an initialised NvmlApi, or (``start_nvml``) one this source starts on its first
+        read and shuts down in close(); without a driver it then reads sysfs only."""
         super().__init__(interval_s)
         self._sysfs_root, self._proc_root, self._nvml = sysfs_root, proc_root, nvml
+        self._start_nvml = start_nvml
+        self._nvml_started = False
         self._processes: tuple[WatchedProcess, ...] = ()
         self._nvlink_cache: dict[tuple[str, ...], NvlinkCounts] = {}
 
@@ -198,5 +203,13 @@ class TopologySource(PollingSource[Topology]):
         self._processes = tuple(processes)
 
     def sample(self) -> Topology:
+        if self._start_nvml and self._nvml is not None and not self._nvml_started:
+            self._nvml_started = True
+            if self._nvml.init() is not None:  # no driver: the GPUs come from sysfs
+                self._nvml = None
         return read_topology(self._sysfs_root, self._proc_root, self._processes, self._nvml,
                              nvlink_cache=self._nvlink_cache)
+
+    def close(self) -> None:
+        if self._nvml_started and self._nvml is not None:
+            self._nvml.shutdown()

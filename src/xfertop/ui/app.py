@@ -18,6 +18,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from xfertop.sources.base import PollingSource
 from xfertop.ui.competing import competing_job
 from xfertop.ui.gpu_area import GpuArea
 from xfertop.ui.gpu_pane import GpuPane
@@ -25,10 +26,17 @@ from xfertop.ui.header import HeaderBar
 from xfertop.ui.help_screen import HelpScreen
 from xfertop.ui.host_pane import HostPane
 from xfertop.ui.jobs_pane import JobsPane
-from xfertop.ui.messages import GpuStateUpdated, HostStateUpdated, JobsStateUpdated
+from xfertop.ui.messages import (
+    GpuStateUpdated,
+    HostStateUpdated,
+    JobsStateUpdated,
+    LatestSnapshot,
+    TopologyUpdated,
+)
 from xfertop.ui.process_table import ProcessTable
 from xfertop.ui.sources_bundle import Sources
 from xfertop.ui.terminal_watch import watch_terminal
+from xfertop.ui.topology_screen import TopologyScreen
 from xfertop.ui.view_state import ViewState
 
 #: Below this width the jobs and host panes stack instead of sitting side by side.
@@ -50,6 +58,7 @@ class XfertopApp(App[int]):
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("b", "benchmarks", "Bench"),
         Binding("a", "acceptance", "Check"),
+        Binding("t", "topology", "Topology"),
     ]
 
     def __init__(self, sources: Sources, *, interval_s: float = 1.0, start_sources: bool = True,
@@ -77,7 +86,7 @@ class XfertopApp(App[int]):
             yield self.jobs_pane
             yield self.host_pane
         yield self.process_table
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self._subscribe()
@@ -107,16 +116,16 @@ class XfertopApp(App[int]):
 
     # -- data in --------------------------------------------------------------------------------
     def _subscribe(self) -> None:
-        # Called on the source threads: post_message is thread-safe, nothing else here is touched.
-        if self.sources.gpu is not None:
-            self.sources.gpu.subscribe(lambda state: self.post_message(GpuStateUpdated(state)))
-        if self.sources.host is not None:
-            self.sources.host.subscribe(lambda state: self.post_message(HostStateUpdated(state)))
-        if self.sources.jobs is not None:
-            self.sources.jobs.subscribe(lambda state: self.post_message(JobsStateUpdated(state)))
-        for source, message in ((self.sources.gpu, GpuStateUpdated), (self.sources.host, HostStateUpdated),
-                                (self.sources.jobs, JobsStateUpdated)):
-            latest = source.latest() if source is not None else None
+        sources = self.sources
+        pairs: tuple[tuple[PollingSource | None, type[LatestSnapshot]], ...] = (
+            (sources.gpu, GpuStateUpdated), (sources.host, HostStateUpdated),
+            (sources.jobs, JobsStateUpdated), (sources.topology, TopologyUpdated))
+        for source, message in pairs:
+            if source is None:
+                continue
+            # Called on the source thread: post_message is thread-safe, nothing else here is touched.
+            source.subscribe(lambda state, message=message: self.post_message(message(state)))
+            latest = source.latest()
             if latest is not None:
                 self.post_message(message(latest))
 
@@ -131,6 +140,11 @@ class XfertopApp(App[int]):
     def on_jobs_state_updated(self, message: JobsStateUpdated) -> None:
         self.view.apply_jobs(message.state)
         self._render(jobs=True, processes=True)
+
+    def on_topology_updated(self, message: TopologyUpdated) -> None:
+        self.view.topology = message.state
+        if not self.view.paused and isinstance(self.screen, TopologyScreen):
+            self.screen.show(self.view)
 
     def _render_all(self) -> None:
         self._render(gpus=True, host=True, jobs=True, processes=True)
@@ -147,7 +161,7 @@ class XfertopApp(App[int]):
             if host:
                 self.host_pane.refresh()
             if jobs:
-                self.jobs_pane.show(self.view.jobs)
+                self.jobs_pane.show(self.view.jobs, self.view.gpu)
             if processes:
                 self.process_table.show(self.view)
             for widget in self.screen.query(".live"):
@@ -183,6 +197,26 @@ class XfertopApp(App[int]):
         gpu_index = self._selected_gpu()
         self.push_screen(acceptance_screen(competing_job(self.view, gpu_index), gpu_index))
 
+    def action_topology(self) -> None:
+        if isinstance(self.screen, TopologyScreen):
+            return
+        if self._start_sources:
+            self.sources.start_topology()  # read only once someone looks (no-op when running)
+        self.push_screen(TopologyScreen())
+
+    def sample_stacks(self, pid: int) -> None:
+        """Attach py-spy to ``pid`` (and the other ranks of its job) in the attach screen, or say in a
+        notification why attaching is not allowed."""
+        from xfertop.ui.attach_screen import AttachScreen
+
+        sampler = self.sources.stack_sampler(pid)
+        problem = sampler.problem()
+        if problem is not None:
+            self.notify(problem, title=f"cannot sample pid {pid}", severity="warning", timeout=10,
+                        markup=False)
+            return
+        self.push_screen(AttachScreen(sampler))
+
     def _selected_gpu(self) -> int:
         """The focused GPU pane's GPU, else the first one."""
         focused = self.focused
@@ -199,6 +233,8 @@ class XfertopApp(App[int]):
                             self.action_benchmarks)
         yield SystemCommand("Acceptance check", "Pass or fail for this box's PCIe path (a)",
                             self.action_acceptance)
+        yield SystemCommand("Topology", "GPU links, PCIe paths, NUMA nodes, where ranks run (t)",
+                            self.action_topology)
         gpu_state = self.view.gpu
         for gpu in gpu_state.gpus if gpu_state else ():
             yield SystemCommand(f"GPU {gpu.index} detail", f"{gpu.name}: PCIe history, link, health",

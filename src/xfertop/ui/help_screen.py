@@ -12,12 +12,13 @@ from textual.widgets import Static
 
 HELP_TEXT = """\
 [b]keys[/b]
-  q        quit                  p        pause / resume the display
-  + / -    sample faster/slower  ?        this help
-  b        benchmarks            a        acceptance check (on the selected GPU)
-  tab      move between GPUs, jobs and processes
-  enter    detail of the focused GPU or job rank     escape  back
-  ctrl+p   command palette (the same actions)
+  q      quit                     p      pause / resume the display
+  + / -  sample faster / slower   ?      this help
+  b      benchmarks               a      acceptance check (selected GPU)
+  t      topology: GPU links, PCIe paths, NUMA nodes, where ranks run
+  s      py-spy stacks of the process or job rank under the cursor
+  enter  detail of the focused GPU or rank     escape  back
+  tab    between GPUs, jobs and processes      ctrl+p  command palette
 
 [b]reading it[/b]
   RX is host to device, TX device to host, against what the link carries

@@ -12,6 +12,7 @@ from textual.widget import Widget
 from textual.widgets import Footer
 
 from xfertop.analysis.steps import window_stats
+from xfertop.model.gpu import GpuState
 from xfertop.model.jobs import JobState, RankState
 from xfertop.ui import chart
 from xfertop.ui.format import human_bytes, ms, rate_gb_per_s
@@ -38,13 +39,13 @@ def _legend() -> Text:
     return text
 
 
-def rank_detail(job: JobState, rank: RankState, width: int) -> Text:
+def rank_detail(job: JobState, rank: RankState, width: int, gpu: GpuState | None = None) -> Text:
     stats = window_stats(rank.steps)
     text = Text()
     text.append(f"{job.name}  rank {rank_label(rank)}  pid {rank.pid}  {rank.device}  {rank.status}\n",
                 style="bold")
     text.append(" ".join(rank.argv) + "\n", style="dim")
-    verdict = verdict_of(job)
+    verdict = verdict_of(job, gpu)
     text.append_text(verdict_line(job, verdict, with_advice=False))
     for advice in verdict.advice:
         text.append(f"\n  - {advice}")
@@ -79,10 +80,11 @@ class JobDetail(Widget):
         self.job_key, self.pid = job_key, pid
 
     def render(self) -> Text:
-        found = _find(self.app.view, self.job_key, self.pid)  # type: ignore[attr-defined]
+        view = self.app.view  # type: ignore[attr-defined]
+        found = _find(view, self.job_key, self.pid)
         if found is None:
             return Text(f"rank pid {self.pid} of job {self.job_key} is gone.", style="yellow")
-        return rank_detail(*found, max(self.content_size.width, 10))
+        return rank_detail(*found, max(self.content_size.width, 10), view.gpu)
 
 
 class JobDetailScreen(Screen):

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from xfertop.model.gpu import GpuState
 from xfertop.model.jobs import JobsState
+from xfertop.ui.process_table import selected_row_key
 from xfertop.ui.rank_row import COLUMNS, COMPACT_COLUMNS, rank_cells, rank_key
 from xfertop.ui.verdicts import verdict_line, verdict_of
 
@@ -14,11 +19,11 @@ NO_JOBS = ("no training jobs of this user found. Start one with `xfertop run -- 
            "or try `xfertop demo`.")
 
 
-def verdict_text(state: JobsState, width: int) -> Text:
+def verdict_text(state: JobsState, width: int, gpu: GpuState | None = None) -> Text:
     """Each job's verdict and first advice, one line each (cut to ``width``), then ring problems."""
     lines = []
     for job in state.jobs:
-        verdict = verdict_of(job)
+        verdict = verdict_of(job, gpu)
         lines.append(verdict_line(job, verdict, with_advice=False))
         if verdict.advice:
             # The first (most important) advice here; Enter on a rank shows all of it.
@@ -33,6 +38,9 @@ def verdict_text(state: JobsState, width: int) -> Text:
 
 
 class RankTable(DataTable):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("s", "sample_stacks", "Stacks",
+                                                            tooltip="Sample its Python stacks with py-spy")]
+
     def __init__(self) -> None:
         super().__init__(id="ranks", cursor_type="row")
         self.columns_shown: tuple[str, ...] = COLUMNS
@@ -72,6 +80,12 @@ class RankTable(DataTable):
             else:
                 self.add_row(*cells, key=key)
 
+    def action_sample_stacks(self) -> None:
+        """py-spy on the rank under the cursor and the other ranks of its job (the attach screen)."""
+        key = selected_row_key(self)
+        if key is not None:
+            self.app.sample_stacks(int(key.rpartition("|")[2]))  # type: ignore[attr-defined]
+
 
 class JobsPane(Vertical):
     def __init__(self) -> None:
@@ -84,7 +98,7 @@ class JobsPane(Vertical):
         yield self.rank_table
         yield Static("", id="verdicts")
 
-    def show(self, state: JobsState | None) -> None:
+    def show(self, state: JobsState | None, gpu: GpuState | None = None) -> None:
         if state is None:
             return
         has_jobs = bool(state.jobs)
@@ -92,7 +106,7 @@ class JobsPane(Vertical):
         table = self.rank_table
         table.display = has_jobs
         table.show(state)
-        verdicts = verdict_text(state, self.content_size.width or 80)
+        verdicts = verdict_text(state, self.content_size.width or 80, gpu)
         widget = self.query_one("#verdicts", Static)
         widget.display = bool(verdicts.plain)
         widget.update(verdicts)

@@ -11,26 +11,35 @@ from textual.message import Message
 from xfertop.model.gpu import GpuState
 from xfertop.model.host import HostState
 from xfertop.model.jobs import JobsState
+from xfertop.model.topology import Topology
 
 
-class _Latest(Message, bubble=False):
+class LatestSnapshot(Message, bubble=False):
+    """A snapshot message: a pending one of the same kind is replaced by the newer one."""
+
     def can_replace(self, message: Message) -> bool:
         return type(message) is type(self)
 
 
-class GpuStateUpdated(_Latest):
+class GpuStateUpdated(LatestSnapshot):
     def __init__(self, state: GpuState) -> None:
         super().__init__()
         self.state = state
 
 
-class HostStateUpdated(_Latest):
+class HostStateUpdated(LatestSnapshot):
     def __init__(self, state: HostState) -> None:
         super().__init__()
         self.state = state
 
 
-class JobsStateUpdated(_Latest):
+class JobsStateUpdated(LatestSnapshot):
     def __init__(self, state: JobsState) -> None:
+        super().__init__()
+        self.state = state
+
+
+class TopologyUpdated(LatestSnapshot):
+    def __init__(self, state: Topology) -> None:
         super().__init__()
         self.state = state

@@ -6,7 +6,9 @@ Rows are keyed by pid and diffed, so a refresh touches only the cells that chang
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
+from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
 from xfertop.model.host import ProcessStats
@@ -85,7 +87,17 @@ def process_rows(view: ViewState) -> list[tuple[str, tuple[str, ...]]]:
     return result
 
 
+def selected_row_key(table: DataTable) -> str | None:
+    """The key of the row under the cursor, or None for an empty table."""
+    if not table.row_count:
+        return None
+    return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+
+
 class ProcessTable(DataTable):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("s", "sample_stacks", "Stacks",
+                                                            tooltip="Sample its Python stacks with py-spy")]
+
     def __init__(self) -> None:
         super().__init__(id="processes", cursor_type="row", zebra_stripes=False)
         self.border_title = "processes"
@@ -108,3 +120,11 @@ class ProcessTable(DataTable):
                         self.update_cell(key, column, new, update_width=column == "COMMAND")
             else:
                 self.add_row(*cells, key=key)
+
+    def action_sample_stacks(self) -> None:
+        """py-spy on the process under the cursor (the attach screen)."""
+        key = selected_row_key(self)
+        if key is None:
+            self.notify("no process to sample: the table is empty.", severity="warning")
+            return
+        self.app.sample_stacks(int(key))  # type: ignore[attr-defined]

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from xfertop.analysis.rank_gpu import gpu_busy_share_by_pid
 from xfertop.analysis.verdict import Verdict, job_verdict
+from xfertop.model.gpu import GpuState
 from xfertop.model.jobs import JobState
 
 _SEVERITY_STYLES = {"info": "green", "warn": "bold yellow", "critical": "bold red"}
 
 
-def verdict_of(job: JobState) -> Verdict:
-    return job_verdict(job.ranks)
+def verdict_of(job: JobState, gpu: GpuState | None) -> Verdict:
+    """The job's verdict, with NVML utilisation of each rank's GPU (without it, sync-bound cannot show)."""
+    return job_verdict(job.ranks, gpu_busy_share_by_pid=gpu_busy_share_by_pid(job.ranks, gpu))
 
 
 def verdict_line(job: JobState, verdict: Verdict, with_advice: bool = True) -> Text:

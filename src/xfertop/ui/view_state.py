@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from xfertop.model.gpu import GpuState
 from xfertop.model.host import HostState
 from xfertop.model.jobs import JobsState
+from xfertop.model.topology import Topology
 from xfertop.ui.history import History
 
 #: Refresh periods the +/- keys step through, in seconds.
@@ -21,6 +22,7 @@ class ViewState:
     gpu: GpuState | None = None
     host: HostState | None = None
     jobs: JobsState | None = None
+    topology: Topology | None = None
     history: History = field(default_factory=History)
     interval_s: float = 1.0
     paused: bool = False

@@ -1,0 +1,55 @@
+"""Which GPU a rank computes on: its pid in a GPU's process list first, its CUDA device index second."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ui.sample_states import gpu, gpu_state, jobs_state, rank
+from xfertop.analysis.rank_gpu import cuda_index, gpu_busy_share_by_pid, rank_gpu, watched_processes
+from xfertop.model.gpu import GpuProcess, GpuSnapshot
+
+
+def _with_processes(snapshot: GpuSnapshot, *pids: int) -> GpuSnapshot:
+    return dataclasses.replace(snapshot, processes=tuple(GpuProcess(pid, 10**9) for pid in pids))
+
+
+def test_cuda_index_reads_only_an_explicit_ordinal() -> None:
+    assert [cuda_index(d) for d in ("cuda:3", "cuda", "cpu", "mps:0")] == [3, None, None, None]
+
+
+def test_the_process_list_wins_over_the_device_index() -> None:
+    # CUDA_VISIBLE_DEVICES=1: the rank says cuda:0 but NVML sees it on GPU 1.
+    worker = dataclasses.replace(rank(), pid=500, device="cuda:0")
+    gpus = (gpu(0), _with_processes(gpu(1), 500))
+    assert rank_gpu(worker, gpus) is gpus[1]
+
+
+def test_the_device_index_names_the_gpu_when_nvml_lists_no_process() -> None:
+    worker = dataclasses.replace(rank(), pid=500, device="cuda:1")
+    assert rank_gpu(worker, (gpu(0), gpu(1))).index == 1
+    assert rank_gpu(dataclasses.replace(worker, device="cpu"), (gpu(0), gpu(1))) is None
+
+
+def test_a_pid_on_several_gpus_takes_its_device_and_a_lost_gpu_gives_none() -> None:
+    worker = dataclasses.replace(rank(), pid=500, device="cuda:1")
+    both = (_with_processes(gpu(0), 500), _with_processes(gpu(1), 500))
+    assert rank_gpu(worker, both) is both[1]
+    lost = dataclasses.replace(gpu(1), lost_reason="GPU is lost")
+    assert rank_gpu(worker, (gpu(0), lost)) is None
+
+
+def test_busy_share_is_the_ranks_gpu_utilisation_as_a_fraction() -> None:
+    ranks = [dataclasses.replace(rank(rank_index=i, world=2), pid=500 + i, device=f"cuda:{i}")
+             for i in (0, 1)]
+    state = dataclasses.replace(gpu_state(2), gpus=(gpu(0, util=40.0), gpu(1, util=None)))  # type: ignore[arg-type]
+    assert gpu_busy_share_by_pid(ranks, state) == {500: 0.4}
+    assert gpu_busy_share_by_pid(ranks, None) == {}
+
+
+def test_watched_processes_are_the_ranks_with_their_gpus_then_other_gpu_processes() -> None:
+    worker = dataclasses.replace(rank(rank_index=3, world=4), pid=500, device="cuda:1")
+    finished = dataclasses.replace(rank(status="finished"), pid=501)
+    state = dataclasses.replace(gpu_state(2), gpus=(_with_processes(gpu(0), 700, 500), gpu(1)))
+    watched = watched_processes(state, jobs_state(worker, finished))
+    assert [(w.pid, w.gpu_bus_id, w.rank) for w in watched] == [
+        (500, "00000000:00:00.0", 3), (700, "00000000:00:00.0", None)]
