@@ -284,7 +284,8 @@ class StepClock:
 def cuda_device_in_use(torch: Any, local_rank: str | None) -> int | None:
     """The GPU this process computes on, when nothing told us (no to_device, no CUDA batch), or None.
 
-    Only a device that already holds this process's tensors is taken, so the clock never opens a CUDA
+    Only a device where this process already reserved memory is taken (memory_allocated drops to 0
+    between steps when the batch is freed), so the clock never opens a CUDA
     context on a GPU the job does not use (every DDP rank on GPU 0). LOCAL_RANK is asked first.
     """
     cuda = torch.cuda
@@ -293,7 +294,7 @@ def cuda_device_in_use(torch: Any, local_rank: str | None) -> int | None:
     candidates = [int(local_rank)] if local_rank and local_rank.isdigit() else []
     candidates.append(cuda.current_device())
     for index in candidates:
-        if 0 <= index < cuda.device_count() and cuda.memory_allocated(index) > 0:
+        if 0 <= index < cuda.device_count() and cuda.memory_reserved(index) > 0:
             return index
     return None
 
