@@ -53,8 +53,9 @@ class FakeCuda:
         self.current_stream_objects_made = 0
         self.initialized = True
         self.current_device = 0
-        #: Bytes the caching allocator holds per device index (a GPU the process never used holds 0).
-        self.allocated_bytes = [0, 0]
+        #: Bytes the caching allocator reserves per device index: a GPU the process never used holds 0, and
+        #: (as on the H200) reserved memory stays when the step's tensors are freed, unlike memory_allocated.
+        self.reserved_bytes = [0, 0]
         self.capturing = False
         self.records = 0
         self.queries = 0
@@ -66,8 +67,9 @@ class FakeCuda:
             is_current_stream_capturing=lambda: self.capturing,
             is_initialized=lambda: self.initialized,
             current_device=lambda: self.current_device,
-            device_count=lambda: len(self.allocated_bytes),
-            memory_allocated=lambda index: self.allocated_bytes[index],
+            device_count=lambda: len(self.reserved_bytes),
+            memory_allocated=lambda index: 0,  # the batch was freed: nothing live between steps
+            memory_reserved=lambda index: self.reserved_bytes[index],
             synchronize=self._synchronize,
         )
 

@@ -122,11 +122,11 @@ def test_the_stream_object_is_reused_until_another_stream_becomes_current(clock:
 
 def test_the_gpu_in_use_is_found_without_a_copy_but_never_guessed() -> None:
     gpu = FakeCuda()
-    assert cuda_device_in_use(gpu, None) is None  # nothing allocated anywhere: no context opened
-    gpu.allocated_bytes[1] = 1 << 20
+    assert cuda_device_in_use(gpu, None) is None  # nothing reserved anywhere: no context opened
+    gpu.reserved_bytes[1] = 1 << 20
     assert cuda_device_in_use(gpu, "1") == 1  # a DDP rank computing on cuda:1 without set_device
     assert cuda_device_in_use(gpu, "0") is None  # current device 0 holds nothing of ours
-    gpu.allocated_bytes[0] = 1 << 20
+    gpu.reserved_bytes[0] = 1 << 20
     assert cuda_device_in_use(gpu, None) == 0
     gpu.initialized = False
     assert cuda_device_in_use(gpu, None) is None
