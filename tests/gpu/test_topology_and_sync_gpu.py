@@ -1,0 +1,126 @@
+"""On a real GPU: the topology in `--once --json` and on the `t` screen, and a job that stalls its GPU
+from the host read as sync-bound once NVML utilisation joins the step clock.
+
+Run on the GPU machine: `XFERTOP_RESULTS_DIR=$OUT pytest -m gpu tests/gpu/test_topology_and_sync_gpu.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from textual.widgets import Static
+
+from ring_test_tools import child_env, wait_until
+from ui.live import MessageWaiter
+from xfertop.analysis.steps import WindowStats, window_stats
+from xfertop.cli.viewer import build_sources
+from xfertop.export.json_snapshot import snapshot_dict
+from xfertop.sources.gpu import GpuSource
+from xfertop.sources.jobs import JobsSource
+from xfertop.ui.app import XfertopApp
+from xfertop.ui.messages import TopologyUpdated
+from xfertop.ui.topology_screen import TopologyScreen
+
+pytestmark = pytest.mark.gpu
+
+#: 2 ms of GPU work per step, then the host blocks on .item() and sleeps 8 ms with the GPU idle:
+#: the step clock's events tile the step (all "compute"), NVML sees the GPU busy ~20% of the time.
+SYNC_BOUND_JOB = """
+import time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+loader = DataLoader(TensorDataset(torch.ones(100000, 64)), batch_size=8, pin_memory=True)
+start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+start.record(); torch.cuda._sleep(50_000_000); end.record(); torch.cuda.synchronize()
+cycles_per_ms = 50_000_000 / start.elapsed_time(end)
+deadline = time.monotonic() + 30
+for (batch,) in loader:
+    device_batch = batch.to("cuda", non_blocking=True)
+    torch.cuda._sleep(int(2 * cycles_per_ms))
+    device_batch.sum().item()
+    time.sleep(0.008)
+    if time.monotonic() > deadline:
+        break
+"""
+
+
+def _write_result(name: str, result: dict[str, object]) -> None:
+    results_dir = os.environ.get("XFERTOP_RESULTS_DIR")
+    if results_dir:
+        Path(results_dir).mkdir(parents=True, exist_ok=True)
+        (Path(results_dir) / f"{name}.json").write_text(json.dumps(result, indent=2, default=str))
+
+
+def test_once_json_carries_the_real_topology() -> None:
+    result = subprocess.run([sys.executable, "-m", "xfertop", "--once", "--json"], capture_output=True,
+                            text=True, timeout=120)
+    document = json.loads(result.stdout)
+    topology = document["topology"]
+    _write_result("topology_once_json", topology)
+    assert topology["gpu_source"] == "nvml" and topology["error"] is None
+    nvml_buses = [gpu["bus_id"].lower()[-12:] for gpu in document["gpus"]]
+    assert [gpu["bus_id"] for gpu in topology["gpus"]] == nvml_buses
+    assert [row[i] for i, row in enumerate(topology["links"])] == ["X"] * len(nvml_buses)
+
+
+async def test_t_shows_the_real_topology() -> None:
+    sources = build_sources(interval_s=0.5)
+    app = XfertopApp(sources, interval_s=0.5)
+    waiter = MessageWaiter()
+    try:
+        async with app.run_test(size=(120, 40), message_hook=waiter) as pilot:
+            await pilot.press("t")
+            await waiter.wait_for(lambda m: isinstance(m, TopologyUpdated), timeout_s=30)
+            await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, TopologyScreen)
+            summary = str(screen.query_one("#topology-summary", Static).render())
+            matrix = str(screen.query_one("#topology-matrix", Static).render())
+            paths = str(screen.query_one("#topology-paths", Static).render())
+            _write_result("topology_screen", {"summary": summary, "matrix": matrix, "paths": paths})
+            assert "(from nvml)" in summary and matrix.splitlines()[2].startswith("GPU0  X")
+    finally:
+        sources.stop()
+
+
+def test_a_job_that_stalls_its_gpu_from_the_host_is_sync_bound(tmp_path: Path) -> None:
+    script = tmp_path / "sync_job.py"
+    script.write_text(SYNC_BOUND_JOB)
+    rings = tmp_path / "rings"
+    # --copy-timing: the copy event completes the GPU timeline the verdict's GPU clock needs.
+    command = [sys.executable, "-m", "xfertop.cli.run", "--copy-timing", "--", sys.executable, str(script)]
+    job = subprocess.Popen(command, env=child_env(rings), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    jobs = JobsSource(ring_dir=str(rings))
+    gpu = GpuSource()
+    try:
+        def gpu_clock_window() -> WindowStats | None:
+            for rank_state in (r for job_state in jobs.sample_once().jobs for r in job_state.ranks):
+                stats = window_stats(rank_state.steps)
+                if stats is not None and stats.clock == "gpu":
+                    return stats
+            return None
+
+        wait_until(gpu_clock_window, 60, "a full window of steps on the GPU clock")
+        time.sleep(1.0)  # a full NVML utilisation period of the steady loop
+        gpu_state, jobs_state = gpu.sample_once(), jobs.sample_once()
+        document = snapshot_dict(gpu_state, None, jobs_state, timestamp=time.time())
+        verdict = document["jobs"]["items"][0]["verdict"]
+        _write_result("sync_bound_real_gpu", {"verdict": verdict, "gpu_util_percent": [
+            g.util_gpu_percent for g in gpu_state.gpus]})
+        assert verdict["kind"] == "sync-bound", verdict["headline"]
+        assert verdict["evidence"]["gpu_busy_share"] < 0.5
+    finally:
+        job.terminate()  # xfertop run passes it on to the job
+        try:
+            job.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            job.kill()
+            job.wait()
+        gpu.stop()
