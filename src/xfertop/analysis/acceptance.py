@@ -193,13 +193,15 @@ def judge_locality(machine: MachineFacts) -> list[Verdict]:
     allowed = set(machine.process_cpus)
     if allowed & local:
         where = (
-            f"NUMA node {machine.gpu_numa_node}" if machine.gpu_numa_node is not None else "its local CPUs"
+            f"the GPU's NUMA node {machine.gpu_numa_node}"
+            if machine.gpu_numa_node is not None
+            else "the GPU's local CPUs"
         )
         return [
             Verdict(
                 "CPU affinity vs GPU",
                 "pass",
-                f"{len(allowed & local)} of the process's {len(allowed)} CPUs are on the GPU's {where}",
+                f"{len(allowed & local)} of the process's {len(allowed)} CPUs are on {where}",
             )
         ]
     return [
