@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from cli.schema import schema_problems
 from ui.sample_states import FROZEN_TIME, gpu_state, host_state, jobs_state, no_driver_state, rank
@@ -38,6 +39,18 @@ def test_missing_values_stay_null() -> None:
     document = snapshot_dict(gpu_state(1), None, None, timestamp=FROZEN_TIME)
     assert document["host"] is None
     assert document["gpus"][0]["lost_reason"] is None
+
+
+def test_host_processes_carry_the_cuda_host_alloc_figure_read_from_proc() -> None:
+    host = host_state()
+    trainer = replace(host.processes[0], cuda_host_alloc_bytes=1034 * 1024**2, cuda_host_alloc_age_s=2.5)
+    document = json.loads(json.dumps(snapshot_dict(None, replace(host, processes=(trainer,)), None,
+                                                   timestamp=FROZEN_TIME)))
+    [process] = document["host"]["processes"]
+    assert process["cuda_host_alloc_bytes"] == 1034 * 1024**2 and process["cuda_host_alloc_age_s"] == 2.5
+    assert process["shmem_rss_bytes"] is None
+    [worker] = process["children"]
+    assert worker["cuda_host_alloc_bytes"] is None, "workers are not read: null"
 
 
 def test_jobs_carry_a_verdict_a_window_and_recent_steps() -> None:

@@ -6,16 +6,22 @@ import json
 from pathlib import Path
 
 from xfertop.sources.proc_memory import (
+    CUDA_HOST_ALLOC_PATHNAME,
+    NVIDIA_CONTROL_DEVICE,
     StatusMemory,
+    cuda_host_alloc_bytes,
+    maps_has_pathname,
     parse_kb_fields,
     parse_numa_maps_bytes_by_node,
     parse_status,
     parse_status_value,
     smaps_bytes_by_pathname,
+    smaps_rss_bytes,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TEXT = FIXTURES / "proc_text"
+MEASURED = Path(__file__).resolve().parents[2] / "docs" / "measurements" / "h200-2026-11-29"
 MIB = 1 << 20
 
 
@@ -85,3 +91,71 @@ def test_numa_maps_counts_pages_per_node_times_page_size() -> None:
     huge = ("7f00 default anon=2 dirty=2 N0=1 N1=1 kernelpagesize_kB=2048\n"
             "7f10 default anon=3 N1=3 kernelpagesize_kB=4")
     assert parse_numa_maps_bytes_by_node(huge) == {0: 2 * MIB, 1: 2 * MIB + 3 * 4096}
+
+
+# The h200_*.smaps fixtures are RECONSTRUCTED from the H200 probe's per-pathname sums and its recorded
+# large mappings (tests/fixtures/make_h200_pinned_smaps.py says exactly how): the "/dev/zero (deleted)"
+# mappings mirror the probe (count and sums, the 1 GiB block verbatim); other pathnames are condensed.
+
+
+def _maps_of(smaps_text: str) -> str:
+    """/proc/<pid>/maps is the header lines of smaps."""
+    return "\n".join(line for line in smaps_text.splitlines() if not line[:1].isupper())
+
+
+def _probe_sum(mode: str, label: str, pathname: str) -> dict[str, int]:
+    probe = json.loads((MEASURED / f"proc_pinned_host_{mode}.json").read_text())
+    step = next(s for s in probe["steps"] if s["label"] == label)
+    return step["smaps_by_pathname"][pathname]
+
+
+def test_reconstructed_fixtures_carry_the_probes_dev_zero_sums() -> None:
+    for mode, label, name in (("alloc", "after_cuda_init", "h200_host_alloc_after_cuda_init"),
+                              ("alloc", "after_1GiB_pinned", "h200_host_alloc_after_1GiB_pinned"),
+                              ("register", "after_1GiB_pinned", "h200_host_register_after_1GiB_pinned")):
+        by_path = smaps_bytes_by_pathname((TEXT / f"{name}.smaps").read_text())
+        recorded = _probe_sum(mode, label, CUDA_HOST_ALLOC_PATHNAME)
+        assert by_path[CUDA_HOST_ALLOC_PATHNAME]["mappings"] == recorded["mappings"], name
+        assert by_path[CUDA_HOST_ALLOC_PATHNAME]["Rss"] == recorded["Rss"], name
+
+
+def test_cuda_init_leaves_10MiB_of_the_drivers_own_in_five_dev_zero_mappings() -> None:
+    smaps = (TEXT / "h200_host_alloc_after_cuda_init.smaps").read_text()
+    assert maps_has_pathname(_maps_of(smaps), NVIDIA_CONTROL_DEVICE)
+    assert smaps_rss_bytes(smaps, CUDA_HOST_ALLOC_PATHNAME) == (10 * MIB, 5)
+    assert cuda_host_alloc_bytes(smaps) == 10 * MIB
+
+
+def test_one_GiB_of_cudaHostAlloc_pin_memory_adds_one_GiB_in_a_sixth_dev_zero_mapping() -> None:
+    smaps = (TEXT / "h200_host_alloc_after_1GiB_pinned.smaps").read_text()
+    assert smaps_rss_bytes(smaps, CUDA_HOST_ALLOC_PATHNAME) == (1034 * MIB, 6)
+    before = cuda_host_alloc_bytes((TEXT / "h200_host_alloc_after_cuda_init.smaps").read_text())
+    assert cuda_host_alloc_bytes(smaps) - before == 1 << 30
+    # The driver's control node did not grow: the buffer is not mapped through it.
+    assert smaps_rss_bytes(smaps, NVIDIA_CONTROL_DEVICE)[0] == _probe_sum(
+        "alloc", "after_cuda_init", NVIDIA_CONTROL_DEVICE)["Rss"]
+
+
+def test_cudaHostRegister_pinned_memory_is_invisible_to_the_figure() -> None:
+    """pinned_use_cuda_host_register:True: 1 GiB pinned lands in plain anonymous memory."""
+    smaps = (TEXT / "h200_host_register_after_1GiB_pinned.smaps").read_text()
+    assert cuda_host_alloc_bytes(smaps) == 10 * MIB, "only the driver's own, as after CUDA init"
+    anonymous = smaps_bytes_by_pathname(smaps)[""]["Rss"]
+    before = _probe_sum("register", "after_cuda_init", "")["Rss"]
+    assert anonymous - before > 1 << 30
+
+
+def test_a_process_without_nvidiactl_is_not_a_cuda_process() -> None:
+    # Captured from plain python with 9 MiB of MAP_SHARED memory: "/dev/zero (deleted)", but no CUDA.
+    smaps = (TEXT / "mlock_1MiB_shared_8MiB.smaps").read_text()
+    assert smaps_rss_bytes(smaps, CUDA_HOST_ALLOC_PATHNAME) == (9 * MIB, 2)
+    assert not maps_has_pathname(_maps_of(smaps), NVIDIA_CONTROL_DEVICE)
+
+
+def test_maps_pathnames_match_whole_names_only() -> None:
+    maps = ("7ff000000000-7ff001756000 rw-s 00000000 00:06 1049                       /dev/nvidiactl-old\n"
+            "7feaaaa00000-7feacaa00000 rw-p 00000000 00:00 0 \n"
+            "7ff0054e0000-7ff0277cb000 rw-p 00000000 00:00 0                          [heap]\n")
+    assert not maps_has_pathname(maps, NVIDIA_CONTROL_DEVICE)
+    assert maps_has_pathname(maps, "[heap]") and maps_has_pathname(maps, "")
+    assert not maps_has_pathname("", NVIDIA_CONTROL_DEVICE)

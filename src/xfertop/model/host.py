@@ -19,7 +19,8 @@ class ProcessStats:
     #: Host memory pinned for this process as the kernel reports it per process. The host source leaves
     #: it None: measured on an H200 (driver 580), 1 GiB of CUDA pinned memory raised none of VmLck, VmPin
     #: or smaps Locked, only RssShmem, which also counts /dev/shm tensors (docs/host-memory.md). The
-    #: reporter's torch.cuda.host_memory_stats() is the figure to show.
+    #: reporter's torch.cuda.host_memory_stats() is the figure to show; cuda_host_alloc_bytes below is the
+    #: per-process figure that /proc does give (cudaHostAlloc only).
     pinned_bytes: int | None
     children: tuple[ProcessStats, ...] = ()
     #: Why some figures are missing ("access denied: another user's process").
@@ -33,6 +34,17 @@ class ProcessStats:
     #: for 1 GiB pinned, measured), and so do DataLoader tensors shared through /dev/shm.
     shmem_rss_bytes: int | None = None
     ppid: int | None = None
+    #: CUDA pinned host memory allocated by cudaHostAlloc (torch's default pinned allocator), read from
+    #: /proc: the summed Rss of the process's "/dev/zero (deleted)" mappings in /proc/<pid>/smaps, only
+    #: for a process that maps /dev/nvidiactl (a CUDA process), else None. Measured on an H200 (driver
+    #: 580): 10 MiB (the driver's own) after CUDA init, 1034 MiB after 1 GiB pin_memory(), still 1034 MiB
+    #: while torch's caching host allocator keeps the freed block. Blind to cudaHostRegister'ed memory
+    #: (pinned_use_cuda_host_register: plain anonymous memory) and includes any other MAP_SHARED anonymous
+    #: memory of the process. Watched processes only, not their workers; smaps is costly, so it is read
+    #: at most every few seconds per process (docs/host-memory.md): see cuda_host_alloc_age_s.
+    cuda_host_alloc_bytes: int | None = None
+    #: Seconds between the read of cuda_host_alloc_bytes and this sample; None when that figure is None.
+    cuda_host_alloc_age_s: float | None = None
 
 
 @dataclass(frozen=True)

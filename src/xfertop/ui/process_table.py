@@ -48,13 +48,20 @@ def _add_job_ranks(view: ViewState, rows: dict[int, _Row]) -> None:
             row.workers = rank.dataloader_workers
 
 
+#: Marks a PINNED figure read from /proc/<pid>/smaps rather than reported by the process itself.
+PROC_SUFFIX = " proc"
+
+
 def _pinned(row: _Row, proc: ProcessStats | None) -> str:
-    """The reporter's pinned figure when the process is a training rank; else the process's resident
-    shared memory as an upper bound ("≤1.0G"): CUDA pinned memory shows up there (docs/host-memory.md)."""
+    """The reporter's pinned figure when the process is a training rank; else the cudaHostAlloc memory the
+    host source read from /proc ("1.0G proc": cudaHostRegister'ed memory is not in it); else the process's
+    resident shared memory as an upper bound ("≤1.0G"). docs/host-memory.md says why each."""
     if row.pinned_bytes is not None:
         return human_bytes(row.pinned_bytes)
     if proc is not None and proc.pinned_bytes is not None:
         return human_bytes(proc.pinned_bytes)
+    if proc is not None and proc.cuda_host_alloc_bytes is not None:
+        return human_bytes(proc.cuda_host_alloc_bytes) + PROC_SUFFIX
     if proc is not None and proc.shmem_rss_bytes:
         return "≤" + human_bytes(proc.shmem_rss_bytes)
     return NA
