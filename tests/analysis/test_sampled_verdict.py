@@ -18,7 +18,7 @@ def rank_with(pid: int = 1, **counts: int) -> RankStacks:
 
 def test_each_real_bottleneck_gets_its_verdict() -> None:
     expected = {"starved_w0": "input-bound", "starved_w2": "input-bound", "compute": "compute-bound",
-                "copy": "copy-bound"}
+                "copy": "copy-bound", "native_sync": "sync-bound"}
     for name, kind in expected.items():
         verdict = sampled_verdict([(None, fixture_rank(name))])
         assert verdict.kind == kind, (name, verdict.headline)

@@ -54,6 +54,67 @@ def test_item_calls_are_gpu_sync_by_their_source_line() -> None:
     assert {classify_stack(s.frames, lines) for s in at_item} == {"gpu_sync"}
 
 
+def test_a_main_thread_held_in_c_on_a_sync_line_is_gpu_sync() -> None:
+    # native_sync: the CPU stand-in for .item() blocked on the GPU (the H200 sync job): the main thread
+    # sits in C for milliseconds on lines calling .item() / .cpu() / .tolist(), with the training
+    # script's line as its innermost Python frame (recorded with --full-filenames, as xfertop does).
+    rank = summary("native_sync")
+    assert rank.shares.share("gpu_sync") > 0.4, rank.shares.counts
+    lines = fixture_lines("native_sync")
+    main = [s for s in fixture_window("native_sync").stacks if s.is_main_thread and s.frames]
+    by_line: dict[str, set[str]] = {}
+    for stack in main:
+        text = lines(stack.frames[0].filename, stack.frames[0].line)
+        by_line.setdefault(text, set()).add(classify_stack(stack.frames, lines))
+    for text in ("_ = torch.mm(a, b).sum().item()", "_ = torch.mm(a, b).cpu()",
+                 "_ = torch.mm(a, b).sum(0).tolist()"):
+        assert by_line.get(text) == {"gpu_sync"}, (text, by_line)
+    # Tensor maths written directly in the loop is compute, not "other".
+    for text in ("torch.mm(a, b).pow(2).mean()", "_ = a @ b"):
+        assert by_line.get(text) == {"compute"}, (text, by_line)
+    assert rank.shares.share("other") < 0.1, rank.shares.counts
+    # Every one of those samples rests on the line text: without the lookup they are "other".
+    assert summarise_window(fixture_window("native_sync")).shares.share("gpu_sync") == 0
+
+
+def test_the_loss_line_of_a_training_loop_is_compute() -> None:
+    # sync fixture: samples inside .pow(2).mean() have the script's `loss = ...` line innermost.
+    lines = fixture_lines("sync")
+    at_loss = [s for s in fixture_window("sync").stacks if s.is_main_thread and s.frames
+               and lines(s.frames[0].filename, s.frames[0].line) == "loss = model(batch).pow(2).mean()"]
+    assert at_loss
+    assert {classify_stack(s.frames, lines) for s in at_loss} == {"compute"}
+
+
+def in_loop(text: str) -> str:
+    """The class of a sample whose innermost frame is the training script's line holding ``text``."""
+    stack = (Frame(name="main", filename="/job/train.py", line=7),
+             Frame(name="<module>", filename="/job/train.py", line=9))
+    return classify_stack(stack, lambda filename, line: text if line == 7 else "")
+
+
+def test_sync_calls_on_the_innermost_line_are_gpu_sync() -> None:
+    for text in ("_ = loss.item()", "total += loss.item()", 'print(f"{loss.item():.3f}")', "x = out.cpu()",
+                 "preds = logits.argmax(-1).tolist()", "arr = t.numpy()", "arr = t.numpy(force=True)",
+                 "torch.cuda.synchronize()", "stream.synchronize()"):
+        assert in_loop(text) == "gpu_sync", text
+
+
+def test_tensor_maths_on_the_innermost_line_is_compute() -> None:
+    for text in ("loss = model(batch).pow(2).mean()", "torch.mm(a, b)", "c = a @ b", "x = torch.relu(h)",
+                 "acc = (pred == y).float().mean()", "p.data.add_(g, alpha=-lr)"):
+        assert in_loop(text) == "compute", text
+
+
+def test_other_lines_stay_other_and_comments_do_not_count() -> None:
+    for text in ("", "for step, batch in enumerate(loader):", 'logger.info("step %d", step)', "seen.add(i)",
+                 "items.sort()", "step += 1  # loss.item() would sync here", 'print("#1")'):
+        assert in_loop(text) == "other", text
+    # String literals are kept (an f-string may call .item()), only a trailing comment is dropped.
+    assert in_loop('print(f"{loss.item():.3f}")  # log') == "gpu_sync"
+    assert in_loop("batch = batch.to(device)  # not .item()") == "copy"
+
+
 def frames(*spec: tuple[str, str]) -> tuple[Frame, ...]:
     """Innermost first, as py-spy reports them."""
     return tuple(Frame(name=name, filename=filename, line=1) for name, filename in spec)

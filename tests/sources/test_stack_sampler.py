@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pyspy_support import ptrace_problem
+from pyspy_support import ptrace_problem, training_job
+from xfertop.analysis.sampled_verdict import judge_stacks
 from xfertop.sources.pyspy_runner import PySpyError, find_pyspy
+from xfertop.sources.source_lines import line_reader
 from xfertop.sources.stacks import StackSampler
 
 
@@ -37,3 +39,16 @@ def test_our_own_process_has_no_attach_problem() -> None:
     import os
 
     assert StackSampler(os.getpid(), with_ranks=False).problem() is None
+
+
+@pytest.mark.skipif(ptrace_problem() is not None, reason="py-spy cannot attach here")
+def test_sync_lines_are_read_after_the_job_has_exited() -> None:
+    # The H200 failure on CPU: a window judged once the job is gone (as tests/gpu/test_attach_gpu.py
+    # and `attach --once` on a job that just ended do). With py-spy's short names ("train_cpu.py") the
+    # file could only be found through /proc/PID/cwd and cmdline, so every .item() sample was "other".
+    with training_job("native_sync") as job:
+        state = StackSampler(job.pid, window_s=2, with_ranks=False).sample_once()
+    (summary,), verdict = judge_stacks(state, line_reader)
+    assert summary.shares.share("gpu_sync") >= 0.2, summary.to_dict()
+    assert summary.shares.share("other") < 0.2, summary.to_dict()
+    assert verdict.kind == "sync-bound", verdict.headline

@@ -3,7 +3,9 @@
 Pure: stack windows in, shares out. Frames are matched by (filename suffix, bare function name), since
 py-spy prints code names, not import paths. A plain ``.to()`` / ``.cuda()`` / ``.item()`` runs in C and
 has no Python frame of its own, so the innermost frame's source line is read through ``line_text``,
-a lookup the caller supplies (the sources layer reads the target's files; tests pass a dict).
+a lookup the caller supplies (the sources layer reads the target's files; tests pass a dict). The same
+line places tensor maths written directly in the training loop (``loss = model(x).pow(2).mean()``:
+``pow`` and ``mean`` have no Python frame either) as compute.
 """
 
 from __future__ import annotations
@@ -77,9 +79,22 @@ _LOADING_ALONE = (
     _rule("torch/utils/data/_utils/fetch.py", "fetch"),
     _rule("torch/utils/data/_utils/collate.py", "*"),
 )
-# A C call on the innermost Python line: .item()/.cpu()/.tolist() wait for the GPU; .to()/.cuda() copy.
-_SYNC_LINE = re.compile(r"\.(item|cpu|tolist|numpy)\(\)|\.synchronize\(")
+# A C call on the innermost Python line: .item()/.cpu()/.tolist()/.numpy() wait for the GPU (as does
+# torch.cuda.synchronize(), also recognised by its own frame); .to()/.cuda()/.copy_() copy.
+_SYNC_LINE = re.compile(r"\.(item|cpu|tolist|numpy)\(|\.synchronize\(")
 _COPY_LINE = re.compile(r"\.(to|cuda|copy_)\(")
+# Tensor maths written directly on the innermost line (a loop body, not a module's forward): a call
+# ``torch.NAME(``, a matrix product ``x @ y``, or a common tensor method (not ``.sort``/``.add``, which
+# lists and sets have too). Checked last, only for stacks no frame rule placed: the thread is inside
+# the C op that line calls.
+_TENSOR_METHODS = (
+    "pow", "sqrt", "rsqrt", "exp", "log", "abs", "neg", "mean", "sum", "prod", "std", "var", "norm",
+    "max", "min", "amax", "amin", "argmax", "argmin", "topk", "cumsum", "softmax", "log_softmax",
+    "relu", "sigmoid", "tanh", "clamp", "clamp_", "mul", "mul_", "add_", "sub",
+    "sub_", "div", "div_", "addmm", "matmul", "mm", "bmm", "einsum", "masked_fill", "masked_fill_",
+    "gather", "scatter", "scatter_add", "index_select", "where", "lerp_", "addcmul_", "addcdiv_")
+_TENSOR_LINE = re.compile(
+    r"\btorch\.[A-Za-z_][\w.]*\(|[\w)\]]\s*@\s*[\w(]|\.(?:" + "|".join(_TENSOR_METHODS) + r")\(")
 
 
 def _matches(frame: Frame, rules: Iterable[_Rule]) -> bool:
@@ -100,12 +115,11 @@ def classify_stack(frames: tuple[Frame, ...], line_text: LineText | None = None)
             if any(_matches(f, _COPY) for f in inner):
                 return "copy"
             return "main_loading" if any(_matches(f, _LOADING) for f in inner) else "data_wait"
-    if frames and line_text is not None:
-        source = line_text(frames[0].filename, frames[0].line)
-        if _SYNC_LINE.search(source):
-            return "gpu_sync"
-        if _COPY_LINE.search(source):
-            return "copy"
+    source = _code(line_text(frames[0].filename, frames[0].line)) if frames and line_text else ""
+    if _SYNC_LINE.search(source):
+        return "gpu_sync"
+    if _COPY_LINE.search(source):
+        return "copy"
     for frame in frames:
         if _matches(frame, _LOADING_ALONE):
             return "main_loading"
@@ -115,7 +129,20 @@ def classify_stack(frames: tuple[Frame, ...], line_text: LineText | None = None)
             return "copy"
         if _matches(frame, _COMPUTE):
             return "compute"
-    return "other"
+    return "compute" if _TENSOR_LINE.search(source) else "other"
+
+
+def _code(source: str) -> str:
+    """The line without a trailing comment (a ``#`` outside quotes), so ``# .item() later`` is not a call."""
+    quote = ""
+    for index, char in enumerate(source):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#":
+            return source[:index]
+    return source
 
 
 @dataclass(frozen=True)

@@ -73,8 +73,12 @@ class RecordWindow:
         self._cancelled = threading.Event()
 
     def command(self, output_path: Path) -> list[str]:
+        # --full-filenames: the classifier reads the innermost line's source text (.item(), .to()), and
+        # py-spy's short names ("train.py") can only be resolved while the process lives (its cwd and
+        # command line); a full path still reads after the job has exited, and whatever its cwd was.
         command = [self._binary or find_pyspy(), "record", "-p", str(self.pid), "-r", str(self.rate_hz),
-                   "-d", str(self.window_s), "-f", "raw", "-t", "-s", "-i", "-o", str(output_path)]
+                   "-d", str(self.window_s), "-f", "raw", "-t", "-s", "-i", "--full-filenames",
+                   "-o", str(output_path)]
         return [*command, "--nonblocking"] if self.nonblocking else command
 
     def run(self) -> StackWindow:

@@ -1,8 +1,11 @@
 """Source lines of a sampled process, for the classifier's ``.to()`` / ``.item()`` check.
 
-py-spy shortens file names (``train.py``, ``torch/utils/data/dataloader.py``), so a name is tried as
-given, then against the target's working directory and the directories of the scripts on its command
-line. Reads go through linecache, so each file is read once.
+Record windows are taken with ``--full-filenames``, so a name is usually absolute: it is read as given,
+else inside the target's root (``/proc/PID/root``: a job in a container). py-spy's short names
+(``train.py``, ``torch/utils/data/dataloader.py``: older captures, ``record`` without the flag) are
+resolved against the target's working directory and the directories of the scripts on its command
+line, which only exist while the process runs: call ``line_reader`` while it does. Reads go through
+linecache, so each file is read once.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ from pathlib import Path
 def line_reader(pid: int, proc_root: Path = Path("/proc")) -> Callable[[str, int], str]:
     """A ``(filename, line) -> text`` lookup for ``pid``'s files ("" when the file cannot be found)."""
     roots = _search_roots(pid, proc_root)
+    target_root = proc_root / str(pid) / "root"
     resolved: dict[str, str | None] = {}
 
     def lookup(filename: str, line: int) -> str:
         if line <= 0 or not filename or filename.startswith("<"):
             return ""
         if filename not in resolved:
-            resolved[filename] = _resolve(filename, roots)
+            resolved[filename] = _resolve(filename, roots, target_root)
         path = resolved[filename]
         return linecache.getline(path, line).strip() if path else ""
 
@@ -46,10 +50,16 @@ def _search_roots(pid: int, proc_root: Path) -> list[Path]:
     return roots
 
 
-def _resolve(filename: str, roots: list[Path]) -> str | None:
+def _resolve(filename: str, roots: list[Path], target_root: Path) -> str | None:
     candidate = Path(filename)
     if candidate.is_absolute():
-        return filename if candidate.is_file() else None
+        if candidate.is_file():
+            return filename
+        inside = target_root / candidate.relative_to(candidate.anchor)
+        with contextlib.suppress(OSError):
+            if inside.is_file():
+                return str(inside)
+        return None
     for root in roots:
         if (root / candidate).is_file():
             return str(root / candidate)
