@@ -1,9 +1,13 @@
 """Reporter overhead: the same loop with and without the step clock, side by side in one run.
 
 Reports the host time the reporter adds per step (ns) for: ``watch()``, ``watch()`` + ``to_device()``,
-``with step():``; on CPU and, when there is one, on CUDA (three timed CUDA events per step). Then the
-cost of ``xfertop run`` (automatic DataLoader wrapping) and ``xfertop run --copy-timing`` against the
-same script run directly. Writes reporter_overhead.json to OUT_DIR.
+``with step():``; on CPU and, when there is one, on CUDA (the GPU clock samples: see docs/reporter.md).
+Then the same loops on CPU against the fake CUDA of tests/fakes with the H200's per-call host costs
+(busy-waits: record 2.43 us, query 1.43 us, elapsed_time 1.5 us), GPU sampling on and off: a prediction
+of the CUDA rows made on a CPU machine. Then the cost of ``xfertop run`` (automatic DataLoader
+wrapping) and ``xfertop run --copy-timing`` against the same script run directly. Each CUDA or fake row
+also reports the sampling: ``gpu_every`` (k), ``gpu_timed_fraction`` and ``gpu_cost_ns`` (the host time
+a timed step spends in CUDA calls, as the clock measured it). Writes reporter_overhead.json to OUT_DIR.
 
     python benchmarks/reporter_overhead.py OUT_DIR            # about a minute
     python benchmarks/reporter_overhead.py OUT_DIR --quick    # a few seconds
@@ -28,8 +32,10 @@ from typing import Any
 import torch
 
 import xfertop
+import xfertop.reporter
 
 Loop = Callable[[int], None]
+REPO = Path(__file__).resolve().parent.parent
 
 
 def loops(device: torch.device, batch: torch.Tensor) -> dict[str, Loop]:
@@ -68,16 +74,32 @@ def loops(device: torch.device, batch: torch.Tensor) -> dict[str, Loop]:
     return {"plain": plain, "watch": watched, "watch+to_device": watched_to_device, "step()": step_blocks}
 
 
-def side_by_side(variants: dict[str, Loop], steps: int, rounds: int) -> dict[str, Any]:
-    """Interleaved rounds (drift hits every variant alike); per variant, the median added ns per step."""
+def _clock_counters() -> tuple[int, int]:
+    clock = xfertop.reporter._clock
+    return (0, 0) if clock is None else (clock.steps_written, getattr(clock, "gpu_timed_steps", 0))
+
+
+def side_by_side(variants: dict[str, Loop], steps: int, rounds: int,
+                 fake: Any = None) -> dict[str, Any]:
+    """Interleaved rounds (drift hits every variant alike); per variant, the median added ns per step.
+
+    With ``fake`` (a FakeCuda with a cost model), also the modelled host ns of its CUDA calls per step.
+    """
     per_round: dict[str, list[float]] = {name: [] for name in variants}
+    counted: dict[str, list[int]] = {name: [0, 0, 0] for name in variants}  # steps, timed, modelled ns
     for loop in variants.values():
         loop(min(steps, 2000))  # warm-up: ring creation, CUDA events, caches
     for _ in range(rounds):
         for name, loop in variants.items():
+            written, timed = _clock_counters()
+            modelled = _modelled_ns(fake) if fake is not None else 0
             began = time.perf_counter_ns()
             loop(steps)
             per_round[name].append((time.perf_counter_ns() - began) / steps)
+            written_after, timed_after = _clock_counters()
+            counted[name][0] += written_after - written
+            counted[name][1] += timed_after - timed
+            counted[name][2] += (_modelled_ns(fake) - modelled) if fake is not None else 0
     base = per_round["plain"]
     result: dict[str, Any] = {"steps_per_round": steps, "rounds": rounds,
                               "plain_ns_per_step": statistics.median(base)}
@@ -87,6 +109,42 @@ def side_by_side(variants: dict[str, Loop], steps: int, rounds: int) -> dict[str
         added = statistics.median(v - b for v, b in zip(values, base, strict=True))
         result[name] = {"ns_per_step": statistics.median(values), "added_ns_per_step": added,
                         "ratio_to_plain": statistics.median(values) / statistics.median(base)}
+        written, timed, modelled = counted[name]
+        clock = xfertop.reporter._clock
+        if timed and clock is not None:
+            result[name].update({"gpu_timed_fraction": timed / written, "gpu_every": clock.gpu_every,
+                                 "gpu_cost_ns": clock.gpu_cost_ns})
+        if fake is not None and written:
+            result[name]["modelled_cuda_ns_per_step"] = modelled / written
+    return result
+
+
+def _modelled_ns(fake: Any) -> int:
+    costs = fake.costs_ns
+    return (fake.records * costs["record"] + fake.queries * costs["query"]
+            + fake.elapsed_calls * costs["elapsed_time"])
+
+
+def fake_cuda_model(steps: int, rounds: int) -> dict[str, Any]:
+    """The CPU loops with the step clock's GPU half on the fake CUDA at the H200's per-call costs."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from fakes.fake_cuda import H200_COSTS_NS, FakeCuda
+    from xfertop.reporter._gpu_timer import GpuTimer
+
+    fake = FakeCuda(costs=H200_COSTS_NS)  # events complete at once: nothing is ever launched on it
+    clock = xfertop.reporter._get_clock()
+    assert clock is not None
+    result: dict[str, Any] = {"costs_ns": H200_COSTS_NS}
+    for sampling in (True, False):
+        clock.gpu = GpuTimer(fake, 0)
+        if hasattr(clock, "gpu_sampling"):
+            clock.gpu_sampling = sampling
+            clock.gpu_every = 1
+            clock._countdown = 1
+            clock.gpu_cost_ns = 0.0
+        variants = loops(torch.device("cpu"), torch.ones(8, 64))
+        result["sampling" if sampling else "every_step"] = side_by_side(variants, steps, rounds, fake)
+    clock.gpu = None
     return result
 
 
@@ -179,6 +237,7 @@ def main() -> int:
         cuda_batch = torch.ones(8, 64).pin_memory()
         result["in_process_cuda"] = side_by_side(loops(torch.device("cuda"), cuda_batch), steps // 2, rounds)
         result["cuda_event_costs"] = cuda_event_costs(steps // 5)
+    result["fake_cuda_model"] = fake_cuda_model(steps // 2, rounds)
     child_device = "cuda" if torch.cuda.is_available() else "meta"
     result["xfertop_run"] = run_modes(steps // 5, 3 if args.quick else 5, child_device)
     result["reporter_status"] = xfertop.reporter.status()
@@ -187,12 +246,23 @@ def main() -> int:
     print(json.dumps(result, indent=2))
     for name, value in result.get("cuda_event_costs", {}).items():
         print(f"cuda_event_costs {name:28} {value / 1000:7.2f} us/call")
-    for section in ("in_process_cpu", "in_process_cuda", "xfertop_run"):
-        for name, value in result.get(section, {}).items():
+    sections = [("in_process_cpu", result.get("in_process_cpu", {})),
+                ("in_process_cuda", result.get("in_process_cuda", {})),
+                ("fake_cuda/sampling", result["fake_cuda_model"]["sampling"]),
+                ("fake_cuda/every_step", result["fake_cuda_model"]["every_step"]),
+                ("xfertop_run", result.get("xfertop_run", {}))]
+    for section, values in sections:
+        for name, value in values.items():
             if isinstance(value, dict) and "added_ns_per_step" in value:
                 ratio = value.get("ratio_to_plain", value.get("ratio_to_direct"))
-                print(f"{section:16} {name:28} +{value['added_ns_per_step'] / 1000:7.2f} us/step "
-                      f"(x{ratio:.3f})")
+                line = (f"{section:20} {name:26} +{value['added_ns_per_step'] / 1000:7.2f} us/step "
+                        f"(x{ratio:.3f})")
+                if value.get("gpu_cost_ns"):
+                    line += (f"  k={value['gpu_every']} timed {value['gpu_timed_fraction']:.1%}"
+                             f" cuda-calls {value['gpu_cost_ns'] / 1000:.1f} us/timed step")
+                if "modelled_cuda_ns_per_step" in value:
+                    line += f"  modelled CUDA calls {value['modelled_cuda_ns_per_step'] / 1000:.2f} us/step"
+                print(line)
     return 0
 
 

@@ -29,6 +29,7 @@ def clock(tmp_path: Path, gpu: FakeCuda) -> StepClock:
     clock = StepClock(lambda: RingWriter(str(tmp_path), current_identity()))
     clock.before_next()  # opens the ring
     clock.gpu = GpuTimer(gpu, 0, max_pending=8)
+    clock.gpu_sampling = False  # these stories check every step's GPU arithmetic; see test_gpu_sampling.py
     return clock
 
 

@@ -3,7 +3,9 @@
 One clock per window: the GPU clock (copy, compute and idle gap from CUDA events) when enough recent
 steps carry it, else the CPU clock (data wait, copy call time, and the rest of the step as compute).
 GPU fields are resolved lazily by the reporter, so the newest steps may not have them yet: the GPU
-window is the most recent steps that do.
+window is the most recent steps that do. The reporter also samples: with short steps only one step in k
+(k <= 32) gets the GPU clock, so the GPU window widens by itself to the last ``window_steps`` timed steps
+among all the steps the ring holds (1024 by default: at least 32 timed ones).
 """
 
 from __future__ import annotations

@@ -4,6 +4,13 @@ A step runs from one ``next()`` call on the loader to the next one (or from one 
 the next). Each closed step is one record in the ring; its GPU fields are patched in later, once its
 CUDA events have completed. Every method is fail-open: an internal error is counted, and after
 ``MAX_ERRORS`` of them the clock switches itself off for good.
+
+Sampling: every step gets the CPU clock, but only one step in ``gpu_every`` gets the GPU clock. A CUDA
+event record costs ~2.4 us of host time on an H200, query and elapsed_time ~1.5 us each, so a timed
+step costs 15-20 us. The clock measures that host time itself (perf_counter around its CUDA calls) and
+picks ``gpu_every`` so that the average stays within max(GPU_BUDGET_FLOOR_NS, GPU_BUDGET_SHARE of the
+step's wall time): long steps are all timed, short ones every k-th (k <= GPU_EVERY_MAX, so that a ring
+of 1024 steps always holds at least 32 GPU-timed steps). ``XFERTOP_GPU_SAMPLING=off`` times every step.
 """
 
 from __future__ import annotations
@@ -22,6 +29,10 @@ from xfertop.reporter._ring_writer import RingWriter
 MAX_ERRORS = 10
 TICK_NS = 1_000_000_000
 LINK_CHECK_EVERY_TICKS = 2
+#: Average host time per step the GPU clock may add: the larger of a floor and a share of the step.
+GPU_BUDGET_FLOOR_NS = 2_500
+GPU_BUDGET_SHARE = 0.0025
+GPU_EVERY_MAX = 32
 
 _now_ns = time.perf_counter_ns  # CLOCK_MONOTONIC on Linux: comparable across processes of one host
 
@@ -56,6 +67,20 @@ class StepClock:
         self._block_depth = 0  # step() blocks open around the current step (0: not theirs)
         self._next_tick_ns = 0
         self._ticks = 0
+        # GPU sampling (see the module docstring).
+        self.gpu_sampling = os.environ.get("XFERTOP_GPU_SAMPLING", "").lower() not in ("off", "0", "no")
+        self.gpu_every = 1
+        self.gpu_budget_floor_ns = GPU_BUDGET_FLOOR_NS
+        self.gpu_budget_share = GPU_BUDGET_SHARE
+        self.gpu_cost_ns = 0.0  # smoothed host ns per timed step spent in CUDA calls
+        self._cost_samples = 0
+        self.gpu_timed_steps = 0  # steps that got the GPU clock (events recorded), for benchmarks
+        self._countdown = 1  # steps until the next timed one; 1: the next step is timed
+        self._time_next = True  # the step about to open gets the GPU clock
+        self._gpu_spent_ns = 0  # host ns in CUDA calls since the last timed step closed
+        self._period_began_ns = 0  # when the last timed step closed
+        self._period_steps = 0
+        self._epoch_at_prev_end = -1
 
     # -- failure handling ---------------------------------------------------------------------------------
     def fail(self, exc: BaseException) -> None:
@@ -150,10 +175,12 @@ class StepClock:
             self._flags |= wire.F_COPIED | (wire.F_PAGEABLE_NON_BLOCKING if pageable_non_blocking else 0)
             gpu = self.gpu
             if gpu is not None and self._ready is not None:
+                began = _now_ns()
                 if self._copied is None:
                     self._copied = gpu.record()
                 else:
                     gpu.re_record(self._copied)  # the last copy of the step is the one that counts
+                self._gpu_spent_ns += _now_ns() - began
         except Exception as exc:
             self.fail(exc)
 
@@ -176,7 +203,14 @@ class StepClock:
                 if self.gpu is None and getattr(leaf, "is_cuda", False):
                     self._use_cuda_device(leaf.device.index)
         self._prev_end = self._last_end
-        self._ready = self.gpu.record() if self.gpu is not None else None
+        gpu = self.gpu
+        if gpu is not None and self._time_next:
+            self._ready = gpu.record()
+            # Charged from the boundary on (start + wait = when next() returned): a little CPU-clock
+            # work counts as GPU-clock cost, so the estimate errs on the dear side.
+            self._gpu_spent_ns += _now_ns() - start_ns - wait_ns
+        else:
+            self._ready = None
 
     def _close(self, now: int) -> None:
         self._open = False
@@ -188,22 +222,82 @@ class StepClock:
             flags |= wire.F_PINNED
         gpu = self.gpu
         step = self.steps_written
-        end = None
-        if gpu is not None and self._ready is not None:
-            end = gpu.record()
-            if end is not None:
-                flags |= wire.F_GPU_PENDING
-                gpu.add(PendingStep(step, self._prev_end, self._ready, self._copied, end))
-        self._last_end = end
+        if gpu is None:
+            writer.write_step(step, self._start_ns, now - self._start_ns, self._wait_ns, self._copy_cpu_ns,
+                              self._h2d_bytes, self._samples, flags)
+            self.steps_written = step + 1
+        else:
+            self._period_steps += 1
+            countdown = self._countdown - 1
+            time_next = countdown <= 0
+            if time_next:
+                countdown = self.gpu_every
+            self._countdown = countdown
+            self._time_next = time_next
+            ready = self._ready
+            if ready is None and not time_next:  # the common case when sampling: CPU clock only
+                self._last_end = None
+                writer.write_step(step, self._start_ns, now - self._start_ns, self._wait_ns,
+                                  self._copy_cpu_ns, self._h2d_bytes, self._samples, flags)
+                self.steps_written = step + 1
+            else:
+                self._close_gpu(gpu, now, step, flags, ready, time_next)
+        if now >= self._next_tick_ns:
+            self._tick(now)
+
+    def _close_gpu(self, gpu: GpuTimer, now: int, step: int, flags: int, ready: Any, time_next: bool) -> None:
+        """Close a timed step, or one whose end event the next (timed) step needs for its idle gap."""
+        writer = self.writer
+        assert writer is not None
+        began = now  # the boundary itself: the whole close is charged (see _open_step)
+        if ready is not None:
+            # Earlier timed steps first (they had a whole period to complete); this one's end is only
+            # now being recorded, so asking about it would waste a query.
+            gpu.resolve(self._on_resolved)
+        end = gpu.record()
+        epoch = gpu.stream_epoch
+        if ready is not None and end is not None:
+            flags |= wire.F_GPU_PENDING
+            self.gpu_timed_steps += 1
+            gpu.add(PendingStep(step, self._prev_end, ready, self._copied, end,
+                                one_stream=epoch == self._epoch_at_prev_end, end_shared=time_next))
+        self._last_end = end if time_next else None
+        self._epoch_at_prev_end = epoch
         writer.write_step(step, self._start_ns, now - self._start_ns, self._wait_ns, self._copy_cpu_ns,
                           self._h2d_bytes, self._samples, flags)
         self.steps_written = step + 1
-        if gpu is not None:
-            gpu.resolve(self._on_resolved)
-            if gpu.dropped_steps:
-                self._mark_dropped(gpu)
-        if now >= self._next_tick_ns:
-            self._tick(now)
+        if gpu.dropped_steps:
+            self._mark_dropped(gpu)
+        spent = self._gpu_spent_ns + _now_ns() - began
+        if ready is None:
+            self._gpu_spent_ns = spent  # the boundary event belongs to the next (timed) step's cost
+            return
+        self._gpu_spent_ns = 0
+        if self.gpu_sampling:
+            self._choose_gpu_every(spent, now)
+
+    def _choose_gpu_every(self, spent_ns: int, now: int) -> None:
+        """After a timed step: how often to time steps so the GPU clock's host time stays in budget."""
+        self._cost_samples += 1
+        if self._cost_samples <= 2:  # warm-up: the first events are created, caches are cold
+            self._period_began_ns = now
+            self._period_steps = 0
+            return
+        cost = self.gpu_cost_ns
+        # Smoothed; one sample counts at most twice the estimate (a descheduled thread is not our cost).
+        cost = spent_ns if cost == 0.0 else 0.75 * cost + 0.25 * min(spent_ns, 2 * cost)
+        self.gpu_cost_ns = cost
+        steps = self._period_steps
+        if self._period_began_ns and steps:
+            wall_per_step = (now - self._period_began_ns) / steps
+            budget = max(self.gpu_budget_floor_ns, self.gpu_budget_share * wall_per_step)
+            every = min(GPU_EVERY_MAX, max(1, -int(-cost // budget)))  # ceil(cost / budget)
+            if every != self.gpu_every:
+                self.gpu_every = every
+                if self._countdown > every:
+                    self._countdown = every
+        self._period_began_ns = now
+        self._period_steps = 0
 
     def _on_resolved(self, step: int, copy_gpu_ns: int, compute_gpu_ns: int, gpu_idle_ns: int) -> None:
         assert self.writer is not None

@@ -1,9 +1,11 @@
 """GPU clock for steps: pooled CUDA timing events, resolved lazily and never synchronised.
 
-Each step records up to three events on the current stream of its device: ready (batch handed to
-the loop), copied (host-to-device copies issued), end (the next step begins). They sit in a bounded
-deque; at each step boundary the oldest is asked with ``query()`` and, only once every event it needs
-has completed, turned into durations with ``elapsed_time()``.
+A timed step records up to three events on the current stream of its device: ready (batch handed to
+the loop), copied (host-to-device copies issued, only when a copy was marked), end (the next step
+begins); its idle gap also needs the end event of the step before it. They sit in a bounded deque; the
+clock asks the oldest with ``query()`` (only its ``end`` event when all of them went to one stream) and,
+once every event it needs has completed, turns them into durations with two or three
+``elapsed_time()`` calls. Which steps are timed is the clock's choice (see _clock.py: sampling).
 """
 
 from __future__ import annotations
@@ -18,13 +20,17 @@ ResolvedCallback = Callable[[int, int, int, int], None]
 MAX_RESOLVED_PER_BOUNDARY = 4
 
 
-@dataclass
+@dataclass(slots=True)
 class PendingStep:
     step: int
     prev_end: Any | None
     ready: Any
     copied: Any | None
     end: Any
+    #: Every event went to one stream (same-stream events complete in order: asking ``end`` is enough).
+    one_stream: bool = False
+    #: ``end`` is also the next step's ``prev_end``: released when that step resolves, not this one.
+    end_shared: bool = True
 
 
 class GpuTimer:
@@ -44,6 +50,9 @@ class GpuTimer:
         self._stream_key: Any = None
         self._stream: Any = None
         self._cuda_ready = False
+        #: Bumped whenever the current stream changes (or cannot be told): equal values around a step's
+        #: records mean they all went to one stream.
+        self.stream_epoch = 0
 
     def _current_stream(self) -> Any:
         raw = self._raw_current_stream
@@ -53,9 +62,11 @@ class GpuTimer:
                 if key != self._stream_key or self._stream is None:
                     self._stream = self._cuda.current_stream(self.device_index)
                     self._stream_key = key
+                    self.stream_epoch += 1
                 return self._stream
             except Exception:
                 self._raw_current_stream = None
+        self.stream_epoch += 1  # the public API cannot say whether the stream changed: assume it did
         return self._cuda.current_stream(self.device_index)
 
     def capturing(self) -> bool:
@@ -70,9 +81,19 @@ class GpuTimer:
 
     def record(self) -> Any | None:
         """A timing event recorded now on the device's current stream; None while a graph is captured."""
-        if self.capturing():
+        raw = self._raw_capturing
+        if raw is not None and self._cuda_ready:  # the fast path of capturing()
+            try:
+                if raw():
+                    return None
+            except Exception:
+                self._raw_capturing = None
+                if self.capturing():
+                    return None
+        elif self.capturing():
             return None
-        event = self._pool.pop() if self._pool else self._cuda.Event(enable_timing=True)
+        pool = self._pool
+        event = pool.pop() if pool else self._cuda.Event(enable_timing=True)
         event.record(self._current_stream())
         return event
 
@@ -102,29 +123,40 @@ class GpuTimer:
             if not pending:
                 return
             oldest = pending[0]
-            if not _all_done(oldest):
+            if not (oldest.end.query() if oldest.one_stream else _all_done(oldest)):
                 return
             pending.popleft()
-            ns_per_ms = 1_000_000
-            start = oldest.ready
+            ready = oldest.ready
+            copied = oldest.copied
             copy_ns = -1
-            if oldest.copied is not None:
-                copy_ns = max(0, int(oldest.ready.elapsed_time(oldest.copied) * ns_per_ms))
-                start = oldest.copied
-            compute_ns = max(0, int(start.elapsed_time(oldest.end) * ns_per_ms))
+            if copied is not None:
+                copy_ns = int(ready.elapsed_time(copied) * 1_000_000)
+                if copy_ns < 0:  # never backwards on one stream; a stream switch can order events oddly
+                    copy_ns = 0
+                compute_ns = int(copied.elapsed_time(oldest.end) * 1_000_000)
+            else:
+                compute_ns = int(ready.elapsed_time(oldest.end) * 1_000_000)
+            prev_end = oldest.prev_end
             idle_ns = -1
-            if oldest.prev_end is not None:
-                idle_ns = max(0, int(oldest.prev_end.elapsed_time(oldest.ready) * ns_per_ms))
-            on_resolved(oldest.step, copy_ns, compute_ns, idle_ns)
-            # prev_end was the end of an already resolved step: no one needs it any more.
-            self.release(oldest.prev_end)
-            self.release(oldest.ready)
-            self.release(oldest.copied)
+            if prev_end is not None:
+                idle_ns = int(prev_end.elapsed_time(ready) * 1_000_000)
+                if idle_ns < 0:
+                    idle_ns = 0
+            on_resolved(oldest.step, copy_ns, compute_ns if compute_ns > 0 else 0, idle_ns)
+            # prev_end was the end of an earlier step, resolved or never timed: no one needs it any more.
+            pool = self._pool
+            if len(pool) < 4 * self.max_pending:
+                pool.append(ready)
+                if prev_end is not None:
+                    pool.append(prev_end)
+                if copied is not None:
+                    pool.append(copied)
+                if not oldest.end_shared:
+                    pool.append(oldest.end)
 
 
 def _all_done(step: PendingStep) -> bool:
-    # Same-stream events complete in order, so `end` usually settles it; the others are cheap to ask
-    # and keep us right when the loop switched streams between them.
+    # The loop switched streams between the step's events: each must be asked.
     return (
         step.end.query()
         and step.ready.query()
