@@ -71,6 +71,16 @@ def test_gpu_clock_is_used_when_steps_carry_it_and_the_idle_gap_is_what_the_gpu_
     assert stats.gpu_busy_share == pytest.approx(0.90)
 
 
+def test_gpu_clock_without_a_marked_copy_still_judges_by_the_idle_gap() -> None:
+    """watch() alone or `xfertop run` without --copy-timing: no copied event, the copy sits in compute."""
+    from dataclasses import replace
+
+    stats = window_stats([replace(gpu_step(i), copy_gpu_ms=None) for i in range(40)])
+    assert stats is not None and stats.clock == "gpu"
+    assert stats.input_share == pytest.approx(0.10)  # the GPU's idle gap, not the 40% CPU wait
+    assert stats.copy_share == pytest.approx(0.0)
+
+
 def test_pending_gpu_steps_are_left_out_of_the_gpu_window() -> None:
     """The newest steps' CUDA events resolve later: judge by the steps that have them."""
     resolved = [gpu_step(i) for i in range(40)]

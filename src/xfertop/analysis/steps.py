@@ -85,7 +85,9 @@ def usable_steps(steps: Sequence[StepRecord], warmup_steps: int = WARMUP_STEPS) 
 
 
 def _has_gpu_clock(step: StepRecord) -> bool:
-    return None not in (step.copy_gpu_ms, step.compute_gpu_ms, step.gpu_idle_ms)
+    # copy_gpu_ms is None when nothing marked a copy (watch() alone, `xfertop run` without
+    # --copy-timing): the copy then sits inside compute, and the idle gap is still the GPU's own.
+    return None not in (step.compute_gpu_ms, step.gpu_idle_ms)
 
 
 def select_window(
