@@ -99,10 +99,11 @@ class JobsPane(Vertical):
         yield Static("", id="verdicts")
 
     def show(self, state: JobsState | None, gpu: GpuState | None = None) -> None:
-        if state is None:
+        empty = self.query("#jobs-empty")
+        if state is None or not empty:  # a snapshot can land before compose or during teardown
             return
         has_jobs = bool(state.jobs)
-        self.query_one("#jobs-empty", Static).display = not has_jobs
+        empty.first(Static).display = not has_jobs
         table = self.rank_table
         table.display = has_jobs
         table.show(state)
