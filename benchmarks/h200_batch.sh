@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU figure in docs/ comes from this script, run on the lent H200 machine through the device
 # tool from the repository root, with the wheels of the packages that machine lacks in .whl/:
-#   bash benchmarks/h200_batch.sh STAGE      (STAGE: tests | bench | viewer | retest; RETEST=test ids)
+#   bash benchmarks/h200_batch.sh STAGE      (STAGE: tests | bench | reporter | viewer | retest; RETEST=test ids)
 # Results land in $OUT/results-STAGE.tgz (logs and JSON); docs/measurements/ keeps what we quote.
 set -u
 stage=${1:?stage}
@@ -24,6 +24,11 @@ case $stage in
     TAILN=40 step check bash -c "s=\$(date +%s.%N); python3 -m xfertop check --records $res/records; rc=\$?; e=\$(date +%s.%N); python3 -c \"print('check wall s', \$e-\$s)\"; exit \$rc"
     LIMIT=240 TAILN=30 step reporter_overhead python3 benchmarks/reporter_overhead.py "$res/reporter_overhead"
     step ring_ingest python3 benchmarks/ring_ingest.py "$res/ring_ingest" --seconds 30
+    ;;
+  reporter)
+    LIMIT=300 TAILN=30 step reporter_overhead python3 benchmarks/reporter_overhead.py "$res/reporter_overhead"
+    LIMIT=120 TAILN=12 step overhead_every_step env XFERTOP_GPU_SAMPLING=off python3 benchmarks/reporter_overhead.py "$res/every_step" --quick
+    TAILN=15 step pytest_reporter_attach python3 -m pytest -m gpu -p no:cacheprovider tests/gpu/test_reporter_gpu.py tests/gpu/test_attach_gpu.py
     ;;
   retest)
     TAILN=15 step pytest_retest python3 -m pytest -m gpu -p no:cacheprovider ${RETEST:-tests/gpu}
