@@ -165,3 +165,21 @@ def test_a_step_without_a_marked_copy_records_no_copy_event(tmp_path: Path) -> N
     assert gpu.records <= 2 * 20 + 1
     timed = [s for s in _steps(clock) if s.compute_gpu_ms is not None]
     assert len(timed) >= 17 and all(s.copy_gpu_ms is None for s in timed)
+
+
+def test_steps_after_a_long_blocking_wait_are_all_timed_even_when_calls_run_cold(tmp_path: Path) -> None:
+    """H200: 30 ms steps (20 ms sleeping in the loader) got k=4-6 because the first CUDA calls after a
+    sleep ran cold (50-150 us). Model the cold calls directly: long steps still get every step timed."""
+    gpu = FakeCuda(costs={"record": 60_000, "query": 20_000, "elapsed_time": 20_000})
+    clock = _clock(tmp_path, gpu)
+    for _ in range(14):
+        clock.before_next()
+        time.sleep(0.006)  # the data wait: a real blocking wait, as in a DataLoader
+        clock.after_next([_BATCH])
+        clock.copied(4096, False, False, 1_000, None)
+        gpu.host_work(1.0)
+    clock.before_next()
+    clock.resolve_pending()
+    assert clock.gpu_every == 1
+    timed = [s for s in _steps(clock) if s.compute_gpu_ms is not None]
+    assert len(timed) >= 13, (len(timed), clock.gpu_cost_ns)

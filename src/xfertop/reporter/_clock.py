@@ -9,7 +9,7 @@ Sampling: every step gets the CPU clock, but only one step in ``gpu_every`` gets
 event record costs ~2.4 us of host time on an H200, query and elapsed_time ~1.5 us each, so a timed
 step costs 15-20 us. The clock measures that host time itself (perf_counter around its CUDA calls) and
 picks ``gpu_every`` so that the average stays within max(GPU_BUDGET_FLOOR_NS, GPU_BUDGET_SHARE of the
-step's wall time): long steps are all timed, short ones every k-th (k <= GPU_EVERY_MAX, so that a ring
+step's wall time): long steps (>= 5 ms) are all timed, short ones every k-th (k <= GPU_EVERY_MAX, so that a ring
 of 1024 steps always holds at least 32 GPU-timed steps). ``XFERTOP_GPU_SAMPLING=off`` times every step.
 """
 
@@ -33,6 +33,11 @@ LINK_CHECK_EVERY_TICKS = 2
 GPU_BUDGET_FLOOR_NS = 2_500
 GPU_BUDGET_SHARE = 0.0025
 GPU_EVERY_MAX = 32
+#: Steps at least this long are always timed. After a blocking data wait the thread wakes with cold
+#: caches and its CUDA calls cost 50-150 us, not ~20 (H200 and this VM), which the share rule would
+#: read as an expensive clock; at 5 ms even 150 us per timed step is the work of waking up, and the
+#: warm cost (~26 us on the H200) is 0.5% of the step.
+GPU_TIME_EVERY_STEP_ABOVE_NS = 5_000_000
 
 _now_ns = time.perf_counter_ns  # CLOCK_MONOTONIC on Linux: comparable across processes of one host
 
@@ -292,6 +297,8 @@ class StepClock:
             wall_per_step = (now - self._period_began_ns) / steps
             budget = max(self.gpu_budget_floor_ns, self.gpu_budget_share * wall_per_step)
             every = min(GPU_EVERY_MAX, max(1, -int(-cost // budget)))  # ceil(cost / budget)
+            if wall_per_step >= GPU_TIME_EVERY_STEP_ABOVE_NS:
+                every = 1
             if every != self.gpu_every:
                 self.gpu_every = every
                 if self._countdown > every:
