@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, Union
 
 from xfertop.model.bench import BenchRun, CaseResult
+from xfertop.model.plain import to_plain
 
 PROTOCOL_VERSION = 1
 #: Schema of a BenchRun in JSON (the --json output and the records folder).
@@ -72,27 +73,16 @@ _BY_TYPE: dict[str, type] = {
 }
 
 
-def to_jsonable(obj: Any) -> Any:
-    """Dataclasses to plain dicts/lists, ready for json.dumps."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(x) for x in obj]
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    return obj
-
-
 def encode(message: Message) -> str:
     """One line of JSON, without the newline."""
-    return json.dumps({"v": PROTOCOL_VERSION, **to_jsonable(message)}, separators=(",", ":"))
+    return json.dumps({"v": PROTOCOL_VERSION, **to_plain(message)}, separators=(",", ":"))
 
 
 T = TypeVar("T")
 
 
 def from_jsonable(cls: type[T], data: Any) -> T:
-    """Rebuild a dataclass (nested dataclasses, tuples, optionals, dicts) from to_jsonable's output."""
+    """Rebuild a dataclass (nested dataclasses, tuples, optionals, dicts) from to_plain's output."""
     return typing.cast(T, _decode(cls, data))
 
 
@@ -139,7 +129,7 @@ def decode(line: str) -> Message:
 
 
 def run_to_json(run: BenchRun) -> str:
-    return json.dumps(to_jsonable(run), indent=1)
+    return json.dumps(to_plain(run), indent=1)
 
 
 def run_from_json(text: str) -> BenchRun:

@@ -7,7 +7,6 @@ Additions keep the version; a renamed or removed field bumps it.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from xfertop.analysis.pcie_link import gpus_under_load, link_bytes_per_s, link_warning, throughput_label
@@ -18,6 +17,7 @@ from xfertop.analysis.verdict import job_verdict
 from xfertop.model.gpu import GpuSnapshot, GpuState
 from xfertop.model.host import HostState
 from xfertop.model.jobs import JobsState, JobState, RankState
+from xfertop.model.plain import to_plain
 from xfertop.model.topology import Topology
 
 SCHEMA = "xfertop.snapshot/1"
@@ -25,16 +25,6 @@ SCHEMA = "xfertop.snapshot/1"
 RECENT_STEPS = 20
 #: Top-level keys, in order; docs/json-schema.md describes each.
 TOP_LEVEL_KEYS = ("schema", "timestamp", "driver", "gpus", "host", "jobs", "topology")
-
-
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, dict):
-        return {str(key): _plain(item) for key, item in value.items()}
-    return value
 
 
 def gpu_dict(gpu: GpuSnapshot) -> dict[str, Any]:
@@ -47,18 +37,18 @@ def gpu_dict(gpu: GpuSnapshot) -> dict[str, Any]:
         "tx_label": throughput_label("TX", pcie.tx_bytes_per_s, link.gen_current, link.width_current),
         "warning": link_warning(link, pcie.rx_bytes_per_s, pcie.tx_bytes_per_s),
     }
-    return {**_plain(gpu), "link_summary": derived}
+    return {**to_plain(gpu), "link_summary": derived}
 
 
 def rank_dict(rank: RankState) -> dict[str, Any]:
-    fields = _plain(rank)
+    fields = to_plain(rank)
     fields.pop("steps")
     stats = window_stats(rank.steps)
     return {
         **fields,
         "steps_recorded": len(rank.steps),
-        "window": None if stats is None else _plain(stats),
-        "recent_steps": [_plain(step) for step in rank.steps[-RECENT_STEPS:]],
+        "window": None if stats is None else to_plain(stats),
+        "recent_steps": [to_plain(step) for step in rank.steps[-RECENT_STEPS:]],
     }
 
 
@@ -76,7 +66,7 @@ def job_dict(job: JobState, gpu: GpuState | None = None) -> dict[str, Any]:
 def topology_dict(topology: Topology, gpu: GpuState | None = None) -> dict[str, Any]:
     """The topology's fields plus the placement warnings (slow links only for GPUs under load now)."""
     warnings = placement_warnings(topology, gpus_under_load(gpu))
-    return {**_plain(topology), "warnings": [_plain(warning) for warning in warnings]}
+    return {**to_plain(topology), "warnings": [to_plain(warning) for warning in warnings]}
 
 
 def snapshot_dict(gpu: GpuState | None, host: HostState | None, jobs: JobsState | None,
@@ -99,7 +89,7 @@ def snapshot_dict(gpu: GpuState | None, host: HostState | None, jobs: JobsState 
         "timestamp": timestamp,
         "driver": driver,
         "gpus": [gpu_dict(snapshot) for snapshot in gpu.gpus] if gpu else [],
-        "host": None if host is None else _plain(host),
+        "host": None if host is None else to_plain(host),
         "jobs": jobs_part,
         "topology": None if topology is None else topology_dict(topology, gpu),
     }
