@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from xfertop import startup_trace
 from xfertop.cli import attach, bench, demo, run
 from xfertop.cli.viewer import ViewerError
 
@@ -43,10 +44,14 @@ def _viewer(args: argparse.Namespace) -> int:
         return run_once(as_json=args.json)
     interval_s = check_interval(args.interval)
     require_terminal()
-    return run_tui(build_sources(interval_s), interval_s)
+    startup_trace.mark("cli: viewer imported, terminal checked")
+    sources = build_sources(interval_s)
+    startup_trace.mark("cli: sources built (nothing started)")
+    return run_tui(sources, interval_s)
 
 
 def main(argv: list[str] | None = None) -> int:
+    startup_trace.mark("cli: xfertop.cli imported, main() starts")
     args = build_parser().parse_args(argv)
     command = getattr(args, "run", None)
     try:

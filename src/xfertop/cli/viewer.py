@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
+from xfertop import startup_trace
 from xfertop.analysis.rank_gpu import watched_processes
 from xfertop.sources.gpu import GpuSource
 from xfertop.sources.host import HostSource
@@ -73,7 +74,9 @@ def run_tui(sources, interval_s: float) -> int:
     """Run the TUI until the user quits or the terminal goes away; the sources are stopped either way."""
     from xfertop.ui.app import XfertopApp
 
+    startup_trace.mark("viewer: xfertop.ui.app imported (Textual)")
     app = XfertopApp(sources, interval_s=interval_s)
+    startup_trace.mark("viewer: app built, app.run()")
     try:
         app.run()
     finally:

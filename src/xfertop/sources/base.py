@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from xfertop import startup_trace
+
 T = TypeVar("T")
 
 
@@ -100,6 +102,7 @@ class PollingSource(Generic[T]):
             self.close()
 
     def _publish(self, snapshot: T) -> None:
+        startup_trace.mark_once(f"{self.name}: first snapshot published")
         with self._published:
             self._latest = snapshot
             self._published.notify_all()

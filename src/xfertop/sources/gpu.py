@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from xfertop import startup_trace
 from xfertop.model.gpu import (
     GpuProcess,
     GpuSnapshot,
@@ -110,7 +111,9 @@ class GpuSource(PollingSource[GpuState]):
             if self._ready:
                 return
             self._ready = True
+            startup_trace.mark("gpu: nvmlInit starts")
             self._error = self._api.init()
+            startup_trace.mark(f"gpu: nvmlInit done ({self._error or 'ok'})")
             if self._error is not None:
                 return
             api = self._api
@@ -121,10 +124,12 @@ class GpuSource(PollingSource[GpuState]):
                 if gpu is not None:
                     self._gpus.append(gpu)
             self._start_poller()
+            startup_trace.mark(f"gpu: {len(self._gpus)} GPUs set up, counter poller started")
         if self._poller is not None and self._first_window_s > 0:
             self._stop.wait(self._first_window_s)  # a measuring window, not a synchronisation
             # On a starved machine the window may hold too few reads for a rate: wait for some.
             self._poller.wait_for_polls(FIRST_WINDOW_POLLS, timeout_s=1.0)
+            startup_trace.mark_once("gpu: first counter window over")
 
     def _read_static(self, index: int) -> _Gpu | None:
         api = self._api

@@ -1,8 +1,11 @@
 """The xfertop TUI: renders the snapshots its sources publish; never samples anything itself.
 
 Data flows one way. Each source thread calls our listener with a new snapshot; the listener posts one
-message (coalesced to the latest); the handler stores it in the ViewState and repaints the panes under
-``batch_update``. Pausing freezes the display only: sampling and history go on.
+message (coalesced to the latest); the handler stores it in the ViewState and marks the panes it feeds
+dirty. The panes are repainted at most once per display period, under ``batch_update``: the GPU sample
+(one per period) is the pulse that repaints whatever is dirty, and a fallback timer does it when no GPU
+sample comes. The first snapshot of each kind and structural changes (a GPU or job rank came, went or
+changed state) are drawn at once. Pausing freezes the display only: sampling and history go on.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer
 
+from xfertop import startup_trace
 from xfertop.model.jobs import JobsState
 from xfertop.sources.base import PollingSource
 from xfertop.ui.competing import competing_job
@@ -71,9 +76,11 @@ class XfertopApp(App[int]):
         self._clock = clock
         # Messages and resizes can arrive before the panes exist; render only once they do.
         self._mounted = False
-        self._jobs_drawn_at = 0.0
-        self._jobs_draw_pending = False
         self._jobs_shape: tuple = ()
+        #: Panes whose data changed since they were last drawn ("gpus", "host", "jobs", "processes").
+        self._dirty: set[str] = set()
+        self._fallback: Timer | None = None
+        self._header_facts: tuple = ()
 
     # -- layout ---------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -93,16 +100,25 @@ class XfertopApp(App[int]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        startup_trace.mark("app: mounted (composed, CSS loaded)")
         self._subscribe()
         self.sources.set_interval_s(self.view.interval_s)
-        if self._start_sources:
-            self.sources.start()
         self.set_interval(1.0, self.header_bar.refresh)
+        self._start_fallback_timer()
         self._apply_layout(self.size.width)
         self._mounted = True
         self._render_all()
+        # The placeholders are painted first; the source threads (NVML setup, /proc walks) start after,
+        # so they never compete with the first frame for the GIL.
+        self.call_after_refresh(self._after_first_frame)
         if not self.is_headless:
             watch_terminal(self)
+
+    def _after_first_frame(self) -> None:
+        startup_trace.mark("app: first frame written to the terminal")
+        if self._start_sources and self._mounted:
+            self.sources.start()
+            startup_trace.mark("app: source threads started")
 
     def on_unmount(self) -> None:
         self._mounted = False
@@ -134,30 +150,48 @@ class XfertopApp(App[int]):
                 self.post_message(message(latest))
 
     def on_gpu_state_updated(self, message: GpuStateUpdated) -> None:
+        # One GPU sample per display period: it is the pulse that draws what every source changed.
+        startup_trace.mark_once("app: first GPU snapshot received")
         self.view.apply_gpu(message.state)
-        self._render(gpus=True, jobs=True, processes=True)  # verdicts read the GPU's utilisation
+        self._dirty.update(("gpus", "jobs", "processes"))  # verdicts read the GPU's utilisation
+        self._flush()
 
     def on_host_state_updated(self, message: HostStateUpdated) -> None:
+        first = self.view.host is None
         self.view.apply_host(message.state)
-        self._render(host=True, processes=True)
+        self._dirty.update(("host", "processes"))
+        if first:
+            self._flush()
 
     def on_jobs_state_updated(self, message: JobsStateUpdated) -> None:
-        # Rings are read at ~10 Hz so no step is missed, but the jobs pane is drawn at the display's
-        # refresh period: redrawing its tables ten times a second cost the viewer 15-20% of a core (H200).
+        # Rings are read at ~10 Hz so no step is missed, but the jobs pane is drawn once per display
+        # period: redrawing its tables ten times a second cost the viewer 15-20% of a core (H200).
+        first = self.view.jobs is None
         self.view.apply_jobs(message.state)
+        self._dirty.update(("jobs", "processes"))
         shape = _jobs_shape(message.state)
-        wait_s = self._jobs_drawn_at + self.view.interval_s - time.monotonic()
-        if wait_s <= 0 or shape != self._jobs_shape:  # a job or rank came, went or changed state: now
+        if first or shape != self._jobs_shape:  # a job or rank came, went or changed state: now
             self._jobs_shape = shape
-            self._draw_jobs()
-        elif not self._jobs_draw_pending:  # the newest state is drawn at most one period late
-            self._jobs_draw_pending = True
-            self.set_timer(wait_s, self._draw_jobs)
+            self._flush()
 
-    def _draw_jobs(self) -> None:
-        self._jobs_draw_pending = False
-        self._jobs_drawn_at = time.monotonic()
-        self._render(jobs=True, processes=True)
+    def _start_fallback_timer(self) -> None:
+        """Draws what is dirty when no GPU sample came for 1.5 periods (no GPU source, or it is late).
+        Reset by every repaint, so with GPU samples arriving it never fires: one repaint per period."""
+        if self._fallback is not None:
+            self._fallback.stop()
+        self._fallback = self.set_interval(1.5 * self.view.interval_s, self._flush)
+
+    def _flush(self) -> None:
+        """Repaint the dirty panes (nothing while paused: they stay dirty, and resuming draws all)."""
+        if self.view.paused or not self._mounted:
+            return
+        if self._fallback is not None:
+            self._fallback.reset()
+        if not self._dirty:
+            return
+        dirty, self._dirty = self._dirty, set()
+        self._render(gpus="gpus" in dirty, host="host" in dirty, jobs="jobs" in dirty,
+                     processes="processes" in dirty)
 
     def on_topology_updated(self, message: TopologyUpdated) -> None:
         self.view.topology = message.state
@@ -165,6 +199,7 @@ class XfertopApp(App[int]):
             self.screen.show(self.view)
 
     def _render_all(self) -> None:
+        self._dirty.clear()
         self._render(gpus=True, host=True, jobs=True, processes=True)
 
     def _render(self, *, gpus: bool = False, host: bool = False, jobs: bool = False,
@@ -173,7 +208,7 @@ class XfertopApp(App[int]):
         if self.view.paused or not self._mounted:
             return
         with self.batch_update():
-            self.header_bar.refresh()
+            self._refresh_header_facts()
             if gpus:
                 self.gpu_area.show(self.view.gpu, self.size.height)
             if host:
@@ -185,6 +220,15 @@ class XfertopApp(App[int]):
             for widget in self.screen.query(".live"):
                 widget.refresh()
 
+    def _refresh_header_facts(self) -> None:
+        """Repaint the header when the hostname or driver it shows changed (its clock has a 1 s timer)."""
+        view = self.view
+        facts = (view.host.hostname if view.host else None,
+                 view.gpu.driver_version if view.gpu else None, view.gpu is None)
+        if facts != self._header_facts:
+            self._header_facts = facts
+            self.header_bar.refresh()
+
     # -- actions ----------------------------------------------------------------------------------
     def action_toggle_pause(self) -> None:
         self.view.paused = not self.view.paused
@@ -193,11 +237,16 @@ class XfertopApp(App[int]):
 
     def action_faster(self) -> None:
         self.sources.set_interval_s(self.view.faster())
-        self.header_bar.refresh()
+        self._period_changed()
 
     def action_slower(self) -> None:
         self.sources.set_interval_s(self.view.slower())
+        self._period_changed()
+
+    def _period_changed(self) -> None:
         self.header_bar.refresh()
+        if self._mounted:
+            self._start_fallback_timer()
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

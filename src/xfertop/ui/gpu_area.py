@@ -23,6 +23,8 @@ class GpuArea(VerticalScroll, can_focus=False):
     def __init__(self) -> None:
         super().__init__(id="gpus")
         self._indices: tuple[int, ...] = ()
+        self._height: int | None = None
+        self._message_text = ""
         self._message = Static("waiting for the first GPU sample…", id="gpu-message")
 
     def compose(self):  # type: ignore[override]
@@ -37,8 +39,10 @@ class GpuArea(VerticalScroll, can_focus=False):
             self._indices = indices
             self.remove_children(GpuPane)
             self.mount_all(GpuPane(index) for index in indices)
-        if not indices:
-            self._message.update(state.error or "no GPUs visible to NVML: showing host metrics only")
+        message = state.error or "no GPUs visible to NVML: showing host metrics only"
+        if not indices and message != self._message_text:  # an update relayouts the whole screen
+            self._message_text = message
+            self._message.update(message)
         self._message.display = not indices
         one_line = lines_per_gpu(len(indices), terminal_rows) == 1
         self.set_class(one_line, "one-line")
@@ -47,4 +51,7 @@ class GpuArea(VerticalScroll, can_focus=False):
             pane.refresh()
         # The area is as tall as its panes, so the panes below it keep the rest.
         lines = 1 if one_line else 2
-        self.styles.height = max(len(indices) * lines, 1)
+        height = max(len(indices) * lines, 1)
+        if height != self._height:  # setting it, even unchanged, would relayout the screen
+            self._height = height
+            self.styles.height = height

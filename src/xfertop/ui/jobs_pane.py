@@ -13,6 +13,7 @@ from xfertop.model.gpu import GpuState
 from xfertop.model.jobs import JobsState
 from xfertop.ui.process_table import selected_row_key
 from xfertop.ui.rank_row import COLUMNS, COMPACT_COLUMNS, rank_cells, rank_key
+from xfertop.ui.table_rows import update_row
 from xfertop.ui.verdicts import verdict_line, verdict_of
 
 NO_JOBS = ("no training jobs of this user found. Start one with `xfertop run -- python train.py` "
@@ -35,6 +36,14 @@ def verdict_text(state: JobsState, width: int, gpu: GpuState | None = None) -> T
     if state.error:
         lines.append(Text(state.error, style="red"))
     return Text("\n").join(lines)
+
+
+def _line_count(text: Text, width: int) -> int | None:
+    """Lines ``text`` takes at ``width``, or None when a line may wrap (then the height is not known)."""
+    lines = text.split()
+    if width <= 0 or any(line.cell_len > width for line in lines):
+        return None
+    return len(lines)
 
 
 class RankTable(DataTable):
@@ -73,10 +82,7 @@ class RankTable(DataTable):
                 self.remove_row(row_key)
         for key, cells in wanted.items():
             if key in self.rows:
-                current = self.get_row(key)
-                for column, old, new in zip(self.columns_shown, current, cells, strict=True):
-                    if old != new:
-                        self.update_cell(key, column, new)
+                update_row(self, key, self.columns_shown, cells)
             else:
                 self.add_row(*cells, key=key)
 
@@ -92,6 +98,7 @@ class JobsPane(Vertical):
         super().__init__(id="jobs")
         self.border_title = "jobs"
         self.rank_table = RankTable()
+        self._verdicts: Text | None = None
 
     def compose(self):  # type: ignore[override]
         yield Static(NO_JOBS, id="jobs-empty")
@@ -107,10 +114,20 @@ class JobsPane(Vertical):
         table = self.rank_table
         table.display = has_jobs
         table.show(state)
-        verdicts = verdict_text(state, self.content_size.width or 80, gpu)
+        self._show_verdicts(verdict_text(state, self.content_size.width or 80, gpu))
+
+    def _show_verdicts(self, verdicts: Text) -> None:
+        """Repaint the verdict lines only when they changed, and relayout only when their count did."""
+        if verdicts == self._verdicts:
+            return
         widget = self.query_one("#verdicts", Static)
         widget.display = bool(verdicts.plain)
-        widget.update(verdicts)
+        width = widget.content_size.width
+        lines = _line_count(verdicts, width)
+        same_height = (lines is not None and self._verdicts is not None
+                       and lines == _line_count(self._verdicts, width))
+        self._verdicts = verdicts
+        widget.update(verdicts, layout=not same_height)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         from xfertop.ui.job_detail import JobDetailScreen

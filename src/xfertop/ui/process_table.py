@@ -13,9 +13,12 @@ from textual.widgets import DataTable
 
 from xfertop.model.host import ProcessStats
 from xfertop.ui.format import NA, gb, human_bytes
+from xfertop.ui.table_rows import update_row
 from xfertop.ui.view_state import ViewState
 
 COLUMNS = ("GPU", "PID", "USER", "GPU MEM", "CPU%", "RSS", "WORKERS", "PINNED", "COMMAND")
+#: Columns that widen to a new value (the others keep the width their first values gave them).
+_GROWS = frozenset({"COMMAND"})
 
 
 @dataclass
@@ -121,10 +124,7 @@ class ProcessTable(DataTable):
                 self.remove_row(row_key)
         for key, cells in wanted:
             if key in self.rows:
-                current = self.get_row(key)
-                for column, old, new in zip(COLUMNS, current, cells, strict=True):
-                    if old != new:
-                        self.update_cell(key, column, new, update_width=column == "COMMAND")
+                update_row(self, key, COLUMNS, cells, width_columns=_GROWS)
             else:
                 self.add_row(*cells, key=key)
 
