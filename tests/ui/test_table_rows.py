@@ -1,0 +1,50 @@
+"""Rows updated in place: the changed cells land in the table and only that row is repainted."""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+from textual.geometry import Region
+from textual.widgets import DataTable
+
+from xfertop.ui.table_rows import update_row
+
+COLUMNS = ("PID", "CPU%", "COMMAND")
+
+
+class _TableApp(App[None]):
+    def compose(self) -> ComposeResult:
+        table: DataTable = DataTable()
+        for name in COLUMNS:
+            table.add_column(name, key=name)
+        table.add_row("1", "5", "python", key="1")
+        table.add_row("2", "7", "sh", key="2")
+        yield table
+
+
+async def test_changed_cells_are_written_and_only_their_row_refreshed() -> None:
+    app = _TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(DataTable)
+        await pilot.pause()
+        whole: list[bool] = []
+        regions: list[Region] = []
+        table.refresh = lambda *regions_, **kw: whole.append(not regions_) or table  # type: ignore[method-assign]
+        table._refresh_region = lambda region: regions.append(region)  # type: ignore[method-assign]
+        update_row(table, "2", COLUMNS, ("2", "9", "sh"))
+        assert table.get_row("2") == ["2", "9", "sh"] and table.get_row("1") == ["1", "5", "python"]
+        assert not any(whole), "the whole table was repainted"
+        assert len(regions) == 1 and regions[0].height == 1
+
+
+async def test_unchanged_rows_touch_nothing_and_a_growing_column_uses_update_cell() -> None:
+    app = _TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(DataTable)
+        await pilot.pause()
+        count = table._update_count
+        update_row(table, "1", COLUMNS, ("1", "5", "python"))
+        assert table._update_count == count
+        update_row(table, "1", COLUMNS, ("1", "5", "python train.py --long"), frozenset({"COMMAND"}))
+        await pilot.pause()
+        assert table.get_row("1")[2] == "python train.py --long"
+        assert table.columns["COMMAND"].content_width >= len("python train.py --long")  # type: ignore[index]
