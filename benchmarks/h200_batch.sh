@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU figure in docs/ comes from this script, run on the lent H200 machine through the device
 # tool from the repository root, with the wheels of the packages that machine lacks in .whl/:
-#   bash benchmarks/h200_batch.sh STAGE      (STAGE: tests | bench | reporter | viewer | retest; RETEST=test ids)
+#   bash benchmarks/h200_batch.sh STAGE      (STAGE: tests | bench | reporter | viewer | final | retest; RETEST=test ids)
 # Results land in $OUT/results-STAGE.tgz (logs and JSON); docs/measurements/ keeps what we quote.
 set -u
 stage=${1:?stage}
@@ -29,6 +29,16 @@ case $stage in
     LIMIT=300 TAILN=30 step reporter_overhead python3 benchmarks/reporter_overhead.py "$res/reporter_overhead"
     LIMIT=120 TAILN=12 step overhead_every_step env XFERTOP_GPU_SAMPLING=off python3 benchmarks/reporter_overhead.py "$res/every_step" --quick
     TAILN=15 step pytest_reporter_attach python3 -m pytest -m gpu -p no:cacheprovider tests/gpu/test_reporter_gpu.py tests/gpu/test_attach_gpu.py
+    ;;
+  final)
+    TAILN=20 LIMIT=40 step breakdown python3 benchmarks/breakdown_vs_profiler.py "$res/breakdown"
+    step startup python3 benchmarks/startup.py --runs 5 --out "$res/startup"
+    TAILN=20 LIMIT=20 step startup_trace bash -c "XFERTOP_TRACE_STARTUP=$res/startup_trace.txt timeout 4 script -qc 'python3 -m xfertop' /dev/null > /dev/null; cat $res/startup_trace.txt"
+    LIMIT=200 TAILN=12 step tui_cpu python3 benchmarks/tui_cpu.py --seconds 25 --rates-hz 1,4 --out "$res/tui_cpu" --load "python3 -m xfertop.launch.demo_job --phase-seconds 600 --device cuda"
+    LIMIT=80 step ring_ingest python3 benchmarks/ring_ingest.py "$res/ring_ingest" --seconds 60
+    LIMIT=40 step pcie_coverage python3 benchmarks/pcie_coverage.py "$res/pcie_coverage" --seconds 20
+    TAILN=12 LIMIT=20 step importtime bash -c "python3 -X importtime -c 'import xfertop.cli.viewer, xfertop.ui.app' 2>&1 | sort -t'|' -k2 -n | tail -12"
+    LIMIT=40 TAILN=8 step pytest_viewer python3 -m pytest -m gpu tests/gpu/test_viewer_gpu.py -p no:cacheprovider
     ;;
   retest)
     TAILN=15 step pytest_retest python3 -m pytest -m gpu -p no:cacheprovider ${RETEST:-tests/gpu}

@@ -9,8 +9,9 @@ Sampling: every step gets the CPU clock, but only one step in ``gpu_every`` gets
 event record costs ~2.4 us of host time on an H200, query and elapsed_time ~1.5 us each, so a timed
 step costs 15-20 us. The clock measures that host time itself (perf_counter around its CUDA calls) and
 picks ``gpu_every`` so that the average stays within max(GPU_BUDGET_FLOOR_NS, GPU_BUDGET_SHARE of the
-step's wall time): long steps (>= 5 ms) are all timed, short ones every k-th (k <= GPU_EVERY_MAX, so that a ring
-of 1024 steps always holds at least 32 GPU-timed steps). ``XFERTOP_GPU_SAMPLING=off`` times every step.
+step's wall time): long steps (>= 5 ms) are all timed, short ones every k-th (k <= GPU_EVERY_MAX, so
+that a ring of 1024 steps always holds at least 32 GPU-timed steps). ``XFERTOP_GPU_SAMPLING=off``
+times every step.
 """
 
 from __future__ import annotations
