@@ -48,3 +48,14 @@ async def test_unchanged_rows_touch_nothing_and_a_growing_column_uses_update_cel
         await pilot.pause()
         assert table.get_row("1")[2] == "python train.py --long"
         assert table.columns["COMMAND"].content_width >= len("python train.py --long")  # type: ignore[index]
+
+
+async def test_a_value_wider_than_its_column_widens_it_instead_of_being_cut() -> None:
+    """The process table's RSS column was sized by its first value "n/a": "15.6M" then showed as "15."."""
+    app = _TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(DataTable)
+        await pilot.pause()
+        update_row(table, "1", COLUMNS, ("1", "100.5", "python"))  # CPU% not declared as growing
+        await pilot.pause()
+        assert table.columns["CPU%"].content_width >= len("100.5")  # type: ignore[index]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rich.cells import cell_len
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
@@ -23,13 +24,27 @@ def update_row(table: DataTable, key: str, columns: Sequence[str], cells: Sequen
     changed = [(column, new) for column, old, new in zip(columns, current, cells, strict=True) if old != new]
     if not changed:
         return
+    # A value wider than its column widens it (and repaints the table); otherwise it would be cut
+    # ("15.6M" shown as "15." under a column sized for the first value, "n/a").
+    grow = {column for column, new in changed
+            if column in width_columns or _cell_width(new) > _content_width(table, column)}
     data = getattr(table, "_data", None)
-    if data is None or not hasattr(table, "_update_count") or any(c in width_columns for c, _ in changed):
+    if data is None or not hasattr(table, "_update_count") or grow:
         for column, new in changed:
-            table.update_cell(key, column, new, update_width=column in width_columns)
+            table.update_cell(key, column, new, update_width=column in grow)
         return
     row = data[RowKey(key)]
     for column, new in changed:
         row[ColumnKey(column)] = new
     table._update_count += 1  # the row and line caches are keyed on it
     table.refresh_row(table.get_row_index(key))
+
+
+def _cell_width(value: Any) -> int:
+    width = getattr(value, "cell_len", None)  # rich Text
+    return width if isinstance(width, int) else cell_len(str(value))
+
+
+def _content_width(table: DataTable, column: str) -> int:
+    found = table.columns.get(ColumnKey(column))
+    return found.content_width if found is not None else 0
