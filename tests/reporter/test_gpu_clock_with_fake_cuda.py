@@ -144,3 +144,17 @@ def test_a_failing_cuda_call_is_counted_and_the_loop_goes_on(clock: StepClock, g
     clock.before_next()
     assert clock.disabled and clock.errors == 10
     assert "illegal memory access" in clock.last_error
+
+
+def test_a_second_copy_inside_a_cuda_graph_capture_records_nothing(clock: StepClock, gpu: FakeCuda) -> None:
+    # The step's first copy ran eagerly; the next one is part of a graph being captured: re-recording the
+    # copied event there would put our event into the user's graph (or invalidate the capture).
+    for _ in range(3):
+        _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=1)
+    clock.before_next()
+    clock.after_next([0])
+    clock.copied(4096, False, False, 5_000, None)
+    gpu.capturing = True
+    records_before = gpu.records
+    clock.copied(4096, False, False, 5_000, None)
+    assert gpu.records == records_before and clock.errors == 0

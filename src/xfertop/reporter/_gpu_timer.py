@@ -98,6 +98,8 @@ class GpuTimer:
         return event
 
     def re_record(self, event: Any) -> None:
+        if self.capturing():  # never inside a CUDA graph being captured: the first record stands
+            return
         event.record(self._current_stream())
 
     def release(self, event: Any | None) -> None:
