@@ -63,3 +63,14 @@ def test_a_step_block_inside_a_watched_loop_leaves_the_boundaries_to_the_loop(fr
             pass
     steps = _steps(fresh_clock)
     assert len(steps) == 5 and steps[-1].wall_ms >= 5.0 and fresh_clock.errors == 0
+
+
+class _PointTuple(tuple):  # a tuple subclass whose constructor does not take one iterable
+    def __new__(cls, x: object, y: object) -> "_PointTuple":
+        return super().__new__(cls, (x, y))
+
+
+def test_a_tuple_subclass_that_cannot_be_rebuilt_still_moves_and_never_raises(fresh_clock: StepClock) -> None:
+    for _ in xfertop.watch(range(2)):
+        moved = xfertop.to_device(_PointTuple(torch.ones(2), "label"), "meta")
+    assert isinstance(moved, tuple) and moved[0].device.type == "meta" and moved[1] == "label"

@@ -37,7 +37,10 @@ def move(batch: Any, device: Any, non_blocking: bool, notes: CopyNotes | None, t
             return moved
     if isinstance(batch, tuple):
         items = [move(value, device, non_blocking, notes, tensor_type, to_host) for value in batch]
-        return type(batch)(*items) if hasattr(batch, "_fields") else type(batch)(items)
+        try:
+            return type(batch)(*items) if hasattr(batch, "_fields") else type(batch)(items)
+        except TypeError:  # a constructor of its own: a plain tuple, as for mappings above
+            return tuple(items)
     if isinstance(batch, list):
         return [move(value, device, non_blocking, notes, tensor_type, to_host) for value in batch]
     return batch
