@@ -106,7 +106,12 @@ class WatchedIterator(Iterator[T]):
     def __len__(self) -> int:
         return len(self._iterator)  # type: ignore[arg-type]
 
+    def __bool__(self) -> bool:  # not len(): an iterator without one is truthy, as it is unwatched
+        return bool(self._iterator)
+
     def __getattr__(self, name: str) -> Any:
+        if name == "_iterator":  # not set yet (copy, unpickling): no recursion through ourselves
+            raise AttributeError(name)
         return getattr(self._iterator, name)
 
 
@@ -122,7 +127,12 @@ class Watched(Iterable[T]):
     def __len__(self) -> int:
         return len(self._loader)  # type: ignore[arg-type]
 
+    def __bool__(self) -> bool:  # not len(): a loader without one is truthy, as it is unwatched
+        return bool(self._loader)
+
     def __getattr__(self, name: str) -> Any:
+        if name == "_loader":  # not set yet (copy, unpickling): no recursion through ourselves
+            raise AttributeError(name)
         return getattr(self._loader, name)
 
 
@@ -132,7 +142,10 @@ def wrap_iterator(iterator: Iterator[T], loader: object = None) -> Iterator[T]:
         return iterator
     clock = _get_clock()
     if clock is not None and not clock.disabled:
-        workers = getattr(loader, "num_workers", None)
+        try:
+            workers = getattr(loader, "num_workers", None)
+        except Exception:  # a loader's own __getattr__ may raise anything: not ours to pass on
+            workers = None
         if isinstance(workers, int):
             clock.dataloader_workers = workers
     return WatchedIterator(iterator, clock)
