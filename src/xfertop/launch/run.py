@@ -63,7 +63,10 @@ def run_command(command: list[str], copy_timing: bool = False) -> int:
     previous = {sig: signal.signal(sig, forward) for sig in FORWARDED_SIGNALS}
     try:
         try:
-            started.append(subprocess.Popen(command, env=child_environment(os.environ, copy_timing)))
+            # close_fds=False: descriptors handed to us (`3>log`) reach the job as they would without
+            # xfertop; our own are non-inheritable (PEP 446) and stay ours.
+            started.append(subprocess.Popen(command, env=child_environment(os.environ, copy_timing),
+                                            close_fds=False))
         except FileNotFoundError:
             print(f"xfertop run: {command[0]}: command not found", file=sys.stderr)
             return EXIT_NOT_FOUND
