@@ -97,6 +97,6 @@ def test_file_descriptors_the_job_inherits_stay_open(tmp_path: Path) -> None:
     # `xfertop run -- cmd 3>log`: the job writes to fd 3 as it would without xfertop.
     log = tmp_path / "fd3.log"
     inner = f"{shlex.quote(sys.executable)} -m xfertop.cli.run -- sh -c 'echo via-fd-3 >&3'"
-    result = subprocess.run(["sh", "-c", f"{inner} 3>{shlex.quote(str(log))}"], env=child_env(tmp_path / "rings"),
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(["sh", "-c", f"{inner} 3>{shlex.quote(str(log))}"],
+                            env=child_env(tmp_path / "rings"), capture_output=True, text=True, timeout=60)
     assert (result.returncode, log.read_text()) == (0, "via-fd-3\n"), result.stderr

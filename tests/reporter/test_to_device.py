@@ -66,7 +66,7 @@ def test_a_step_block_inside_a_watched_loop_leaves_the_boundaries_to_the_loop(fr
 
 
 class _PointTuple(tuple):  # a tuple subclass whose constructor does not take one iterable
-    def __new__(cls, x: object, y: object) -> "_PointTuple":
+    def __new__(cls, x: object, y: object) -> _PointTuple:
         return super().__new__(cls, (x, y))
 
 
