@@ -147,3 +147,14 @@ def test_forked_workers_never_write(tmp_path: Path) -> None:
     steps_by_pid = {rank.pid: [s.step for s in rank.steps] for rank in seen}
     # The DataLoader workers called the reporter for every sample: no ring of theirs, no step in ours.
     assert steps_by_pid == {child.pid: list(range(16)), forked_pid: list(range(100))}
+
+
+def test_a_spawned_dataloader_worker_gets_no_clock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A worker started with spawn or forkserver is no forked child, but it is a worker all the same.
+    monkeypatch.setenv("XFERTOP_DIR", str(tmp_path / "rings"))
+    monkeypatch.setattr(reporter, "_clock", None)
+    monkeypatch.setattr(reporter, "_in_forked_child", False)
+    monkeypatch.setattr(torch.utils.data, "get_worker_info", lambda: object())
+    with xfertop.step():
+        assert xfertop.to_device(torch.ones(2), "meta").device.type == "meta"
+    assert reporter._clock is None and reporter.status()["ring_path"] is None

@@ -40,7 +40,7 @@ def _make_writer() -> RingWriter:
 def _get_clock() -> StepClock | None:
     global _clock
     if _clock is None:
-        if _in_forked_child and _in_dataloader_worker():
+        if _in_dataloader_worker():  # forked, spawned or forkserver: a worker never writes
             return None
         _clock = StepClock(_make_writer)
     return _clock
