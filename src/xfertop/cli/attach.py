@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
+
+import psutil
 
 from xfertop.analysis.sampled_verdict import judge_stacks
 from xfertop.sources.pyspy_runner import DEFAULT_RATE_HZ, DEFAULT_WINDOW_S
@@ -39,9 +42,15 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    window_s = args.seconds or (ONCE_WINDOW_S if args.once else DEFAULT_WINDOW_S)
+    default_s = ONCE_WINDOW_S if args.once else DEFAULT_WINDOW_S
+    window_s = default_s if args.seconds is None else args.seconds
     if window_s < 1 or args.rate < 1:
         print("xfertop attach: --seconds and --rate must be at least 1.", file=sys.stderr)
+        return EXIT_CANNOT_ATTACH
+    if args.pid == os.getpid() or args.pid in {parent.pid for parent in psutil.Process().parents()}:
+        # `xfertop attach $$`: py-spy follows subprocesses, so it would sample xfertop itself.
+        print(f"xfertop attach: process {args.pid} is xfertop's own parent (your shell?): pass the pid of "
+              "the training script.", file=sys.stderr)
         return EXIT_CANNOT_ATTACH
     sampler = StackSampler(args.pid, rate_hz=args.rate, window_s=window_s, with_ranks=not args.no_ranks)
     problem = sampler.problem()
@@ -50,6 +59,10 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CANNOT_ATTACH
     if args.once:
         return _once(sampler, as_json=args.json)
+    if not (os.isatty(sys.stdin.fileno()) and os.isatty(sys.stdout.fileno())):
+        print(f"xfertop attach: the live view needs a terminal; for scripts use `xfertop attach {args.pid} "
+              "--once --json`", file=sys.stderr)
+        return EXIT_CANNOT_ATTACH
     from xfertop.ui.attach_screen import AttachApp
 
     return AttachApp(sampler).run() or EXIT_OK

@@ -16,8 +16,16 @@ from xfertop.cli.viewer import ViewerError
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
+class _OneLineErrorParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (no usage block), like every other xfertop error.
+    Subcommand parsers inherit it (add_subparsers uses the parent's class)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineErrorParser(
         prog="xfertop",
         description="Live monitor for PyTorch input pipelines: DataLoader wait, host-to-device copies, "
                     "GPU idle gaps and PCIe throughput per GPU and per training rank.",

@@ -55,7 +55,10 @@ def _summary(document: dict) -> str:
         summary = gpu["link_summary"]
         lines.append(f"GPU {gpu['index']} {gpu['name']}: util {gpu['util_gpu_percent']}%  "
                      f"{summary['rx_label']}  {summary['tx_label']}")
-    for job in document["jobs"]["items"]:
+    jobs = document["jobs"]
+    for trouble in ([jobs["error"]] if jobs["error"] else []) + list(jobs["problems"]):
+        lines.append(f"rings: {trouble}")
+    for job in jobs["items"]:
         lines.append(f"job {job['name']}: {job['verdict']['headline']}")
     for warning in (document["topology"] or {}).get("warnings", []):
         lines.append(f"placement: {warning['message']}")

@@ -1,0 +1,80 @@
+"""Bad input from a user at the real command line: one line "xfertop...: ..." and a sensible exit code,
+never a traceback, never a hang. Each test runs `python -m xfertop` as a subprocess with no terminal."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+XFERTOP = [sys.executable, "-m", "xfertop"]
+
+
+def _run(*args: str, env: dict[str, str] | None = None,
+         timeout_s: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*XFERTOP, *args], capture_output=True, text=True, timeout=timeout_s,
+                          stdin=subprocess.DEVNULL, env=env)
+
+
+def _assert_one_line_error(result: subprocess.CompletedProcess[str], words: str) -> None:
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("xfertop") and words in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+
+
+@pytest.fixture
+def not_python() -> Iterator[int]:
+    """A running process of ours that is not Python (and not an ancestor of xfertop)."""
+    process = subprocess.Popen(["sleep", "60"])
+    try:
+        yield process.pid
+    finally:
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.parametrize("args", [("--interval", "abc"), ("attach", "abc"), ("--bogus",),
+                                  ("bench", "--gpu", "x")],
+                         ids=["interval-abc", "attach-abc", "unknown-option", "bench-bad-int"])
+def test_argument_errors_are_one_line(args: tuple[str, ...]) -> None:
+    result = _run(*args)
+    _assert_one_line_error(result, "--help")
+
+
+def test_live_attach_without_a_terminal_says_so_instead_of_hanging(not_python: int) -> None:
+    result = _run("attach", str(not_python), timeout_s=20)
+    _assert_one_line_error(result, "needs a terminal")
+
+
+def test_attach_to_xfertops_own_parent_is_refused() -> None:
+    # `xfertop attach $$` from a shell: py-spy would follow the shell's children and sample xfertop itself.
+    result = _run("attach", str(os.getpid()), "--once", "--json")
+    _assert_one_line_error(result, "parent")
+    assert result.stdout == ""
+
+
+def test_attach_seconds_zero_is_refused_not_taken_as_the_default(not_python: int) -> None:
+    result = _run("attach", str(not_python), "--once", "--seconds", "0")
+    _assert_one_line_error(result, "--seconds and --rate must be at least 1")
+
+
+def test_once_text_shows_an_unusable_ring_directory(tmp_path: Path) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    result = _run("--once", env={**os.environ, "XFERTOP_DIR": str(not_a_dir)})
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"ring directory {not_a_dir} is not a directory" in result.stdout
+
+
+def test_once_text_shows_unreadable_ring_files(tmp_path: Path) -> None:
+    (tmp_path / "garbage.ring").write_text("garbage")
+    (tmp_path / "link.ring").symlink_to("/etc/passwd")
+    result = _run("--once", env={**os.environ, "XFERTOP_DIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert "garbage.ring" in result.stdout and "link.ring is a symbolic link" in result.stdout
