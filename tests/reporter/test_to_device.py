@@ -6,6 +6,7 @@ import time
 from collections import namedtuple
 
 import torch
+from torch.nn.utils.rnn import PackedSequence, pack_sequence
 
 import xfertop
 from xfertop.model.jobs import StepRecord
@@ -74,3 +75,13 @@ def test_a_tuple_subclass_that_cannot_be_rebuilt_still_moves_and_never_raises(fr
     for _ in xfertop.watch(range(2)):
         moved = xfertop.to_device(_PointTuple(torch.ones(2), "label"), "meta")
     assert isinstance(moved, tuple) and moved[0].device.type == "meta" and moved[1] == "label"
+
+
+def test_a_packed_sequence_moves_by_its_own_to_with_batch_sizes_left_on_the_cpu(
+        fresh_clock: StepClock) -> None:
+    packed = pack_sequence([torch.ones(3, 2), torch.ones(2, 2)])
+    for _ in xfertop.watch(range(2)):
+        moved = xfertop.to_device(packed, "meta")
+    assert isinstance(moved, PackedSequence) and moved.data.device.type == "meta"
+    assert moved.batch_sizes.device.type == "cpu"  # RNNs require it there
+    assert _steps(fresh_clock)[0].h2d_bytes == packed.data.nbytes and fresh_clock.errors == 0

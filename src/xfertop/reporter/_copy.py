@@ -36,6 +36,16 @@ def move(batch: Any, device: Any, non_blocking: bool, notes: CopyNotes | None, t
         except TypeError:
             return moved
     if isinstance(batch, tuple):
+        if getattr(type(batch), "to", None) is not None:  # PackedSequence: its own .to keeps batch_sizes
+            moved_tuple = batch.to(device, non_blocking=non_blocking)
+            if notes is not None and not to_host:
+                try:
+                    for before, after in zip(batch, moved_tuple, strict=False):
+                        if after is not before and isinstance(before, tensor_type):
+                            note_copy(before, non_blocking, notes)
+                except Exception as exc:
+                    notes.inspect_error = exc
+            return moved_tuple
         items = [move(value, device, non_blocking, notes, tensor_type, to_host) for value in batch]
         try:
             return type(batch)(*items) if hasattr(batch, "_fields") else type(batch)(items)
