@@ -100,3 +100,24 @@ def test_file_descriptors_the_job_inherits_stay_open(tmp_path: Path) -> None:
     result = subprocess.run(["sh", "-c", f"{inner} 3>{shlex.quote(str(log))}"],
                             env=child_env(tmp_path / "rings"), capture_output=True, text=True, timeout=60)
     assert (result.returncode, log.read_text()) == (0, "via-fd-3\n"), result.stderr
+
+
+SIGNAL_DURING_START = """
+import os, signal, subprocess, sys
+from xfertop.launch import run
+
+real_popen = subprocess.Popen
+
+def popen_after_a_sigterm(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGTERM)  # the job is cancelled while xfertop starts it
+    return real_popen(*args, **kwargs)
+
+subprocess.Popen = popen_after_a_sigterm
+sys.exit(run.run_command(["--", "sleep", "30"]))
+"""
+
+
+def test_a_signal_that_arrives_while_the_job_starts_still_reaches_it(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-c", SIGNAL_DURING_START], env=child_env(tmp_path / "rings"),
+                            capture_output=True, text=True, timeout=25)
+    assert result.returncode == -signal.SIGTERM, result.stderr

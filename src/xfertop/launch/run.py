@@ -52,9 +52,13 @@ def run_command(command: list[str], copy_timing: bool = False) -> int:
         print("xfertop run: no command given: `xfertop run -- python train.py ARGS`", file=sys.stderr)
         return EXIT_USAGE
     started: list[subprocess.Popen[bytes]] = []
+    early: list[int] = []  # signals that came before the child existed: sent to it once it does
 
     def forward(signum: int, _frame: FrameType | None) -> None:
-        if not started or (signum == signal.SIGINT and _terminal_delivers_it()):
+        if signum == signal.SIGINT and _terminal_delivers_it():
+            return
+        if not started:
+            early.append(signum)
             return
         with contextlib.suppress(ProcessLookupError):
             started[0].send_signal(signum)
@@ -67,6 +71,9 @@ def run_command(command: list[str], copy_timing: bool = False) -> int:
             # xfertop; our own are non-inheritable (PEP 446) and stay ours.
             started.append(subprocess.Popen(command, env=child_environment(os.environ, copy_timing),
                                             close_fds=False))
+            for signum in early:
+                with contextlib.suppress(ProcessLookupError):
+                    started[0].send_signal(signum)
         except FileNotFoundError:
             print(f"xfertop run: {command[0]}: command not found", file=sys.stderr)
             return EXIT_NOT_FOUND
