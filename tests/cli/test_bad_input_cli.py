@@ -78,3 +78,23 @@ def test_once_text_shows_unreadable_ring_files(tmp_path: Path) -> None:
     result = _run("--once", env={**os.environ, "XFERTOP_DIR": str(tmp_path)})
     assert result.returncode == 0, result.stderr
     assert "garbage.ring" in result.stdout and "link.ring is a symbolic link" in result.stdout
+
+
+@pytest.mark.parametrize("args", [("--once",), ("--once", "--json"), ("bench", "--json", "--no-save")],
+                         ids=["once", "once-json", "bench-json"])
+@pytest.mark.parametrize("unbuffered", ["1", ""], ids=["unbuffered", "buffered"])
+def test_a_full_disk_on_stdout_is_one_line(args: tuple[str, ...], unbuffered: str) -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": unbuffered}
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([*XFERTOP, *args], stdout=full, stderr=subprocess.PIPE, text=True,
+                                timeout=60, stdin=subprocess.DEVNULL, env=env)
+    assert "Traceback" not in result.stderr and "Exception ignored" not in result.stderr, result.stderr
+    assert result.returncode != 0
+    assert result.stderr.splitlines()[-1] == "xfertop: [Errno 28] No space left on device", result.stderr
+
+
+def test_once_json_with_stdout_closed_is_not_a_traceback() -> None:
+    result = subprocess.run([*XFERTOP, "--once", "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, timeout=60, stdin=subprocess.DEVNULL, close_fds=True,
+                            preexec_fn=lambda: os.close(1))
+    assert "Traceback" not in result.stderr, result.stderr

@@ -7,6 +7,8 @@ Expected failures print one line "xfertop: ..." and return a non-zero code, neve
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 
 from xfertop import startup_trace
@@ -63,7 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     command = getattr(args, "run", None)
     try:
-        return command(args) if command is not None else _viewer(args)
+        code = command(args) if command is not None else _viewer(args)
+        if sys.stdout is not None:
+            sys.stdout.flush()  # a write error surfaces here, not as "Exception ignored" at exit
+        return code
     except ViewerError as exc:
         print(f"xfertop: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -71,4 +76,16 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # `xfertop --once --json | head`: the reader left; nothing more to say.
+        _discard_stdout()
         return EXIT_OK
+    except OSError as exc:
+        # Output to a full disk, a dead terminal ...: one line, and no second failure at exit.
+        _discard_stdout()
+        print(f"xfertop: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush of unwritten output cannot fail."""
+    with contextlib.suppress(OSError, AttributeError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 
 from xfertop.analysis.rank_gpu import watched_processes
@@ -39,8 +38,7 @@ def once_snapshot(ring_dir: str | None = None) -> dict:
 def run_once(as_json: bool) -> int:
     document = once_snapshot()
     if as_json:
-        json.dump(document, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print(json.dumps(document, indent=2))  # print, not sys.stdout.write: stdout may be closed (None)
         return 0
     print(_summary(document))
     return 0
