@@ -98,3 +98,12 @@ def test_once_json_with_stdout_closed_is_not_a_traceback() -> None:
                             text=True, timeout=60, stdin=subprocess.DEVNULL, close_fds=True,
                             preexec_fn=lambda: os.close(1))
     assert "Traceback" not in result.stderr, result.stderr
+
+
+def test_attach_to_a_process_that_is_not_python_says_so(not_python: int) -> None:
+    from pyspy_support import ptrace_problem
+
+    if ptrace_problem() is not None:
+        pytest.skip(f"py-spy cannot attach here: {ptrace_problem()}")
+    result = _run("attach", str(not_python), "--once", "--seconds", "1")
+    _assert_one_line_error(result, f"process {not_python} is not a Python process")

@@ -119,7 +119,8 @@ def explain_pyspy_failure(pid: int, stderr: str, proc_root: Path = Path("/proc")
                 f"{RUN_INSTEAD}.")
     if "check that the process is running" in text or not (proc_root / str(pid)).is_dir():
         return f"process {pid} is not running any more: check the pid."
-    if "failed to find python version" in text or "failed to find a python interpreter" in text:
+    if ("failed to find python version" in text or "failed to find a python interpreter" in text
+            or "no python processes found" in text):
         return f"process {pid} is not a Python process py-spy can read: pass the pid of the training script."
     first_line = next((line for line in stderr.splitlines() if line.strip()), "no output")
     return f"py-spy could not sample process {pid}: {first_line.strip()}"
