@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
+import pty
 import shlex
 import signal
 import subprocess
 import sys
+import termios
+import time
 from pathlib import Path
 
 from ring_test_tools import child_env, ranks, wait_until
@@ -121,3 +127,43 @@ def test_a_signal_that_arrives_while_the_job_starts_still_reaches_it(tmp_path: P
     result = subprocess.run([sys.executable, "-c", SIGNAL_DURING_START], env=child_env(tmp_path / "rings"),
                             capture_output=True, text=True, timeout=25)
     assert result.returncode == -signal.SIGTERM, result.stderr
+
+
+COUNTS_SIGINTS = """
+import signal, sys, time
+seen = []
+signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
+print("ready", flush=True)
+deadline = time.monotonic() + 20
+while not seen and time.monotonic() < deadline:
+    time.sleep(0.01)
+time.sleep(1.0)  # a forwarded duplicate would arrive in this time
+print("sigints", len(seen), flush=True)
+"""
+
+
+def test_a_ctrl_c_in_the_terminal_reaches_the_job_once_even_with_stdin_redirected(tmp_path: Path) -> None:
+    script = tmp_path / "counts.py"
+    script.write_text(COUNTS_SIGINTS)
+    master, slave = pty.openpty()
+
+    def take_the_terminal() -> None:  # a session of its own, with the pty as its controlling terminal
+        fcntl.ioctl(1, termios.TIOCSCTTY, 0)
+
+    try:
+        job = subprocess.Popen([sys.executable, "-m", "xfertop.cli.run", "--", sys.executable, str(script)],
+                               env=child_env(tmp_path / "rings"), stdin=subprocess.DEVNULL, stdout=slave,
+                               stderr=slave, start_new_session=True, preexec_fn=take_the_terminal)
+        os.close(slave)
+        output = b""
+        deadline = time.monotonic() + 30
+        while b"ready" not in output and time.monotonic() < deadline:
+            output += os.read(master, 1024)
+        os.killpg(job.pid, signal.SIGINT)  # what the terminal does on Ctrl-C: the whole foreground group
+        job.wait(timeout=30)
+        with contextlib.suppress(OSError):
+            while b"sigints" not in output or not output.endswith(b"\n"):
+                output += os.read(master, 1024)
+    finally:
+        os.close(master)
+    assert b"sigints 1" in output, output

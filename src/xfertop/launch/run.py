@@ -37,12 +37,20 @@ def child_environment(base: Mapping[str, str], copy_timing: bool) -> dict[str, s
 
 
 def _terminal_delivers_it() -> bool:
-    """A Ctrl-C typed in our terminal goes to the whole foreground group, the child included."""
+    """A Ctrl-C typed in our terminal goes to the whole foreground group, the child included.
+
+    The controlling terminal is asked, not stdin: `xfertop run ... < file` still runs in a terminal.
+    """
     try:
-        fd = sys.stdin.fileno()
-        return os.isatty(fd) and os.tcgetpgrp(fd) == os.getpgrp()
-    except (OSError, ValueError):
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:  # no controlling terminal
         return False
+    try:
+        return os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def run_command(command: list[str], copy_timing: bool = False) -> int:
