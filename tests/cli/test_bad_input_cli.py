@@ -107,3 +107,13 @@ def test_attach_to_a_process_that_is_not_python_says_so(not_python: int) -> None
         pytest.skip(f"py-spy cannot attach here: {ptrace_problem()}")
     result = _run("attach", str(not_python), "--once", "--seconds", "1")
     _assert_one_line_error(result, f"process {not_python} is not a Python process")
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (("--device", "bogus"), "--device must be auto, cpu, cuda or cuda:N"),
+    (("--phase-seconds", "-5"), "--phase-seconds must be a positive number"),
+    (("--phase-seconds", "nan"), "--phase-seconds must be a positive number"),
+], ids=["device-bogus", "phase-negative", "phase-nan"])
+def test_demo_arguments_are_checked_before_the_demo_starts(args: tuple[str, ...], words: str) -> None:
+    # Before: the demo job died at once (or ran no phase) behind an empty live view.
+    _assert_one_line_error(_run("demo", *args), words)

@@ -6,6 +6,8 @@ Works with no GPU: the demo job then runs on the CPU and the GPU area says there
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import sys
 from typing import Any
 
@@ -23,6 +25,10 @@ def run(args: argparse.Namespace) -> int:
     from xfertop.cli.viewer import ViewerError, build_sources, check_interval, require_terminal, run_tui
     from xfertop.launch.demo import start_demo_job
 
+    if not (math.isfinite(args.phase_seconds) and args.phase_seconds > 0):
+        raise ViewerError(f"--phase-seconds must be a positive number of seconds (got {args.phase_seconds})")
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", args.device):
+        raise ViewerError(f"--device must be auto, cpu, cuda or cuda:N (got {args.device!r})")
     interval_s = check_interval(args.interval)
     require_terminal()
     try:
