@@ -158,3 +158,16 @@ def test_a_spawned_dataloader_worker_gets_no_clock(tmp_path: Path, monkeypatch: 
     with xfertop.step():
         assert xfertop.to_device(torch.ones(2), "meta").device.type == "meta"
     assert reporter._clock is None and reporter.status()["ring_path"] is None
+
+
+def test_a_process_of_its_own_that_cannot_ask_torch_about_workers_still_gets_a_clock(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XFERTOP_DIR", str(tmp_path / "rings"))
+    monkeypatch.setattr(reporter, "_clock", None)
+    monkeypatch.setattr(reporter, "_in_forked_child", False)
+    monkeypatch.setattr(torch.utils.data, "get_worker_info", _boom)
+    assert list(xfertop.watch(range(3))) == [0, 1, 2]
+    assert reporter.status()["steps"] == 3
+    monkeypatch.setattr(reporter, "_clock", None)
+    monkeypatch.setattr(reporter, "_in_forked_child", True)  # a forked child that cannot tell stays quiet
+    assert list(xfertop.watch(range(3))) == [0, 1, 2] and reporter._clock is None

@@ -53,7 +53,7 @@ def _in_dataloader_worker() -> bool:
     try:
         return torch.utils.data.get_worker_info() is not None
     except Exception:
-        return True  # cannot tell: stay quiet
+        return _in_forked_child  # cannot tell: a forked child stays quiet, a process of its own does not
 
 
 def _close_at_exit() -> None:
