@@ -117,3 +117,9 @@ def test_attach_to_a_process_that_is_not_python_says_so(not_python: int) -> None
 def test_demo_arguments_are_checked_before_the_demo_starts(args: tuple[str, ...], words: str) -> None:
     # Before: the demo job died at once (or ran no phase) behind an empty live view.
     _assert_one_line_error(_run("demo", *args), words)
+
+
+@pytest.mark.parametrize("value", ["inf", "1e300"])
+def test_an_endless_interval_is_refused(value: str) -> None:
+    # Before: accepted; the samplers' Event.wait(inf) raised OverflowError and their threads died.
+    _assert_one_line_error(_run("--interval", value), "--interval must be at most 3600 s")

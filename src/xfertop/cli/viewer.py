@@ -16,6 +16,7 @@ from xfertop.sources.topology import TopologySource
 # The UI modules (Textual) are imported only when a TUI is really started: `--once` and `--help` stay fast.
 
 MIN_INTERVAL_S = 0.1
+MAX_INTERVAL_S = 3600.0  # longer (inf) overflows the samplers' Event.wait and kills their threads
 
 
 class ViewerError(Exception):
@@ -25,6 +26,8 @@ class ViewerError(Exception):
 def check_interval(interval_s: float) -> float:
     if not interval_s >= MIN_INTERVAL_S:
         raise ViewerError(f"--interval must be at least {MIN_INTERVAL_S} s (got {interval_s})")
+    if interval_s > MAX_INTERVAL_S:
+        raise ViewerError(f"--interval must be at most {MAX_INTERVAL_S:.0f} s (got {interval_s})")
     return interval_s
 
 
