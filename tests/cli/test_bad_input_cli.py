@@ -3,6 +3,7 @@ never a traceback, never a hang. Each test runs `python -m xfertop` as a subproc
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 XFERTOP = [sys.executable, "-m", "xfertop"]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(*args: str, env: dict[str, str] | None = None,
@@ -123,3 +125,11 @@ def test_demo_arguments_are_checked_before_the_demo_starts(args: tuple[str, ...]
 def test_an_endless_interval_is_refused(value: str) -> None:
     # Before: accepted; the samplers' Event.wait(inf) raised OverflowError and their threads died.
     _assert_one_line_error(_run("--interval", value), "--interval must be at most 3600 s")
+
+
+def test_bench_compare_with_a_record_whose_thresholds_are_not_an_object(tmp_path: Path) -> None:
+    record = json.loads((ROOT / "docs/measurements/h200-2026-11-29/bench_all_cases.json").read_text())
+    record["thresholds"] = [1, 2]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(record))
+    _assert_one_line_error(_run("bench", "--compare", str(old), "--no-save"), f"cannot compare with {old}")

@@ -105,6 +105,8 @@ def _decode(tp: Any, data: Any) -> Any:
     if origin is tuple:
         return tuple(_decode(typing.get_args(tp)[0], x) for x in data)
     if origin is dict:
+        if not isinstance(data, dict):
+            raise ProtocolError(f"expected an object, got {type(data).__name__}")
         return {k: _decode(typing.get_args(tp)[1], v) for k, v in data.items()}
     if tp is float and isinstance(data, int):
         return float(data)
