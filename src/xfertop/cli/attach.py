@@ -49,8 +49,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CANNOT_ATTACH
     if args.pid == os.getpid() or args.pid in {parent.pid for parent in psutil.Process().parents()}:
         # `xfertop attach $$`: py-spy follows subprocesses, so it would sample xfertop itself.
-        print(f"xfertop attach: process {args.pid} is xfertop's own parent (your shell?): pass the pid of "
-              "the training script.", file=sys.stderr)
+        print(f"xfertop attach: process {args.pid} is a parent of xfertop itself (your shell? init?), so "
+              "py-spy would sample xfertop: pass the pid of the training script.", file=sys.stderr)
         return EXIT_CANNOT_ATTACH
     sampler = StackSampler(args.pid, rate_hz=args.rate, window_s=window_s, with_ranks=not args.no_ranks)
     problem = sampler.problem()
