@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from ring_test_tools import child_env, ranks, wait_until
+from xfertop.launch import run as run_module
 from xfertop.sources.jobs import JobsSource
 
 TRAIN = """
@@ -167,3 +168,22 @@ def test_a_ctrl_c_in_the_terminal_reaches_the_job_once_even_with_stdin_redirecte
     finally:
         os.close(master)
     assert b"sigints 1" in output, output
+
+
+def test_a_job_on_another_python_gets_xfertop_but_none_of_xfertops_other_packages(tmp_path: Path) -> None:
+    # xfertop installed apart from the job (pipx): the bootstrap imports xfertop from xfertop's environment,
+    # but the job must not start finding that environment's other packages (optional-dependency checks
+    # would change what the job does and prints).
+    parent = tmp_path / "xfertop-env-site-packages"
+    (parent / "only_in_xfertops_env").mkdir(parents=True)
+    (parent / "only_in_xfertops_env" / "__init__.py").write_text("")
+    (parent / "xfertop").symlink_to(Path(run_module.__file__).resolve().parents[1])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    env.update(run_module.child_environment(env, copy_timing=False))
+    env["XFERTOP_PACKAGE_PARENT"] = str(parent)
+    env["XFERTOP_DIR"] = str(tmp_path / "rings")
+    check = ("import importlib.util, sys; print('xfertop.launch.autopatch' in sys.modules, "
+             "importlib.util.find_spec('only_in_xfertops_env') is None)")
+    result = subprocess.run([sys.base_prefix + "/bin/python3", "-c", check], env=env, capture_output=True,
+                            text=True, timeout=60)
+    assert (result.stdout, result.stderr) == ("True True\n", "")

@@ -20,7 +20,12 @@ def _xfertop_install() -> None:
             if not parent:
                 raise
             sys.path.append(parent)  # appended: never shadows the job's own packages
-            import xfertop.launch.autopatch as autopatch
+            try:
+                import xfertop.launch.autopatch as autopatch
+            finally:
+                # Gone again: xfertop is loaded (it needs nothing else from there), and the job must not
+                # find the other packages of xfertop's environment (optional-dependency checks).
+                sys.path.remove(parent)
         autopatch.install(copy_timing=os.environ.get("XFERTOP_COPY_TIMING") == "1")
     except Exception as exc:
         sys.stderr.write(f"xfertop run: could not instrument this process ({exc}); it runs unobserved.\n")
