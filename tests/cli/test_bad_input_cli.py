@@ -133,3 +133,8 @@ def test_bench_compare_with_a_record_whose_thresholds_are_not_an_object(tmp_path
     old = tmp_path / "old.json"
     old.write_text(json.dumps(record))
     _assert_one_line_error(_run("bench", "--compare", str(old), "--no-save"), f"cannot compare with {old}")
+
+
+def test_attach_json_without_once_is_refused(not_python: int) -> None:
+    # Before: --json was silently ignored and the live view started.
+    _assert_one_line_error(_run("attach", str(not_python), "--json"), "--json goes with --once")

@@ -44,6 +44,10 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     default_s = ONCE_WINDOW_S if args.once else DEFAULT_WINDOW_S
     window_s = default_s if args.seconds is None else args.seconds
+    if args.json and not args.once:
+        print(f"xfertop attach: --json goes with --once: `xfertop attach {args.pid} --once --json`",
+              file=sys.stderr)
+        return EXIT_CANNOT_ATTACH
     if window_s < 1 or args.rate < 1:
         print("xfertop attach: --seconds and --rate must be at least 1.", file=sys.stderr)
         return EXIT_CANNOT_ATTACH
