@@ -187,3 +187,10 @@ def test_a_job_on_another_python_gets_xfertop_but_none_of_xfertops_other_package
     result = subprocess.run([sys.base_prefix + "/bin/python3", "-c", check], env=env, capture_output=True,
                             text=True, timeout=60)
     assert (result.stdout, result.stderr) == ("True True\n", "")
+
+
+def test_a_job_killed_by_sigkill_kills_xfertop_the_same_way(tmp_path: Path) -> None:
+    # What the OOM killer does: SIGKILL has no handler to reset, and xfertop must still die of it.
+    result = subprocess.run([sys.executable, "-m", "xfertop.cli.run", "--", "sh", "-c", "kill -9 $$"],
+                            env=child_env(tmp_path / "rings"), capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stderr) == (-signal.SIGKILL, "")

@@ -93,7 +93,8 @@ def run_command(command: list[str], copy_timing: bool = False) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if status < 0:  # the child died of a signal: so do we, so our parent sees the same
-        signal.signal(-status, signal.SIG_DFL)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL (the OOM killer) has no handler to reset
+            signal.signal(-status, signal.SIG_DFL)
         os.kill(os.getpid(), -status)
         return 128 - status
     return status
