@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import os
 import pty
+import resource
 import shlex
 import signal
 import subprocess
@@ -13,6 +14,8 @@ import sys
 import termios
 import time
 from pathlib import Path
+
+import pytest
 
 from ring_test_tools import child_env, ranks, wait_until
 from xfertop.launch import run as run_module
@@ -194,3 +197,20 @@ def test_a_job_killed_by_sigkill_kills_xfertop_the_same_way(tmp_path: Path) -> N
     result = subprocess.run([sys.executable, "-m", "xfertop.cli.run", "--", "sh", "-c", "kill -9 $$"],
                             env=child_env(tmp_path / "rings"), capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stderr) == (-signal.SIGKILL, "")
+
+
+def _allow_core_dumps() -> None:
+    _soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
+
+
+@pytest.mark.skipif(Path("/proc/sys/kernel/core_pattern").read_text().strip() != "core"
+                    or resource.getrlimit(resource.RLIMIT_CORE)[1] == 0,
+                    reason="needs core files written as ./core")
+def test_a_crashing_jobs_core_file_is_not_overwritten_by_xfertops_own(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "xfertop.cli.run", "--", "sh", "-c", "kill -SEGV $$"],
+                            env=child_env(tmp_path / "rings"), cwd=tmp_path, preexec_fn=_allow_core_dumps,
+                            capture_output=True, timeout=60)
+    assert result.returncode == -signal.SIGSEGV
+    core = tmp_path / "core"
+    assert core.exists() and b"xfertop.cli.run" not in core.read_bytes()  # the job's, not xfertop's

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -95,6 +96,8 @@ def run_command(command: list[str], copy_timing: bool = False) -> int:
     if status < 0:  # the child died of a signal: so do we, so our parent sees the same
         with contextlib.suppress(OSError, ValueError):  # SIGKILL (the OOM killer) has no handler to reset
             signal.signal(-status, signal.SIG_DFL)
+        with contextlib.suppress(OSError, ValueError):  # the job's core file is the one that matters
+            resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
         os.kill(os.getpid(), -status)
         return 128 - status
     return status
