@@ -48,3 +48,27 @@ class _StrictAttributes:
 
 def test_a_loader_with_a_strict_getattr_is_watched_without_an_error(fresh_clock: StepClock) -> None:
     assert list(xfertop.watch(_StrictAttributes())) == [1, 2]
+
+
+class _CopiesItself:
+    """A loader with copy hooks of its own (and, on Python 3.10, pickling ones): they are the loader's,
+    not the watched wrapper's."""
+
+    def __init__(self, items: list[int]) -> None:
+        self.items = items
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.items)
+
+    def __deepcopy__(self, memo: dict[int, object]) -> _CopiesItself:
+        return _CopiesItself(list(self.items))
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"items": self.items}
+
+
+def test_copying_a_watched_loader_gives_a_watched_loader(fresh_clock: StepClock) -> None:
+    watched = xfertop.watch(_CopiesItself([1, 2]))
+    copied = copy.copy(watched)
+    assert type(copied) is type(watched) and list(copied) == [1, 2]
+    assert type(copy.deepcopy(watched)) is type(watched)

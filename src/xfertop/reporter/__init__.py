@@ -110,7 +110,9 @@ class WatchedIterator(Iterator[T]):
         return bool(self._iterator)
 
     def __getattr__(self, name: str) -> Any:
-        if name == "_iterator":  # not set yet (copy, unpickling): no recursion through ourselves
+        # Not set yet (copy, unpickling): no recursion through ourselves. Dunders (__deepcopy__,
+        # __getstate__ on 3.10...) are the wrapper's, not the wrapped object's.
+        if name == "_iterator" or (name.startswith("__") and name.endswith("__")):
             raise AttributeError(name)
         return getattr(self._iterator, name)
 
@@ -131,7 +133,9 @@ class Watched(Iterable[T]):
         return bool(self._loader)
 
     def __getattr__(self, name: str) -> Any:
-        if name == "_loader":  # not set yet (copy, unpickling): no recursion through ourselves
+        # Not set yet (copy, unpickling): no recursion through ourselves. Dunders (__deepcopy__,
+        # __getstate__ on 3.10...) are the wrapper's, not the wrapped object's.
+        if name == "_loader" or (name.startswith("__") and name.endswith("__")):
             raise AttributeError(name)
         return getattr(self._loader, name)
 
