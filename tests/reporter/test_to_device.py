@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections import namedtuple
+from collections import UserDict, namedtuple
 
 import torch
 from torch.nn.utils.rnn import PackedSequence, pack_sequence
@@ -85,3 +85,13 @@ def test_a_packed_sequence_moves_by_its_own_to_with_batch_sizes_left_on_the_cpu(
     assert isinstance(moved, PackedSequence) and moved.data.device.type == "meta"
     assert moved.batch_sizes.device.type == "cpu"  # RNNs require it there
     assert _steps(fresh_clock)[0].h2d_bytes == packed.data.nbytes and fresh_clock.errors == 0
+
+
+class _Encoding(UserDict):  # what a Hugging Face tokenizer returns (BatchEncoding): a Mapping, no dict
+    pass
+
+
+def test_samples_are_counted_in_a_mapping_batch_that_is_not_a_dict(fresh_clock: StepClock) -> None:
+    for _ in xfertop.watch([_Encoding(input_ids=torch.ones(8, 16)), _Encoding(input_ids=torch.ones(8, 16))]):
+        pass
+    assert [s.samples for s in _steps(fresh_clock)] == [8, 8]

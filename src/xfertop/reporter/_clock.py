@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from xfertop import wire
@@ -407,6 +407,8 @@ def _first_leaf(batch: Any) -> Any:
             batch = next(iter(batch.values()), None)
         elif isinstance(batch, (list, tuple)):
             batch = batch[0] if batch else None
+        elif not hasattr(batch, "shape") and isinstance(batch, Mapping):  # UserDict (BatchEncoding)
+            batch = next(iter(batch.values()), None)
         else:
             return batch
     return batch
