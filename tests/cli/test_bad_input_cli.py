@@ -138,3 +138,25 @@ def test_bench_compare_with_a_record_whose_thresholds_are_not_an_object(tmp_path
 def test_attach_json_without_once_is_refused(not_python: int) -> None:
     # Before: --json was silently ignored and the live view started.
     _assert_one_line_error(_run("attach", str(not_python), "--json"), "--json goes with --once")
+
+
+def test_demo_exits_cleanly_and_stops_its_job_when_the_terminal_hangs_up(tmp_path: Path) -> None:
+    import psutil
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from pty_run import PtyProcess
+
+    env = {**os.environ, "XFERTOP_DIR": str(tmp_path / "rings")}
+    tui = PtyProcess([*XFERTOP, "demo", "--phase-seconds", "3", "--device", "cpu"], columns=120, rows=40,
+                     env=env)
+    try:
+        assert tui.wait_for_output(b"processes", timeout_s=60) is not None
+        children = psutil.Process(tui.pid).children(recursive=True)
+        tui.hang_up()
+        # Like the plain viewer (test_tui_exits_cleanly_when_the_terminal_hangs_up): exit 0. Before, the
+        # closing "demo job stopped" line to the dead terminal raised EIO and xfertop exited 1.
+        assert tui.wait(timeout_s=30) == 0
+        _gone, alive = psutil.wait_procs(children, timeout=10)
+        assert not alive, f"demo job left running: {alive}"
+    finally:
+        tui.close()

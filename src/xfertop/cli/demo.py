@@ -6,6 +6,7 @@ Works with no GPU: the demo job then runs on the CPU and the GPU area says there
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import re
 import sys
@@ -40,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
         code = run_tui(sources, interval_s)
     finally:
         status = job.stop()
-    print(f"xfertop: demo job stopped (exit status {status}); its output is in {job.log_path}",
-          file=sys.stderr)
+    with contextlib.suppress(OSError):  # the terminal may be gone (hang-up): nothing to tell
+        print(f"xfertop: demo job stopped (exit status {status}); its output is in {job.log_path}",
+              file=sys.stderr)
     return code
