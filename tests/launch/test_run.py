@@ -214,3 +214,14 @@ def test_a_crashing_jobs_core_file_is_not_overwritten_by_xfertops_own(tmp_path: 
     assert result.returncode == -signal.SIGSEGV
     core = tmp_path / "core"
     assert core.exists() and b"xfertop.cli.run" not in core.read_bytes()  # the job's, not xfertop's
+
+
+def test_the_bootstrap_on_the_path_twice_under_two_names_starts_python_quietly(tmp_path: Path) -> None:
+    alias = tmp_path / "alias"
+    alias.symlink_to(run_module.BOOTSTRAP_DIR)
+    env = child_env(tmp_path / "rings")
+    env.update(run_module.child_environment(env, copy_timing=False))
+    env["PYTHONPATH"] = env["PYTHONPATH"] + os.pathsep + str(alias)
+    result = subprocess.run([sys.executable, "-c", "print('started')"], env=env, capture_output=True,
+                            text=True, timeout=60)
+    assert (result.stdout, result.stderr) == ("started\n", "")

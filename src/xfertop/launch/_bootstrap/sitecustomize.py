@@ -35,8 +35,8 @@ def _chain_to_the_next_sitecustomize() -> None:
     import importlib.machinery
     import importlib.util
 
-    here = os.path.dirname(os.path.abspath(__file__))
-    rest = [entry for entry in sys.path if os.path.abspath(entry or ".") != here]
+    here = os.path.dirname(os.path.realpath(__file__))  # real paths: a symlinked alias is us too
+    rest = [entry for entry in sys.path if os.path.realpath(entry or ".") != here]
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
     if spec is None or spec.loader is None:
         return
