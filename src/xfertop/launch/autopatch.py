@@ -29,7 +29,12 @@ class AfterImport(importlib.abc.MetaPathFinder):
         if fullname != self._name:
             return None
         sys.meta_path.remove(self)
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        spec = None
+        for finder in list(sys.meta_path):  # the finders the import would ask: an editable install's too
+            find_spec = getattr(finder, "find_spec", None)
+            spec = find_spec(fullname, path, target) if find_spec is not None else None
+            if spec is not None:
+                break
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         loader: Any = spec.loader
