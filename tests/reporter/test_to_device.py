@@ -95,3 +95,12 @@ def test_samples_are_counted_in_a_mapping_batch_that_is_not_a_dict(fresh_clock: 
     for _ in xfertop.watch([_Encoding(input_ids=torch.ones(8, 16)), _Encoding(input_ids=torch.ones(8, 16))]):
         pass
     assert [s.samples for s in _steps(fresh_clock)] == [8, 8]
+
+
+Edge = namedtuple("Edge", "source to")  # a field named `to` is no .to() method
+
+
+def test_a_namedtuple_with_a_field_named_to_is_moved_field_by_field(fresh_clock: StepClock) -> None:
+    for _ in xfertop.watch(range(2)):
+        moved = xfertop.to_device(Edge(torch.ones(2), torch.zeros(2)), "meta")
+    assert isinstance(moved, Edge) and moved.source.device.type == "meta" and moved.to.device.type == "meta"

@@ -36,7 +36,7 @@ def move(batch: Any, device: Any, non_blocking: bool, notes: CopyNotes | None, t
         except TypeError:
             return moved
     if isinstance(batch, tuple):
-        if getattr(type(batch), "to", None) is not None:  # PackedSequence: its own .to keeps batch_sizes
+        if callable(getattr(type(batch), "to", None)):  # PackedSequence: its own .to keeps batch_sizes
             moved_tuple = batch.to(device, non_blocking=non_blocking)
             if notes is not None and not to_host:
                 try:
