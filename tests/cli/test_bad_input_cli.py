@@ -160,3 +160,17 @@ def test_demo_exits_cleanly_and_stops_its_job_when_the_terminal_hangs_up(tmp_pat
         assert not alive, f"demo job left running: {alive}"
     finally:
         tui.close()
+
+
+def test_live_attach_exits_cleanly_when_the_terminal_hangs_up(not_python: int) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from pty_run import PtyProcess
+
+    tui = PtyProcess([*XFERTOP, "attach", str(not_python)], columns=100, rows=30)
+    try:
+        assert tui.wait_for_output(b"xfertop attach", timeout_s=30) is not None
+        tui.hang_up()
+        # Like the plain viewer; before, the attach app had no SIGHUP handler and died of the signal.
+        assert tui.wait(timeout_s=20) == 0
+    finally:
+        tui.close()

@@ -24,6 +24,7 @@ from xfertop.analysis.verdict import Verdict
 from xfertop.model.stacks import StacksState
 from xfertop.sources.source_lines import line_reader
 from xfertop.sources.stacks import StackSampler
+from xfertop.ui.terminal_watch import watch_terminal
 
 _CLASS_STYLES = {"data_wait": "red", "main_loading": "magenta", "copy": "yellow", "gpu_sync": "blue",
                  "compute": "green", "other": "grey50"}
@@ -148,4 +149,5 @@ class AttachApp(App[int]):
         self._sampler = sampler
 
     def on_mount(self) -> None:
+        watch_terminal(self)  # a dropped SSH session: leave quietly, like the main viewer
         self.push_screen(AttachScreen(self._sampler), callback=lambda _: self.exit(0))
