@@ -104,3 +104,14 @@ def test_a_namedtuple_with_a_field_named_to_is_moved_field_by_field(fresh_clock:
     for _ in xfertop.watch(range(2)):
         moved = xfertop.to_device(Edge(torch.ones(2), torch.zeros(2)), "meta")
     assert isinstance(moved, Edge) and moved.source.device.type == "meta" and moved.to.device.type == "meta"
+
+
+class _Measured(tuple):  # a .to() of another meaning: unit conversion
+    def to(self, unit: str) -> _Measured:
+        return self
+
+
+def test_a_tuple_whose_to_means_something_else_is_moved_field_by_field(fresh_clock: StepClock) -> None:
+    for _ in xfertop.watch(range(2)):
+        moved = xfertop.to_device(_Measured((torch.ones(2), "m")), "meta")
+    assert isinstance(moved, _Measured) and moved[0].device.type == "meta" and moved[1] == "m"

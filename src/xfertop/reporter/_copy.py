@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,7 +37,8 @@ def move(batch: Any, device: Any, non_blocking: bool, notes: CopyNotes | None, t
         except TypeError:
             return moved
     if isinstance(batch, tuple):
-        if callable(getattr(type(batch), "to", None)):  # PackedSequence: its own .to keeps batch_sizes
+        packed_type = getattr(sys.modules.get("torch.nn.utils.rnn"), "PackedSequence", None)
+        if packed_type is not None and isinstance(batch, packed_type):  # its own .to keeps batch_sizes
             moved_tuple = batch.to(device, non_blocking=non_blocking)
             if notes is not None and not to_host:
                 try:
