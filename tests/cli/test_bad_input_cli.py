@@ -174,3 +174,17 @@ def test_live_attach_exits_cleanly_when_the_terminal_hangs_up(not_python: int) -
         assert tui.wait(timeout_s=20) == 0
     finally:
         tui.close()
+
+
+def test_once_json_names_a_ring_cut_mid_word_as_truncated(tmp_path: Path) -> None:
+    from xfertop.reporter._identity import current_identity
+    from xfertop.reporter._ring_writer import RingWriter
+
+    writer = RingWriter(str(tmp_path), current_identity(), capacity=64)
+    ring = Path(writer.path)
+    os.truncate(ring, ring.stat().st_size - 3)  # a full disk or a copy cut short: not a whole 8-byte word
+    result = _run("--once", "--json", env={**os.environ, "XFERTOP_DIR": str(tmp_path)})
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    (problem,) = json.loads(result.stdout)["jobs"]["problems"]
+    # Before: "could not be read (TypeError: memoryview: length is not a multiple of itemsize)".
+    assert "truncated" in problem and "TypeError" not in problem, problem

@@ -95,6 +95,8 @@ class RingReader:
         try:
             if st.st_size < wire.HEADER_BYTES:
                 raise RingProblem(f"{path}: truncated: {st.st_size} bytes, shorter than the header")
+            if st.st_size % 8:
+                raise RingProblem(f"{path}: truncated: {st.st_size} bytes, not whole 8-byte words")
             self._mapping = mmap.mmap(fd, st.st_size, mmap.MAP_SHARED, mmap.PROT_READ)
             self._words = memoryview(self._mapping).cast("q")
             try:
