@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -188,3 +189,16 @@ def test_once_json_names_a_ring_cut_mid_word_as_truncated(tmp_path: Path) -> Non
     (problem,) = json.loads(result.stdout)["jobs"]["problems"]
     # Before: "could not be read (TypeError: memoryview: length is not a multiple of itemsize)".
     assert "truncated" in problem and "TypeError" not in problem, problem
+
+
+def test_attach_to_a_process_that_has_exited_but_is_not_reaped_says_so() -> None:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    try:
+        time.sleep(0.3)  # the child is a zombie: /proc/PID is still there
+        result = _run("attach", str(pid), "--once")
+    finally:
+        os.waitpid(pid, 0)
+    # Before: "process N is not a Python process py-spy can read".
+    _assert_one_line_error(result, f"process {pid} has exited (a zombie")

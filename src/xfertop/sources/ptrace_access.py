@@ -85,6 +85,8 @@ def attach_problem(pid: int, caller: Caller | None = None, proc_root: Path = Pat
     caller = caller or Caller.current(proc_root)
     if not (proc_root / str(pid)).is_dir():
         return f"process {pid} is not running (no {proc_root / str(pid)}): check the pid."
+    if _status_field(proc_root, pid, "State")[:1] == ["Z"]:
+        return f"process {pid} has exited (a zombie its parent has not reaped yet): check the pid."
     owner = process_uid(pid, proc_root)
     if owner is not None and owner != caller.euid and not caller.has_cap_sys_ptrace:
         return (f"process {pid} belongs to uid {owner}, not to you (uid {caller.euid}): run xfertop as that "
