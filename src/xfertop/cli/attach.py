@@ -51,15 +51,15 @@ def run(args: argparse.Namespace) -> int:
     if window_s < 1 or args.rate < 1:
         print("xfertop attach: --seconds and --rate must be at least 1.", file=sys.stderr)
         return EXIT_CANNOT_ATTACH
-    if args.pid == os.getpid() or args.pid in {parent.pid for parent in psutil.Process().parents()}:
-        # `xfertop attach $$`: py-spy follows subprocesses, so it would sample xfertop itself.
-        print(f"xfertop attach: process {args.pid} is a parent of xfertop itself (your shell? init?), so "
-              "py-spy would sample xfertop: pass the pid of the training script.", file=sys.stderr)
-        return EXIT_CANNOT_ATTACH
     sampler = StackSampler(args.pid, rate_hz=args.rate, window_s=window_s, with_ranks=not args.no_ranks)
     problem = sampler.problem()
     if problem is not None:
         print(f"xfertop attach: {problem}", file=sys.stderr)
+        return EXIT_CANNOT_ATTACH
+    if args.pid == os.getpid() or args.pid in {parent.pid for parent in psutil.Process().parents()}:
+        # `xfertop attach $$`: py-spy follows subprocesses, so it would sample xfertop itself.
+        print(f"xfertop attach: process {args.pid} is a parent of xfertop itself (your shell? init?), so "
+              "py-spy would sample xfertop: pass the pid of the training script.", file=sys.stderr)
         return EXIT_CANNOT_ATTACH
     if args.once:
         return _once(sampler, as_json=args.json)
