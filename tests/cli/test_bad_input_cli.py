@@ -202,3 +202,12 @@ def test_attach_to_a_process_that_has_exited_but_is_not_reaped_says_so() -> None
         os.waitpid(pid, 0)
     # Before: "process N is not a Python process py-spy can read".
     _assert_one_line_error(result, f"process {pid} has exited (a zombie")
+
+
+@pytest.mark.parametrize("args", [(), ("demo",), ("attach", "PID")], ids=["viewer", "demo", "attach"])
+def test_a_closed_stdin_is_no_terminal_not_a_traceback(args: tuple[str, ...], not_python: int) -> None:
+    # `xfertop <&-`: sys.stdin is None; before, require_terminal raised AttributeError on .fileno().
+    argv = [str(not_python) if arg == "PID" else arg for arg in args]
+    result = subprocess.run([*XFERTOP, *argv], capture_output=True, text=True, timeout=30,
+                            stdin=subprocess.DEVNULL, preexec_fn=lambda: os.close(0))
+    _assert_one_line_error(result, "needs a terminal")

@@ -14,6 +14,7 @@ from typing import Any
 import psutil
 
 from xfertop.analysis.sampled_verdict import judge_stacks
+from xfertop.cli.viewer import is_terminal
 from xfertop.sources.pyspy_runner import DEFAULT_RATE_HZ, DEFAULT_WINDOW_S
 from xfertop.sources.source_lines import line_reader
 from xfertop.sources.stacks import StackSampler
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CANNOT_ATTACH
     if args.once:
         return _once(sampler, as_json=args.json)
-    if not (os.isatty(sys.stdin.fileno()) and os.isatty(sys.stdout.fileno())):
+    if not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
         print(f"xfertop attach: the live view needs a terminal; for scripts use `xfertop attach {args.pid} "
               "--once --json`", file=sys.stderr)
         return EXIT_CANNOT_ATTACH

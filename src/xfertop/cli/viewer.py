@@ -68,8 +68,16 @@ def watch_interesting_pids(gpu: GpuSource, host: HostSource, jobs: JobsSource,
     jobs.subscribe(update)
 
 
+def is_terminal(stream) -> bool:
+    """``stream`` is a terminal; False for a closed one (`<&-` makes sys.stdin None)."""
+    try:
+        return stream is not None and os.isatty(stream.fileno())
+    except (OSError, ValueError):
+        return False
+
+
 def require_terminal() -> None:
-    if not (os.isatty(sys.stdin.fileno()) and os.isatty(sys.stdout.fileno())):
+    if not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
         raise ViewerError("the live view needs a terminal; for scripts use `xfertop --once --json`")
 
 
