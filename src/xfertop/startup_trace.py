@@ -41,7 +41,12 @@ _ORIGIN = time.perf_counter() - (_process_age_s() if ENABLED else 0.0)
 def _stream() -> TextIO:
     global _out
     if _out is None:
-        _out = sys.stderr if _SETTING == "1" else open(_SETTING, "a", buffering=1)  # noqa: SIM115
+        try:
+            _out = sys.stderr if _SETTING == "1" else open(_SETTING, "a", buffering=1)  # noqa: SIM115
+        except OSError as exc:
+            _out = sys.stderr
+            _out.write(f"# xfertop: cannot write the startup trace to {_SETTING} ({exc.strerror}); "
+                       "tracing to stderr\n")
         _out.write(f"# xfertop startup trace, pid {os.getpid()}, argv {sys.argv}\n")
     return _out
 

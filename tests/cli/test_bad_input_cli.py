@@ -211,3 +211,10 @@ def test_a_closed_stdin_is_no_terminal_not_a_traceback(args: tuple[str, ...], no
     result = subprocess.run([*XFERTOP, *argv], capture_output=True, text=True, timeout=30,
                             stdin=subprocess.DEVNULL, preexec_fn=lambda: os.close(0))
     _assert_one_line_error(result, "needs a terminal")
+
+
+def test_a_startup_trace_path_that_cannot_be_opened_falls_back_to_stderr(tmp_path: Path) -> None:
+    env = {**os.environ, "XFERTOP_TRACE_STARTUP": str(tmp_path / "missing-dir" / "trace.txt")}
+    result = _run("--once", env=env)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "cannot write the startup trace" in result.stderr
