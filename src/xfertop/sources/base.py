@@ -31,6 +31,7 @@ class PollingSource(Generic[T]):
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._published = threading.Condition()
+        self._poked = False
         self.last_error: str | None = None
 
     # -- to implement -------------------------------------------------------------------------
@@ -82,6 +83,7 @@ class PollingSource(Generic[T]):
 
     def poke(self) -> None:
         """Sample now instead of waiting out the interval."""
+        self._poked = True
         self._wake.set()
 
     # -- internals --------------------------------------------------------------------------------
@@ -94,12 +96,21 @@ class PollingSource(Generic[T]):
                     self.last_error = None
                 except Exception as exc:  # a sampler must outlive a bad sample
                     self.last_error = f"{self.name}: {type(exc).__name__}: {exc}"
-                remaining = self._interval_s - (time.monotonic() - started)
-                if remaining > 0:
-                    self._wake.wait(remaining)
-                self._wake.clear()
+                self._wait_for_next(started)
         finally:
             self.close()
+
+    def _wait_for_next(self, started: float) -> None:
+        """Wait out the interval from the last sample's start. A new interval only reschedules: sampling
+        at once would close a window of a few ms (the GPU source then has no PCIe interval to report,
+        "RX n/a", seen on the H200 when the app set its interval at start-up). poke() samples now."""
+        while not self._stop.is_set() and not self._poked:
+            remaining = self._interval_s - (time.monotonic() - started)
+            if remaining <= 0:
+                break
+            self._wake.wait(remaining)
+            self._wake.clear()
+        self._poked = False
 
     def _publish(self, snapshot: T) -> None:
         startup_trace.mark_once(f"{self.name}: first snapshot published")
