@@ -131,22 +131,11 @@ def set_device_string(buf: Any, device: str) -> None:
 
 # -- reader side ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class RingHeader:
+class RingHeader(RingIdentity):
+    """What a reader decodes: the writer's identity, plus the format facts it was written with."""
+
     version: int
     capacity: int
-    uid: int
-    pid: int
-    ppid: int
-    start_ticks: int
-    created_unix_ns: int
-    rank: int | None
-    local_rank: int | None
-    world_size: int | None
-    host: str
-    run_id: str
-    master: str
-    device: str
-    argv: tuple[str, ...]
 
 
 class RingFormatError(Exception):

@@ -192,7 +192,9 @@ def test_every_record_field_lands_in_its_step_record_field() -> None:
 
 
 def test_job_keys_and_names() -> None:
-    header = wire.RingHeader(1, 8, 0, 10, 9, 0, 0, 0, 0, 2, "h", "", "n1:29500", "", ("python", "train.py"))
+    header = wire.RingHeader(uid=0, pid=10, ppid=9, start_ticks=0, created_unix_ns=0, rank=0, local_rank=0,
+                             world_size=2, host="h", run_id="", master="n1:29500", device="",
+                             argv=("python", "train.py"), version=1, capacity=8)
     assert job_key(header) == "master:n1:29500"
     assert job_key(dataclasses.replace(header, master="")) == "ppid:9"
     assert job_key(dataclasses.replace(header, master="", world_size=None)) == "pid:10"
