@@ -82,15 +82,19 @@ def test_short_steps_keep_the_modelled_gpu_cost_within_budget(tmp_path: Path) ->
 def test_sampled_steps_reach_the_viewer_at_the_expected_rate(tmp_path: Path) -> None:
     gpu = FakeCuda(costs=H200_COSTS_NS)
     clock = _clock(tmp_path, gpu)
-    _short_steps(clock, gpu, 1200)
+    # k adapts while the loop runs (a descheduled moment on a shared machine raises it for a while):
+    # the rate to expect is the one of the largest k in force, not of the last one.
+    largest_every = 0
+    for _ in range(1200):
+        _short_steps(clock, gpu, 1)
+        largest_every = max(largest_every, clock.gpu_every)
     clock.before_next()
     clock.resolve_pending()
     steps = _steps(clock)
     timed = [s for s in steps if s.compute_gpu_ms is not None]
     untimed = [s for s in steps if s.compute_gpu_ms is None and s.step > 0]  # step 0: before the GPU
-    every = clock.gpu_every
-    assert 2 <= every <= GPU_EVERY_MAX
-    assert len(timed) >= len(steps) // (every + 1) and len(timed) >= 20
+    assert 2 <= clock.gpu_every <= largest_every <= GPU_EVERY_MAX
+    assert len(timed) >= len(steps) // (largest_every + 1) and len(timed) >= 20
     # Untimed steps carry the full CPU clock and nothing of the GPU's.
     assert all(s.h2d_bytes == 4096 and s.samples == 8 and s.wall_ms > 0 for s in untimed)
     assert all(s.copy_gpu_ms is None and s.gpu_idle_ms is None for s in untimed)
