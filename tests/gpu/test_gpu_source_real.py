@@ -6,15 +6,13 @@ NVML counts protocol overhead: on the H200 the wire read ~1.075-1.09x the payloa
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from gpu_results import write_result
 from xfertop.model.gpu import GpuSnapshot
 from xfertop.sources.gpu import GpuSource
 
@@ -67,13 +65,6 @@ def torch_gpu(state_gpus: tuple[GpuSnapshot, ...]) -> GpuSnapshot:
         if uuid is not None and gpu.uuid.removeprefix("GPU-") == str(uuid):
             return gpu
     return state_gpus[0]
-
-
-def write_result(name: str, result: dict[str, object]) -> None:
-    results_dir = os.environ.get("XFERTOP_RESULTS_DIR")
-    if results_dir:
-        Path(results_dir).mkdir(parents=True, exist_ok=True)
-        (Path(results_dir) / f"{name}.json").write_text(json.dumps(result, indent=2))
 
 
 @pytest.fixture

@@ -6,14 +6,13 @@ The H200 probe (docs/host-memory.md) saw 1 GiB of pin_memory() raise RssShmem by
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from gpu_results import write_result
 from xfertop.sources.host import HostSource
 from xfertop.sources.proc_memory import smaps_bytes_by_pathname
 
@@ -50,18 +49,11 @@ def test_pinned_memory_of_a_watched_process_is_shmem_not_locked() -> None:
         child.wait(timeout=60)
     grown = {path: after_smaps[path].get("Rss", 0) - before_smaps.get(path, {}).get("Rss", 0)
              for path in after_smaps}
-    _record({"before": before.__dict__ | {"children": None}, "after": after.__dict__ | {"children": None},
-             "rss_growth_by_pathname": {p: b for p, b in grown.items() if b >= 1 << 20}})
+    write_result("host_pinned_real", {
+        "before": before.__dict__ | {"children": None}, "after": after.__dict__ | {"children": None},
+        "rss_growth_by_pathname": {p: b for p, b in grown.items() if b >= 1 << 20}})
     assert after.shmem_rss_bytes is not None and before.shmem_rss_bytes is not None
     assert after.shmem_rss_bytes - before.shmem_rss_bytes >= PINNED_BYTES
     assert after.locked_bytes == before.locked_bytes
     assert after.pinned_vm_bytes == before.pinned_vm_bytes
     assert after.pinned_bytes is None
-
-
-def _record(result: dict[str, object]) -> None:
-    out_dir = os.environ.get("XFERTOP_RESULTS_DIR")
-    if out_dir:
-        path = Path(out_dir) / "host_pinned_real.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result, indent=1, default=repr))

@@ -6,8 +6,6 @@ The same stories run here against a fake CUDA in tests/reporter/test_gpu_clock_w
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
 import subprocess
 import sys
@@ -18,6 +16,7 @@ import pytest
 
 import xfertop
 import xfertop.reporter as reporter
+from gpu_results import write_result
 from ring_test_tools import child_env, ranks
 from xfertop.model.jobs import StepRecord
 from xfertop.reporter._clock import StepClock
@@ -30,13 +29,6 @@ pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
-
-
-def write_result(name: str, result: dict[str, object]) -> None:
-    results_dir = os.environ.get("XFERTOP_RESULTS_DIR")
-    if results_dir:
-        Path(results_dir).mkdir(parents=True, exist_ok=True)
-        (Path(results_dir) / f"{name}.json").write_text(json.dumps(result, indent=2))
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ Run on the GPU machine: `XFERTOP_RESULTS_DIR=$OUT pytest -m gpu tests/gpu/test_t
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
+from gpu_results import write_result
 from ring_test_tools import child_env, wait_until
 from ui.live import MessageWaiter
 from xfertop.analysis.steps import WindowStats, window_stats
@@ -51,19 +51,12 @@ for (batch,) in loader:
 """
 
 
-def _write_result(name: str, result: dict[str, object]) -> None:
-    results_dir = os.environ.get("XFERTOP_RESULTS_DIR")
-    if results_dir:
-        Path(results_dir).mkdir(parents=True, exist_ok=True)
-        (Path(results_dir) / f"{name}.json").write_text(json.dumps(result, indent=2, default=str))
-
-
 def test_once_json_carries_the_real_topology() -> None:
     result = subprocess.run([sys.executable, "-m", "xfertop", "--once", "--json"], capture_output=True,
                             text=True, timeout=120)
     document = json.loads(result.stdout)
     topology = document["topology"]
-    _write_result("topology_once_json", topology)
+    write_result("topology_once_json", topology)
     assert topology["gpu_source"] == "nvml" and topology["error"] is None
     nvml_buses = [gpu["bus_id"].lower()[-12:] for gpu in document["gpus"]]
     assert [gpu["bus_id"] for gpu in topology["gpus"]] == nvml_buses
@@ -84,7 +77,7 @@ async def test_t_shows_the_real_topology() -> None:
             summary = str(screen.query_one("#topology-summary", Static).render())
             matrix = str(screen.query_one("#topology-matrix", Static).render())
             paths = str(screen.query_one("#topology-paths", Static).render())
-            _write_result("topology_screen", {"summary": summary, "matrix": matrix, "paths": paths})
+            write_result("topology_screen", {"summary": summary, "matrix": matrix, "paths": paths})
             assert "(from nvml)" in summary and matrix.splitlines()[2].startswith("GPU0  X")
     finally:
         sources.stop()
@@ -112,7 +105,7 @@ def test_a_job_that_stalls_its_gpu_from_the_host_is_sync_bound(tmp_path: Path) -
         gpu_state, jobs_state = gpu.sample_once(), jobs.sample_once()
         document = snapshot_dict(gpu_state, None, jobs_state, timestamp=time.time())
         verdict = document["jobs"]["items"][0]["verdict"]
-        _write_result("sync_bound_real_gpu", {"verdict": verdict, "gpu_util_percent": [
+        write_result("sync_bound_real_gpu", {"verdict": verdict, "gpu_util_percent": [
             g.util_gpu_percent for g in gpu_state.gpus]})
         assert verdict["kind"] == "sync-bound", verdict["headline"]
         assert verdict["evidence"]["gpu_busy_share"] < 0.5

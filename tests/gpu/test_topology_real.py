@@ -5,14 +5,12 @@ Run on the GPU machine: ``XFERTOP_RESULTS_DIR=$OUT pytest -m gpu tests/gpu/test_
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
+from gpu_results import write_result
 from xfertop.sources.nvml_api import NvmlApi
 from xfertop.sources.topology import read_topology
 
@@ -26,7 +24,7 @@ def test_every_nvml_gpu_is_found_in_sysfs_with_a_numa_answer() -> None:
         topology = read_topology(nvml=api)
     finally:
         api.shutdown()
-    _record(topology)
+    write_result("topology_real", topology)
     assert topology.gpu_source == "nvml" and topology.gpus
     for gpu in topology.gpus:
         assert gpu.error is None and gpu.pcie_path, gpu
@@ -47,11 +45,3 @@ def _nvidia_smi_matrix(count: int) -> list[list[str]] | None:
     rows = [line.split()[1:1 + count] for line in text.splitlines() if line.split()[:1] and
             line.split()[0] in {f"GPU{i}" for i in range(count)}]
     return rows if len(rows) == count else None
-
-
-def _record(topology: object) -> None:
-    out_dir = os.environ.get("XFERTOP_RESULTS_DIR")
-    if out_dir:
-        path = Path(out_dir) / "topology_real.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(topology, indent=1, default=lambda o: getattr(o, "__dict__", repr(o))))
