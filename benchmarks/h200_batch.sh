@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU figure in docs/ comes from this script, run on the lent H200 machine through the device
 # tool from the repository root, with the wheels of the packages that machine lacks in .whl/:
-#   bash benchmarks/h200_batch.sh STAGE      (STAGE: tests | bench | reporter | viewer | final | retest; RETEST=test ids)
+#   bash benchmarks/h200_batch.sh STAGE      (STAGE: tests | bench | reporter | viewer | final | diag | retest; RETEST=test ids)
 # Results land in $OUT/results-STAGE.tgz (logs and JSON); docs/measurements/ keeps what we quote.
 set -u
 stage=${1:?stage}
@@ -39,6 +39,16 @@ case $stage in
     LIMIT=40 step pcie_coverage python3 benchmarks/pcie_coverage.py "$res/pcie_coverage" --seconds 20
     TAILN=12 LIMIT=20 step importtime bash -c "python3 -X importtime -c 'import xfertop.cli.viewer, xfertop.ui.app' 2>&1 | sort -t'|' -k2 -n | tail -12"
     LIMIT=40 TAILN=8 step pytest_viewer python3 -m pytest -m gpu tests/gpu/test_viewer_gpu.py -p no:cacheprovider
+    ;;
+  diag)
+    LIMIT=60 TAILN=8 step pytest_viewer python3 -m pytest -m gpu tests/gpu/test_viewer_gpu.py -p no:cacheprovider
+    LIMIT=120 TAILN=60 step nvml_costs python3 benchmarks/nvml_costs.py "$res/nvml_costs"
+    load="python3 -m xfertop.launch.demo_job --phase-seconds 600 --device cuda"
+    LIMIT=90 TAILN=45 step profile_1hz python3 benchmarks/tui_profile.py "$res/profile" --rate-hz 1 --seconds 20 --load "$load"
+    LIMIT=90 TAILN=45 step profile_4hz python3 benchmarks/tui_profile.py "$res/profile" --rate-hz 4 --seconds 15 --load "$load"
+    TAILN=3 LIMIT=30 step importtime_full bash -c "python3 -X importtime -c 'import xfertop.cli.main, xfertop.cli.viewer, xfertop.ui.app' 2>&1 | sort -t'|' -k2 -n | tail -60"
+    TAILN=3 LIMIT=30 step importtime_nvitop bash -c "python3 -X importtime -c 'import nvitop.cli' 2>&1 | sort -t'|' -k2 -n | tail -30"
+    TAILN=20 LIMIT=60 step import_wall bash -c "python3 -c 'import sys; print(sys.version, sys.flags.dont_write_bytecode, sys.pycache_prefix)'; env | grep -i pythondont; ls /tmp/site/textual/__pycache__ | wc -l; for i in 1 2 3; do /usr/bin/time -f '%e s pass' python3 -c pass; /usr/bin/time -f '%e s textual.app' python3 -c 'import textual.app'; /usr/bin/time -f '%e s cli.main' python3 -c 'import xfertop.cli.main'; /usr/bin/time -f '%e s nvitop.cli' python3 -c 'import nvitop.cli'; done; python3 -c 'import site; print(site.getsitepackages())'; ls \$(python3 -c 'import site; print(site.getsitepackages()[0])') | grep -c pth"
     ;;
   retest)
     TAILN=15 step pytest_retest python3 -m pytest -m gpu -p no:cacheprovider ${RETEST:-tests/gpu}
