@@ -91,6 +91,37 @@ class Counters:
         self.last = (tx, rx)
 
 
+def poller_costs(seconds: float = 5.0) -> dict:
+    """xfertop's own read paths, A/B in alternating blocks, and its poller thread for ``seconds``."""
+    from xfertop.sources.nvml_api import NvmlApi
+    from xfertop.sources.pcie_counter import link_wire_bytes_per_s
+    from xfertop.sources.pcie_poller import PcieCounterPoller, PolledGpu
+
+    api = NvmlApi()
+    if api.init() is not None:
+        return {"error": "NVML did not start"}
+    handle = api.query("nvmlDeviceGetHandleByIndex", 0)
+    fields = (197, 198)
+    reader = api.field_reader(handle, fields)
+    blocks: dict[str, list[dict]] = {"api.field_values": [], "api.field_reader": []}
+    for _ in range(3):
+        blocks["api.field_values"].append(cost(lambda: api.field_values(handle, fields)))
+        blocks["api.field_reader"].append(cost(reader))
+    result: dict[str, Any] = {name: {"cpu_ms_mean_per_block": [b["cpu_ms_mean"] for b in runs],
+                                     "wall_ms_median_per_block": [b["wall_ms_median"] for b in runs]}
+                              for name, runs in blocks.items()}
+    poller = PcieCounterPoller(api, [PolledGpu(0, handle, link_wire_bytes_per_s(5, 16))])
+    poller.start()
+    time.sleep(seconds)  # a measuring window
+    poller.stop()
+    result["poller_thread"] = {"seconds": seconds, "polls": poller.polls,
+                               "interval_ms": poller.interval_s * 1e3,
+                               "cpu_ms_per_poll": 1e3 * poller.cpu_s / max(1, poller.polls),
+                               "cpu_share_of_one_core": poller.cpu_s / seconds}
+    api.shutdown()
+    return result
+
+
 def gpm_phase(pynvml: Any, handle: Any, torch: Any, phase: str, seconds: float) -> dict:
     counters = Counters(pynvml, handle)
     s1, s2 = pynvml.nvmlGpmSampleAlloc(), pynvml.nvmlGpmSampleAlloc()
@@ -114,6 +145,7 @@ def gpm_phase(pynvml: Any, handle: Any, torch: Any, phase: str, seconds: float) 
     worker = threading.Thread(target=copies, daemon=True)
     worker.start()
     time.sleep(0.5)  # warm-up: buffers allocated and the loop running
+    counters.poll()  # the baseline: bytes from here on
     moved0, c_tx0, c_rx0 = moved[0], counters.tx, counters.rx
     t0 = time.perf_counter()
     pynvml.nvmlGpmSampleGet(handle, s1)
@@ -187,16 +219,17 @@ def main() -> int:
     try:
         import pynvml
         pynvml.nvmlInit()
-    except Exception as exc:  # noqa: BLE001 - any failure here means "no GPU to measure"
+    except Exception as exc:
         print(f"nvml_costs: no NVML ({exc})", file=sys.stderr)
         return 2
     handle = pynvml.nvmlDeviceGetHandleByIndex(0)
     document = {"gpu": pynvml.nvmlDeviceGetName(handle), "driver": pynvml.nvmlSystemGetDriverVersion(),
-                "calls": call_costs(pynvml, handle), "gpm": gpm(pynvml, handle)}
+                "calls": call_costs(pynvml, handle), "poller": poller_costs(), "gpm": gpm(pynvml, handle)}
     args.out_dir.mkdir(parents=True, exist_ok=True)
     (args.out_dir / "nvml_costs.json").write_text(json.dumps(document, indent=2, default=str))
     for name, figures in document["calls"].items():
         print(f"{name:28s} {figures}")
+    print(json.dumps(document["poller"], indent=1))
     print(json.dumps(document["gpm"], indent=1, default=str))
     return 0
 

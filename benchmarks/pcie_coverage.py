@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from xfertop.sources.nvml_api import NvmlApi
-from xfertop.sources.pcie_counter import link_wire_bytes_per_s
+from xfertop.sources.pcie_counter import link_wire_bytes_per_s, wrap_time_s
 from xfertop.sources.pcie_poller import PcieCounterPoller, PolledGpu, counters_answer
 
 CHUNK_BYTES = 64 * 2**20  # ~1.2 ms at 55 GB/s: fine-grained payload marks
@@ -78,7 +78,7 @@ def find_gpu(api: NvmlApi, torch: Any) -> tuple[int, Any]:
     return 0, api.query("nvmlDeviceGetHandleByIndex", 0)
 
 
-def measure(seconds: int, seed: int) -> dict[str, Any]:
+def measure(seconds: int, seed: int, polls_per_wrap: float | None = None) -> dict[str, Any]:
     try:
         warnings.filterwarnings("ignore", message="Failed to initialize NumPy")  # CPU wheels without numpy
         import torch
@@ -98,6 +98,8 @@ def measure(seconds: int, seed: int) -> dict[str, Any]:
     gen = max(gens) if gens else None
     width = api.query("nvmlDeviceGetMaxPcieLinkWidth", handle)
     poller = PcieCounterPoller(api, [PolledGpu(index, handle, link_wire_bytes_per_s(gen, width))])
+    if polls_per_wrap:
+        poller.interval_s = wrap_time_s(link_wire_bytes_per_s(gen, width)) / polls_per_wrap
     loop = BurstyCopyLoop(torch, seed)
     seconds_log = []
     started_s = time.perf_counter()
@@ -144,6 +146,7 @@ def summarise(log: list[dict[str, Any]], poller: PcieCounterPoller, wall_s: floa
             "rx_mean_bytes_per_s": statistics.fmean(s["counter_rx_bytes_per_s"] or 0 for s in log),
             **ratio_stats(counter_ratios),
             "poller_cpu_share_of_one_core": poller.cpu_s / wall_s if wall_s else None,
+            "poller_cpu_ms_per_poll": 1e3 * poller.cpu_s / poller.polls if poller.polls else None,
         },
         "sampled_1hz": {
             "coverage": SAMPLED_WINDOW_S / 1.0,
@@ -168,15 +171,17 @@ def main() -> None:
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--polls-per-wrap", type=float, help="override xfertop's reads per counter wrap time")
     args = parser.parse_args()
-    result = measure(args.seconds, args.seed)
+    result = measure(args.seconds, args.seed, args.polls_per_wrap)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     (args.out_dir / "pcie_coverage.json").write_text(json.dumps(result, indent=2))
     counter, sampled = result["counter"], result["sampled_1hz"]
     print(f"link max {result['link_max']}, {result['seconds']} s, "
           f"poll every {result['poll_interval_s'] * 1e3:.1f} ms")
     print(f"payload moved: {result['payload_mean_bytes_per_s'] / 1e9:.2f} GB/s on average")
-    print(f"poller CPU: {counter['poller_cpu_share_of_one_core']:.2%} of one core")
+    print(f"poller CPU: {counter['poller_cpu_share_of_one_core']:.2%} of one core, "
+          f"{counter['poller_cpu_ms_per_poll']:.3f} ms per poll")
     for label, method in (("counter poller", counter), ("20 ms sampler at 1 Hz", sampled)):
         print(f"{label}: covers {method['coverage']:.1%} of the time, "
               f"RX {method['rx_mean_bytes_per_s'] / 1e9:.2f} GB/s, per-second RX/payload "

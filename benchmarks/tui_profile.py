@@ -1,9 +1,10 @@
-"""Where the live view's CPU goes: py-spy samples of xfertop in a 160x48 pseudo-terminal, per thread and function.
+"""Where the live view's CPU goes: xfertop in a 160x48 pseudo-terminal, per thread and per function.
 
-    python benchmarks/tui_profile.py OUT_DIR [--rate-hz 1] [--seconds 20] [--load "python -m xfertop.launch.demo_job ..."]
+    python benchmarks/tui_profile.py OUT_DIR [--rate-hz 1] [--seconds 20] [--load "COMMAND"]
 
-Prints the exact CPU time per thread (from /proc) and, from py-spy's on-CPU samples (no --idle), the top functions by self time and the top xfertop/textual frames by
-inclusive time; writes the raw collapsed stacks to OUT_DIR/tui_profile-<rate>hz.txt.
+Prints the exact CPU time per thread (from /proc) and, from py-spy's on-CPU samples (no --idle), the
+top functions by self time and the top xfertop/textual frames by inclusive time; writes the raw
+collapsed stacks to OUT_DIR/tui_profile-<rate>hz.txt.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def thread_table(before: dict[int, float], after: dict[int, float], seconds: flo
     rows = sorted(((after[tid] - before.get(tid, 0.0), tid) for tid in after), reverse=True)
     total = sum(cpu for cpu, _ in rows)
     lines = [f"CPU {100 * total / seconds:.2f}% of one core over {seconds:.1f} s; per thread:"]
-    lines += [f"  {100 * cpu / seconds:6.2f}%  {names.get(tid, f'tid {tid}')}" for cpu, tid in rows if cpu > 0]
+    lines += [f"  {100 * cpu / seconds:6.2f}%  {names.get(tid, f'tid {tid}')}"
+              for cpu, tid in rows if cpu > 0]
     return "\n".join(lines)
 
 
@@ -87,8 +89,8 @@ def main() -> int:
         tui.read_for(args.warmup)
         before, started = thread_cpu(tui.pid), time.perf_counter()
         spy = subprocess.Popen([py_spy, "record", "--pid", str(tui.pid), "--duration", str(args.seconds),
-                                "--rate", str(args.sample_rate), "--format", "raw", "--threads", "--nonblocking",
-                                "-o", str(raw_path)],
+                                "--rate", str(args.sample_rate), "--format", "raw", "--threads",
+                                "--nonblocking", "-o", str(raw_path)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         while spy.poll() is None:
             tui.read_for(0.5)
