@@ -8,6 +8,10 @@ stage=${1:?stage}
 res=/tmp/res-$stage; mkdir -p "$res"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
   > "$res/pip.txt" 2>&1 || echo "wheel install failed (see pip.txt)"
+# That machine sets PYTHONDONTWRITEBYTECODE=1, so nothing would ever be byte-compiled and every start would
+# compile Textual (or nvitop) from source: 0.7-1.0 s of the first frame. A user's `pip install` compiles
+# the bytecode, and Python caches it for an editable install: compile once, as they would have.
+python3 -m compileall -q -j 0 /tmp/site src > "$res/compileall.txt" 2>&1
 export PYTHONPATH=/tmp/site:$PWD/src PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 XFERTOP_RESULTS_DIR=$res
 export XFERTOP_RECORDS=$res/records; mkdir -p "$XFERTOP_RECORDS"
 step() { local name=$1; shift; local t0=$(date +%s); echo "== $name: $*"; timeout "${LIMIT:-300}" "$@" > "$res/$name.txt" 2>&1; local rc=$?; echo "   rc=$rc $(( $(date +%s) - t0 ))s"; tail -n "${TAILN:-6}" "$res/$name.txt"; }
@@ -31,6 +35,9 @@ case $stage in
     TAILN=15 step pytest_reporter_attach python3 -m pytest -m gpu -p no:cacheprovider tests/gpu/test_reporter_gpu.py tests/gpu/test_attach_gpu.py
     ;;
   final)
+    LIMIT=120 TAILN=40 step nvml_costs python3 benchmarks/nvml_costs.py "$res/nvml_costs"
+    LIMIT=40 step pcie_coverage_2 python3 benchmarks/pcie_coverage.py "$res/pcie_coverage_2" --seconds 20 --polls-per-wrap 2
+    LIMIT=90 TAILN=12 step profile_1hz python3 benchmarks/tui_profile.py "$res/profile" --rate-hz 1 --seconds 20 --load "python3 -m xfertop.launch.demo_job --phase-seconds 600 --device cuda"
     TAILN=20 LIMIT=40 step breakdown python3 benchmarks/breakdown_vs_profiler.py "$res/breakdown"
     step startup python3 benchmarks/startup.py --runs 5 --out "$res/startup"
     TAILN=20 LIMIT=20 step startup_trace bash -c "XFERTOP_TRACE_STARTUP=$res/startup_trace.txt timeout 4 script -qc 'python3 -m xfertop' /dev/null > /dev/null; cat $res/startup_trace.txt"
