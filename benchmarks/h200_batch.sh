@@ -38,11 +38,9 @@ case $stage in
     LIMIT=120 TAILN=40 step nvml_costs python3 benchmarks/nvml_costs.py "$res/nvml_costs"
     LIMIT=40 step pcie_coverage_2 python3 benchmarks/pcie_coverage.py "$res/pcie_coverage_2" --seconds 20 --polls-per-wrap 2
     LIMIT=90 TAILN=12 step profile_1hz python3 benchmarks/tui_profile.py "$res/profile" --rate-hz 1 --seconds 20 --load "python3 -m xfertop.launch.demo_job --phase-seconds 600 --device cuda"
-    TAILN=20 LIMIT=40 step breakdown python3 benchmarks/breakdown_vs_profiler.py "$res/breakdown"
     step startup python3 benchmarks/startup.py --runs 5 --out "$res/startup"
     TAILN=20 LIMIT=20 step startup_trace bash -c "XFERTOP_TRACE_STARTUP=$res/startup_trace.txt timeout 4 script -qc 'python3 -m xfertop' /dev/null > /dev/null; cat $res/startup_trace.txt"
     LIMIT=200 TAILN=12 step tui_cpu python3 benchmarks/tui_cpu.py --seconds 25 --rates-hz 1,4 --out "$res/tui_cpu" --load "python3 -m xfertop.launch.demo_job --phase-seconds 600 --device cuda"
-    LIMIT=80 step ring_ingest python3 benchmarks/ring_ingest.py "$res/ring_ingest" --seconds 60
     LIMIT=40 step pcie_coverage python3 benchmarks/pcie_coverage.py "$res/pcie_coverage" --seconds 20
     TAILN=12 LIMIT=20 step importtime bash -c "python3 -X importtime -c 'import xfertop.cli.viewer, xfertop.ui.app' 2>&1 | sort -t'|' -k2 -n | tail -12"
     LIMIT=40 TAILN=8 step pytest_viewer python3 -m pytest -m gpu tests/gpu/test_viewer_gpu.py -p no:cacheprovider
