@@ -43,7 +43,7 @@ case $stage in
     LIMIT=200 TAILN=12 step tui_cpu python3 benchmarks/tui_cpu.py --seconds 25 --rates-hz 1,4 --out "$res/tui_cpu" --load "python3 -m xfertop.launch.demo_job --phase-seconds 600 --device cuda"
     LIMIT=40 step pcie_coverage python3 benchmarks/pcie_coverage.py "$res/pcie_coverage" --seconds 20
     TAILN=12 LIMIT=20 step importtime bash -c "python3 -X importtime -c 'import xfertop.cli.viewer, xfertop.ui.app' 2>&1 | sort -t'|' -k2 -n | tail -12"
-    LIMIT=40 TAILN=8 step pytest_viewer python3 -m pytest -m gpu tests/gpu/test_viewer_gpu.py -p no:cacheprovider
+    LIMIT=120 TAILN=8 step pytest_sources_viewer python3 -m pytest -m gpu tests/gpu/test_gpu_source_real.py tests/gpu/test_viewer_gpu.py -p no:cacheprovider
     ;;
   diag)
     LIMIT=60 TAILN=8 step pytest_viewer python3 -m pytest -m gpu tests/gpu/test_viewer_gpu.py -p no:cacheprovider
