@@ -39,6 +39,7 @@ def cost(fn: Any, calls: int = 200) -> dict:
 def call_costs(pynvml: Any, handle: Any) -> dict:
     results = {}
     fields = [197, 198]
+    cost(lambda: pynvml.nvmlDeviceGetFieldValues(handle, fields), calls=50)  # warm-up, not recorded
     results["fields_197_198_pynvml"] = cost(lambda: pynvml.nvmlDeviceGetFieldValues(handle, fields))
     values = (pynvml.c_nvmlFieldValue_t * 2)()
     get_fields = pynvml._nvmlGetFunctionPointer("nvmlDeviceGetFieldValues")
@@ -47,6 +48,7 @@ def call_costs(pynvml: Any, handle: Any) -> dict:
         values[0].fieldId, values[1].fieldId = 197, 198
         get_fields(handle, ctypes.c_int32(2), values)
     results["fields_197_198_raw_ctypes"] = cost(raw)
+    results["fields_197_198_pynvml_again"] = cost(lambda: pynvml.nvmlDeviceGetFieldValues(handle, fields))
     queries = {
         "UtilizationRates": lambda: pynvml.nvmlDeviceGetUtilizationRates(handle),
         "MemoryInfo": lambda: pynvml.nvmlDeviceGetMemoryInfo(handle),
@@ -92,7 +94,7 @@ class Counters:
 
 
 def poller_costs(seconds: float = 5.0) -> dict:
-    """xfertop's own read paths, A/B in alternating blocks, and its poller thread for ``seconds``."""
+    """xfertop's poller thread alone, idle GPU, for ``seconds``: its CPU per read."""
     from xfertop.sources.nvml_api import NvmlApi
     from xfertop.sources.pcie_counter import link_wire_bytes_per_s
     from xfertop.sources.pcie_poller import PcieCounterPoller, PolledGpu
@@ -101,15 +103,7 @@ def poller_costs(seconds: float = 5.0) -> dict:
     if api.init() is not None:
         return {"error": "NVML did not start"}
     handle = api.query("nvmlDeviceGetHandleByIndex", 0)
-    fields = (197, 198)
-    reader = api.field_reader(handle, fields)
-    blocks: dict[str, list[dict]] = {"api.field_values": [], "api.field_reader": []}
-    for _ in range(3):
-        blocks["api.field_values"].append(cost(lambda: api.field_values(handle, fields)))
-        blocks["api.field_reader"].append(cost(reader))
-    result: dict[str, Any] = {name: {"cpu_ms_mean_per_block": [b["cpu_ms_mean"] for b in runs],
-                                     "wall_ms_median_per_block": [b["wall_ms_median"] for b in runs]}
-                              for name, runs in blocks.items()}
+    result: dict[str, Any] = {}
     poller = PcieCounterPoller(api, [PolledGpu(0, handle, link_wire_bytes_per_s(5, 16))])
     poller.start()
     time.sleep(seconds)  # a measuring window

@@ -19,8 +19,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import pynvml  # only its ctypes structure for field values (nvidia-ml-py is a dependency of xfertop)
-
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "h200"
 PROBE = json.loads((FIXTURES / "nvml_probe.json").read_text())
 CALLS: dict[str, Any] = PROBE["nvml"]["calls"]
@@ -281,26 +279,6 @@ class FakePynvml:
                                           timestamp=int(now_s * 1e6) if ret == 0 else 0,
                                           value=SimpleNamespace(uiVal=number)))
         return values
-
-    # -- the C level, as pynvml hands it out to callers that reuse a buffer (NvmlApi.field_reader) --
-    c_nvmlFieldValue_t = pynvml.c_nvmlFieldValue_t
-
-    def _nvmlGetFunctionPointer(self, name: str) -> Callable[..., int]:
-        """Only nvmlDeviceGetFieldValues is offered at this level: it fills a ctypes array of
-        c_nvmlFieldValue_t and returns an NVML code, as the C function does."""
-        if name != "nvmlDeviceGetFieldValues":
-            raise NVMLError(CONSTANTS["NVML_ERROR_FUNCTION_NOT_FOUND"])
-
-        def get_field_values(gpu: FakeGpu, count: Any, buffer: Any) -> int:
-            try:
-                answers = self.nvmlDeviceGetFieldValues(gpu, [buffer[i].fieldId for i in range(count.value)])
-            except NVMLError as exc:
-                return int(exc.value)
-            for slot, answer in zip(buffer, answers, strict=True):
-                slot.nvmlReturn, slot.valueType, slot.timestamp = answer.nvmlReturn, 1, answer.timestamp
-                slot.value.uiVal = answer.value.uiVal
-            return 0
-        return get_field_values
 
     def _field(self, gpu: FakeGpu, field_id: int, now_s: float) -> tuple[int, int]:
         if field_id in gpu.fields_not_supported:

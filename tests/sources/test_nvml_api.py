@@ -102,39 +102,6 @@ def test_field_values_are_checked_one_by_one() -> None:
     assert readings[198].timestamp_s > 1.7e9  # microseconds of wall time, in seconds
 
 
-def frozen_clock_fake(gpu: FakeGpu) -> FakePynvml:
-    """Counters stand still, so two ways of reading them must agree to the byte."""
-    return FakePynvml([gpu], clock=lambda: 1_790_000_000.0, sleep=lambda _s: None)
-
-
-@pytest.mark.parametrize("binding", ["pynvml-like", "no C level"])
-def test_the_field_reader_answers_as_field_values_does(binding: str) -> None:
-    """The poller's reused-buffer path (and the general path where a binding lacks the C level)."""
-    gpu = FakeGpu(0, fields_not_supported={197})
-    fake = frozen_clock_fake(gpu)
-    if binding == "no C level":
-        fake._nvmlGetFunctionPointer = None
-    api = ready(fake)
-    read = api.field_reader(gpu, (197, 198, 173, 99999))
-    for _ in range(2):  # the buffer is reused: the second read must not keep the first one's answers
-        assert read() == api.field_values(gpu, (197, 198, 173, 99999))
-    readings = read()
-    assert readings[197] is None and readings[99999] is None
-    assert readings[198] is not None and readings[198].value == 2_112_665_548
-    assert readings[198].timestamp_s == 1_790_000_000.0
-
-
-def test_the_field_reader_raises_gpu_lost_and_reads_unanswered_calls_as_none() -> None:
-    gpu = FakeGpu(0)
-    api = ready(frozen_clock_fake(gpu))
-    read = api.field_reader(gpu, (197, 198))
-    gpu.not_supported.add("nvmlDeviceGetFieldValues")
-    assert read() == {197: None, 198: None}
-    gpu.lost = True
-    with pytest.raises(GpuLost, match="fell off the bus"):
-        read()
-
-
 def test_the_first_of_equivalent_calls_that_answers_wins() -> None:
     gpu = FakeGpu(0)
     gpu.answers["nvmlDeviceGetCurrentClocksThrottleReasons"] = 4

@@ -7,9 +7,7 @@ that stops answering raises :class:`GpuLost` (the caller marks that GPU lost and
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,40 +145,16 @@ class NvmlApi:
         raw = self.query("nvmlDeviceGetFieldValues", handle, list(field_ids))
         if raw is None:
             return dict.fromkeys(field_ids)
-        return _readings(field_ids, raw, time.time())
-
-    def field_reader(self, handle: Any,
-                     field_ids: tuple[int, ...]) -> Callable[[], dict[int, FieldReading | None]]:
-        """``field_values`` for calls many times a second (the PCIe counter poller): one ctypes buffer and
-        the C function are looked up once and reused, where the binding exposes them as pynvml does.
-        Same answers and the same errors (GpuLost, None per unanswered field) as ``field_values``."""
-        struct = getattr(self._lib, "c_nvmlFieldValue_t", None)
-        get_function = getattr(self._lib, "_nvmlGetFunctionPointer", None)
-        try:
-            function = get_function("nvmlDeviceGetFieldValues") if struct and get_function else None
-        except self._lib.NVMLError:
-            function = None
-        if function is None:  # an older binding: the general path
-            return lambda: self.field_values(handle, field_ids)
-        buffer = (struct * len(field_ids))()
-        count = ctypes.c_int32(len(field_ids))
-
-        def read() -> dict[int, FieldReading | None]:
-            for slot, field_id in zip(buffer, field_ids, strict=True):
-                slot.fieldId, slot.scopeId = field_id, 0
-            code = function(handle, count, buffer)
-            if code != NVML_SUCCESS:
-                self._check_code(code)
-                return dict.fromkeys(field_ids)
-            return _readings(field_ids, buffer, time.time())
-        return read
-
-    def _check_code(self, code: int) -> None:
-        """What ``query`` does with a failed call's return code: raise GpuLost for a gone GPU, else nothing
-        (the caller reads the values as unanswered)."""
-        name = self._error_name(self._lib.NVMLError(code))
-        if name in _LOST_REASONS:
-            raise GpuLost(_LOST_REASONS[name])
+        now_s = time.time()
+        readings: dict[int, FieldReading | None] = {}
+        for field_id, value in zip(field_ids, raw, strict=False):
+            if getattr(value, "nvmlReturn", NVML_SUCCESS) != NVML_SUCCESS:
+                readings[field_id] = None
+                continue
+            # The driver stamps each field in microseconds of wall time; 0 means "not stamped".
+            stamp_us = int(getattr(value, "timestamp", 0) or 0)
+            readings[field_id] = FieldReading(_field_int(value), stamp_us / 1e6 if stamp_us else now_s)
+        return readings
 
     def _error_name(self, exc: BaseException) -> str:
         code = getattr(exc, "value", None)
@@ -188,18 +162,6 @@ class NvmlApi:
             if code == self.constant(name, default):
                 return name
         return "NVML_ERROR_OTHER"
-
-
-def _readings(field_ids: tuple[int, ...], raw: Any, now_s: float) -> dict[int, FieldReading | None]:
-    readings: dict[int, FieldReading | None] = {}
-    for field_id, value in zip(field_ids, raw, strict=False):
-        if getattr(value, "nvmlReturn", NVML_SUCCESS) != NVML_SUCCESS:
-            readings[field_id] = None
-            continue
-        # The driver stamps each field in microseconds of wall time; 0 means "not stamped".
-        stamp_us = int(getattr(value, "timestamp", 0) or 0)
-        readings[field_id] = FieldReading(_field_int(value), stamp_us / 1e6 if stamp_us else now_s)
-    return readings
 
 
 def _text(value: Any) -> Any:

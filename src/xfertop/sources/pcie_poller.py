@@ -54,7 +54,6 @@ class PcieCounterPoller:
         self._gpus = tuple(gpus)
         self._clock = clock
         self.interval_s = min((poll_interval_s(gpu.wire_bytes_per_s) for gpu in self._gpus), default=0.02)
-        self._readers = {gpu.index: api.field_reader(gpu.handle, _FIELDS) for gpu in self._gpus}
         self._rx = {gpu.index: CounterUnwrapper(gpu.wire_bytes_per_s) for gpu in self._gpus}
         self._tx = {gpu.index: CounterUnwrapper(gpu.wire_bytes_per_s) for gpu in self._gpus}
         now_s = clock()
@@ -75,7 +74,7 @@ class PcieCounterPoller:
             if gpu.index in self._lost:
                 continue
             try:
-                readings = self._readers[gpu.index]()
+                readings = self._api.field_values(gpu.handle, _FIELDS)
             except GpuLost:
                 self._lost.add(gpu.index)  # the GPU source reports it; nothing left to count here
                 continue
