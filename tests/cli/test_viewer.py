@@ -35,15 +35,18 @@ def test_gpu_processes_are_detailed_by_the_host_source(tmp_path: Path) -> None:
         gpu.close()
 
 
-def test_the_jobs_source_keeps_its_own_pace_whatever_the_refresh_interval() -> None:
+def test_the_jobs_source_follows_the_refresh_interval_up_to_half_a_second() -> None:
+    """Rings hold 1024 steps: read at least every 0.5 s, a job may run 2048 steps/s losing none."""
     sources = build_sources(interval_s=2.0)
     try:
         assert sources.gpu is not None and sources.host is not None and sources.jobs is not None
         assert sources.gpu.interval_s == sources.host.interval_s == 2.0
-        assert sources.jobs.interval_s == 0.1
+        assert sources.jobs.interval_s == 0.5
         assert sources.topology is not None and sources.topology.interval_s == 5.0
-        sources.set_interval_s(0.5)
-        assert sources.gpu.interval_s == 0.5 and sources.jobs.interval_s == 0.1
+        sources.set_interval_s(0.25)
+        assert sources.gpu.interval_s == 0.25 and sources.jobs.interval_s == 0.25
+        sources.set_interval_s(1.0)
+        assert sources.jobs.interval_s == 0.5
         assert sources.topology.interval_s == 5.0
     finally:
         sources.stop()

@@ -140,21 +140,22 @@ async def test_palette_offers_the_same_actions_as_the_keys() -> None:
             assert wanted in titles
 
 
-async def test_jobs_keep_reading_rings_at_10_hz_whatever_plus_and_minus_set(tmp_path: Path) -> None:
+async def test_jobs_follow_plus_and_minus_but_read_rings_at_least_twice_a_second(tmp_path: Path) -> None:
+    """Rings hold 1024 steps: reading every 0.5 s at the slowest loses none below 2048 steps/s."""
     jobs = JobsSource(ring_dir=str(tmp_path / "rings"))
     sources = Sources(gpu=fake_gpu_source(FakePynvml.h200s(1)), host=HostSource(), jobs=jobs)
     app = XfertopApp(sources, interval_s=1.0)
     reads: list[float] = []
     jobs.subscribe(lambda _state: reads.append(time.monotonic()))
     async with app.run_test(size=(80, 24)) as pilot:
-        assert jobs.interval_s == 0.1 and sources.gpu is not None and sources.gpu.interval_s == 1.0
+        assert jobs.interval_s == 0.5 and sources.gpu is not None and sources.gpu.interval_s == 1.0
         await pilot.press("minus", "minus")
-        assert sources.gpu.interval_s == 5.0 and jobs.interval_s == 0.1
+        assert sources.gpu.interval_s == 5.0 and jobs.interval_s == 0.5
         await pilot.press("plus", "plus", "plus", "plus")
-        assert sources.gpu.interval_s == 0.25 and jobs.interval_s == 0.1
+        assert sources.gpu.interval_s == 0.25 and jobs.interval_s == 0.25
         await pilot.press("minus", "minus", "minus", "minus")
         started = time.monotonic()
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(2.0)  # a measuring window: count the reads in it
         recent = [t for t in reads if t >= started]
-        # ~10 per second; at least 5 on a loaded machine, far above the 0.2 a 5 s period would give.
-        assert len(recent) >= 5, f"{len(recent)} ring reads in 1 s"
+        # ~4 in 2 s; at least 2 on a loaded machine, where a 5 s period would give at most 1.
+        assert len(recent) >= 2, f"{len(recent)} ring reads in 2 s"

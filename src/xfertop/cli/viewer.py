@@ -32,12 +32,11 @@ def check_interval(interval_s: float) -> float:
 
 
 def build_sources(interval_s: float, ring_dir: str | None = None):
-    from xfertop.ui.sources_bundle import Sources
+    from xfertop.ui.sources_bundle import Sources, jobs_interval_s
 
     gpu = GpuSource(interval_s=interval_s)
     host = HostSource(interval_s=interval_s)
-    # Rings are read at the jobs source's own ~10 Hz whatever the display's refresh period.
-    jobs = JobsSource(ring_dir=ring_dir)
+    jobs = JobsSource(interval_s=jobs_interval_s(interval_s), ring_dir=ring_dir)
     topology = TopologySource(nvml=NvmlApi(), start_nvml=True)
     watch_interesting_pids(gpu, host, jobs, topology)
     return Sources(gpu=gpu, host=host, jobs=jobs, topology=topology)
