@@ -10,10 +10,13 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
+import psutil
 import pytest
 
 from xfertop.model.host import HostState, ProcessStats
+from xfertop.sources import host
 from xfertop.sources.host import HostSource
 
 MIB = 1 << 20
@@ -254,3 +257,138 @@ def test_another_users_process_never_raises() -> None:
     # maps and smaps are not world-readable: the cudaHostAlloc figure stays unknown, with a sentence.
     assert seen["cuda_host_alloc"] is None
     assert seen["error"] is not None and "memory maps of process" in seen["error"]
+
+
+# The host source reads /proc itself (stat, status, statm) where it used psutil: its figures must be the
+# ones psutil gives for the same processes.
+
+def test_process_figures_are_the_ones_psutil_gives(trainer) -> None:
+    process, _ = trainer
+    source = HostSource()
+    source.watch_pids([process.pid])
+    source.sample_once()
+    stats = _watched(source.sample_once(), process.pid)
+    for shown in (stats, *stats.children):
+        expected = psutil.Process(shown.pid)
+        with expected.oneshot():
+            assert shown.name == expected.name() and shown.user == expected.username()
+            assert shown.ppid == expected.ppid() and shown.num_threads == expected.num_threads()
+            assert shown.rss_bytes == expected.memory_info().rss, "an idle process keeps its resident pages"
+    assert stats.cpu_percent is not None and all(child.cpu_percent is not None for child in stats.children)
+
+
+def test_a_name_the_kernel_cut_at_15_characters_is_taken_whole_from_the_command_line(tmp_path: Path) -> None:
+    long_name = tmp_path / "a_python_with_a_long_name"
+    long_name.symlink_to(sys.executable)
+    code = "import sys; print('ready', flush=True); sys.stdin.read()"
+    process = subprocess.Popen([str(long_name), "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True)
+    try:
+        assert process.stdout is not None and process.stdout.readline() == "ready\n"
+        assert Path(f"/proc/{process.pid}/comm").read_text() == "a_python_with_a\n"
+        source = HostSource()
+        source.watch_pids([process.pid])
+        stats = _watched(source.sample_once(), process.pid)
+        assert stats.name == "a_python_with_a_long_name" == psutil.Process(process.pid).name()
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=30)
+
+
+# A process whose second thread starts a worker: the kernel lists that worker under the thread's own
+# children file. Prints "<worker pid> <thread id>".
+THREAD_SPAWNER = r"""
+import subprocess, sys, threading
+found, started, done = [], threading.Event(), threading.Event()
+def spawn():
+    worker = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    found.extend([worker, threading.get_native_id()])
+    started.set()
+    done.wait()
+    worker.stdin.close()
+    worker.wait()
+thread = threading.Thread(target=spawn)
+thread.start()
+started.wait()
+print(found[0].pid, found[1], flush=True)
+sys.stdin.read()
+done.set()
+thread.join()
+"""
+
+
+def test_a_worker_started_by_another_thread_is_found_and_a_thread_id_lists_no_workers() -> None:
+    process = subprocess.Popen([sys.executable, "-c", THREAD_SPAWNER], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        worker, tid = map(int, process.stdout.readline().split())
+        source = HostSource()
+        source.watch_pids([process.pid, tid])
+        state = source.sample_once()
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=30)
+    assert [child.pid for child in _watched(state, process.pid).children] == [worker]
+    # The walk over /proc/*/stat keyed children by process id only: a thread's id had none.
+    assert _watched(state, tid).children == () and _watched(state, tid).error is None
+
+
+def _copy_process(root: Path, pid: int) -> None:
+    """stat, status and statm of a live process, and an empty task directory: no children files."""
+    directory = root / str(pid)
+    (directory / "task" / str(pid)).mkdir(parents=True)
+    for name in ("stat", "status", "statm"):
+        (directory / name).write_bytes(Path(f"/proc/{pid}/{name}").read_bytes())
+
+
+def test_without_children_files_the_workers_come_from_the_stat_walk(trainer, tmp_path: Path) -> None:
+    process, _ = trainer
+    live_source = HostSource()
+    live_source.watch_pids([process.pid])
+    live = _watched(live_source.sample_once(), process.pid)
+    for pid in (process.pid, *(child.pid for child in live.children)):
+        _copy_process(tmp_path, pid)
+    (tmp_path / "4242").mkdir()
+    (tmp_path / "4242" / "stat").write_text("not a stat line\n")
+    copied_source = HostSource(proc_root=tmp_path)
+    copied_source.watch_pids([process.pid, 4242, 4343])
+    state = copied_source.sample_once()
+    copied = _watched(state, process.pid)
+    assert [(c.pid, c.name, c.ppid) for c in copied.children] == [
+        (c.pid, c.name, c.ppid) for c in live.children]
+    assert len(copied.children) == 2 and copied.name == live.name
+    assert _watched(state, 4242).error == "cannot parse /proc/4242/stat"
+    assert _watched(state, 4343).error == "process 4343 has exited"
+
+
+def test_cpu_totals_from_one_read_of_proc_stat_are_psutils() -> None:
+    before_total, before_cores = host._cpu_marks()
+    psutil_total = host._cpu_mark(psutil.cpu_times()._asdict())
+    psutil_cores = [host._cpu_mark(t._asdict()) for t in psutil.cpu_times(percpu=True)]
+    after_total, after_cores = host._cpu_marks()
+    # The counters only grow: psutil's reading lies between two of ours.
+    assert before_total.total_s <= psutil_total.total_s <= after_total.total_s
+    assert before_total.busy_s <= psutil_total.busy_s <= after_total.busy_s
+    assert len(before_cores) == len(psutil_cores) == len(after_cores)
+    for before, theirs, after in zip(before_cores, psutil_cores, after_cores, strict=True):
+        assert before.total_s <= theirs.total_s <= after.total_s
+
+
+def test_memory_totals_are_psutils_and_psutil_decides_the_odd_cases(monkeypatch) -> None:
+    total, available, swap_total, swap_used = host._memory_totals()
+    assert total == psutil.virtual_memory().total and 0 < available <= total
+    assert swap_total == psutil.swap_memory().total and 0 <= swap_used <= swap_total
+    stand_in = SimpleNamespace(total=7, available=3, used=1)
+    monkeypatch.setattr(host.psutil, "virtual_memory", lambda: stand_in)
+    monkeypatch.setattr(host.psutil, "swap_memory", lambda: stand_in)
+    for meminfo, expected in (
+            (b"MemTotal: 100 kB\nMemAvailable: 40 kB\nSwapTotal: 10 kB\nSwapFree: 4 kB\n",
+             (102400, 40960, 10240, 6144)),
+            (b"MemTotal: 100 kB\nMemAvailable: 0 kB\nSwapTotal: 10 kB\nSwapFree: 10 kB\n", (7, 3, 10240, 0)),
+            (b"MemTotal: 100 kB\nMemAvailable: 200 kB\n", (7, 3, 7, 1)),
+            (b"MemTotal: 100 kB\nMemFree: 20 kB\nSwapTotal: 0 kB\nSwapFree: 0 kB\n", (7, 3, 0, 0))):
+        monkeypatch.setattr(host, "read_proc_file", lambda path, data=meminfo: data)
+        assert host._memory_totals() == expected, meminfo

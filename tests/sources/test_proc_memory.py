@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+
+import pytest
 
 from xfertop.sources.proc_memory import (
     CUDA_HOST_ALLOC_PATHNAME,
     NVIDIA_CONTROL_DEVICE,
     StatusMemory,
+    _is_mapping_header,
+    _mapping_pathname,
     cuda_host_alloc_bytes,
     maps_has_pathname,
     parse_kb_fields,
@@ -159,3 +164,100 @@ def test_maps_pathnames_match_whole_names_only() -> None:
     assert not maps_has_pathname(maps, NVIDIA_CONTROL_DEVICE)
     assert maps_has_pathname(maps, "[heap]") and maps_has_pathname(maps, "")
     assert not maps_has_pathname("", NVIDIA_CONTROL_DEVICE)
+
+
+# The parsers that jump to the lines holding a name (parse_status, parse_status_value, maps_has_pathname,
+# smaps_rss_bytes) against the line-by-line loops they replaced, kept here verbatim as the reference.
+
+def _reference_status(text: str) -> StatusMemory:
+    fields = parse_kb_fields(text)
+    threads = _reference_status_value(text, "Threads")
+    return StatusMemory(rss_bytes=fields.get("VmRSS"), locked_bytes=fields.get("VmLck"),
+                        pinned_vm_bytes=fields.get("VmPin"), shmem_rss_bytes=fields.get("RssShmem"),
+                        swap_bytes=fields.get("VmSwap"),
+                        threads=int(threads) if threads is not None and threads.isdigit() else None)
+
+
+def _reference_status_value(text: str, name: str) -> str | None:
+    prefix = f"{name}:"
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            return line[len(prefix):].strip()
+    return None
+
+
+def _reference_has_pathname(text: str, pathname: str) -> bool:
+    return any(_is_mapping_header(line) and _mapping_pathname(line) == pathname for line in text.splitlines())
+
+
+def _reference_smaps_rss(text: str, pathname: str) -> tuple[int, int]:
+    rss = mappings = 0
+    inside = False
+    for line in text.splitlines():
+        if _is_mapping_header(line):
+            inside = _mapping_pathname(line) == pathname
+            mappings += inside
+        elif inside and line.startswith("Rss:"):
+            parts = line.split()
+            if len(parts) == 3 and parts[2] == "kB" and parts[1].isdigit():
+                rss += int(parts[1]) * 1024
+    return rss, mappings
+
+
+ODD_SMAPS = (
+    "7f00-7f10 rw-s 00000000 00:01 5 /dev/zero (deleted)\n"
+    "Size:                 64 kB\nRss:                  16 kB\n"
+    "7f10-7f20 rw-s 00000000 00:01 6 /dev/zero (deleted)\r\n"  # two blocks in a row, a CRLF line end
+    "Rss:                   8 kB\nRss: 4 kB\n"  # a second Rss line is summed as the loop did
+    "7f20-7f30 rw-p 00000000 00:00 0 \n"
+    "Rss:                 100 kB\n"  # anonymous: not ours
+    "7f30-7f40 rw-s 00000000 00:01 7 /tmp/x /dev/zero (deleted)\n"  # the name inside another one
+    "Rss:                 200 kB\n"
+    "Rss: mentions /dev/zero (deleted) 1 kB\n"  # the name on a field line, outside a block of it
+    "7f40-7f50 rw-s 00000000 00:01 8 /dev/zero (deleted)\x0bRss: 2 kB\n"  # splitlines splits at \x0b too
+    "Rss:                  32 kB"  # no newline at the end
+)
+
+
+@pytest.mark.parametrize("pathname", ["/dev/zero (deleted)", "/dev/zero", "", "[heap]", "/nowhere",
+                                      "/tmp/x /dev/zero (deleted)", "Rss:", "a\nb"])
+def test_smaps_and_maps_jumps_give_what_the_line_loop_gave(pathname: str) -> None:
+    texts = [ODD_SMAPS] + [(TEXT / name).read_text() for name in (
+        "h200_host_alloc_after_1GiB_pinned.smaps", "h200_host_register_after_1GiB_pinned.smaps",
+        "mlock_1MiB_shared_8MiB.smaps")]
+    texts.append(Path(f"/proc/{os.getpid()}/smaps").read_text())
+    for text in texts:
+        assert smaps_rss_bytes(text, pathname) == _reference_smaps_rss(text, pathname), pathname
+        assert maps_has_pathname(text, pathname) == _reference_has_pathname(text, pathname), pathname
+        maps = _maps_of(text)
+        assert maps_has_pathname(maps, pathname) == _reference_has_pathname(maps, pathname), pathname
+
+
+def test_the_odd_smaps_sums_two_dev_zero_blocks_and_the_one_after_a_vertical_tab() -> None:
+    assert smaps_rss_bytes(ODD_SMAPS, CUDA_HOST_ALLOC_PATHNAME) == ((16 + 8 + 4 + 2 + 32) * 1024, 3)
+    assert smaps_rss_bytes(ODD_SMAPS, "") == (100 * 1024, 1)
+
+
+ODD_STATUS = (
+    "Name:\tVmRSS: 1 kB\n"  # a process may call itself anything
+    "  VmLck:\t      4 kB\n"  # leading blanks: the loop stripped the name
+    "VmRSS:\t   100 kB\n"
+    "VmRSS:\t   200 kB\n"  # the last one wins, as in the loop
+    "VmPin:\t   x kB\n"  # not a number: no figure
+    "Threads:\tmany\n"  # the first Threads line decides, even when it is not a number
+    "Threads:\t3\n"
+    "RssShmem:\t 8 kB\rVmSwap:\t 16 kB\n"  # a carriage return is a line break to splitlines
+    "Cpus_allowed_list:\t0-3"
+)
+
+
+def test_status_jumps_give_what_the_line_loop_gave() -> None:
+    texts = [ODD_STATUS, "", "Threads:\t7", (TEXT / "mlock_1MiB_shared_8MiB.status").read_text(),
+             Path(f"/proc/{os.getpid()}/status").read_text()]
+    for text in texts:
+        assert parse_status(text) == _reference_status(text)
+        for name in ("Threads", "Cpus_allowed_list", "Name", "VmRSS", "Nope", ""):
+            assert parse_status_value(text, name) == _reference_status_value(text, name), (text, name)
+    odd = parse_status(ODD_STATUS)
+    assert odd == StatusMemory(rss_bytes=200 * 1024, locked_bytes=4 * 1024, pinned_vm_bytes=None,
+                               shmem_rss_bytes=8 * 1024, swap_bytes=16 * 1024, threads=None)

@@ -9,18 +9,25 @@ For each watched process that maps /dev/nvidiactl it also reads its cudaHostAllo
 for a torch process on the H200), so each process's figure is re-read at most every
 ``SMAPS_INTERVAL_S`` and at most ``MAX_SMAPS_READS_PER_SAMPLE`` smaps are read per sample, the oldest
 figures first; in between the last figure is published with its age.
+
+Cost: a sample reads only the watched processes and their workers, each with os.read rather than
+psutil objects (stat, status and statm: what psutil's oneshot read, one read each), and finds workers
+from /proc/<pid>/task/*/children (ChildFinder) instead of reading the stat of every process on the
+machine; CPU and memory totals take one read of /proc/stat and one of /proc/meminfo. The figures are
+psutil's, computed the same way (benchmarks/host_sample_cost.py compares against an older checkout).
 """
 
 from __future__ import annotations
 
 import os
+import pwd
+import re
 import socket
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import psutil
 
@@ -28,12 +35,11 @@ from xfertop.model.host import HostState, ProcessStats
 from xfertop.sources.base import PollingSource
 from xfertop.sources.proc_memory import (
     NVIDIA_CONTROL_DEVICE,
-    StatusMemory,
     cuda_host_alloc_bytes,
     maps_has_pathname,
     parse_status,
 )
-from xfertop.sources.proc_placement import children_by_parent
+from xfertop.sources.proc_placement import ChildFinder, read_proc_file
 
 #: Depth and breadth bounds on the worker tree, so a fork bomb cannot stall the sampler.
 MAX_CHILD_DEPTH = 4
@@ -45,8 +51,20 @@ SMAPS_INTERVAL_S = 5.0
 #: CUDA processes within 5 s of fresh; with more, figures age further (published with their age).
 MAX_SMAPS_READS_PER_SAMPLE = 4
 
-#: (pid, create_time): a reused pid is another process.
-_Key = tuple[int, float]
+#: (pid, start time in clock ticks since boot): a reused pid is another process.
+_Key = tuple[int, int]
+
+#: What psutil divides /proc tick counts by, and multiplies statm pages by.
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+#: The columns of the cpu lines of /proc/stat, as psutil names them (older kernels print fewer).
+_CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest", "guest_nice")
+#: psutil's patterns for status (first match anywhere in the file).
+_UIDS = re.compile(rb"Uid:\t(\d+)\t(\d+)\t(\d+)")
+_THREADS = re.compile(rb"Threads:\t(\d+)")
+_TGID = re.compile(rb"Tgid:\t(\d+)")
+#: The kernel truncates comm to 15 characters; psutil then takes the name from the command line.
+_COMM_LENGTH = 15
 
 
 @dataclass(frozen=True)
@@ -66,12 +84,82 @@ class _CpuMark:
     total_s: float
 
 
-def _cpu_mark(times: Any) -> _CpuMark:
-    fields = times._asdict()
+def _cpu_mark(fields: Mapping[str, float]) -> _CpuMark:
+    """From the seconds per column of one cpu line, in /proc/stat's order (psutil's cpu_times()._asdict())."""
     # On Linux guest time is already counted in user time (psutil does the same subtraction).
     total = sum(fields.values()) - fields.get("guest", 0.0) - fields.get("guest_nice", 0.0)
     idle = fields.get("idle", 0.0) + fields.get("iowait", 0.0)
     return _CpuMark(busy_s=total - idle, total_s=total)
+
+
+def _cpu_line_seconds(line: bytes) -> dict[str, float]:
+    """One cpu line of /proc/stat in seconds per column, each converted as psutil.cpu_times() does."""
+    columns = zip(_CPU_FIELDS, line.split()[1:], strict=False)
+    return {name: float(ticks) / _CLOCK_TICKS for name, ticks in columns}
+
+
+def _cpu_marks() -> tuple[_CpuMark, list[_CpuMark]]:
+    """The machine's and each core's CPU times from one read of /proc/stat (psutil reads it twice for
+    cpu_times() and cpu_times(percpu=True))."""
+    lines = read_proc_file(f"{psutil.PROCFS_PATH}/stat").split(b"\n")
+    total = _cpu_mark(_cpu_line_seconds(lines[0]))
+    return total, [_cpu_mark(_cpu_line_seconds(line)) for line in lines[1:] if line.startswith(b"cpu")]
+
+
+def _memory_totals() -> tuple[int, int, int, int]:
+    """(total, available, swap total, swap used) bytes from one read of /proc/meminfo, as
+    psutil.virtual_memory() and psutil.swap_memory() give them; where psutil would fall back to another
+    computation (no MemAvailable line, a zero or out-of-range one, no swap lines) it is asked instead."""
+    mems: dict[bytes, int] = {}
+    for line in read_proc_file(f"{psutil.PROCFS_PATH}/meminfo").split(b"\n"):
+        fields = line.split()
+        if len(fields) >= 2:
+            mems[fields[0]] = int(fields[1]) * 1024
+    total, available = mems.get(b"MemTotal:"), mems.get(b"MemAvailable:")
+    if total is None or available is None or not 0 < available <= total:
+        memory = psutil.virtual_memory()
+        total, available = memory.total, memory.available
+    swap_total, swap_free = mems.get(b"SwapTotal:"), mems.get(b"SwapFree:")
+    if swap_total is None or swap_free is None:
+        swap = psutil.swap_memory()
+        return total, available, swap.total, swap.used
+    return total, available, swap_total, swap_total - swap_free
+
+
+@dataclass(frozen=True)
+class _Stat:
+    """The fields of /proc/<pid>/stat the host source uses, as psutil parses them."""
+
+    comm: bytes
+    ppid: int
+    cpu_s: float
+    start_ticks: int
+
+
+def _parse_process_stat(data: bytes) -> _Stat | None:
+    """psutil's reading of /proc/<pid>/stat: the name between the first '(' and the last ')'."""
+    rpar = data.rfind(b")")
+    fields = data[rpar + 2:].split()
+    if rpar < 0 or len(fields) < 20:
+        return None
+    try:
+        cpu_s = float(fields[11]) / _CLOCK_TICKS + float(fields[12]) / _CLOCK_TICKS
+        return _Stat(comm=data[data.find(b"(") + 1:rpar], ppid=int(fields[1]), cpu_s=cpu_s,
+                     start_ticks=int(fields[19]))
+    except ValueError:
+        return None
+
+
+def _username(status: bytes) -> str | None:
+    """psutil's Process.username(): the real uid's name, or the uid itself where it has none."""
+    uids = _UIDS.search(status)
+    if uids is None:
+        return None
+    uid = int(uids.group(1))
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
 
 
 def _busy_percent(before: _CpuMark, after: _CpuMark) -> float:
@@ -101,10 +189,9 @@ class HostSource(PollingSource[HostState]):
         self._hostname = socket.gethostname()
         self._watched: frozenset[int] = frozenset()
         self._watched_lock = threading.Lock()
-        self._cpu_total = _cpu_mark(psutil.cpu_times())
-        self._cpu_cores = [_cpu_mark(t) for t in psutil.cpu_times(percpu=True)]
-        #: (pid, create_time) -> (cpu seconds, monotonic seconds) at the previous sample.
-        self._process_marks: dict[tuple[int, float], tuple[float, float]] = {}
+        self._cpu_total, self._cpu_cores = _cpu_marks()
+        #: (pid, start ticks) -> (cpu seconds, monotonic seconds) at the previous sample.
+        self._process_marks: dict[_Key, tuple[float, float]] = {}
 
     def watch_pids(self, pids: Iterable[int]) -> None:
         """Replace the set of processes to detail (GPU processes, training ranks). Thread-safe."""
@@ -112,21 +199,19 @@ class HostSource(PollingSource[HostState]):
             self._watched = frozenset(pids)
 
     def sample(self) -> HostState:
-        total = _cpu_mark(psutil.cpu_times())
-        cores = [_cpu_mark(t) for t in psutil.cpu_times(percpu=True)]
+        total, cores = _cpu_marks()
         cpu_percent = _busy_percent(self._cpu_total, total)
         per_core = tuple(_busy_percent(b, a) for b, a in zip(self._cpu_cores, cores, strict=False))
         self._cpu_total, self._cpu_cores = total, cores
-        memory = psutil.virtual_memory()
-        swap = psutil.swap_memory()
+        mem_total, mem_available, swap_total, swap_used = _memory_totals()
         with self._watched_lock:
             watched = sorted(self._watched)
         now = time.monotonic()
-        seen: set[tuple[int, float]] = set()
-        # One pass over /proc/*/stat per sample, rather than psutil's children() scan per process.
-        tree = children_by_parent(self._proc_root) if watched else {}
+        seen: set[_Key] = set()
+        # Only the watched processes' children files, rather than every process's stat.
+        finder = ChildFinder(self._proc_root)
         keys: dict[int, _Key] = {}
-        processes = tuple(self._process(pid, now, seen, tree, 0, keys) for pid in watched)
+        processes = tuple(self._process(pid, now, seen, finder, 0, keys) for pid in watched)
         top_keys = {p.pid: keys[p.pid] for p in processes if p.pid in keys}
         processes = self._with_cuda_host_alloc(processes, top_keys, now)
         self._process_marks = {key: mark for key, mark in self._process_marks.items() if key in seen}
@@ -136,52 +221,83 @@ class HostSource(PollingSource[HostState]):
             cpu_percent=cpu_percent,
             cpu_per_core_percent=per_core,
             load_avg=os.getloadavg(),
-            mem_total_bytes=memory.total,
-            mem_used_bytes=memory.total - memory.available,
-            mem_available_bytes=memory.available,
-            swap_total_bytes=swap.total,
-            swap_used_bytes=swap.used,
+            mem_total_bytes=mem_total,
+            mem_used_bytes=mem_total - mem_available,
+            mem_available_bytes=mem_available,
+            swap_total_bytes=swap_total,
+            swap_used_bytes=swap_used,
             processes=processes,
         )
 
-    def _process(self, pid: int, now: float, seen: set[tuple[int, float]], tree: dict[int, list[int]],
-                 depth: int, keys: dict[int, _Key]) -> ProcessStats:
+    def _process(self, pid: int, now: float, seen: set[_Key], finder: ChildFinder, depth: int,
+                 keys: dict[int, _Key]) -> ProcessStats:
+        """One process from its stat, status and statm (the files psutil's oneshot reads), and its
+        children. The figures and failures are psutil's: a process gone meanwhile is "exited", an
+        unreadable stat "access denied", an unreadable status or statm leaves their figures None."""
+        directory = f"{os.fspath(self._proc_root)}/{pid}"
         try:
-            process = psutil.Process(pid)
-            with process.oneshot():
-                key = (pid, process.create_time())
-                seen.add(key)
-                keys[pid] = key
-                times = process.cpu_times()
-                cpu_s = times.user + times.system
-                name = process.name()
-                ppid = process.ppid()
-                user = _username(process)
-                rss, threads = _rss_and_threads(process)
-        except psutil.NoSuchProcess:
+            stat = _parse_process_stat(read_proc_file(f"{directory}/stat"))
+        except (FileNotFoundError, ProcessLookupError):
             return _missing(pid, f"process {pid} has exited")
-        except psutil.AccessDenied:
-            return _missing(pid, f"access denied to process {pid}: it belongs to another user; "
-                                 "run xfertop as that user (or root) to see it")
-        cpu_percent = self._cpu_percent(key, cpu_s, now)
-        memory, memory_error = self._status_memory(pid)
-        children = tree.get(pid, [])[:MAX_CHILDREN_PER_PROCESS] if depth < MAX_CHILD_DEPTH else []
-        kids = tuple(self._process(child, now, seen, tree, depth + 1, keys) for child in children)
+        except PermissionError:
+            return _missing(pid, _access_denied(pid))
+        except OSError as exc:
+            return _missing(pid, f"cannot read /proc/{pid}/stat: {exc.strerror or exc}")
+        if stat is None:
+            return _missing(pid, f"cannot parse /proc/{pid}/stat")
+        key = (pid, stat.start_ticks)
+        seen.add(key)
+        keys[pid] = key
+        status: bytes | None = None
+        status_error = None
+        try:
+            status = read_proc_file(f"{directory}/status")
+        except (FileNotFoundError, ProcessLookupError):
+            return _missing(pid, f"process {pid} has exited")
+        except PermissionError:
+            status_error = f"cannot read /proc/{pid}/status (permission denied): locked memory unknown"
+        except OSError as exc:
+            status_error = f"cannot read /proc/{pid}/status: {exc.strerror or exc}"
+        try:
+            statm: bytes | None = read_proc_file(f"{directory}/statm")
+        except (FileNotFoundError, ProcessLookupError):
+            return _missing(pid, f"process {pid} has exited")
+        except OSError:
+            statm = None
+        name = os.fsdecode(stat.comm)
+        if len(name) >= _COMM_LENGTH:
+            try:
+                name = psutil.Process(pid).name()
+            except psutil.NoSuchProcess:
+                return _missing(pid, f"process {pid} has exited")
+            except psutil.AccessDenied:
+                return _missing(pid, _access_denied(pid))
+        rss = threads = None
+        threads_match = _THREADS.search(status) if status is not None else None
+        rss_pages = statm.split()[1:2] if statm is not None else []
+        if threads_match is not None and rss_pages and rss_pages[0].isdigit():
+            rss, threads = int(rss_pages[0]) * _PAGE_SIZE, int(threads_match.group(1))
+        memory = parse_status(status.decode("utf-8", "replace")) if status is not None else None
+        cpu_percent = self._cpu_percent(key, stat.cpu_s, now)
+        children: list[int] = []
+        if depth < MAX_CHILD_DEPTH and not _is_other_thread(status, pid):
+            children = finder.children(pid)[:MAX_CHILDREN_PER_PROCESS]
+        kids = tuple(self._process(child, now, seen, finder, depth + 1, keys) for child in children)
         return ProcessStats(
             pid=pid,
             name=name,
-            user=user,
+            user=_username(status) if status is not None else None,
             cpu_percent=cpu_percent,
             rss_bytes=rss,
             num_threads=threads,
             # Not measurable per process from /proc: see ProcessStats.pinned_bytes.
             pinned_bytes=None,
             children=kids,
-            error=memory_error,
+            error=status_error,
             locked_bytes=memory.locked_bytes if memory else None,
             pinned_vm_bytes=memory.pinned_vm_bytes if memory else None,
             shmem_rss_bytes=memory.shmem_rss_bytes if memory else None,
-            ppid=ppid,
+            ppid=stat.ppid,
         )
 
     def _with_cuda_host_alloc(self, processes: tuple[ProcessStats, ...], keys: dict[int, _Key],
@@ -217,12 +333,12 @@ class HostSource(PollingSource[HostState]):
 
     def _read_host_alloc(self, pid: int, now: float) -> tuple[_HostAllocReading | None, bool]:
         """(reading, whether smaps was read). No reading when the process exited meanwhile."""
-        directory = self._proc_root / str(pid)
+        directory = f"{os.fspath(self._proc_root)}/{pid}"
         try:
-            maps = (directory / "maps").read_text()
+            maps = read_proc_file(f"{directory}/maps").decode("utf-8", "surrogateescape")
             if not maps_has_pathname(maps, self._nvidia_control_device):
                 return _HostAllocReading(value=None, read_at=now), False
-            smaps = (directory / "smaps").read_text()
+            smaps = read_proc_file(f"{directory}/smaps").decode("utf-8", "surrogateescape")
         except (FileNotFoundError, ProcessLookupError):
             return None, False
         except PermissionError:
@@ -234,37 +350,24 @@ class HostSource(PollingSource[HostState]):
                 f"cannot read the memory maps of process {pid}: {exc.strerror or exc}")), False
         return _HostAllocReading(value=cuda_host_alloc_bytes(smaps), read_at=now), True
 
-    def _cpu_percent(self, key: tuple[int, float], cpu_s: float, now: float) -> float | None:
+    def _cpu_percent(self, key: _Key, cpu_s: float, now: float) -> float | None:
         previous = self._process_marks.get(key)
         self._process_marks[key] = (cpu_s, now)
         if previous is None or now <= previous[1]:
             return None
         return max(0.0, 100.0 * (cpu_s - previous[0]) / (now - previous[1]))
 
-    def _status_memory(self, pid: int) -> tuple[StatusMemory | None, str | None]:
-        """Locked, pinned and shared bytes from /proc/<pid>/status (world-readable), or why not."""
-        try:
-            return parse_status((self._proc_root / str(pid) / "status").read_text()), None
-        except FileNotFoundError:
-            return None, f"process {pid} exited while being read"
-        except PermissionError:
-            return None, f"cannot read /proc/{pid}/status (permission denied): locked memory unknown"
-        except OSError as exc:
-            return None, f"cannot read /proc/{pid}/status: {exc.strerror or exc}"
+
+def _access_denied(pid: int) -> str:
+    return (f"access denied to process {pid}: it belongs to another user; "
+            "run xfertop as that user (or root) to see it")
 
 
-def _username(process: psutil.Process) -> str | None:
-    try:
-        return process.username()
-    except (psutil.AccessDenied, KeyError):
-        return None
-
-
-def _rss_and_threads(process: psutil.Process) -> tuple[int | None, int | None]:
-    try:
-        return process.memory_info().rss, process.num_threads()
-    except psutil.AccessDenied:
-        return None, None
+def _is_other_thread(status: bytes | None, pid: int) -> bool:
+    """Whether ``pid`` is a thread of another process (its Tgid differs): processes list no children
+    under a thread's id (the ppid in /proc/<pid>/stat is the parent's process id)."""
+    tgid = _TGID.search(status) if status is not None else None
+    return tgid is not None and int(tgid.group(1)) != pid
 
 
 def _missing(pid: int, error: str) -> ProcessStats:

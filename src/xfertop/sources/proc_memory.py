@@ -1,6 +1,10 @@
 """Pure parsers for the memory files of /proc/<pid>: status, smaps_rollup, smaps, maps, numa_maps.
 
 Text in, numbers in bytes out; no file access here, so every parser is tested on captured text.
+
+The parsers the host source calls on every sample (status) or on big files (maps, smaps) jump with
+str.find to the lines that hold the names they look for instead of splitting every line; they give what
+a loop over ``text.splitlines()`` gives (_regions_with).
 docs/host-memory.md says which of these numbers CUDA pinned memory shows up in (measured on an H200:
 RssShmem, and per mapping in smaps as "/dev/zero (deleted)").
 """
@@ -8,6 +12,7 @@ RssShmem, and per mapping in smaps as "/dev/zero (deleted)").
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 _KB = 1024
@@ -55,8 +60,45 @@ def parse_kb_fields(text: str) -> dict[str, int]:
     return fields
 
 
+def _regions_with(text: str, needle: str, start: int = 0) -> Iterator[tuple[int, list[str]]]:
+    """For each stretch of ``text`` between two newlines that contains ``needle``, in order from
+    ``start`` (a stretch's first character): (the end of the stretch, its lines as splitlines() splits
+    them). Every line of ``text.splitlines()`` that contains ``needle`` is among those lines, since
+    splitlines() also splits at every newline: a parser that only needs such lines reads these."""
+    if not needle or needle.splitlines() != [needle]:
+        # Empty, or holding a line break: no shortcut, every line (none can contain such a needle).
+        end = len(text)
+        if start < end:
+            yield end, text[start:].splitlines()
+        return
+    while (found := text.find(needle, start)) >= 0:
+        begin = text.rfind("\n", start, found) + 1 or start
+        end = text.find("\n", found)
+        end = len(text) if end < 0 else end
+        yield end, text[begin:end].splitlines()
+        start = end + 1
+
+
+def _lines_with(text: str, needle: str) -> Iterator[str]:
+    """The lines of ``text.splitlines()`` that contain ``needle``, in order."""
+    for _, lines in _regions_with(text, needle):
+        yield from (line for line in lines if needle in line)
+
+
+#: The kB lines of status that parse_status reads.
+_STATUS_KB_NAMES = ("VmRSS", "VmLck", "VmPin", "RssShmem", "VmSwap")
+
+
 def parse_status(text: str) -> StatusMemory:
-    fields = parse_kb_fields(text)
+    """As ``parse_kb_fields(text)`` and ``parse_status_value(text, "Threads")`` read it, looking only at
+    the lines that name a field it keeps (5 of about 60)."""
+    fields: dict[str, int] = {}
+    for wanted in _STATUS_KB_NAMES:
+        for line in _lines_with(text, wanted):
+            name, sep, rest = line.partition(":")
+            parts = rest.split()
+            if sep and name.strip() == wanted and len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
+                fields[wanted] = int(parts[0]) * _KB
     return StatusMemory(
         rss_bytes=fields.get("VmRSS"),
         locked_bytes=fields.get("VmLck"),
@@ -68,9 +110,9 @@ def parse_status(text: str) -> StatusMemory:
 
 
 def parse_status_value(text: str, name: str) -> str | None:
-    """The raw value of one ``Name:\\tvalue`` line of /proc/<pid>/status, e.g. Cpus_allowed_list."""
+    """The raw value of the first ``Name:\\tvalue`` line of /proc/<pid>/status, e.g. Cpus_allowed_list."""
     prefix = f"{name}:"
-    for line in text.splitlines():
+    for line in _lines_with(text, prefix):
         if line.startswith(prefix):
             return line[len(prefix):].strip()
     return None
@@ -114,23 +156,38 @@ def _is_mapping_header(line: str) -> bool:
 def maps_has_pathname(text: str, pathname: str) -> bool:
     """Whether /proc/<pid>/maps (or smaps) maps ``pathname`` at least once. maps is cheap to read (0.5 ms
     for a torch process on the H200, no page-table walk), so this is the test before reading smaps."""
-    return any(_is_mapping_header(line) and _mapping_pathname(line) == pathname for line in text.splitlines())
+    return any(_is_mapping_header(line) and _mapping_pathname(line) == pathname
+               for line in _lines_with(text, pathname))
 
 
 def smaps_rss_bytes(text: str, pathname: str) -> tuple[int, int]:
     """(summed Rss in bytes, number of mappings) of every mapping of ``pathname`` in /proc/<pid>/smaps.
 
-    Reads only the header and the Rss line of each block, unlike smaps_bytes_by_pathname."""
+    Reads only the header and the Rss line of each block, unlike smaps_bytes_by_pathname; outside such
+    blocks it jumps to the next line that holds ``pathname`` (a torch process has ~10,000 smaps lines,
+    a few dozen of them in "/dev/zero (deleted)" blocks)."""
     rss = mappings = 0
     inside = False
-    for line in text.splitlines():
-        if _is_mapping_header(line):
-            inside = _mapping_pathname(line) == pathname
-            mappings += inside
-        elif inside and line.startswith("Rss:"):
-            parts = line.split()
-            if len(parts) == 3 and parts[2] == "kB" and parts[1].isdigit():
-                rss += int(parts[1]) * _KB
+    start = 0
+    while start < len(text):
+        if inside:  # every line of the block, up to the next mapping's header
+            end = text.find("\n", start)
+            end = len(text) if end < 0 else end
+            lines = text[start:end].splitlines()
+        else:  # only a line that holds the pathname can open a block of that pathname
+            region = next(_regions_with(text, pathname, start), None)
+            if region is None:
+                break
+            end, lines = region
+        for line in lines:
+            if _is_mapping_header(line):
+                inside = _mapping_pathname(line) == pathname
+                mappings += inside
+            elif inside and line.startswith("Rss:"):
+                parts = line.split()
+                if len(parts) == 3 and parts[2] == "kB" and parts[1].isdigit():
+                    rss += int(parts[1]) * _KB
+        start = end + 1
     return rss, mappings
 
 

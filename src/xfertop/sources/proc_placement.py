@@ -18,6 +18,10 @@ from xfertop.sources.sysfs_pci import parse_cpulist
 MAX_THREADS_READ = 256
 #: /proc/<pid>/stat field 39 (1-based): the CPU the task last ran on.
 _PROCESSOR_FIELD = 39
+#: task_children reads one children file per thread; past this many threads one walk over /proc
+#: (children_by_parent) costs less.
+MAX_THREADS_FOR_CHILDREN = 1024
+_READ_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -50,21 +54,117 @@ def _read(path: Path) -> str | None:
         return None
 
 
+def read_proc_file(path: str) -> bytes:
+    """The whole of a /proc file, with os.open/os.read: a few microseconds for stat or status, where
+    Path.read_text costs three times as much. Raises OSError (FileNotFoundError, ProcessLookupError for
+    a process that exited, PermissionError) like open(). A seq_file hands out about a page per read, so
+    read until the end."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunk = os.read(fd, _READ_CHUNK)
+        if not chunk:
+            return chunk
+        chunks = [chunk]
+        while chunk := os.read(fd, _READ_CHUNK):
+            chunks.append(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _stat_ppid(data: bytes) -> int | None:
+    """The parent pid in /proc/<pid>/stat bytes, or None where parse_stat would give no ProcStat."""
+    rpar = data.rfind(b")")
+    if rpar < 0 or b"(" not in data[:rpar]:
+        return None
+    fields = data[rpar + 1:].split(None, 2)
+    try:
+        return int(fields[1])
+    except (IndexError, ValueError):
+        return None
+
+
 def children_by_parent(proc_root: Path) -> dict[int, list[int]]:
-    """ppid -> pids, from every /proc/<pid>/stat (one pass, shared by all watched processes)."""
+    """ppid -> pids, from every /proc/<pid>/stat (one pass, shared by all watched processes).
+
+    Reads every process on the machine: where only a few processes' children are wanted,
+    ChildFinder reads just theirs."""
     tree: dict[int, list[int]] = {}
     try:
         names = os.listdir(proc_root)
     except OSError:
         return tree
+    root = os.fspath(proc_root)
     for name in names:
         if not name.isdigit():
             continue
-        text = _read(proc_root / name / "stat")
-        stat = parse_stat(text) if text else None
-        if stat is not None:
-            tree.setdefault(stat.ppid, []).append(int(name))
+        try:
+            ppid = _stat_ppid(read_proc_file(f"{root}/{name}/stat"))
+        except OSError:
+            continue
+        if ppid is not None:
+            tree.setdefault(ppid, []).append(int(name))
     return {ppid: sorted(pids) for ppid, pids in tree.items()}
+
+
+def task_children(proc_root: Path, pid: int) -> list[int] | None:
+    """The children of process ``pid`` (sorted), from /proc/<pid>/task/<tid>/children: a child is listed
+    under the thread that forked it, so every thread's file is read. ``pid`` must be a process id (a
+    thread-group leader): for another thread's id this answers for its whole process. A few files per
+    process instead of one per process on the machine (children_by_parent).
+
+    None where that cannot tell: the kernel has no children files (built without CONFIG_PROC_CHILDREN,
+    or a captured tree), the task directory is unreadable, or the process has more than
+    MAX_THREADS_FOR_CHILDREN threads (then one walk over /proc is the cheaper read). [] for a process
+    that has exited."""
+    task_dir = f"{os.fspath(proc_root)}/{pid}/task"
+    try:
+        tids = os.listdir(task_dir)
+    except (FileNotFoundError, ProcessLookupError):
+        return []
+    except OSError:
+        return None
+    if len(tids) > MAX_THREADS_FOR_CHILDREN:
+        return None
+    children: set[int] = set()
+    for tid in tids:
+        try:
+            data = read_proc_file(f"{task_dir}/{tid}/children")
+        except (FileNotFoundError, ProcessLookupError):
+            if os.path.isdir(f"{task_dir}/{tid}"):
+                return None  # the thread is there, its children file is not: no CONFIG_PROC_CHILDREN
+            continue  # the thread exited; its children went to another thread of the process
+        except OSError:
+            return None
+        try:
+            children.update(int(word) for word in data.split())
+        except ValueError:
+            return None
+    return sorted(children)
+
+
+class ChildFinder:
+    """Children of the few processes asked about, read through task_children where the kernel can, else
+    (first time it cannot) from one children_by_parent walk, which then answers every later question.
+
+    One finder per sample: it keeps that walk, so a later sample sees new workers and dead ones gone."""
+
+    def __init__(self, proc_root: Path) -> None:
+        self._proc_root = proc_root
+        self._tree: dict[int, list[int]] | None = None
+
+    @property
+    def walked(self) -> bool:
+        """Whether this finder fell back to reading every process's stat."""
+        return self._tree is not None
+
+    def children(self, pid: int) -> list[int]:
+        if self._tree is None:
+            found = task_children(self._proc_root, pid)
+            if found is not None:
+                return found
+            self._tree = children_by_parent(self._proc_root)
+        return self._tree.get(pid, [])
 
 
 def descendants(pid: int, tree: dict[int, list[int]], limit: int = 1024) -> list[int]:
