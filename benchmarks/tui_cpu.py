@@ -62,8 +62,9 @@ def gpu_context() -> dict:
             "driver_error": document["driver"]["error"]}
 
 
-def commands(interval_s: float, include_nvitop: bool) -> dict[str, list[str]]:
-    found = {"xfertop": [sys.executable, "-m", "xfertop", "--interval", str(interval_s)]}
+def commands(interval_s: float, include_nvitop: bool, xfertop_args: str = "") -> dict[str, list[str]]:
+    found = {"xfertop": [sys.executable, "-m", "xfertop", "--interval", str(interval_s),
+                         *shlex.split(xfertop_args)]}
     nvitop = shutil.which("nvitop")
     if include_nvitop and nvitop:
         found["nvitop"] = [nvitop, "--interval", str(interval_s)]
@@ -78,6 +79,7 @@ def main() -> int:
     parser.add_argument("--size", default="160x48", help="terminal COLUMNSxROWS")
     parser.add_argument("--no-nvitop", action="store_true")
     parser.add_argument("--load", help="a command to run in the background for the whole benchmark")
+    parser.add_argument("--xfertop-args", default="", help="more xfertop options, e.g. '--pcie counters'")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     args = parser.parse_args()
     columns, rows = (int(part) for part in args.size.split("x"))
@@ -89,7 +91,7 @@ def main() -> int:
     try:
         for rate_hz in (float(rate) for rate in args.rates_hz.split(",")):
             row: dict = {"rate_hz": rate_hz}
-            for name, argv in commands(1.0 / rate_hz, not args.no_nvitop).items():
+            for name, argv in commands(1.0 / rate_hz, not args.no_nvitop, args.xfertop_args).items():
                 row[name] = measure(argv, args.seconds, args.warmup, columns, rows)
                 figure = row[name].get("cpu_percent_of_one_core", row[name].get("error"))
                 print(f"{rate_hz:g} Hz  {name:8s} CPU % of one core: {figure}")
@@ -106,6 +108,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"tui_cpu-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps({"size": args.size, "seconds": args.seconds, "load": args.load,
+                                "xfertop_args": args.xfertop_args,
                                 "context": context, "cpu_count": psutil.cpu_count(), "results": results},
                                indent=2))
     print(f"wrote {path}")

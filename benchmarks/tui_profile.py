@@ -75,6 +75,7 @@ def main() -> int:
     parser.add_argument("--sample-rate", type=int, default=100, help="py-spy samples per second")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--load", help="a command to run in the background meanwhile (e.g. the demo job)")
+    parser.add_argument("--xfertop-args", default="", help="more xfertop options, e.g. '--pcie counters'")
     args = parser.parse_args()
     py_spy = shutil.which("py-spy")
     if py_spy is None:
@@ -83,8 +84,10 @@ def main() -> int:
     load = subprocess.Popen(shlex.split(args.load), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             stdin=subprocess.DEVNULL) if args.load else None
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    raw_path = args.out_dir / f"tui_profile-{args.rate_hz:g}hz.txt"
-    tui = PtyProcess([sys.executable, "-m", "xfertop", "--interval", str(1.0 / args.rate_hz)])
+    tag = "-".join(shlex.split(args.xfertop_args)).strip("-")
+    raw_path = args.out_dir / f"tui_profile-{args.rate_hz:g}hz{'-' + tag if tag else ''}.txt"
+    tui = PtyProcess([sys.executable, "-m", "xfertop", "--interval", str(1.0 / args.rate_hz),
+                      *shlex.split(args.xfertop_args)])
     try:
         tui.read_for(args.warmup)
         before, started = thread_cpu(tui.pid), time.perf_counter()

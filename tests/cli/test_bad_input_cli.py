@@ -42,11 +42,19 @@ def not_python() -> Iterator[int]:
 
 
 @pytest.mark.parametrize("args", [("--interval", "abc"), ("attach", "abc"), ("--bogus",),
-                                  ("bench", "--gpu", "x")],
-                         ids=["interval-abc", "attach-abc", "unknown-option", "bench-bad-int"])
+                                  ("bench", "--gpu", "x"), ("--pcie", "nvlink", "--once")],
+                         ids=["interval-abc", "attach-abc", "unknown-option", "bench-bad-int", "pcie-choice"])
 def test_argument_errors_are_one_line(args: tuple[str, ...]) -> None:
     result = _run(*args)
     _assert_one_line_error(result, "--help")
+
+
+def test_once_json_with_pcie_counters_runs() -> None:
+    """The choice reaches the GPU source (here: no driver, so no GPUs and the reason)."""
+    result = _run("--pcie", "counters", "--once", "--json", timeout_s=60)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["gpus"] == [] or all(gpu["pcie"]["method"] != "gpm" for gpu in document["gpus"])
 
 
 def test_live_attach_without_a_terminal_says_so_instead_of_hanging(not_python: int) -> None:

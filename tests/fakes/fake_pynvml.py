@@ -142,6 +142,8 @@ class FakeGpu:
     fields_not_supported: set[int] = field(default_factory=set)
     answers: dict[str, Any] = field(default_factory=dict)
     lost: bool = False
+    #: GPM (Hopper or newer): the H200 has it. False: isSupportedDevice 0, as on an A100 or older.
+    gpm: bool = True
     born_s: float = 0.0
     counter_offsets: tuple[int, int] = (983_911_744, 2_112_665_548)  # the recorded TX, RX values
 
@@ -181,6 +183,27 @@ def _as_struct(value: Any) -> Any:
     return value
 
 
+@dataclass
+class FakeGpmSample:
+    """A GPM sample buffer: what the GPU had counted when it was filled (cumulative bytes, not wrapped)."""
+
+    t_s: float = 0.0
+    tx_bytes: int = 0
+    rx_bytes: int = 0
+    freed: bool = False
+
+
+class FakeGpmMetricsGet:
+    """pynvml's c_nvmlGpmMetricsGet_t, as far as callers use it."""
+
+    def __init__(self) -> None:
+        self.version = 0
+        self.numMetrics = 0
+        self.sample1: FakeGpmSample | None = None
+        self.sample2: FakeGpmSample | None = None
+        self.metrics = [SimpleNamespace(metricId=0, nvmlReturn=0, value=0.0) for _ in range(8)]
+
+
 class FakePynvml:
     """Stands in for the pynvml module: pass it as ``NvmlApi(lib=FakePynvml(...))``."""
 
@@ -194,6 +217,7 @@ class FakePynvml:
         self.clock, self.sleep = clock, sleep
         self.init_error = init_error
         self.calls: list[str] = []
+        self.gpm_samples: list[FakeGpmSample] = []
         for gpu in self.gpus:
             gpu.born_s = clock()
         for name, code in CONSTANTS.items():
@@ -279,6 +303,46 @@ class FakePynvml:
                                           timestamp=int(now_s * 1e6) if ret == 0 else 0,
                                           value=SimpleNamespace(uiVal=number)))
         return values
+
+    # -- GPM: as the H200 answered (benchmarks/nvml_costs.py): supported, PCIe in MiB/s between samples --
+    NVML_GPM_METRICS_GET_VERSION = 1
+
+    def nvmlGpmQueryDeviceSupport(self, gpu: FakeGpu) -> SimpleNamespace:
+        self.calls.append("nvmlGpmQueryDeviceSupport")
+        gpu.check("nvmlGpmQueryDeviceSupport")
+        return SimpleNamespace(version=1, isSupportedDevice=int(gpu.gpm))
+
+    def nvmlGpmSampleAlloc(self) -> FakeGpmSample:
+        sample = FakeGpmSample()
+        self.gpm_samples.append(sample)
+        return sample
+
+    def nvmlGpmSampleFree(self, sample: FakeGpmSample) -> None:
+        sample.freed = True
+
+    def nvmlGpmSampleGet(self, gpu: FakeGpu, sample: FakeGpmSample) -> FakeGpmSample:
+        self.calls.append("nvmlGpmSampleGet")
+        gpu.check("nvmlGpmSampleGet")
+        if not gpu.gpm:
+            raise NVMLError(CONSTANTS["NVML_ERROR_NOT_SUPPORTED"])
+        sample.t_s = self.clock()
+        sample.tx_bytes, sample.rx_bytes = gpu.traffic.bytes_at(sample.t_s - gpu.born_s)
+        return sample
+
+    c_nvmlGpmMetricsGet_t = FakeGpmMetricsGet
+
+    def nvmlGpmMetricsGet(self, request: FakeGpmMetricsGet) -> FakeGpmMetricsGet:
+        self.calls.append("nvmlGpmMetricsGet")
+        earlier, later = request.sample1, request.sample2
+        seconds = later.t_s - earlier.t_s
+        for metric in request.metrics[:request.numMetrics]:
+            column = {20: "tx_bytes", 21: "rx_bytes"}.get(metric.metricId)
+            if column is None or seconds <= 0:
+                metric.nvmlReturn = CONSTANTS["NVML_ERROR_NOT_SUPPORTED"]
+                continue
+            metric.nvmlReturn = 0
+            metric.value = (getattr(later, column) - getattr(earlier, column)) / seconds / 2**20
+        return request
 
     def _field(self, gpu: FakeGpu, field_id: int, now_s: float) -> tuple[int, int]:
         if field_id in gpu.fields_not_supported:

@@ -26,8 +26,9 @@ def sources() -> Iterator[list[GpuSource]]:
         source.stop()
 
 
-def make_source(sources: list[GpuSource], fake: FakePynvml, first_window_s: float = 0.1) -> GpuSource:
-    source = GpuSource(api=NvmlApi(fake), first_window_s=first_window_s)
+def make_source(sources: list[GpuSource], fake: FakePynvml, first_window_s: float = 0.1,
+                pcie: str = "auto") -> GpuSource:
+    source = GpuSource(api=NvmlApi(fake), first_window_s=first_window_s, pcie=pcie)
     sources.append(source)
     return source
 
@@ -58,16 +59,51 @@ def test_one_h200_reads_as_recorded(sources: list[GpuSource]) -> None:
     assert (gpu.link.gen_current, gpu.link.width_current, gpu.link.gen_max, gpu.link.width_max,
             gpu.link.gen_gpu_max) == (5, 16, 5, 16, 5)
     assert (gpu.errors.replay_delta, gpu.errors.correctable_delta) == (0, 0)
-    assert gpu.pcie.method == "counter"
+    # The H200 has GPM: one sample per snapshot covers the whole interval, no counter thread.
+    assert gpu.pcie.method == "gpm" and gpu.pcie.coverage == 1.0
     assert gpu.pcie.rx_bytes_per_s == pytest.approx(H2D_WIRE_BYTES_PER_S, rel=1e-3)
     assert gpu.pcie.tx_bytes_per_s == pytest.approx(5.15e9, rel=1e-3)
-    assert gpu.pcie.coverage is not None and 0 < gpu.pcie.coverage <= 1
     assert gpu.lost_reason is None
     assert "nvmlDeviceGetPcieThroughput_RX" not in fake.calls  # never the blocking sampler
+    assert make_source(sources, fake).poller is None
+
+
+def test_pcie_counters_polls_the_byte_counters_even_where_gpm_answers(sources: list[GpuSource]) -> None:
+    fake = FakePynvml([FakeGpu(0, traffic=SteadyTraffic(rx_bytes_per_s=H2D_WIRE_BYTES_PER_S,
+                                                         tx_bytes_per_s=5.15e9))])
+    source = make_source(sources, fake, pcie="counters")
+    pcie = source.sample_once().gpus[0].pcie
+    assert pcie.method == "counter" and source.poller is not None
+    assert pcie.rx_bytes_per_s == pytest.approx(H2D_WIRE_BYTES_PER_S, rel=1e-3)
+    assert pcie.tx_bytes_per_s == pytest.approx(5.15e9, rel=1e-3)
+    assert pcie.coverage is not None and 0 < pcie.coverage <= 1
+    assert "nvmlGpmSampleGet" not in fake.calls
+
+
+def test_a_gpu_without_gpm_uses_the_counters_next_to_one_with_gpm(sources: list[GpuSource]) -> None:
+    fake = FakePynvml.h200s(2)
+    fake.gpus[1].gpm = False  # an A100, say, beside it
+    for gpu in fake.gpus:
+        gpu.traffic = SteadyTraffic(rx_bytes_per_s=(gpu.index + 1) * 10e9)
+    source = make_source(sources, fake)
+    first, second = source.sample_once().gpus
+    assert (first.pcie.method, second.pcie.method) == ("gpm", "counter")
+    assert first.pcie.rx_bytes_per_s == pytest.approx(10e9, rel=1e-3)
+    assert second.pcie.rx_bytes_per_s == pytest.approx(20e9, rel=1e-3)
+    assert source.poller is not None and source.poller.interval_s > 0
+
+
+def test_gpm_buffers_are_freed_when_the_source_stops(sources: list[GpuSource]) -> None:
+    fake = FakePynvml.h200s(2)
+    source = make_source(sources, fake, first_window_s=0)
+    source.sample_once()
+    assert len(fake.gpm_samples) == 4 and not any(sample.freed for sample in fake.gpm_samples)
+    source.stop()
+    assert all(sample.freed for sample in fake.gpm_samples)
 
 
 def test_without_byte_counters_it_falls_back_to_20ms_samples_and_says_so(sources: list[GpuSource]) -> None:
-    gpu = FakeGpu(0, traffic=SteadyTraffic(rx_bytes_per_s=30e9), fields_not_supported={198})
+    gpu = FakeGpu(0, traffic=SteadyTraffic(rx_bytes_per_s=30e9), fields_not_supported={198}, gpm=False)
     source = make_source(sources, FakePynvml([gpu]))
     state = source.sample_once()
     pcie = state.gpus[0].pcie
@@ -80,7 +116,8 @@ def test_without_byte_counters_it_falls_back_to_20ms_samples_and_says_so(sources
 
 
 def test_neither_counters_nor_sampler_gives_method_none(sources: list[GpuSource]) -> None:
-    gpu = FakeGpu(0, fields_not_supported={197, 198}, not_supported={"nvmlDeviceGetPcieThroughput"})
+    gpu = FakeGpu(0, fields_not_supported={197, 198}, not_supported={"nvmlDeviceGetPcieThroughput"},
+                  gpm=False)
     pcie = make_source(sources, FakePynvml([gpu])).sample_once().gpus[0].pcie
     assert (pcie.method, pcie.rx_bytes_per_s, pcie.tx_bytes_per_s) == ("none", None, None)
 
@@ -92,7 +129,7 @@ def test_unsupported_readings_show_as_none_and_the_rest_still_reads(sources: lis
     snapshot = make_source(sources, FakePynvml([gpu])).sample_once().gpus[0]
     assert (snapshot.power_w, snapshot.temperature_c, snapshot.util_gpu_percent) == (None, None, None)
     assert (snapshot.errors.replay_delta, snapshot.errors.correctable_delta) == (None, None)
-    assert snapshot.power_limit_w == 700.0 and snapshot.pcie.method == "counter"
+    assert snapshot.power_limit_w == 700.0 and snapshot.pcie.method == "gpm"
 
 
 def test_an_old_binding_reads_throttle_reasons_by_their_old_name(sources: list[GpuSource]) -> None:
@@ -169,7 +206,8 @@ def test_processes_are_joined_with_the_host_and_a_vanished_one_has_no_owner(
 
 
 def test_the_thread_publishes_and_stops(sources: list[GpuSource]) -> None:
-    source = make_source(sources, FakePynvml([FakeGpu(0, traffic=SteadyTraffic(rx_bytes_per_s=1e9))]))
+    fake = FakePynvml([FakeGpu(0, traffic=SteadyTraffic(rx_bytes_per_s=1e9))])
+    source = make_source(sources, fake, pcie="counters")
     source.interval_s = 0.1
     seen: list[GpuState] = []
     source.subscribe(seen.append)
@@ -178,6 +216,12 @@ def test_the_thread_publishes_and_stops(sources: list[GpuSource]) -> None:
     assert state is not None and state.gpus[0].pcie.method == "counter"
     source.stop()
     assert seen and source.poller is not None and source.last_error is None
+    assert fake.calls.count("nvmlShutdown") == 1
+
+
+def test_an_unknown_pcie_choice_is_refused() -> None:
+    with pytest.raises(ValueError, match="counters"):
+        GpuSource(pcie="nvlink")
 
 
 def test_stop_without_a_thread_releases_nvml(sources: list[GpuSource]) -> None:

@@ -90,7 +90,7 @@ async def test_enter_on_a_gpu_opens_its_detail_and_escape_returns() -> None:
         await pilot.pause()
         assert isinstance(app.screen, GpuDetailScreen) and app.screen.index == 1
         detail = _rendered(app.screen.query_one("#gpu-detail"))
-        assert "RX" in detail and "host to device" in detail and "byte counters" in detail
+        assert "RX" in detail and "host to device" in detail and "GPM counters, covers all the time" in detail
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, GpuDetailScreen)

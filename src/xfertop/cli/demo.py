@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise ViewerError(f"could not start the demo job: {exc}") from exc
     try:
-        sources = build_sources(interval_s, ring_dir=str(job.ring_dir))
+        sources = build_sources(interval_s, ring_dir=str(job.ring_dir), pcie=args.pcie)
         code = run_tui(sources, interval_s)
     finally:
         status = job.stop()

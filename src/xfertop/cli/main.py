@@ -37,6 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="refresh period in seconds (default 1.0; + and - change it live)")
     parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
     parser.add_argument("--json", action="store_true", help="with --once: JSON (schema xfertop.snapshot/1)")
+    parser.add_argument("--pcie", choices=("auto", "counters"), default="auto",
+                        help="how PCIe throughput is measured: auto (default) uses GPM on Hopper or newer "
+                             "GPUs, else the byte counters; counters polls the byte counters on every GPU "
+                             "(~22 reads/s at Gen5 x16: more CPU)")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
     for module in (demo, run, bench, attach):
         module.register(subparsers)
@@ -51,11 +55,11 @@ def _viewer(args: argparse.Namespace) -> int:
     if args.once:
         from xfertop.cli.once import run_once
 
-        return run_once(as_json=args.json)
+        return run_once(as_json=args.json, pcie=args.pcie)
     interval_s = check_interval(args.interval)
     require_terminal()
     startup_trace.mark("cli: viewer imported, terminal checked")
-    sources = build_sources(interval_s)
+    sources = build_sources(interval_s, pcie=args.pcie)
     startup_trace.mark("cli: sources built (nothing started)")
     return run_tui(sources, interval_s)
 

@@ -16,8 +16,8 @@ from xfertop.sources.nvml_api import NvmlApi
 from xfertop.sources.topology import TopologySource
 
 
-def once_snapshot(ring_dir: str | None = None) -> dict:
-    gpu, host, jobs = GpuSource(), HostSource(), JobsSource(ring_dir=ring_dir)
+def once_snapshot(ring_dir: str | None = None, pcie: str = "auto") -> dict:
+    gpu, host, jobs = GpuSource(pcie=pcie), HostSource(), JobsSource(ring_dir=ring_dir)
     topology = TopologySource(nvml=NvmlApi(), start_nvml=True)
     sources: tuple[PollingSource, ...] = (gpu, host, jobs, topology)
     try:
@@ -35,8 +35,8 @@ def once_snapshot(ring_dir: str | None = None) -> dict:
     return snapshot_dict(gpu_state, host_state, jobs_state, timestamp=time.time(), topology=topology_state)
 
 
-def run_once(as_json: bool) -> int:
-    document = once_snapshot()
+def run_once(as_json: bool, pcie: str = "auto") -> int:
+    document = once_snapshot(pcie=pcie)
     if as_json:
         print(json.dumps(document, indent=2))  # print, not sys.stdout.write: stdout may be closed (None)
         return 0

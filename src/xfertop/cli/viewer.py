@@ -31,10 +31,10 @@ def check_interval(interval_s: float) -> float:
     return interval_s
 
 
-def build_sources(interval_s: float, ring_dir: str | None = None):
+def build_sources(interval_s: float, ring_dir: str | None = None, pcie: str = "auto"):
     from xfertop.ui.sources_bundle import Sources, jobs_interval_s
 
-    gpu = GpuSource(interval_s=interval_s)
+    gpu = GpuSource(interval_s=interval_s, pcie=pcie)
     host = HostSource(interval_s=interval_s)
     jobs = JobsSource(interval_s=jobs_interval_s(interval_s), ring_dir=ring_dir)
     topology = TopologySource(nvml=NvmlApi(), start_nvml=True)

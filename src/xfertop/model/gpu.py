@@ -7,9 +7,10 @@ from typing import Literal
 
 #: How a PCIe throughput figure was obtained.
 #: "counter": deltas of the cumulative byte counters (field values 197/198), covering all the time.
+#: "gpm": GPM's PCIe metrics (Hopper or newer) between two samples, covering all the time.
 #: "sampled": nvmlDeviceGetPcieThroughput, a 20 ms sample per call: covers only part of the time.
 #: "none": neither is available on this GPU or driver.
-PcieMethod = Literal["counter", "sampled", "none"]
+PcieMethod = Literal["counter", "gpm", "sampled", "none"]
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class PcieThroughput:
     rx_bytes_per_s: float | None
     tx_bytes_per_s: float | None
     method: PcieMethod
-    #: Share of the wall time of the last interval that the figures cover (1.0 for counters).
+    #: Share of the wall time of the last interval that the figures cover (1.0 for counters and GPM).
     coverage: float | None = None
 
 

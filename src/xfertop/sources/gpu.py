@@ -20,6 +20,7 @@ from xfertop.sources.base import PollingSource
 from xfertop.sources.gpu_facts import cuda_version_text, host_process, throttle_words
 from xfertop.sources.nvml_api import GpuLost, NvmlApi
 from xfertop.sources.pcie_counter import link_wire_bytes_per_s
+from xfertop.sources.pcie_gpm import GpmPcie
 from xfertop.sources.pcie_poller import PcieCounterPoller, PolledGpu, counters_answer
 
 FIELD_CORRECTABLE_ERRORS = 173  # NVML_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS
@@ -29,6 +30,9 @@ FIRST_WINDOW_POLLS = 3
 SAMPLED_WINDOW_S = 0.020
 _PCIE_UTIL_TX, _PCIE_UTIL_RX = 0, 1  # NVML_PCIE_UTIL_TX_BYTES / RX_BYTES
 _CLOCK_SM, _CLOCK_MEM, _TEMPERATURE_GPU = 1, 2, 0
+#: How PCIe throughput is measured: "auto" uses GPM where the GPU has it (Hopper or newer), else the
+#: byte counters, else the 20 ms sampler; "counters" never uses GPM.
+PCIE_CHOICES = ("auto", "counters")
 
 
 @dataclass
@@ -44,6 +48,7 @@ class _Gpu:
     width_max: int | None
     gen_gpu_max: int | None
     has_counters: bool = False
+    gpm: GpmPcie | None = None
     replay_base: int | None = None
     correctable_base: int | None = None
     lost_reason: str | None = None
@@ -55,8 +60,11 @@ class GpuSource(PollingSource[GpuState]):
     name = "gpu"
 
     def __init__(self, interval_s: float = 1.0, api: NvmlApi | None = None,
-                 first_window_s: float = 0.3) -> None:
+                 first_window_s: float = 0.3, pcie: str = "auto") -> None:
         super().__init__(interval_s)
+        if pcie not in PCIE_CHOICES:
+            raise ValueError(f"pcie must be one of {PCIE_CHOICES}, not {pcie!r}")
+        self._pcie = pcie
         self._api = api if api is not None else NvmlApi()
         #: Counter time gathered before the first sample, so ``--once`` still has PCIe rates.
         self._first_window_s = first_window_s
@@ -103,6 +111,10 @@ class GpuSource(PollingSource[GpuState]):
     def close(self) -> None:
         if self._poller is not None:
             self._poller.stop()
+        for gpu in self._gpus:
+            if gpu.gpm is not None:
+                gpu.gpm.close()
+                gpu.gpm = None
         self._api.shutdown()
 
     # -- setup: slow-changing facts, read once -------------------------------------------------
@@ -123,13 +135,15 @@ class GpuSource(PollingSource[GpuState]):
                 gpu = self._read_static(index)
                 if gpu is not None:
                     self._gpus.append(gpu)
-            self._start_poller()
-            startup_trace.mark(f"gpu: {len(self._gpus)} GPUs set up, counter poller started")
-        if self._poller is not None and self._first_window_s > 0:
+            self._start_pcie()
+            startup_trace.mark(f"gpu: {len(self._gpus)} GPUs set up, PCIe measurement started")
+        measuring = self._poller is not None or any(gpu.gpm is not None for gpu in self._gpus)
+        if measuring and self._first_window_s > 0:
             self._stop.wait(self._first_window_s)  # a measuring window, not a synchronisation
-            # On a starved machine the window may hold too few reads for a rate: wait for some.
-            self._poller.wait_for_polls(FIRST_WINDOW_POLLS, timeout_s=1.0)
-            startup_trace.mark_once("gpu: first counter window over")
+            if self._poller is not None:
+                # On a starved machine the window may hold too few reads for a rate: wait for some.
+                self._poller.wait_for_polls(FIRST_WINDOW_POLLS, timeout_s=1.0)
+            startup_trace.mark_once("gpu: first PCIe window over")
 
     def _read_static(self, index: int) -> _Gpu | None:
         api = self._api
@@ -153,10 +167,18 @@ class GpuSource(PollingSource[GpuState]):
         except GpuLost:
             return None  # lost before we met it: nothing to show but its absence
 
-    def _start_poller(self) -> None:
+    def _start_pcie(self) -> None:
         polled = []
         notes = []
         for gpu in self._gpus:
+            if self._pcie == "auto":
+                try:
+                    gpu.gpm = GpmPcie.open(self._api, gpu.handle)
+                except GpuLost as exc:
+                    gpu.lost_reason = str(exc)
+                    continue
+            if gpu.gpm is not None:
+                continue
             if gpu.has_counters:
                 # The higher of the host-capped and GPU maxima: polling too often costs only CPU,
                 # too rarely loses data.
@@ -210,6 +232,9 @@ class GpuSource(PollingSource[GpuState]):
         )
 
     def _throughput(self, gpu: _Gpu, elapsed_s: float) -> PcieThroughput:
+        if gpu.gpm is not None:
+            rates = gpu.gpm.take()
+            return PcieThroughput(rates.rx_bytes_per_s, rates.tx_bytes_per_s, "gpm", rates.coverage)
         if gpu.has_counters and self._poller is not None:
             rates = self._poller.take(gpu.index)
             return PcieThroughput(rates.rx_bytes_per_s, rates.tx_bytes_per_s, "counter", rates.coverage)

@@ -156,6 +156,37 @@ class NvmlApi:
             readings[field_id] = FieldReading(_field_int(value), stamp_us / 1e6 if stamp_us else now_s)
         return readings
 
+    # -- GPM: GPU performance monitoring, Hopper or newer ------------------------------------------
+    def gpm_supported(self, handle: Any) -> bool:
+        support = self.query("nvmlGpmQueryDeviceSupport", handle)
+        return bool(getattr(support, "isSupportedDevice", 0))
+
+    def gpm_buffer(self) -> Any:
+        """A sample buffer (free it with ``gpm_free``), or None."""
+        return self.query("nvmlGpmSampleAlloc")
+
+    def gpm_free(self, buffer: Any) -> None:
+        with contextlib.suppress(self._lib.NVMLError):
+            self._lib.nvmlGpmSampleFree(buffer)
+
+    def gpm_read(self, handle: Any, buffer: Any) -> bool:
+        """Fill ``buffer`` with the GPU's counters now. False where it did not answer; GpuLost if gone."""
+        return self.query("nvmlGpmSampleGet", handle, buffer) is not None
+
+    def gpm_metrics(self, earlier: Any, later: Any, metric_ids: tuple[int, ...]) -> dict[int, float | None]:
+        """Each metric over the time between two filled buffers (rates per second); None where unanswered."""
+        lib = self._lib
+        request = lib.c_nvmlGpmMetricsGet_t()
+        request.version = lib.NVML_GPM_METRICS_GET_VERSION
+        request.sample1, request.sample2 = earlier, later
+        request.numMetrics = len(metric_ids)
+        for slot, metric_id in zip(request.metrics, metric_ids, strict=False):
+            slot.metricId = metric_id
+        if self.query("nvmlGpmMetricsGet", request) is None:
+            return dict.fromkeys(metric_ids)
+        return {metric_id: float(slot.value) if slot.nvmlReturn == NVML_SUCCESS else None
+                for metric_id, slot in zip(metric_ids, request.metrics, strict=False)}
+
     def _error_name(self, exc: BaseException) -> str:
         code = getattr(exc, "value", None)
         for name, default in _CODE_DEFAULTS.items():

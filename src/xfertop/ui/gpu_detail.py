@@ -28,6 +28,7 @@ def _facts(gpu: GpuSnapshot) -> Text:
     link, errors = gpu.link, gpu.errors
     coverage = gpu.pcie.coverage
     method = {"counter": "byte counters, covers all the time",
+              "gpm": "GPM counters, covers all the time",
               "sampled": f"20 ms sampler, covers {100 * (coverage or 0):.0f}% of the time",
               "none": "not available on this GPU or driver"}[gpu.pcie.method]
     lines = [
