@@ -2,9 +2,9 @@
 
 Text in, numbers in bytes out; no file access here, so every parser is tested on captured text.
 
-The parsers the host source calls on every sample (status) or on big files (maps, smaps) jump with
-str.find to the lines that hold the names they look for instead of splitting every line; they give what
-a loop over ``text.splitlines()`` gives (_regions_with).
+The parsers the host source calls on every sample (status) or on big files (maps, smaps) jump to the
+lines that hold the names they look for instead of splitting every line; they give what their loop over
+``text.splitlines()`` gave (_regions_with says why; the tests compare them with that loop).
 docs/host-memory.md says which of these numbers CUDA pinned memory shows up in (measured on an H200:
 RssShmem, and per mapping in smaps as "/dev/zero (deleted)").
 """
@@ -85,27 +85,42 @@ def _lines_with(text: str, needle: str) -> Iterator[str]:
         yield from (line for line in lines if needle in line)
 
 
-#: The kB lines of status that parse_status reads.
-_STATUS_KB_NAMES = ("VmRSS", "VmLck", "VmPin", "RssShmem", "VmSwap")
+#: The kB lines of status that parse_status reads, and one pattern that finds them and the Threads line
+#: (no name's end is another's start, so one pass finds every occurrence of each).
+_STATUS_KB_NAMES = frozenset({"VmRSS", "VmLck", "VmPin", "RssShmem", "VmSwap"})
+_STATUS_NAMES = re.compile("|".join([*sorted(_STATUS_KB_NAMES), "Threads:"]))
 
 
 def parse_status(text: str) -> StatusMemory:
-    """As ``parse_kb_fields(text)`` and ``parse_status_value(text, "Threads")`` read it, looking only at
-    the lines that name a field it keeps (5 of about 60)."""
+    """As ``parse_kb_fields(text)`` and ``parse_status_value(text, "Threads")`` read it, running their line
+    loop over the lines that name a field it keeps (6 of about 60) and skipping the others."""
     fields: dict[str, int] = {}
-    for wanted in _STATUS_KB_NAMES:
-        for line in _lines_with(text, wanted):
+    threads: str | None = None
+    threads_seen = False
+    done = 0  # the lines before this offset have been read
+    for match in _STATUS_NAMES.finditer(text):
+        if match.start() < done:
+            continue
+        begin = text.rfind("\n", done, match.start()) + 1 or done
+        end = text.find("\n", match.end())
+        end = len(text) if end < 0 else end
+        for line in text[begin:end].splitlines():
             name, sep, rest = line.partition(":")
-            parts = rest.split()
-            if sep and name.strip() == wanted and len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
-                fields[wanted] = int(parts[0]) * _KB
+            key = name.strip()
+            if sep and key in _STATUS_KB_NAMES:
+                parts = rest.split()
+                if len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
+                    fields[key] = int(parts[0]) * _KB
+            if not threads_seen and line.startswith("Threads:"):
+                threads_seen, threads = True, rest.strip()
+        done = end + 1
     return StatusMemory(
         rss_bytes=fields.get("VmRSS"),
         locked_bytes=fields.get("VmLck"),
         pinned_vm_bytes=fields.get("VmPin"),
         shmem_rss_bytes=fields.get("RssShmem"),
         swap_bytes=fields.get("VmSwap"),
-        threads=_int_field(text, "Threads"),
+        threads=int(threads) if threads is not None and threads.isdigit() else None,
     )
 
 
@@ -116,11 +131,6 @@ def parse_status_value(text: str, name: str) -> str | None:
         if line.startswith(prefix):
             return line[len(prefix):].strip()
     return None
-
-
-def _int_field(text: str, name: str) -> int | None:
-    value = parse_status_value(text, name)
-    return int(value) if value is not None and value.isdigit() else None
 
 
 def smaps_bytes_by_pathname(text: str) -> dict[str, dict[str, int]]:
