@@ -36,7 +36,6 @@ case $stage in
     ;;
   final)
     LIMIT=120 TAILN=40 step nvml_costs python3 benchmarks/nvml_costs.py "$res/nvml_costs"
-    LIMIT=40 step pcie_coverage_2 python3 benchmarks/pcie_coverage.py "$res/pcie_coverage_2" --seconds 20 --polls-per-wrap 2
     LIMIT=90 TAILN=12 step profile_1hz python3 benchmarks/tui_profile.py "$res/profile" --rate-hz 1 --seconds 20 --load "python3 -m xfertop.launch.demo_job --phase-seconds 600 --device cuda"
     step startup python3 benchmarks/startup.py --runs 5 --out "$res/startup"
     TAILN=20 LIMIT=20 step startup_trace bash -c "XFERTOP_TRACE_STARTUP=$res/startup_trace.txt timeout 4 script -qc 'python3 -m xfertop' /dev/null > /dev/null; cat $res/startup_trace.txt"

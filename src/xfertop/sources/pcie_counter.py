@@ -15,11 +15,12 @@ COUNTER_MODULUS = 2**32
 #: Transfer rate per lane by PCIe generation, in gigatransfers per second (one bit per transfer per lane).
 GT_PER_S_BY_GEN = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 
-#: Reads per wrap time. At 1.5 (Gen5 x16: every 45 ms) a poll may come half an interval (22 ms) late and
-#: still not wrap; a later one is dropped (not counted, coverage says so), never miscounted. Each read
-#: costs ~0.33 ms of CPU in the driver on the H200, so this is the poller's price: 2 reads per wrap cost
-#: a third more CPU for slack that on-time polls never use (docs/gpu-source.md has both measured).
-POLLS_PER_WRAP = 1.5
+#: Reads per wrap time. At 2 (Gen5 x16: every 34 ms) a poll may come one whole interval late and still
+#: not wrap; a later one is dropped (not counted, coverage says so), never miscounted. Measured on the
+#: H200 (docs/gpu-source.md): 3 cost a third more CPU for slack on-time polls never used; 1.5 saved a
+#: quarter of the reads but coverage fell from 99.5% to 99.0% under a busy process. A read costs
+#: 0.7-1.0 ms of CPU in the polling thread: on GPUs with GPM (Hopper or newer) no poller runs at all.
+POLLS_PER_WRAP = 2
 
 #: A delta above the link's raw rate by this factor cannot be traffic: the counter was reset.
 RESET_MARGIN = 1.25
