@@ -59,3 +59,28 @@ async def test_a_value_wider_than_its_column_widens_it_instead_of_being_cut() ->
         update_row(table, "1", COLUMNS, ("1", "100.5", "python"))  # CPU% not declared as growing
         await pilot.pause()
         assert table.columns["CPU%"].content_width >= len("100.5")  # type: ignore[index]
+
+
+def _painted(table: DataTable) -> list[tuple[str, list]]:
+    """Every line of the table as text and styles, rendered through its caches."""
+    lines = table.render_lines(table.region.reset_offset)
+    return [(strip.text, [segment.style for segment in strip]) for strip in lines]
+
+
+async def test_a_row_updated_in_place_paints_as_if_freshly_rendered() -> None:
+    """Only the changed cells' renders are dropped: what is painted must still match a render from
+    scratch, for the updated row (with or without the cursor on it) and for the rows around it."""
+    app = _TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(DataTable)
+        table.cursor_type = "row"
+        await pilot.pause()
+        for cursor_row, values in ((1, ("2", "8", "sh")), (0, ("2", "9", "zsh")), (1, ("2", "3", "sh"))):
+            table.move_cursor(row=cursor_row)
+            _painted(table)  # fill the caches with the old values
+            update_row(table, "2", COLUMNS, values)
+            in_place = _painted(table)
+            table._update_count += 1  # every cache entry unreachable: a render from scratch
+            table._styles_cache.clear()
+            assert in_place == _painted(table)
+            assert values[1] in in_place[2][0] and "python" in in_place[1][0]
