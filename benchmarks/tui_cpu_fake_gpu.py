@@ -38,7 +38,7 @@ import psutil
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from pty_run import PtyProcess
+from pty_run import PtyProcess  # noqa: E402
 
 #: Runs before the CLI: the fake NVML takes the place of the pynvml module (imported lazily by
 #: xfertop.sources.nvml_api), then xfertop's own main runs the TUI.
@@ -93,8 +93,9 @@ def measure(tree: Path, rate_hz: float, seconds: float, warmup_s: float, size: t
         tui.close()
     per_thread = {tid: 100.0 * (cpu - before.get(tid, 0.0)) / wall for tid, cpu in after.items()}
     main_thread = per_thread.get(tui.pid, 0.0)
-    return {"main": main_thread, "total": sum(per_thread.values()), "others": sum(per_thread.values()) - main_thread,
-            "seconds": wall, "kb_written": written / 1000}
+    total = sum(per_thread.values())
+    return {"main": main_thread, "total": total, "others": total - main_thread, "seconds": wall,
+            "kb_written": written / 1000}
 
 
 def start_load(command: str, env: dict[str, str]) -> subprocess.Popen:
@@ -125,7 +126,9 @@ def main() -> int:
         time.sleep(3.0)  # the job registers its ring and starts stepping
     if args.py_spy:
         args.py_spy.mkdir(parents=True, exist_ok=True)
-    trees = [("after", args.after)] if args.before is None else [("before", args.before), ("after", args.after)]
+    trees = [("after", args.after)]
+    if args.before is not None:
+        trees.insert(0, ("before", args.before))
     runs: list[dict] = []
     try:
         for round_index in range(args.rounds):
@@ -152,7 +155,8 @@ def main() -> int:
     for rate_hz in (float(rate) for rate in args.rates_hz.split(",")):
         medians = {}
         for name, _ in trees:
-            mine = [run for run in runs if run["tree"] == name and run["rate_hz"] == rate_hz and "error" not in run]
+            mine = [run for run in runs
+                    if run["tree"] == name and run["rate_hz"] == rate_hz and "error" not in run]
             if mine:
                 medians[name] = statistics.median(run["main"] for run in mine)
                 total = statistics.median(run["total"] for run in mine)

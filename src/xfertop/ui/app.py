@@ -103,7 +103,7 @@ class XfertopApp(App[int]):
         startup_trace.mark("app: mounted (composed, CSS loaded)")
         self._subscribe()
         self.sources.set_interval_s(self.view.interval_s)
-        self.set_interval(1.0, self.header_bar.refresh)
+        self.set_interval(1.0, self.header_bar.update_lines)  # the clock: only its line, when it moved
         self._start_fallback_timer()
         self._apply_layout(self.size.width)
         self._mounted = True
@@ -212,7 +212,7 @@ class XfertopApp(App[int]):
             if gpus:
                 self.gpu_area.show(self.view.gpu, self.size.height)
             if host:
-                self.host_pane.refresh()
+                self.host_pane.update_lines()
             if jobs:
                 self.jobs_pane.show(self.view.jobs, self.view.gpu)
             if processes:

@@ -48,7 +48,7 @@ class GpuArea(VerticalScroll, can_focus=False):
         self.set_class(one_line, "one-line")
         for pane in self.query(GpuPane):
             pane.set_class(one_line, "one-line")
-            pane.refresh()
+            pane.update_lines()
         # The area is as tall as its panes, so the panes below it keep the rest.
         lines = 1 if one_line else 2
         height = max(len(indices) * lines, 1)

@@ -10,11 +10,11 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
-from textual.widget import Widget
 
 from xfertop.model.gpu import GpuSnapshot
 from xfertop.ui import chart, link_text
 from xfertop.ui.format import gb, percent, truncate
+from xfertop.ui.lines import LineView
 
 #: Bar and name widths: full on wide terminals, shorter below _NARROW_COLUMNS so a one-line pane keeps
 #: its PCIe figures in view at 80 columns.
@@ -98,8 +98,8 @@ def _compact_traffic(gpu: GpuSnapshot) -> str:
             f" GB/s {link_text.link_words(link.gen_current, link.width_current)}")
 
 
-class GpuPane(Widget, can_focus=True):
-    """Renders GPU ``index`` from the app's ViewState; the app refreshes it on each new snapshot."""
+class GpuPane(LineView, can_focus=True):
+    """Renders GPU ``index`` from the app's ViewState; the app calls ``update_lines`` on each new snapshot."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "detail", "Detail")]
 
@@ -113,11 +113,10 @@ class GpuPane(Widget, can_focus=True):
             return None
         return next((gpu for gpu in state.gpus if gpu.index == self.index), None)
 
-    def render(self) -> Text:
+    def build_lines(self, width: int) -> list[Text]:
         gpu = self.snapshot()
         if gpu is None:
-            return Text(f"{self.index} gone from the last snapshot", style="dim")
-        width = self.size.width
+            return [Text(f"{self.index} gone from the last snapshot", style="dim")]
         one_line = self.has_class("one-line")
         # One line keeps PCIe over temperature and power unless the terminal is wide.
         history = self.app.view.history  # type: ignore[attr-defined]
@@ -135,16 +134,16 @@ class GpuPane(Widget, can_focus=True):
                 if warning:
                     first.append(" ⚠ slow link", style="bold yellow")  # the full words need two lines
             first.truncate(width)
-            return first
+            return [first]
         if gpu.lost_reason:
-            return first
+            return [first]
         second = _traffic_line(gpu, history.get(("gpu", gpu.index, "rx")),
                                history.get(("gpu", gpu.index, "tx")), width)
         if warning:
             first.append(f"  ⚠ {warning}", style="bold yellow")
         first.truncate(width)
         second.truncate(width)
-        return Text("\n").join([first, second])
+        return [first, second]
 
     def action_detail(self) -> None:
         from xfertop.ui.gpu_detail import GpuDetailScreen

@@ -6,16 +6,17 @@ import time
 from collections.abc import Callable
 
 from rich.text import Text
-from textual.widget import Widget
+
+from xfertop.ui.lines import LineView
 
 
-class HeaderBar(Widget):
+class HeaderBar(LineView):
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         super().__init__(id="header")
         # Injected so snapshot tests can freeze the time shown.
         self._clock = clock
 
-    def render(self) -> Text:
+    def build_lines(self, width: int) -> list[Text]:
         view = self.app.view  # type: ignore[attr-defined]
         line = Text()
         line.append(" xfertop ", style="bold reverse")
@@ -30,5 +31,5 @@ class HeaderBar(Widget):
         if view.paused:
             line.append("  PAUSED (p resumes)", style="bold black on yellow")
         line.append("  ? help", style="dim")
-        line.truncate(self.size.width)
-        return line
+        line.truncate(width)
+        return [line]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widget import Widget
 
 from xfertop.model.host import HostState
 from xfertop.ui import chart
 from xfertop.ui.format import human_bytes
+from xfertop.ui.lines import LineView
 
 _BAR_CELLS = 12
 
@@ -41,13 +41,13 @@ def host_lines(host: HostState, width: int) -> list[Text]:
     return lines
 
 
-class HostPane(Widget):
+class HostPane(LineView):
     def __init__(self) -> None:
         super().__init__(id="host")
         self.border_title = "host"
 
-    def render(self) -> Text:
+    def build_lines(self, width: int) -> list[Text]:
         host = self.app.view.host  # type: ignore[attr-defined]
         if host is None:
-            return Text("waiting for the first host sample…", style="dim")
-        return Text("\n").join(host_lines(host, self.content_size.width))
+            return [Text("waiting for the first host sample…", style="dim")]
+        return host_lines(host, width)

@@ -1,0 +1,104 @@
+"""Line-by-line panes (ui/lines.py): painted as Textual's own pipeline paints the same Text, and only the
+rows whose text changed are repainted."""
+
+from __future__ import annotations
+
+import math
+
+from rich.style import Style as RichStyle
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.content import Content
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.visual import Visual
+
+from ui.sample_states import FROZEN_TIME, gpu_state, host_state, jobs_state
+from xfertop.ui.app import XfertopApp
+from xfertop.ui.gpu_pane import GpuPane
+from xfertop.ui.jobs_pane import verdict_text
+from xfertop.ui.lines import LineView, StripStyles, text_strip
+from xfertop.ui.messages import GpuStateUpdated, HostStateUpdated, JobsStateUpdated
+from xfertop.ui.sources_bundle import Sources
+
+
+def _cells(strip: Strip) -> list[tuple[str, RichStyle | None]]:
+    """Each cell's character and look (the style without its meta: Textual adds offsets for selection)."""
+    cells = []
+    for segment in strip:
+        style = segment.style
+        look = None if style is None else RichStyle(
+            color=style.color, bgcolor=style.bgcolor, bold=style.bold, dim=style.dim, italic=style.italic,
+            underline=style.underline, reverse=style.reverse, strike=style.strike)
+        cells.extend((char, look) for char in segment.text)
+    return cells
+
+
+def _textual_strip(widget, line: Text, width: int) -> Strip:
+    content = Content.from_rich_text(line, console=widget.app.console)
+    return Visual.to_strips(widget, content, width, 1, widget.visual_style)[0]
+
+
+async def test_lines_paint_as_textuals_own_pipeline() -> None:
+    app = XfertopApp(Sources(), start_sources=False, clock=lambda: FROZEN_TIME)
+    async with app.run_test(size=(160, 48)) as pilot:
+        for i in range(120):
+            app.view.apply_gpu(gpu_state(1, rx=27e9 * (1 + math.sin(i / 6)), util=40 * (1 + math.sin(i / 6))))
+        app.post_message(GpuStateUpdated(gpu_state(1, gen=3)))
+        app.post_message(HostStateUpdated(host_state()))
+        app.post_message(JobsStateUpdated(jobs_state()))
+        await pilot.pause()
+        pane = app.query_one(GpuPane)
+        extra = [Text("3 gone", style="dim"), Text("x", style="bold red on blue"),
+                 Text.assemble(("a", "green"), ("b", "dim"), "c"), Text(""), Text("é…⚠ wide ✓")]
+        for focused in (False, True):
+            if focused:
+                pane.focus()
+                await pilot.pause()
+            lines = [(pane, line) for line in [*pane.render().split("\n"), *extra]]
+            lines += [(app.host_pane, line) for line in app.host_pane.render().split("\n")]
+            lines += [(app.header_bar, line) for line in app.header_bar.render().split("\n")]
+            verdicts = verdict_text(app.view.jobs, 150, app.view.gpu)
+            lines += [(app.host_pane, line) for line in verdicts.split("\n")]
+            styles = StripStyles()
+            for widget, line in lines:
+                width = widget.content_size.width
+                mine = text_strip(widget, line, width, widget.visual_style, styles)
+                assert _cells(mine) == _cells(_textual_strip(widget, line, width)), line.plain
+
+
+class _Lines(LineView):
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts = ["one", "two", "three"]
+        self.built = 0
+
+    def build_lines(self, width: int) -> list[Text]:
+        self.built += 1
+        return [Text(text) for text in self.texts]
+
+
+class _LinesApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield _Lines()
+
+
+async def test_only_changed_rows_are_repainted() -> None:
+    app = _LinesApp()
+    async with app.run_test(size=(40, 10)) as pilot:
+        view = app.query_one(_Lines)
+        await pilot.pause()
+        assert view.render_line(1).text == "two"
+        marked: list[tuple[Region, ...]] = []
+        set_dirty = view._set_dirty
+        view._set_dirty = lambda *regions: (marked.append(regions), set_dirty(*regions))  # type: ignore[method-assign]
+        view.update_lines()
+        assert marked == [], "unchanged lines were repainted"
+        view.texts = ["one", "2", "three", "four"]
+        view.update_lines()
+        assert [tuple(region.y for region in regions) for regions in marked] == [(1, 3)]
+        assert [view.render_line(y).text for y in range(4)] == ["one", "2", "three", "four"]
+        view._set_dirty = set_dirty  # type: ignore[method-assign]
+        view.texts = ["ONE", "2", "three", "four"]
+        view.refresh()  # a whole refresh rebuilds every line
+        assert view.render_line(0).text == "ONE"
