@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.coordinate import Coordinate
 from textual.geometry import Region
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Input
 
-from xfertop.ui.table_rows import update_row
+from xfertop.ui.table_rows import CellCachedTable, update_row
 
 COLUMNS = ("PID", "CPU%", "COMMAND")
 
@@ -84,3 +86,60 @@ async def test_a_row_updated_in_place_paints_as_if_freshly_rendered() -> None:
             table._styles_cache.clear()
             assert in_place == _painted(table)
             assert values[1] in in_place[2][0] and "python" in in_place[1][0]
+
+
+_MIXED = ("PID", "STATUS", "BAR", "NOTE")
+_ROWS = [
+    ("1", Text("live", style="green"), Text.assemble(("███", "red"), ("··", "dim")), "[bold]not markup?[/]"),
+    ("22", Text("stalled", style="bold red"), Text("⚠ é wide", style="yellow"), None),
+    (3, 4.5, "", Text("")),
+]
+
+
+class _MixedApp(App[None]):
+    def compose(self) -> ComposeResult:
+        table = CellCachedTable(cursor_type="row")
+        for name in _MIXED:
+            table.add_column(name, key=name)
+        for index, row in enumerate(_ROWS):
+            table.add_row(*row, key=str(index))
+        yield table
+        yield Input()
+
+
+def _characters(segments: list) -> list:
+    return [(char, segment.style) for segment in segments for char in segment.text]
+
+
+def _assert_rows_as_datatable(table: CellCachedTable) -> None:
+    """Each row (and the header) as DataTable itself renders it: characters, colours and click meta."""
+    keys = [table._header_row_key, *(table._row_locations.get_key(i) for i in range(table.row_count))]
+    for cursor in (Coordinate(0, 0), Coordinate(1, 0), Coordinate(2, 1)):
+        for hover in (Coordinate(-1, -1), Coordinate(1, 2)):
+            for key in keys:
+                table._row_render_cache.clear()
+                _, mine = table._render_line_in_row(key, 0, table.rich_style, cursor, hover)
+                table._row_render_cache.clear()
+                _, theirs = DataTable._render_line_in_row(table, key, 0, table.rich_style, cursor, hover)
+                assert [_characters(cell) for cell in mine] == [_characters(cell) for cell in theirs], key
+
+
+async def test_cell_cached_rows_render_as_datatable_does() -> None:
+    app = _MixedApp()
+    async with app.run_test(size=(70, 12)) as pilot:
+        table = app.query_one(CellCachedTable)
+        table.focus()
+        await pilot.pause()
+        _assert_rows_as_datatable(table)
+        update_row(table, "1", _MIXED, ("22", Text("live", style="green"), "x", "note"))
+        _assert_rows_as_datatable(table)
+        app.query_one(Input).focus()  # the cursor's look without the focus
+        await pilot.pause()
+        _assert_rows_as_datatable(table)
+        update_row(table, "0", _MIXED, ("1", Text("finished", style="dim"), "", "[b]"))
+        _assert_rows_as_datatable(table)
+        painted = _painted(table)
+        table._update_count += 1
+        table._styles_cache.clear()
+        table._cell_segments.clear()
+        assert painted == _painted(table)

@@ -13,7 +13,7 @@ from textual.widgets import DataTable
 
 from xfertop.model.host import ProcessStats
 from xfertop.ui.format import NA, gb, human_bytes
-from xfertop.ui.table_rows import update_row
+from xfertop.ui.table_rows import CellCachedTable, update_row
 from xfertop.ui.view_state import ViewState
 
 COLUMNS = ("GPU", "PID", "USER", "GPU MEM", "CPU%", "RSS", "WORKERS", "PINNED", "COMMAND")
@@ -104,7 +104,7 @@ def selected_row_key(table: DataTable) -> str | None:
     return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
 
 
-class ProcessTable(DataTable):
+class ProcessTable(CellCachedTable):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("s", "sample_stacks", "Stacks",
                                                             tooltip="Sample its Python stacks with py-spy")]
 

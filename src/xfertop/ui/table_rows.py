@@ -1,28 +1,38 @@
-"""Updating a DataTable row in place: only the cells that changed are re-rendered, only that row repainted.
+"""DataTables whose rows change a few cells at a time: updated in place, re-rendered cell by cell.
 
 ``DataTable.update_cell`` repaints the whole table (``refresh()``): with a table filling half the screen,
-one changed CPU% figure rewrote every line of it to the terminal each period. Bumping the table's
-``_update_count`` (the key all its render caches are stored under) and refreshing only the row fixed
-the terminal output, but still re-rendered every cell of the row through Rich (``Padding`` and a
-console render per cell, ~0.1 ms each): a rank row of 14 cells cost ~1.5 ms a period for the one or two
-figures that moved. Here the changed cells are written into the table's data and only their entries
-are dropped from the caches (the cells' renders, the row's renderables, its rendered lines); the other
-cells keep their cached renders. Private to Textual (pinned at 8.2.8 in pyproject.toml; checked against
-it): where the internals are missing, or a column must grow, this falls back to ``update_cell``.
+one changed CPU% figure rewrote every line of it to the terminal each period. ``update_row`` writes the
+changed cells into the table's data, invalidates its render caches once (``_update_count``, the key they
+are stored under) and refreshes only that row.
+
+That still re-rendered every cell of the row through Rich (a ``Padding`` and a console render per cell,
+~0.1 ms each, and ~20 us of bookkeeping per cached cell): a rank row of 14 cells cost ~1 ms a period on a
+loaded core for the two or three figures that moved. ``CellCachedTable`` keeps each cell's rendered
+segments keyed by what decides them (its value, width, row and column index, row style, cursor and hover,
+pseudo-classes): a row re-rendered after one cell changed re-renders that cell only, through
+DataTable's own ``_render_cell``, and reuses the others' segments.
+
+Private to Textual (pinned at 8.2.8 in pyproject.toml; the tests compare the painted rows with DataTable's
+own): where the internals are missing, or a column must grow, ``update_row`` falls back to
+``update_cell``; tables with fixed rows or columns, row labels or rows taller than one line render as
+DataTable does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable
+from textual.widgets._data_table import _EMPTY_TEXT, default_cell_formatter
 from textual.widgets.data_table import ColumnKey, RowKey
 
-#: The DataTable internals the in-place path touches; without any of them it falls back.
-_INTERNALS = ("_data", "_update_count", "_cell_render_cache", "_row_renderable_cache", "_row_render_cache",
-              "_line_cache", "_get_offsets", "_row_locations")
+_NEWLINE = Text("\n")
 
 
 def update_row(table: DataTable, key: str, columns: Sequence[str], cells: Sequence[Any],
@@ -36,44 +46,16 @@ def update_row(table: DataTable, key: str, columns: Sequence[str], cells: Sequen
     # ("15.6M" shown as "15." under a column sized for the first value, "n/a").
     grow = {column for column, new in changed
             if column in width_columns or _cell_width(new) > _content_width(table, column)}
-    if grow or not all(hasattr(table, name) for name in _INTERNALS):
+    data = getattr(table, "_data", None)
+    if data is None or not hasattr(table, "_update_count") or grow:
         for column, new in changed:
             table.update_cell(key, column, new, update_width=column in grow)
         return
-    row_key = RowKey(key)
-    row = table._data[row_key]
+    row = data[RowKey(key)]
     for column, new in changed:
         row[ColumnKey(column)] = new
-    _forget_renders(table, row_key, {ColumnKey(column) for column, _ in changed})
+    table._update_count += 1  # the row and line caches are keyed on it
     table.refresh_row(table.get_row_index(key))
-
-
-def _forget_renders(table: DataTable, row_key: RowKey, columns: set[ColumnKey]) -> None:
-    """Drop the cached renders of the changed cells and of the row's lines, nothing else. Entries
-    stored under an older ``_update_count`` can never be hit again: they are skipped, not searched."""
-    row_index = table._row_locations.get(row_key)
-    count = table._update_count
-    # Cell renders: (row key, column key, style, cursor, hover, hover shown, update count, ...).
-    _discard(table._cell_render_cache, lambda k: k[6] == count and k[0] == row_key and k[1] in columns)
-    # The row's cells as renderables: (update count, row index).
-    _discard(table._row_renderable_cache, lambda k: k[0] == count and k[1] == row_index)
-    # The row's rendered lines, cells joined: (row key, line in row, ..., update count, pseudo-classes).
-    _discard(table._row_render_cache, lambda k: k[-2] == count and k[0] == row_key)
-    # Whole table lines, cropped and padded: (y, x1, x2, ..., update count, pseudo-classes), y from the top.
-    _discard(table._line_cache, lambda k: k[-2] == count and _row_at(table, k[0]) == row_key)
-
-
-def _discard(cache: Any, doomed: Any) -> None:
-    stale: Iterable = [k for k in list(cache.keys()) if doomed(k)]
-    for k in stale:
-        cache.discard(k)
-
-
-def _row_at(table: DataTable, y: int) -> RowKey | None:
-    try:
-        return table._get_offsets(y)[0]
-    except LookupError:
-        return None
 
 
 def _cell_width(value: Any) -> int:
@@ -84,3 +66,140 @@ def _cell_width(value: Any) -> int:
 def _content_width(table: DataTable, column: str) -> int:
     found = table.columns.get(ColumnKey(column))
     return found.content_width if found is not None else 0
+
+
+def _content_key(value: Any) -> Any:
+    """What a cell shows, hashable and compared by value (a Text by its text, spans and settings)."""
+    if value is None or isinstance(value, str | int | float):
+        return (type(value), value)
+    if isinstance(value, Text):
+        return (Text, value.plain, tuple(value.spans), value.style, value.justify, value.overflow,
+                value.no_wrap, value.end)
+    return None  # anything else: not cached here
+
+
+class CellCachedTable(DataTable):
+    """A DataTable whose row renders reuse each unchanged cell's segments (see the module docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: (row key, column key) -> (what decided the render, its segments): one entry per cell.
+        self._cell_segments: dict[tuple[RowKey, ColumnKey], tuple[tuple, list[Segment]]] = {}
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cell_segments.clear()  # component styles (cursor, header) or the theme changed
+
+    def _simple_rows(self) -> bool:
+        labels = self._labelled_row_exists and self.show_row_labels
+        return not (self.fixed_rows or self.fixed_columns or labels)
+
+    def _render_line_in_row(self, row_key: RowKey, line_no: int, base_style: Style,
+                            cursor_location: Coordinate, hover_location: Coordinate) -> tuple[list, list]:
+        """DataTable's own, for the layout xfertop uses (no fixed rows/columns or labels, one-line rows),
+        with each cell's segments from the cache while what decides them is unchanged."""
+        row = self.rows.get(row_key)
+        height = self.header_height if row is None else row.height
+        if line_no != 0 or height != 1 or not self._simple_rows():
+            return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
+        cursor_type = self.cursor_type
+        show_cursor = self.show_cursor
+        show_hover = self._show_hover_cursor
+        pseudo = self._pseudo_class_state
+        cache_key = (row_key, line_no, base_style, cursor_location, hover_location, cursor_type, show_cursor,
+                     show_hover, self._update_count, pseudo)
+        if cache_key in self._row_render_cache:
+            return self._row_render_cache[cache_key]
+
+        row_index = self._row_locations.get(row_key) if row_key in self._row_locations else -1
+        row_style = self._get_row_style(row_index, base_style)
+        values = None if row_index == -1 else self._data.get(row_key, {})
+        should_highlight = self._should_highlight
+        settings = (row_style, show_cursor, show_hover, pseudo, self.cursor_foreground_priority,
+                    self.cursor_background_priority, self.cell_padding)
+        memo = self._cell_segments
+        if len(memo) > 4 * max(len(self.columns) * (self.row_count + 1), 64):
+            memo.clear()  # rows came and went: drop the gone rows' cells
+        scrollable_row = []
+        widths = []
+        for column_index, column in enumerate(self.ordered_columns):
+            location = Coordinate(row_index, column_index)
+            cursor = should_highlight(cursor_location, location, cursor_type)
+            hover = should_highlight(hover_location, location, cursor_type)
+            width = column.get_render_width(self)
+            widths.append(width)
+            content = _content_key(column.label if values is None else values.get(column.key))
+            decided_by = (content, row_index, column_index, width, cursor, hover, settings)
+            slot = (row_key, column.key)
+            found = memo.get(slot)
+            if content is not None and found is not None and found[0] == decided_by:
+                scrollable_row.append(found[1])
+                continue
+            segments = self._cell_line(row_index, column_index, row_style, width, cursor, hover,
+                                       column.label if values is None else values.get(column.key))
+            if content is not None:
+                memo[slot] = (decided_by, segments)
+            scrollable_row.append(segments)
+        scrollable_row.append([_extend_segment(self, row_index, row_style, sum(widths), cursor_location,
+                                               hover_location)])
+        row_pair: tuple[list, list] = ([], scrollable_row)
+        self._row_render_cache[cache_key] = row_pair
+        return row_pair
+
+    def _cell_line(self, row_index: int, column_index: int, row_style: Style, width: int, cursor: bool,
+                   hover: bool, value: Any) -> list[Segment]:
+        """One cell's segments: what DataTable._render_cell gives (Rich renders the cell inside a Padding,
+        styled before and after), built directly for a one-line Text that fits; anything else goes
+        through DataTable._render_cell."""
+        padding = self.cell_padding
+        if row_index == -1:
+            cell = value
+        else:
+            cell = _EMPTY_TEXT if value is None else default_cell_formatter(value, wrap=False, height=1)
+            cell = cell or _EMPTY_TEXT
+        inner = width - 2 * padding
+        if (not isinstance(cell, Text) or inner < 0 or "\n" in cell.plain or "\t" in cell.plain
+                or cell.cell_len > inner):
+            return self._render_cell(row_index, column_index, row_style, width, cursor=cursor,
+                                     hover=hover)[0]
+        component_style, post_style = self._get_styles_to_render_cell(
+            row_index == -1, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
+            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
+        pre_style = row_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
+
+        def styled(style: Style | None) -> Style:  # textual.renderables.Styled via Segment.apply_style
+            style = pre_style + style
+            return style + post_style if post_style else style
+
+        blank = styled(None)
+        segments = [Segment(" " * padding, blank)] if padding else []
+        # Text.__rich_console__ joins its lines, which turns the Text's own style into a span.
+        line = _NEWLINE.join([cell])
+        segments += [Segment(text, styled(style)) for text, style, _ in line.render(self.app.console, end="")
+                     if text]
+        if cell.cell_len < inner:
+            segments.append(Segment(" " * (inner - cell.cell_len), blank))
+        if padding:
+            segments.append(Segment(" " * padding, blank))
+        return segments
+
+
+def _extend_segment(table: DataTable, row_index: int, row_style: Style, table_width: int,
+                    cursor_location: Coordinate, hover_location: Coordinate) -> Segment:
+    """The filler right of the last column, styled as DataTable._render_line_in_row styles it."""
+    remaining_space = max(0, table.size.width - table_width - table._row_label_column_width)
+    if table.cursor_type == "row":
+        extend_style, _ = table._get_styles_to_render_cell(
+            row_index == -1, False, False,
+            table._should_highlight(hover_location, Coordinate(row_index or 0, 0), table.cursor_type),
+            row_index == cursor_location.row, table.show_cursor, table._show_hover_cursor, False, False)
+        extend_style = row_style + extend_style
+    elif row_style.bgcolor is not None:
+        from textual.color import Color
+
+        faded_color = Color.from_rich_color(row_style.bgcolor).blend(table.background_colors[1], factor=0.25)
+        extend_style = Style.from_color(color=row_style.color, bgcolor=faded_color.rich_color)
+    else:
+        extend_style = Style.from_color(row_style.color, row_style.bgcolor)
+    extend_style += Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})
+    return Segment(" " * remaining_space, extend_style)
