@@ -217,8 +217,9 @@ class XfertopApp(App[int]):
                 self.jobs_pane.show(self.view.jobs, self.view.gpu)
             if processes:
                 self.process_table.show(self.view)
-            for widget in self.screen.query(".live"):
-                widget.refresh()
+            if len(self.screen_stack) > 1:  # a detail screen on top: its live parts follow the data
+                for widget in self.screen.query(".live"):
+                    widget.refresh()
 
     def _refresh_header_facts(self) -> None:
         """Repaint the header when the hostname or driver it shows changed (its clock has a 1 s timer)."""

@@ -19,14 +19,18 @@ def spark(values: Sequence[float | None], scale_max: float, width: int) -> str:
     """One row of block characters, newest on the right, padded on the left to ``width``."""
     if width <= 0:
         return ""
-    recent = list(values)[-width:]
-    cells = []
-    for value in recent:
-        level = round(_fraction(value, scale_max) * _LEVELS)
-        # A non-zero value never vanishes: a trickle of traffic still shows as the lowest block.
-        if level == 0 and value is not None and value > 0:
-            level = 1
-        cells.append(_BLOCKS[level])
+    recent = values[-width:] if isinstance(values, list | tuple) else list(values)[-width:]
+    blocks = _BLOCKS
+    if scale_max <= 0:  # every value reads as 0: the lowest block for a non-zero one, else blank
+        cells = [blocks[1] if value is not None and value > 0 else blocks[0] for value in recent]
+    else:
+        # round(fraction * levels), the fraction clamped to [0, 1]; a non-zero value never vanishes:
+        # a trickle of traffic still shows as the lowest block.
+        cells = [blocks[0] if value is None
+                 else blocks[_LEVELS] if value >= scale_max
+                 else blocks[max(round(value / scale_max * _LEVELS), 1)] if value > 0
+                 else blocks[0]
+                 for value in recent]
     return " " * (width - len(cells)) + "".join(cells)
 
 

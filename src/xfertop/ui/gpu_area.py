@@ -26,6 +26,7 @@ class GpuArea(VerticalScroll, can_focus=False):
         self._height: int | None = None
         self._message_text = ""
         self._message = Static("waiting for the first GPU sample…", id="gpu-message")
+        self._panes: list[GpuPane] = []  # kept rather than queried each period
 
     def compose(self):  # type: ignore[override]
         yield self._message
@@ -38,7 +39,8 @@ class GpuArea(VerticalScroll, can_focus=False):
         if indices != self._indices:
             self._indices = indices
             self.remove_children(GpuPane)
-            self.mount_all(GpuPane(index) for index in indices)
+            self._panes = [GpuPane(index) for index in indices]
+            self.mount_all(self._panes)
         message = state.error or "no GPUs visible to NVML: showing host metrics only"
         if not indices and message != self._message_text:  # an update relayouts the whole screen
             self._message_text = message
@@ -46,7 +48,7 @@ class GpuArea(VerticalScroll, can_focus=False):
         self._message.display = not indices
         one_line = lines_per_gpu(len(indices), terminal_rows) == 1
         self.set_class(one_line, "one-line")
-        for pane in self.query(GpuPane):
+        for pane in self._panes:
             pane.set_class(one_line, "one-line")
             pane.update_lines()
         # The area is as tall as its panes, so the panes below it keep the rest.

@@ -13,7 +13,7 @@ from xfertop.model.gpu import GpuState
 from xfertop.model.jobs import JobsState
 from xfertop.ui.process_table import selected_row_key
 from xfertop.ui.rank_row import COLUMNS, COMPACT_COLUMNS, rank_cells, rank_key
-from xfertop.ui.table_rows import update_row
+from xfertop.ui.table_rows import CellCachedTable, update_row
 from xfertop.ui.verdicts import verdict_line, verdict_of
 
 NO_JOBS = ("no training jobs of this user found. Start one with `xfertop run -- python train.py` "
@@ -46,7 +46,7 @@ def _line_count(text: Text, width: int) -> int | None:
     return len(lines)
 
 
-class RankTable(DataTable):
+class RankTable(CellCachedTable):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("s", "sample_stacks", "Stacks",
                                                             tooltip="Sample its Python stacks with py-spy")]
 
@@ -98,19 +98,21 @@ class JobsPane(Vertical):
         super().__init__(id="jobs")
         self.border_title = "jobs"
         self.rank_table = RankTable()
+        # Kept rather than queried: a DOM query each period cost as much as drawing a changed row.
+        self._empty = Static(NO_JOBS, id="jobs-empty")
+        self._verdicts_widget = Static("", id="verdicts")
         self._verdicts: Text | None = None
 
     def compose(self):  # type: ignore[override]
-        yield Static(NO_JOBS, id="jobs-empty")
+        yield self._empty
         yield self.rank_table
-        yield Static("", id="verdicts")
+        yield self._verdicts_widget
 
     def show(self, state: JobsState | None, gpu: GpuState | None = None) -> None:
-        empty = self.query("#jobs-empty")
-        if state is None or not empty:  # a snapshot can land before compose or during teardown
+        if state is None or not self._empty.is_attached:  # a snapshot landed before compose or in teardown
             return
         has_jobs = bool(state.jobs)
-        empty.first(Static).display = not has_jobs
+        self._empty.display = not has_jobs
         table = self.rank_table
         table.display = has_jobs
         table.show(state)
@@ -120,7 +122,7 @@ class JobsPane(Vertical):
         """Repaint the verdict lines only when they changed, and relayout only when their count did."""
         if verdicts == self._verdicts:
             return
-        widget = self.query_one("#verdicts", Static)
+        widget = self._verdicts_widget
         widget.display = bool(verdicts.plain)
         width = widget.content_size.width
         lines = _line_count(verdicts, width)
