@@ -17,10 +17,8 @@ from typing import ClassVar
 
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer
 
 from xfertop import startup_trace
 from xfertop.model.jobs import JobsState
@@ -40,6 +38,7 @@ from xfertop.ui.messages import (
     TopologyUpdated,
 )
 from xfertop.ui.process_table import ProcessTable
+from xfertop.ui.quiet import QuietFooter, QuietHorizontal, QuietScreen
 from xfertop.ui.sources_bundle import Sources
 from xfertop.ui.terminal_watch import watch_terminal
 from xfertop.ui.topology_screen import TopologyScreen
@@ -93,17 +92,20 @@ class XfertopApp(App[int]):
         self.process_table = ProcessTable()
         yield self.header_bar
         yield self.gpu_area
-        with Horizontal(id="middle"):
+        with QuietHorizontal(id="middle"):
             yield self.jobs_pane
             yield self.host_pane
         yield self.process_table
-        yield Footer(compact=True)
+        yield QuietFooter(compact=True)
+
+    def get_default_screen(self) -> Screen:
+        return QuietScreen(id="_default")  # asked for all its lines each frame: see ui/quiet.py
 
     def on_mount(self) -> None:
         startup_trace.mark("app: mounted (composed, CSS loaded)")
         self._subscribe()
         self.sources.set_interval_s(self.view.interval_s)
-        self.set_interval(1.0, self.header_bar.update_lines)  # the clock: only its line, when it moved
+        self.set_interval(1.0, self.header_bar.tick)  # the clock, when no repaint moved it
         self._start_fallback_timer()
         self._apply_layout(self.size.width)
         self._mounted = True
@@ -209,6 +211,7 @@ class XfertopApp(App[int]):
             return
         with self.batch_update():
             self._refresh_header_facts()
+            self.header_bar.update_lines()  # the clock: repainted only when its second changed
             if gpus:
                 self.gpu_area.show(self.view.gpu, self.size.height)
             if host:

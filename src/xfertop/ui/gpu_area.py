@@ -7,6 +7,7 @@ from textual.widgets import Static
 
 from xfertop.model.gpu import GpuState
 from xfertop.ui.gpu_pane import GpuPane
+from xfertop.ui.quiet import QuietRender
 
 #: The GPU area may take this share of the terminal before panes drop to one line each.
 _MAX_SHARE_OF_HEIGHT = 0.45
@@ -19,7 +20,7 @@ def lines_per_gpu(gpu_count: int, terminal_rows: int) -> int:
     return 2 if gpu_count * 2 <= terminal_rows * _MAX_SHARE_OF_HEIGHT else 1
 
 
-class GpuArea(VerticalScroll, can_focus=False):
+class GpuArea(QuietRender, VerticalScroll, can_focus=False):
     def __init__(self) -> None:
         super().__init__(id="gpus")
         self._indices: tuple[int, ...] = ()

@@ -7,11 +7,12 @@ from typing import ClassVar
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable
 
 from xfertop.model.gpu import GpuState
 from xfertop.model.jobs import JobsState
 from xfertop.ui.process_table import selected_row_key
+from xfertop.ui.quiet import QuietRender, QuietStatic
 from xfertop.ui.rank_row import COLUMNS, COMPACT_COLUMNS, rank_cells, rank_key
 from xfertop.ui.table_rows import CellCachedTable, update_row
 from xfertop.ui.verdicts import verdict_line, verdict_of
@@ -93,14 +94,14 @@ class RankTable(CellCachedTable):
             self.app.sample_stacks(int(key.rpartition("|")[2]))  # type: ignore[attr-defined]
 
 
-class JobsPane(Vertical):
+class JobsPane(QuietRender, Vertical):
     def __init__(self) -> None:
         super().__init__(id="jobs")
         self.border_title = "jobs"
         self.rank_table = RankTable()
         # Kept rather than queried: a DOM query each period cost as much as drawing a changed row.
-        self._empty = Static(NO_JOBS, id="jobs-empty")
-        self._verdicts_widget = Static("", id="verdicts")
+        self._empty = QuietStatic(NO_JOBS, id="jobs-empty")
+        self._verdicts_widget = QuietStatic("", id="verdicts")
         self._verdicts: Text | None = None
 
     def compose(self):  # type: ignore[override]

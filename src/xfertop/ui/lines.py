@@ -26,6 +26,8 @@ from textual.strip import Strip
 from textual.style import Style
 from textual.widget import Widget
 
+from xfertop.ui.quiet import QuietRender
+
 
 class StripStyles:
     """Rich span styles -> the Rich styles Textual paints for them on a base (widget) style, cached."""
@@ -89,7 +91,7 @@ def text_strip(widget: Widget, text: Text, width: int, base: Style, styles: Stri
     return Strip(segments).crop(0, width)
 
 
-class LineView(Widget):
+class LineView(QuietRender, Widget):
     """A widget showing ``build_lines(width)``: one Text per row, repainted row by row."""
 
     ALLOW_SELECT = False
