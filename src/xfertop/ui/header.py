@@ -9,12 +9,26 @@ from rich.text import Text
 
 from xfertop.ui.lines import LineView
 
+#: The clock's own timer leaves it alone when a repaint looked at it this recently (seconds).
+_CHECKED_RECENTLY_S = 0.95
+
 
 class HeaderBar(LineView):
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         super().__init__(id="header")
         # Injected so snapshot tests can freeze the time shown.
         self._clock = clock
+        self._checked_at = float("-inf")
+
+    def update_lines(self) -> None:
+        self._checked_at = time.monotonic()
+        super().update_lines()
+
+    def tick(self) -> None:
+        """The 1 s clock timer: move the clock unless a repaint just did (every repaint updates it, so
+        at refresh periods up to 1 s the clock costs no frame of its own)."""
+        if time.monotonic() - self._checked_at >= _CHECKED_RECENTLY_S:
+            self.update_lines()
 
     def build_lines(self, width: int) -> list[Text]:
         view = self.app.view  # type: ignore[attr-defined]
