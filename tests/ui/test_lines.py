@@ -4,6 +4,7 @@ rows whose text changed are repainted."""
 from __future__ import annotations
 
 import math
+import time
 
 from rich.style import Style as RichStyle
 from rich.text import Text
@@ -102,3 +103,26 @@ async def test_only_changed_rows_are_repainted() -> None:
         view.texts = ["ONE", "2", "three", "four"]
         view.refresh()  # a whole refresh rebuilds every line
         assert view.render_line(0).text == "ONE"
+
+
+async def test_the_header_clock_costs_no_frame_of_its_own_between_repaints() -> None:
+    """Each repaint moves the clock; the 1 s clock timer only does it when no repaint looked lately, and
+    the header is rebuilt only when its second or its facts changed."""
+    now = [1_796_000_000.2]
+    app = XfertopApp(Sources(), start_sources=False, clock=lambda: now[0])
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        header = app.header_bar
+        header.update_lines()
+        built: list[int] = []
+        build = header.build_lines
+        header.build_lines = lambda width: (built.append(width), build(width))[1]  # type: ignore[method-assign]
+        now[0] += 0.5  # the same second: nothing to rebuild
+        header.update_lines()
+        header.tick()  # a repaint just looked: the timer leaves it
+        assert built == []
+        now[0] += 1.0
+        header._checked_at -= 1.0  # no repaint for a second: the timer moves the clock
+        header.tick()
+        assert len(built) == 1
+        assert time.strftime("%H:%M:%S", time.localtime(now[0])) in header.render_line(0).text

@@ -30,6 +30,12 @@ class HeaderBar(LineView):
         if time.monotonic() - self._checked_at >= _CHECKED_RECENTLY_S:
             self.update_lines()
 
+    def lines_key(self, width: int) -> tuple:
+        view = self.app.view  # type: ignore[attr-defined]
+        gpu = view.gpu
+        return (width, int(self._clock()), view.host.hostname if view.host else None,
+                None if gpu is None else gpu.driver_version, gpu is None, view.interval_s, view.paused)
+
     def build_lines(self, width: int) -> list[Text]:
         view = self.app.view  # type: ignore[attr-defined]
         line = Text()

@@ -99,6 +99,7 @@ class LineView(QuietRender, Widget):
     def __init__(self, *args, **kwargs) -> None:
         self._lines: list[Text] | None = None  # None: build them at the next paint
         self._lines_width = -1
+        self._lines_key: Hashable = None  # what the lines were built from, where lines_key says it
         self._strips: dict[int, Strip] = {}
         self._strip_key: tuple | None = None
         self._strip_styles = StripStyles()
@@ -106,6 +107,10 @@ class LineView(QuietRender, Widget):
 
     def build_lines(self, width: int) -> Sequence[Text]:
         raise NotImplementedError
+
+    def lines_key(self, width: int) -> Hashable:
+        """Optional: a cheap value that changes whenever ``build_lines`` would (None: always rebuild)."""
+        return None
 
     def render(self) -> Text:
         """The lines as one Text (what tests and the command palette read; painting uses the lines)."""
@@ -125,6 +130,10 @@ class LineView(QuietRender, Widget):
         if self._lines is None or width != self._lines_width or not self.is_mounted:
             self.refresh()
             return
+        key = self.lines_key(width)
+        if key is not None and key == self._lines_key:
+            return
+        self._lines_key = key
         old, lines = self._lines, list(self.build_lines(width))
         self._lines = lines
         changed = [y for y in range(max(len(old), len(lines)))
@@ -142,6 +151,7 @@ class LineView(QuietRender, Widget):
             self._strip_key = key
             self._strips.clear()
         if self._lines is None or width != self._lines_width:
+            self._lines_key = self.lines_key(width)
             self._lines = list(self.build_lines(width))
             self._lines_width = width
             self._strips.clear()

@@ -117,32 +117,42 @@ class CellCachedTable(QuietRender, DataTable):
         row_style = self._get_row_style(row_index, base_style)
         values = None if row_index == -1 else self._data.get(row_key, {})
         should_highlight = self._should_highlight
+        padding = self.cell_padding
         settings = (row_style, show_cursor, show_hover, pseudo, self.cursor_foreground_priority,
-                    self.cursor_background_priority, self.cell_padding)
+                    self.cursor_background_priority, padding)
         memo = self._cell_segments
         if len(memo) > 4 * max(len(self.columns) * (self.row_count + 1), 64):
             memo.clear()  # rows came and went: drop the gone rows' cells
+        # A row cursor (or none) highlights every cell of the row alike: decide it once.
+        whole_row = cursor_type in ("row", "none")
+        if whole_row:
+            row_cursor = should_highlight(cursor_location, Coordinate(row_index, 0), cursor_type)
+            row_hover = should_highlight(hover_location, Coordinate(row_index, 0), cursor_type)
         scrollable_row = []
-        widths = []
+        table_width = 0
         for column_index, column in enumerate(self.ordered_columns):
-            location = Coordinate(row_index, column_index)
-            cursor = should_highlight(cursor_location, location, cursor_type)
-            hover = should_highlight(hover_location, location, cursor_type)
-            width = column.get_render_width(self)
-            widths.append(width)
-            content = _content_key(column.label if values is None else values.get(column.key))
+            if whole_row:
+                cursor, hover = row_cursor, row_hover
+            else:
+                location = Coordinate(row_index, column_index)
+                cursor = should_highlight(cursor_location, location, cursor_type)
+                hover = should_highlight(hover_location, location, cursor_type)
+            # Column.get_render_width, without its reactive read per cell.
+            width = 2 * padding + (column.content_width if column.auto_width else column.width)
+            table_width += width
+            value = column.label if values is None else values.get(column.key)
+            content = _content_key(value)
             decided_by = (content, row_index, column_index, width, cursor, hover, settings)
             slot = (row_key, column.key)
             found = memo.get(slot)
             if content is not None and found is not None and found[0] == decided_by:
                 scrollable_row.append(found[1])
                 continue
-            segments = self._cell_line(row_index, column_index, row_style, width, cursor, hover,
-                                       column.label if values is None else values.get(column.key))
+            segments = self._cell_line(row_index, column_index, row_style, width, cursor, hover, value)
             if content is not None:
                 memo[slot] = (decided_by, segments)
             scrollable_row.append(segments)
-        scrollable_row.append([_extend_segment(self, row_index, row_style, sum(widths), cursor_location,
+        scrollable_row.append([_extend_segment(self, row_index, row_style, table_width, cursor_location,
                                                hover_location)])
         row_pair: tuple[list, list] = ([], scrollable_row)
         self._row_render_cache[cache_key] = row_pair
