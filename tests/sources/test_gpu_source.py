@@ -149,14 +149,23 @@ def test_cuda_driver_versions_read_as_people_write_them() -> None:
     assert [cuda_version_text(v) for v in (13000, 12040, None)] == ["13.0", "12.4", None]
 
 
-def test_error_counters_are_deltas_since_start(sources: list[GpuSource]) -> None:
+def test_error_counters_are_deltas_since_start_read_every_2_s(sources: list[GpuSource]) -> None:
     gpu = FakeGpu(0)
-    source = make_source(sources, FakePynvml([gpu]))
+    clock = [100.0]
+    source = GpuSource(api=NvmlApi(FakePynvml([gpu])), first_window_s=0, monotonic=lambda: clock[0])
+    sources.append(source)
     source.sample_once()
     gpu.answers["nvmlDeviceGetPcieReplayCounter"] = 5  # recorded: 1
     gpu.answers["field_173"] = 3  # recorded: 0
-    errors = source.sample_once().gpus[0].errors
-    assert (errors.replay_delta, errors.correctable_delta) == (4, 3)
+    gpu.answers["nvmlDeviceGetEnforcedPowerLimit"] = 600_000
+    clock[0] += 1.0
+    unchanged = source.sample_once().gpus[0]  # within 2 s: the figures read at start
+    assert (unchanged.errors.replay_delta, unchanged.errors.correctable_delta) == (0, 0)
+    assert unchanged.power_limit_w == 700.0
+    clock[0] += 1.0
+    later = source.sample_once().gpus[0]
+    assert (later.errors.replay_delta, later.errors.correctable_delta) == (4, 3)
+    assert later.power_limit_w == 600.0
 
 
 def test_a_gpu_lost_mid_run_is_marked_and_the_others_carry_on(sources: list[GpuSource]) -> None:
