@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU figure in docs/ comes from this script, run on the lent H200 machine through the device
 # tool from the repository root, with the wheels of the packages that machine lacks in .whl/:
-#   bash benchmarks/h200_batch.sh STAGE      (STAGE: tests | bench | reporter | viewer | final | final-counters | gpm | diag | retest; RETEST=test ids)
+#   bash benchmarks/h200_batch.sh STAGE      (STAGE: tests | bench | reporter | viewer | final | gpm | diag | retest; RETEST=test ids)
 # Results land in $OUT/results-STAGE.tgz (logs and JSON); docs/measurements/ keeps what we quote.
 set -u
 stage=${1:?stage}
@@ -35,21 +35,16 @@ case $stage in
     TAILN=15 step pytest_reporter_attach python3 -m pytest -m gpu -p no:cacheprovider tests/gpu/test_reporter_gpu.py tests/gpu/test_attach_gpu.py
     ;;
   final)
-    # The benchmark: 60 s per row, 1 and 4 Hz, nvitop beside xfertop in the same run. PCIe
-    # measured over all the time: GPM (the default on this Hopper GPU) here, the byte-counter poller in
-    # `final-counters` (two calls: each fits the device's 10-minute limit).
+    # The benchmark: 60 s per row, 1 and 4 Hz, nvitop beside xfertop in the same run, with PCIe
+    # measured over all the time: GPM (the default on this Hopper GPU), then xfertop alone with the
+    # byte-counter poller (--pcie counters) against the same nvitop rows. Fits the 10-minute call.
     load="python3 -m xfertop.launch.demo_job --phase-seconds 900 --device cuda"
-    LIMIT=150 TAILN=12 step pytest_gpu_viewer python3 -m pytest -m gpu tests/gpu/test_gpu_source_real.py tests/gpu/test_viewer_gpu.py tests/gpu/test_topology_and_sync_gpu.py -p no:cacheprovider -rA
+    LIMIT=60 TAILN=6 step pytest_viewer python3 -m pytest -m gpu tests/gpu/test_viewer_gpu.py -p no:cacheprovider
     step startup python3 benchmarks/startup.py --runs 7 --out "$res/startup"
-    TAILN=20 LIMIT=20 step startup_trace bash -c "XFERTOP_TRACE_STARTUP=$res/startup_trace.txt timeout 4 script -qc 'python3 -m xfertop' /dev/null > /dev/null; cat $res/startup_trace.txt"
-    LIMIT=300 TAILN=12 step tui_cpu python3 benchmarks/tui_cpu.py --seconds 60 --rates-hz 1,4 --out "$res/tui_cpu" --load "$load"
-    LIMIT=60 TAILN=12 step profile_4hz python3 benchmarks/tui_profile.py "$res/profile" --rate-hz 4 --seconds 15 --load "$load"
-    ;;
-  final-counters)
-    load="python3 -m xfertop.launch.demo_job --phase-seconds 900 --device cuda"
-    LIMIT=300 TAILN=12 step tui_cpu_counters python3 benchmarks/tui_cpu.py --seconds 60 --rates-hz 1,4 --out "$res/tui_cpu_counters" --load "$load" --xfertop-args "--pcie counters"
-    LIMIT=40 step pcie_coverage python3 benchmarks/pcie_coverage.py "$res/pcie_coverage" --seconds 20
-    LIMIT=60 TAILN=12 step profile_1hz_counters python3 benchmarks/tui_profile.py "$res/profile" --rate-hz 1 --seconds 15 --load "$load" --xfertop-args "--pcie counters"
+    LIMIT=300 TAILN=8 step tui_cpu python3 benchmarks/tui_cpu.py --seconds 60 --rates-hz 1,4 --out "$res/tui_cpu" --load "$load"
+    LIMIT=160 TAILN=8 step tui_cpu_counters python3 benchmarks/tui_cpu.py --seconds 60 --rates-hz 1,4 --no-nvitop --out "$res/tui_cpu_counters" --load "$load" --xfertop-args "--pcie counters"
+    LIMIT=40 TAILN=6 step pcie_coverage python3 benchmarks/pcie_coverage.py "$res/pcie_coverage" --seconds 20
+    LIMIT=40 TAILN=10 step profile_4hz python3 benchmarks/tui_profile.py "$res/profile" --rate-hz 4 --seconds 12 --load "$load"
     ;;
   gpm)
     load="python3 -m xfertop.launch.demo_job --phase-seconds 600 --device cuda"
