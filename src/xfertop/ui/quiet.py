@@ -39,7 +39,7 @@ class QuietRender:
         last = self._quiet_last
         if (last is not None and last[0] == crop and last[1] == size
                 and not (dirty and not dirty.isdisjoint(crop.line_range))
-                and all(lines.get(y) is strip for y, strip in zip(crop.line_range, last[2], strict=True))):
+                and list(map(lines.get, crop.line_range)) == last[2]):  # the same strips (identity first)
             return list(last[3])
         strips = super().render_lines(crop)  # type: ignore[misc]
         self._quiet_last = (crop, size, [lines.get(y) for y in crop.line_range], strips)
