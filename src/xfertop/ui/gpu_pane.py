@@ -14,6 +14,7 @@ from textual.binding import Binding, BindingType
 from xfertop.model.gpu import GpuSnapshot
 from xfertop.ui import chart, link_text
 from xfertop.ui.format import gb, percent, truncate
+from xfertop.ui.history import History
 from xfertop.ui.lines import LineView
 
 #: Bar and name widths: full on wide terminals, shorter below _NARROW_COLUMNS so a one-line pane keeps
@@ -35,8 +36,8 @@ def _util_style(value: float | None) -> str:
 
 
 def _first_line(gpu: GpuSnapshot, width: int, health: bool = True,
-                trends: tuple[list, list] | None = None) -> Text:
-    """Name, utilisation and memory (bars, plus trend sparklines when ``trends`` is given), health."""
+                trends: tuple[str, str] | None = None) -> Text:
+    """Name, utilisation and memory (bars, plus the trend sparklines ``trends`` when given), health."""
     narrow = width < _NARROW_COLUMNS
     bar_cells = _BAR_CELLS_NARROW if narrow else _BAR_CELLS
     name_cells = _NAME_CELLS_NARROW if narrow else _NAME_CELLS
@@ -51,7 +52,7 @@ def _first_line(gpu: GpuSnapshot, width: int, health: bool = True,
     line.append(chart.bar(None if util is None else util / 100, bar_cells), style=_util_style(util))
     line.append(percent(util, 4))
     if trends:
-        line.append(" " + chart.spark(trends[0], 100.0, _TREND_CELLS), style=_util_style(util))
+        line.append(" " + trends[0], style=_util_style(util))
     mem_fraction = None
     if gpu.mem_used_bytes is not None and gpu.mem_total_bytes:
         mem_fraction = gpu.mem_used_bytes / gpu.mem_total_bytes
@@ -59,7 +60,7 @@ def _first_line(gpu: GpuSnapshot, width: int, health: bool = True,
     line.append(chart.bar(mem_fraction, bar_cells), style="magenta")
     line.append(f" {gb(gpu.mem_used_bytes)}/{gb(gpu.mem_total_bytes)}G")
     if trends:
-        line.append(" " + chart.spark(trends[1], 100.0, _TREND_CELLS), style="magenta")
+        line.append(" " + trends[1], style="magenta")
     extras = []
     if gpu.temperature_c is not None:
         extras.append(f"{gpu.temperature_c:.0f}°C")
@@ -71,7 +72,7 @@ def _first_line(gpu: GpuSnapshot, width: int, health: bool = True,
     return line
 
 
-def _traffic_line(gpu: GpuSnapshot, history_rx: list, history_tx: list, width: int) -> Text:
+def _traffic_line(gpu: GpuSnapshot, history: History, width: int) -> Text:
     """Second line: RX and TX charts, each labelled with the rate against the link's capacity."""
     line = Text("  ")
     scale = link_text.chart_scale_bytes_per_s(gpu.link) or 0.0
@@ -81,8 +82,8 @@ def _traffic_line(gpu: GpuSnapshot, history_rx: list, history_tx: list, width: i
     if max(len(label) for label in labels) > half - 1 - _MIN_CHART_CELLS:
         labels = [link_text.short_label(label) for label in labels]
     chart_cells = max(half - max(len(label) for label in labels) - 2, 0)
-    for label, values, style in zip(labels, (history_rx, history_tx), ("green", "blue"), strict=True):
-        line.append(chart.spark(values, scale, chart_cells), style=style)
+    for label, direction, style in zip(labels, ("rx", "tx"), ("green", "blue"), strict=True):
+        line.append(history.spark(("gpu", gpu.index, direction), scale, chart_cells), style=style)
         line.append(" " + label.ljust(half - chart_cells - 1))
     return line
 
@@ -122,7 +123,8 @@ class GpuPane(LineView, can_focus=True):
         history = self.app.view.history  # type: ignore[attr-defined]
         trends = None
         if width >= _TREND_COLUMNS:
-            trends = (history.get(("gpu", gpu.index, "util")), history.get(("gpu", gpu.index, "mem")))
+            trends = (history.spark(("gpu", gpu.index, "util"), 100.0, _TREND_CELLS),
+                      history.spark(("gpu", gpu.index, "mem"), 100.0, _TREND_CELLS))
         warning = None if gpu.lost_reason else link_text.short_warning(gpu)
         # A link warning outranks temperature, power and trends when the line is short.
         roomy = width >= _ONE_LINE_HEALTH_COLUMNS
@@ -137,8 +139,7 @@ class GpuPane(LineView, can_focus=True):
             return [first]
         if gpu.lost_reason:
             return [first]
-        second = _traffic_line(gpu, history.get(("gpu", gpu.index, "rx")),
-                               history.get(("gpu", gpu.index, "tx")), width)
+        second = _traffic_line(gpu, history, width)
         if warning:
             first.append(f"  ⚠ {warning}", style="bold yellow")
         first.truncate(width)
