@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import ClassVar
 
 from rich.text import Text
@@ -9,6 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import DataTable
 
+from xfertop.analysis.rank_gpu import gpu_busy_share_by_pid
 from xfertop.model.gpu import GpuState
 from xfertop.model.jobs import JobsState
 from xfertop.ui.process_table import selected_row_key
@@ -16,6 +18,11 @@ from xfertop.ui.quiet import QuietRender, QuietStatic
 from xfertop.ui.rank_row import COLUMNS, COMPACT_COLUMNS, rank_cells, rank_key
 from xfertop.ui.table_rows import CellCachedTable, update_row
 from xfertop.ui.verdicts import verdict_line, verdict_of
+
+#: Verdicts judge the last 50 steps: at refresh periods under a second they are judged again once a second
+#: (judging them cost the viewer as much as drawing the rest of the jobs pane, at 4 Hz), at once when a
+#: job, rank or rank state, the ring problems, the width or which ranks have a GPU busy share changed.
+VERDICT_PERIOD_S = 1.0
 
 NO_JOBS = ("no training jobs of this user found. Start one with `xfertop run -- python train.py` "
            "or try `xfertop demo`.")
@@ -103,6 +110,8 @@ class JobsPane(QuietRender, Vertical):
         self._empty = QuietStatic(NO_JOBS, id="jobs-empty")
         self._verdicts_widget = QuietStatic("", id="verdicts")
         self._verdicts: Text | None = None
+        self._judged: tuple = ()  # what the verdicts shown were judged on, besides the steps
+        self._judged_at = float("-inf")
 
     def compose(self):  # type: ignore[override]
         yield self._empty
@@ -117,7 +126,15 @@ class JobsPane(QuietRender, Vertical):
         table = self.rank_table
         table.display = has_jobs
         table.show(state)
-        self._show_verdicts(verdict_text(state, self.content_size.width or 80, gpu))
+        width = self.content_size.width or 80
+        ranks = [rank for job in state.jobs for rank in job.ranks]
+        judged = (width, state.problems, state.error, tuple(sorted(gpu_busy_share_by_pid(ranks, gpu))),
+                  tuple((job.job_key, tuple((rank.pid, rank.status) for rank in job.ranks))
+                        for job in state.jobs))
+        now = time.monotonic()
+        if judged != self._judged or now - self._judged_at >= VERDICT_PERIOD_S:
+            self._judged, self._judged_at = judged, now
+            self._show_verdicts(verdict_text(state, width, gpu))
 
     def _show_verdicts(self, verdicts: Text) -> None:
         """Repaint the verdict lines only when they changed, and relayout only when their count did."""
