@@ -15,7 +15,7 @@ from xfertop.sources.jobs import JobsSource
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.job_detail import JobDetailScreen
 from xfertop.ui.jobs_pane import RankTable
-from xfertop.ui.messages import JobsStateUpdated
+from xfertop.ui.messages import GpuStateUpdated, JobsStateUpdated
 from xfertop.ui.process_table import ProcessTable
 from xfertop.ui.sources_bundle import Sources
 
@@ -32,9 +32,16 @@ def demo_job(tmp_path: Path) -> Iterator[DemoJob]:
         job.stop()
 
 
-def _has_window(message: object) -> bool:
-    return (isinstance(message, JobsStateUpdated) and bool(message.state.jobs)
-            and len(message.state.jobs[0].ranks[0].steps) >= STEPS_FOR_A_WINDOW)
+def _drawn_with_a_window(app: XfertopApp):
+    """A GPU sample (a repaint) once the app's view holds a full window of the rank's steps: ring reads
+    reach the view at repaints, and only new jobs, ranks or rank states come as messages."""
+
+    def check(message: object) -> bool:
+        jobs = app.view.jobs
+        return (isinstance(message, GpuStateUpdated) and jobs is not None and bool(jobs.jobs)
+                and len(jobs.jobs[0].ranks[0].steps) >= STEPS_FOR_A_WINDOW)
+
+    return check
 
 
 async def test_a_live_job_shows_its_rank_verdict_and_detail(demo_job: DemoJob) -> None:
@@ -43,7 +50,7 @@ async def test_a_live_job_shows_its_rank_verdict_and_detail(demo_job: DemoJob) -
     app = XfertopApp(sources)
     waiter = MessageWaiter()
     async with app.run_test(size=(160, 48), message_hook=waiter) as pilot:
-        await waiter.wait_for(_has_window, timeout_s=60)
+        await waiter.wait_for(_drawn_with_a_window(app), timeout_s=60)
         await pilot.pause()
         table = app.query_one(RankTable)
         assert table.row_count == 1

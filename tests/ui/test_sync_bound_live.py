@@ -16,7 +16,7 @@ from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
 from xfertop.sources.jobs import JobsSource
 from xfertop.ui.app import XfertopApp
-from xfertop.ui.messages import JobsStateUpdated
+from xfertop.ui.messages import GpuStateUpdated
 from xfertop.ui.sources_bundle import Sources
 
 STEP_NS = 10_000_000
@@ -67,7 +67,10 @@ async def test_the_jobs_pane_says_sync_bound(tmp_path: Path) -> None:
     try:
         async with app.run_test(size=(160, 48), message_hook=waiter) as pilot:
             await waiter.wait_for(gpu_update_where(lambda m: m.state.gpus[0].util_gpu_percent == 40))
-            await waiter.wait_for(lambda m: isinstance(m, JobsStateUpdated) and bool(m.state.jobs))
+            # Ring reads reach the view at repaints (only a new job comes as a message): the next GPU
+            # sample after the job is in the view draws it with the 40% busy share.
+            await waiter.wait_for(lambda m: isinstance(m, GpuStateUpdated) and app.view.jobs is not None
+                                  and bool(app.view.jobs.jobs))
             await pilot.pause()
             verdicts = str(app.query_one("#verdicts").render())
             assert "sync-bound: the GPU is busy only 40%" in verdicts

@@ -1,16 +1,19 @@
 """The xfertop TUI: renders the snapshots its sources publish; never samples anything itself.
 
-Data flows one way. Each source thread calls our listener with a new snapshot; the listener posts one
-message (coalesced to the latest); the handler stores it in the ViewState and marks the panes it feeds
-dirty. The panes are repainted at most once per display period, under ``batch_update``: the GPU sample
-(one per period) is the pulse that repaints whatever is dirty, and a fallback timer does it when no GPU
-sample comes. The first snapshot of each kind and structural changes (a GPU or job rank came, went or
-changed state) are drawn at once. Pausing freezes the display only: sampling and history go on.
+Data flows one way. Each source thread calls our listener with a new snapshot. The GPU and topology
+listeners post one message (coalesced to the latest); the host and jobs listeners put the snapshot in an
+inbox and post a message only for the first one and for a job shape change (a job or rank came, went or
+changed state). The handlers and each repaint move snapshots into the ViewState and mark the panes they
+feed dirty. The panes are repainted at most once per display period, under ``batch_update``: the GPU
+sample (one per period) is the pulse that repaints whatever is dirty, and a fallback timer does it when
+no GPU sample comes. The first snapshot of each kind and structural job changes are drawn at once.
+Pausing freezes the display only: sampling and history go on.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import ClassVar
@@ -21,6 +24,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 
 from xfertop import startup_trace
+from xfertop.model.host import HostState
 from xfertop.model.jobs import JobsState
 from xfertop.sources.base import PollingSource
 from xfertop.ui.competing import competing_job
@@ -80,6 +84,11 @@ class XfertopApp(App[int]):
         self._dirty: set[str] = set()
         self._fallback: Timer | None = None
         self._header_facts: tuple = ()
+        # Filled on the source threads (see _subscribe), emptied by _take_inbox on this one.
+        self._host_inbox: deque[HostState] = deque()
+        self._host_posted = False
+        self._jobs_latest: JobsState | None = None
+        self._jobs_posted_shape: tuple | None = None
 
     # -- layout ---------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -140,8 +149,7 @@ class XfertopApp(App[int]):
     def _subscribe(self) -> None:
         sources = self.sources
         pairs: tuple[tuple[PollingSource | None, type[LatestSnapshot]], ...] = (
-            (sources.gpu, GpuStateUpdated), (sources.host, HostStateUpdated),
-            (sources.jobs, JobsStateUpdated), (sources.topology, TopologyUpdated))
+            (sources.gpu, GpuStateUpdated), (sources.topology, TopologyUpdated))
         for source, message in pairs:
             if source is None:
                 continue
@@ -150,6 +158,50 @@ class XfertopApp(App[int]):
             latest = source.latest()
             if latest is not None:
                 self.post_message(message(latest))
+        # Host snapshots and ring reads only mark panes dirty for the next repaint: they wait in an
+        # inbox the repaint empties, and wake the app (a message) only when they must be drawn at once:
+        # the first of each, and a job or rank that came, went or changed state. A message each cost
+        # the app about as much as drawing a changed table row.
+        if sources.host is not None:
+            sources.host.subscribe(self._host_published)
+            if (latest_host := sources.host.latest()) is not None:
+                self._host_published(latest_host)
+        if sources.jobs is not None:
+            sources.jobs.subscribe(self._jobs_published)
+            if (latest_jobs := sources.jobs.latest()) is not None:
+                self._jobs_published(latest_jobs)
+
+    def _host_published(self, state: HostState) -> None:
+        """On the host source's thread: the first snapshot is drawn at once, the others at the next
+        repaint."""
+        if self._host_posted:
+            self._host_inbox.append(state)  # deque: append and popleft are safe across threads
+        else:
+            self._host_posted = True
+            self.post_message(HostStateUpdated(state))
+
+    def _jobs_published(self, state: JobsState) -> None:
+        """On the jobs source's thread: the latest read waits for the next repaint, unless its shape
+        changed (drawn at once)."""
+        self._jobs_latest = state
+        shape = _jobs_shape(state)
+        if self._jobs_posted_shape is None or shape != self._jobs_posted_shape:
+            self._jobs_posted_shape = shape
+            self.post_message(JobsStateUpdated(state))
+
+    def _take_inbox(self) -> None:
+        """Apply what the host and jobs sources published since the last look (main thread)."""
+        inbox = self._host_inbox
+        while inbox:
+            state = inbox.popleft()
+            if self.view.host is None or state.timestamp >= self.view.host.timestamp:
+                self.view.apply_host(state)
+                self._dirty.update(("host", "processes"))
+        jobs = self._jobs_latest
+        if jobs is not None and jobs is not self.view.jobs and (
+                self.view.jobs is None or jobs.timestamp >= self.view.jobs.timestamp):
+            self.view.apply_jobs(jobs)
+            self._dirty.update(("jobs", "processes"))
 
     def on_gpu_state_updated(self, message: GpuStateUpdated) -> None:
         # One GPU sample per display period: it is the pulse that draws what every source changed.
@@ -160,7 +212,9 @@ class XfertopApp(App[int]):
 
     def on_host_state_updated(self, message: HostStateUpdated) -> None:
         first = self.view.host is None
-        self.view.apply_host(message.state)
+        self._take_inbox()
+        if self.view.host is None or message.state.timestamp >= self.view.host.timestamp:
+            self.view.apply_host(message.state)
         self._dirty.update(("host", "processes"))
         if first:
             self._flush()
@@ -169,9 +223,11 @@ class XfertopApp(App[int]):
         # Rings are read at ~10 Hz so no step is missed, but the jobs pane is drawn once per display
         # period: redrawing its tables ten times a second cost the viewer 15-20% of a core (H200).
         first = self.view.jobs is None
-        self.view.apply_jobs(message.state)
+        self._take_inbox()
+        if self.view.jobs is None or message.state.timestamp >= self.view.jobs.timestamp:
+            self.view.apply_jobs(message.state)
         self._dirty.update(("jobs", "processes"))
-        shape = _jobs_shape(message.state)
+        shape = _jobs_shape(self.view.jobs)
         if first or shape != self._jobs_shape:  # a job or rank came, went or changed state: now
             self._jobs_shape = shape
             self._flush()
@@ -185,6 +241,7 @@ class XfertopApp(App[int]):
 
     def _flush(self) -> None:
         """Repaint the dirty panes (nothing while paused: they stay dirty, and resuming draws all)."""
+        self._take_inbox()  # paused or not: the view keeps the latest snapshots and the history
         if self.view.paused or not self._mounted:
             return
         if self._fallback is not None:
@@ -201,6 +258,7 @@ class XfertopApp(App[int]):
             self.screen.show(self.view)
 
     def _render_all(self) -> None:
+        self._take_inbox()
         self._dirty.clear()
         self._render(gpus=True, host=True, jobs=True, processes=True)
 

@@ -1,0 +1,62 @@
+"""Host snapshots and ring reads reach the view at the next repaint (an inbox, no message each); the first
+of each and a changed job shape still come as messages and are drawn at once."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+from textual.message import Message
+
+from ui.live import MessageWaiter
+from ui.sample_states import FROZEN_TIME, gpu_state, host_state, jobs_state, rank
+from xfertop.sources.base import PollingSource
+from xfertop.ui.app import XfertopApp
+from xfertop.ui.messages import GpuStateUpdated, HostStateUpdated, JobsStateUpdated
+from xfertop.ui.sources_bundle import Sources
+
+
+class _Manual(PollingSource):
+    """A source the test publishes from, on a thread of its own as a real source does."""
+
+    def publish(self, state: object) -> None:
+        thread = threading.Thread(target=self._publish, args=(state,))
+        thread.start()
+        thread.join()
+
+
+def _at(state, timestamp: float):
+    return dataclasses.replace(state, timestamp=timestamp)
+
+
+async def test_later_snapshots_wait_for_the_repaint_and_keep_the_history() -> None:
+    host, jobs = _Manual(1.0), _Manual(1.0)
+    app = XfertopApp(Sources(host=host, jobs=jobs), start_sources=False, clock=lambda: FROZEN_TIME)
+    seen: list[Message] = []
+    waiter = MessageWaiter()
+
+    def hook(message: Message) -> None:
+        seen.append(message)
+        waiter(message)
+
+    async with app.run_test(size=(160, 48), message_hook=hook) as pilot:
+        host.publish(_at(host_state(), 1.0))
+        jobs.publish(_at(jobs_state(), 1.0))
+        await pilot.pause()
+        assert app.view.host is not None and app.view.jobs is not None  # the firsts: at once
+        for second in (2.0, 3.0, 4.0):
+            host.publish(_at(dataclasses.replace(host_state(), cpu_percent=second * 10), second))
+        jobs.publish(_at(jobs_state(), 2.0))  # new steps, same shape
+        await pilot.pause()
+        assert [type(m) for m in seen].count(HostStateUpdated) == 1
+        assert [type(m) for m in seen].count(JobsStateUpdated) == 1
+        assert app.view.host.timestamp == 1.0  # not drawn before the next repaint
+        app.post_message(GpuStateUpdated(gpu_state(1)))
+        await waiter.wait_for(lambda m: isinstance(m, GpuStateUpdated))
+        await pilot.pause()
+        assert app.view.host.timestamp == 4.0 and app.view.jobs.timestamp == 2.0
+        assert app.view.history.get(("host", "cpu"))[-3:] == [20.0, 30.0, 40.0]  # every snapshot kept
+        jobs.publish(_at(jobs_state(rank(), rank(rank_index=1, world=2)), 3.0))  # a rank came: at once
+        await waiter.wait_for(lambda m: isinstance(m, JobsStateUpdated))
+        await pilot.pause()
+        assert app.jobs_pane.rank_table.row_count == 2
