@@ -11,7 +11,10 @@ CPU is read per thread from /proc (psutil) over ``--seconds`` after ``--warmup``
 (Textual's event loop: messages, layout, rendering, the terminal writes) is the figure of interest, the
 other threads are the sources. With ``--before PATH`` (a ``git worktree add /tmp/ui_base HEAD`` made
 before a change) the two trees alternate (ABBA per round), each run as ``PYTHONPATH=<tree>/src``, and
-the medians and their ratio are printed per refresh rate.
+the medians and their ratio are printed per refresh rate. Keep the rest of the baseline tree equal to
+this one (e.g. ``git worktree add /tmp/ui_base HEAD && git -C /tmp/ui_base checkout OLD -- src/xfertop/ui``):
+a source changed meanwhile changes the main thread's work too (messages per second). Thread times
+tick in 10 ms steps: at 1 Hz measure 30 s or more per run.
 
     python benchmarks/tui_cpu_fake_gpu.py --seconds 20 --rounds 3 --before /tmp/ui_base \
         --load "python -m xfertop.launch.demo_job --phase-seconds 600"
