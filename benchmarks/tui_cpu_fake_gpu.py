@@ -167,6 +167,15 @@ def main() -> int:
                       f" ({len(mine)} runs)")
         if medians.get("before"):
             print(f"  {rate_hz:g} Hz main thread after/before: {medians['after'] / medians['before']:.2f}")
+            # The load on a shared box drifts: the ratio within each round (runs next to each other).
+            pairs = [(run["main"], other["main"]) for run in runs for other in runs
+                     if run["tree"] == "after" and other["tree"] == "before" and "error" not in run
+                     and "error" not in other and run["rate_hz"] == other["rate_hz"] == rate_hz
+                     and run["round"] == other["round"] and other["main"] > 0]
+            if pairs:
+                ratios = [after / before for after, before in pairs]
+                print(f"  {rate_hz:g} Hz main thread after/before per round: "
+                      f"{', '.join(f'{r:.2f}' for r in ratios)}; median {statistics.median(ratios):.2f}")
     if args.json:
         args.json.write_text(json.dumps({"size": args.size, "seconds": args.seconds, "load": args.load,
                                          "runs": runs}, indent=2))
