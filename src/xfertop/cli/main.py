@@ -14,6 +14,7 @@ import sys
 from xfertop import startup_trace
 from xfertop.cli import attach, bench, demo, run
 from xfertop.cli.viewer import ViewerError
+from xfertop.sources.gpu import PCIE_CHOICES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -37,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="refresh period in seconds (default 1.0; + and - change it live)")
     parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
     parser.add_argument("--json", action="store_true", help="with --once: JSON (schema xfertop.snapshot/1)")
-    parser.add_argument("--pcie", choices=("auto", "counters"), default="auto",
+    parser.add_argument("--pcie", choices=PCIE_CHOICES, default="auto",
                         help="how PCIe throughput is measured: auto (default) uses GPM on Hopper or newer "
                              "GPUs, else the byte counters; counters polls the byte counters on every GPU "
                              "(~22 reads/s at Gen5 x16: more CPU)")

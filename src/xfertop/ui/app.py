@@ -193,15 +193,25 @@ class XfertopApp(App[int]):
         """Apply what the host and jobs sources published since the last look (main thread)."""
         inbox = self._host_inbox
         while inbox:
-            state = inbox.popleft()
-            if self.view.host is None or state.timestamp >= self.view.host.timestamp:
-                self.view.apply_host(state)
+            if self._apply_host(inbox.popleft()):
                 self._dirty.update(("host", "processes"))
         jobs = self._jobs_latest
-        if jobs is not None and jobs is not self.view.jobs and (
-                self.view.jobs is None or jobs.timestamp >= self.view.jobs.timestamp):
-            self.view.apply_jobs(jobs)
+        if jobs is not None and jobs is not self.view.jobs and self._apply_jobs(jobs):
             self._dirty.update(("jobs", "processes"))
+
+    def _apply_host(self, state: HostState) -> bool:
+        """Apply a host snapshot unless a newer one is already shown (a message may overtake the inbox)."""
+        if self.view.host is not None and state.timestamp < self.view.host.timestamp:
+            return False
+        self.view.apply_host(state)
+        return True
+
+    def _apply_jobs(self, state: JobsState) -> bool:
+        """Apply a jobs snapshot unless a newer one is already shown."""
+        if self.view.jobs is not None and state.timestamp < self.view.jobs.timestamp:
+            return False
+        self.view.apply_jobs(state)
+        return True
 
     def on_gpu_state_updated(self, message: GpuStateUpdated) -> None:
         # One GPU sample per display period: it is the pulse that draws what every source changed.
@@ -213,19 +223,17 @@ class XfertopApp(App[int]):
     def on_host_state_updated(self, message: HostStateUpdated) -> None:
         first = self.view.host is None
         self._take_inbox()
-        if self.view.host is None or message.state.timestamp >= self.view.host.timestamp:
-            self.view.apply_host(message.state)
+        self._apply_host(message.state)
         self._dirty.update(("host", "processes"))
         if first:
             self._flush()
 
     def on_jobs_state_updated(self, message: JobsStateUpdated) -> None:
-        # Rings are read at ~10 Hz so no step is missed, but the jobs pane is drawn once per display
-        # period: redrawing its tables ten times a second cost the viewer 15-20% of a core (H200).
+        # Only the first jobs snapshot and shape changes come as messages (drawn at once); other ring
+        # reads wait in the inbox for the next repaint, once per display period.
         first = self.view.jobs is None
         self._take_inbox()
-        if self.view.jobs is None or message.state.timestamp >= self.view.jobs.timestamp:
-            self.view.apply_jobs(message.state)
+        self._apply_jobs(message.state)
         self._dirty.update(("jobs", "processes"))
         shape = _jobs_shape(self.view.jobs)
         if first or shape != self._jobs_shape:  # a job or rank came, went or changed state: now
