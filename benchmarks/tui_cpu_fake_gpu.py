@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import statistics
@@ -88,6 +89,7 @@ def measure(tree: Path, rate_hz: float, seconds: float, warmup_s: float, size: t
         if spy is not None:
             while spy.poll() is None:
                 tui.read_for(0.2)
+        names = thread_names(tui.pid)
         tui.send(b"q")
         tui.wait(10.0)
     finally:
@@ -97,8 +99,20 @@ def measure(tree: Path, rate_hz: float, seconds: float, warmup_s: float, size: t
     per_thread = {tid: 100.0 * (cpu - before.get(tid, 0.0)) / wall for tid, cpu in after.items()}
     main_thread = per_thread.get(tui.pid, 0.0)
     total = sum(per_thread.values())
+    threads = {names.get(tid, f"tid {tid}"): round(cpu, 3) for tid, cpu in
+               sorted(per_thread.items(), key=lambda item: -item[1]) if cpu > 0}
     return {"main": main_thread, "total": total, "others": total - main_thread, "seconds": wall,
-            "kb_written": written / 1000}
+            "kb_written": written / 1000, "threads": threads}
+
+
+def thread_names(pid: int) -> dict[int, str]:
+    """OS thread id -> Python thread name, from ``py-spy dump`` (empty where py-spy cannot attach)."""
+    try:
+        argv = [shutil.which("py-spy") or "py-spy", "dump", "--pid", str(pid), "--nonblocking"]
+        dump = subprocess.run(argv, capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    return {int(tid): name for tid, name in re.findall(r'^Thread (\d+) \([a-z-]+\): "([^"]*)"', dump, re.M)}
 
 
 def start_load(command: str, env: dict[str, str]) -> subprocess.Popen:
@@ -149,6 +163,8 @@ def main() -> int:
                     print(f"round {round_index} {rate_hz:g} Hz {name:6s}: main thread {result['main']:5.2f}%"
                           f"  other threads {result['others']:5.2f}%  process {result['total']:5.2f}%"
                           f"  {result['kb_written']:.0f} KB written", flush=True)
+                    threads = result["threads"].items()
+                    print("    " + ", ".join(f"{thread} {cpu:.2f}%" for thread, cpu in threads), flush=True)
     finally:
         if load is not None:
             load.terminate()
