@@ -18,7 +18,7 @@ from xfertop.model.gpu import (
     PcieThroughput,
 )
 from xfertop.sources.base import PollingSource
-from xfertop.sources.gpu_facts import cuda_version_text, host_process, throttle_words
+from xfertop.sources.gpu_facts import HostProcesses, cuda_version_text, throttle_words
 from xfertop.sources.nvml_api import GpuLost, NvmlApi
 from xfertop.sources.pcie_counter import link_wire_bytes_per_s
 from xfertop.sources.pcie_gpm import GpmPcie
@@ -70,7 +70,8 @@ class GpuSource(PollingSource[GpuState]):
 
     def __init__(self, interval_s: float = 1.0, api: NvmlApi | None = None,
                  first_window_s: float = 0.3, pcie: str = "auto",
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 host_processes: HostProcesses | None = None) -> None:
         super().__init__(interval_s)
         if pcie not in PCIE_CHOICES:
             raise ValueError(f"pcie must be one of {PCIE_CHOICES}, not {pcie!r}")
@@ -88,6 +89,7 @@ class GpuSource(PollingSource[GpuState]):
         self._cuda_driver_version: str | None = None
         self._notes: tuple[str, ...] = ()
         self._last_sample_s: float | None = None
+        self._host_processes = host_processes if host_processes is not None else HostProcesses()
 
     @property
     def poller(self) -> PcieCounterPoller | None:
@@ -101,9 +103,11 @@ class GpuSource(PollingSource[GpuState]):
         now_s = self._monotonic()
         elapsed_s = now_s - self._last_sample_s if self._last_sample_s is not None else self.interval_s
         self._last_sample_s = now_s
+        gpus = tuple(self._snapshot(gpu, elapsed_s) for gpu in self._gpus)
+        self._host_processes.forget_all_but({process.pid for gpu in gpus for process in gpu.processes})
         return GpuState(
             timestamp=time.time(),
-            gpus=tuple(self._snapshot(gpu, elapsed_s) for gpu in self._gpus),
+            gpus=gpus,
             driver_version=self._driver_version,
             cuda_driver_version=self._cuda_driver_version,
             notes=self._notes + self._poller_notes(),
@@ -282,7 +286,8 @@ class GpuSource(PollingSource[GpuState]):
 
     def _processes(self, handle: Any) -> tuple[GpuProcess, ...]:
         running = self._api.query("nvmlDeviceGetComputeRunningProcesses", handle) or ()
-        return tuple(host_process(int(p.pid), getattr(p, "usedGpuMemory", None)) for p in running)
+        join = self._host_processes.join
+        return tuple(join(int(p.pid), getattr(p, "usedGpuMemory", None)) for p in running)
 
     @staticmethod
     def _lost_snapshot(gpu: _Gpu) -> GpuSnapshot:

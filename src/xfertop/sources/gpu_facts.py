@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import psutil
 
 from xfertop.model.gpu import GpuProcess
@@ -36,8 +38,73 @@ def cuda_version_text(version: int | None) -> str | None:
     return None if version is None else f"{version // 1000}.{version % 1000 // 10}"
 
 
-def host_process(pid: int, gpu_memory_bytes: int | None) -> GpuProcess:
-    """A GPU process joined with what the host says about it; gone or forbidden leaves None."""
+class HostProcesses:
+    """GPU processes joined with what the host says about them (owner, command line).
+
+    Reading those through psutil opens /etc/passwd, stats /etc/nsswitch.conf and reads three /proc
+    files: the costliest part of a GPU sample. They do not change while a process lives, so they are
+    read once per process, named by pid, start time and name (an exec renames it; a new process on
+    a reused pid starts later). Each join still reads /proc/<pid>/stat, so a process that ended or
+    became unreadable shows without owner at once, as it would without the cache.
+    Call :meth:`forget_all_but` after each sample with the pids it listed.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[bytes, GpuProcess]] = {}
+
+    def join(self, pid: int, gpu_memory_bytes: int | None) -> GpuProcess:
+        """One GPU process with its owner and command; gone or forbidden leaves them None."""
+        identity = _identity(pid)
+        known = self._known.get(pid)
+        if identity is None or known is None or known[0] != identity:
+            user, command = _read_owner_and_command(pid)
+            process = GpuProcess(pid=pid, gpu_memory_bytes=gpu_memory_bytes, user=user, command=command)
+            if identity is None or user is None or command is None:
+                self._known.pop(pid, None)  # only complete answers are kept: a refusal may not last
+            else:
+                self._known[pid] = (identity, process)
+            return process
+        process = known[1]
+        if process.gpu_memory_bytes != gpu_memory_bytes:
+            process = GpuProcess(pid=pid, gpu_memory_bytes=gpu_memory_bytes, user=process.user,
+                                 command=process.command)
+            self._known[pid] = (identity, process)
+        return process
+
+    def __contains__(self, pid: object) -> bool:
+        """Whether what the host says about ``pid`` is kept."""
+        return pid in self._known
+
+    def forget_all_but(self, pids: set[int]) -> None:
+        """Drop what is known about every pid not in ``pids`` (no longer listed by NVML)."""
+        for pid in self._known.keys() - pids:
+            del self._known[pid]
+
+
+def _identity(pid: int) -> bytes | None:
+    """The name and start time of the process holding ``pid`` now, from /proc/<pid>/stat: together
+    with the pid they name one process and one executable for good. None where it cannot be read (gone,
+    another pid namespace, hidepid) or the process is a zombie (what psutil tells of it changes)."""
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        text = os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    # The name (field 2) may hold spaces and parentheses: fields 3 on follow the last ')'.
+    close = text.rfind(b")")
+    fields = text[close + 2:].split()
+    if close < 0 or len(fields) < 20 or fields[0] == b"Z":
+        return None
+    return text[:close + 1] + b" " + fields[19]
+
+
+def _read_owner_and_command(pid: int) -> tuple[str | None, str | None]:
+    """The user and command line of ``pid`` through psutil; None where gone or forbidden."""
     user = command = None
     try:
         process = psutil.Process(pid)
@@ -46,4 +113,4 @@ def host_process(pid: int, gpu_memory_bytes: int | None) -> GpuProcess:
             command = " ".join(process.cmdline()) or process.name()
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         pass  # another container's pid, or it ended between NVML's answer and ours
-    return GpuProcess(pid=pid, gpu_memory_bytes=gpu_memory_bytes, user=user, command=command)
+    return user, command
