@@ -18,8 +18,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import ClassVar
 
+from textual import constants as textual_constants
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.driver import Driver
 from textual.screen import Screen
 from textual.timer import Timer
 
@@ -106,6 +108,17 @@ class XfertopApp(App[int]):
             yield self.host_pane
         yield self.process_table
         yield QuietFooter(compact=True)
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's Linux driver with an input thread that sleeps until a key comes
+        (ui/input_driver.py); Textual's choice elsewhere, or where TEXTUAL_DRIVER names one."""
+        driver_class = super().get_driver_class()
+        if textual_constants.DRIVER is None and (driver_class.__module__, driver_class.__name__) == (
+                "textual.drivers.linux_driver", "LinuxDriver"):
+            from xfertop.ui.input_driver import QuietLinuxDriver
+
+            return QuietLinuxDriver
+        return driver_class
 
     def get_default_screen(self) -> Screen:
         return QuietScreen(id="_default")  # asked for all its lines each frame: see ui/quiet.py

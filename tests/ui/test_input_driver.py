@@ -1,0 +1,93 @@
+"""The input thread that sleeps until a key comes (ui/input_driver.py): the parser's deadline, and the
+real viewer in a pseudo-terminal (keys, a lone Escape, no thread ticking ten times a second)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from textual._xterm_parser import XTermParser
+
+from xfertop.ui.input_driver import FALLBACK_TICK_S, parser_timeout
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from pty_run import PtyProcess  # noqa: E402 - benchmarks/ is not a package
+
+STOCK_DRIVER = "textual.drivers.linux_driver:LinuxDriver"
+
+
+def test_an_idle_parser_needs_no_timeout_and_a_lone_escape_needs_its_own() -> None:
+    parser = XTermParser()
+    assert parser_timeout(parser, now=0.0) is None  # nothing pending: block until input comes
+    assert list(parser.feed("\x1b")) == []  # ESC alone: a key, or the start of a sequence?
+    deadline = parser._timeout_time
+    assert deadline is not None
+    assert parser_timeout(parser, now=deadline - 0.05) == pytest.approx(0.05)
+    assert parser_timeout(parser, now=deadline + 1.0) == 0.0  # overdue: tick at once
+
+
+def test_a_parser_without_the_deadline_attribute_ticks_as_textual_does() -> None:
+    class OtherParser:
+        pass
+
+    assert parser_timeout(OtherParser(), now=0.0) == FALLBACK_TICK_S  # type: ignore[arg-type]
+
+
+def _voluntary_switches(pid: int) -> dict[int, int]:
+    """Voluntary context switches (sleeps) so far, per thread of ``pid``."""
+    switches = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as status:
+                for line in status:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        switches[int(tid)] = int(line.split()[1])
+        except OSError:  # the thread ended meanwhile
+            continue
+    return switches
+
+
+def _most_wakeups_per_second(env: dict[str, str], seconds: float = 3.0) -> float:
+    """The highest per-thread wake-up rate of an idle viewer (no driver here; 60 s refresh)."""
+    tui = PtyProcess([sys.executable, "-m", "xfertop", "--interval", "60"], columns=80, rows=24, env=env)
+    try:
+        assert tui.wait_for_output(b"processes", timeout_s=30) is not None, bytes(tui.output[-2000:])
+        tui.read_for(1.0)  # start-up done: sources started, first snapshots drawn
+        before = _voluntary_switches(tui.pid)
+        tui.read_for(seconds)
+        after = _voluntary_switches(tui.pid)
+        tui.send(b"q")
+        assert tui.wait(timeout_s=20) == 0
+    finally:
+        tui.close()
+    return max((after[tid] - before.get(tid, 0)) / seconds for tid in after)
+
+
+def test_no_thread_of_an_idle_viewer_wakes_ten_times_a_second() -> None:
+    """Textual's own input thread wakes every 0.1 s (checked here, so this test can fail); ours sleeps."""
+    env = {key: value for key, value in os.environ.items() if key != "TEXTUAL_DRIVER"}
+    assert _most_wakeups_per_second({**env, "TEXTUAL_DRIVER": STOCK_DRIVER}) >= 9.0
+    assert _most_wakeups_per_second(env) < 8.0
+
+
+def test_keys_and_a_lone_escape_reach_the_app() -> None:
+    """? opens the help, a lone Escape closes it, q quits.
+
+    Escape alone is only known to be the Escape key once no byte follows it within ESCDELAY (0.1 s):
+    it reaches the app through the parser's timeout, which a thread blocked for good would never run
+    (the Escape would then wait for the q and both would arrive as alt+q, and the app would not quit)."""
+    tui = PtyProcess([sys.executable, "-m", "xfertop", "--interval", "60"], columns=80, rows=24)
+    try:
+        assert tui.wait_for_output(b"processes", timeout_s=30) is not None, bytes(tui.output[-2000:])
+        tui.send(b"?")
+        assert tui.wait_for_output(b"closes this help", timeout_s=60) is not None
+        tui.send(b"\x1b")
+        tui.read_for(1.0)  # the person pauses: part of the input, ten times ESCDELAY
+        tui.send(b"q")  # with the help still open, q would only close it and the app would go on
+        assert tui.wait(timeout_s=20) == 0, bytes(tui.output[-2000:])
+        assert b"Traceback" not in tui.output
+    finally:
+        tui.close()
