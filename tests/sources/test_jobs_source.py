@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
+import time
 from pathlib import Path
 
 import pytest
 
+from ring_test_tools import rank_with_steps, ranks, start_script, wait_until
 from xfertop import wire
-from xfertop.model.jobs import StepRecord
+from xfertop.model.jobs import JobsState, StepRecord
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
-from xfertop.sources.jobs import JobsSource, job_key, job_name
+from xfertop.sources.jobs import JobsSource, job_key, job_name, process_alive
 from xfertop.sources.ring_reader import to_step_record
 
 
@@ -121,8 +124,6 @@ def test_a_half_written_header_is_not_a_problem_while_young(tmp_path: Path) -> N
 
 
 def test_liveness_live_stalled_and_finished(tmp_path: Path) -> None:
-    import time
-
     writer = _writer(tmp_path)
     now_ns = time.perf_counter_ns()
     writer.write_step(0, now_ns - 10_000_000, 10_000_000, 0, 0, 0, 0, 0)
@@ -200,3 +201,113 @@ def test_job_keys_and_names() -> None:
     assert job_key(dataclasses.replace(header, master="", world_size=None)) == "pid:10"
     assert job_name(("/usr/bin/python3", "-u", "/x/train.py", "--lr", "1")) == "train.py"
     assert job_name(("python", "-m", "pkg.train")) == "-m pkg.train"
+
+
+# -- what a read skips, and the answers that must not change because of it --------------------------------
+def _settle(ring_dir: Path) -> None:
+    """Date the directory's mtime a minute back: its listing is then reused until something changes it."""
+    old_ns = time.time_ns() - 60_000_000_000
+    os.utime(ring_dir, ns=(old_ns, old_ns))
+
+
+def _paths(state: JobsState) -> list[str]:
+    return sorted(rank.ring_path for job in state.jobs for rank in job.ranks)
+
+
+def test_new_and_removed_rings_are_seen_on_the_next_read_of_a_settled_directory(tmp_path: Path) -> None:
+    first = _writer(tmp_path, steps=1, pid=os.getpid())
+    _settle(tmp_path)
+    source = _source(tmp_path)
+    assert _paths(source.sample_once()) == [first.path]
+    assert _paths(source.sample_once()) == [first.path]
+    second = _writer(tmp_path, steps=1, pid=os.getpid(), start_ticks=first._identity.start_ticks + 1)
+    assert _paths(source.sample_once()) == sorted([first.path, second.path])
+    _settle(tmp_path)
+    source.sample_once()
+    os.unlink(first.path)
+    assert _paths(source.sample_once()) == [second.path]
+
+
+def test_a_ring_created_in_the_same_mtime_tick_as_the_last_listing_is_found(tmp_path: Path) -> None:
+    first = _writer(tmp_path, steps=1, pid=os.getpid())
+    source = _source(tmp_path)
+    source.sample_once()
+    listed_mtime_ns = os.stat(tmp_path).st_mtime_ns
+    second = _writer(tmp_path, steps=1, pid=os.getpid(), start_ticks=first._identity.start_ticks + 1)
+    os.utime(tmp_path, ns=(listed_mtime_ns, listed_mtime_ns))  # a coarse clock stamps both the same
+    assert _paths(source.sample_once()) == sorted([first.path, second.path])
+
+
+def test_a_ring_replaced_under_the_same_name_is_read_again(tmp_path: Path) -> None:
+    old = _writer(tmp_path, steps=3, pid=os.getpid())
+    _settle(tmp_path)
+    source = _source(tmp_path)
+    for _ in range(2):
+        [rank] = source.sample_once().jobs[0].ranks
+        assert len(rank.steps) == 3
+    new = _writer(tmp_path / "elsewhere", steps=7, pid=os.getpid(), start_ticks=old._identity.start_ticks)
+    os.replace(new.path, old.path)
+    [rank] = source.sample_once().jobs[0].ranks
+    assert [s.step for s in rank.steps] == list(range(7))
+
+
+def test_a_device_named_after_the_first_read_is_shown(tmp_path: Path) -> None:
+    writer = _writer(tmp_path, steps=2, pid=os.getpid(), device="")
+    source = _source(tmp_path)
+    assert source.sample_once().jobs[0].ranks[0].device == ""
+    writer.set_device("cuda:3")
+    assert source.sample_once().jobs[0].ranks[0].device == "cuda:3"
+
+
+def test_a_dead_writers_half_written_slot_is_skipped_and_its_later_steps_read(tmp_path: Path) -> None:
+    writer = _writer(tmp_path, steps=5, start_ticks=1)  # our pid, another process's start time: dead
+    writer.words[wire.slot_word(writer.capacity, 2) + wire.R_SEQ] |= 1
+    source = _source(tmp_path)
+    for _ in range(6):
+        [rank] = source.sample_once().jobs[0].ranks
+    assert [s.step for s in rank.steps] == [0, 1, 3, 4] and rank.steps_lost == 1
+    assert rank.status == "finished"
+
+
+def test_a_finished_ranks_heartbeat_age_keeps_growing(tmp_path: Path) -> None:
+    writer = _writer(tmp_path, start_ticks=1)
+    writer.write_step(0, time.perf_counter_ns() - 1_000_000_000, 1_000_000, 0, 0, 0, 0, 0)
+    source = _source(tmp_path)
+    ages = [source.sample_once().jobs[0].ranks[0].heartbeat_age_s for _ in range(4)]
+    assert ages == sorted(ages) and ages[3] > ages[2] > ages[1]
+
+
+PACED_LOOP = """
+import itertools, time
+import xfertop
+for _ in xfertop.watch(itertools.count()):
+    time.sleep(0.01)
+"""
+
+
+@pytest.mark.parametrize("pidfds", [True, False], ids=["pidfd", "no-pidfd"])
+def test_a_writer_that_dies_after_being_seen_alive_is_finished_on_the_next_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pidfds: bool) -> None:
+    if not pidfds:  # what a kernel before 5.3, or a sandbox that forbids the call, answers
+        def no_pidfd(pid: int) -> int:
+            raise OSError(errno.ENOSYS, "Function not implemented")
+
+        monkeypatch.setattr(os, "pidfd_open", no_pidfd)
+    rings = tmp_path / "rings"
+    child = start_script(tmp_path, rings, PACED_LOOP)
+    try:
+        source = _source(rings, stall_after_s=60.0)
+        wait_until(lambda: rank_with_steps(source, child.pid, 20), 30, "20 steps")
+        for _ in range(3):
+            assert [r.status for r in ranks(source)] == ["live"]
+        start_ticks = wire.process_start_ticks(child.pid)
+        child.kill()
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not yet reaped: a zombie
+        # A zombie still has its /proc/<pid>/stat: the source answers as /proc does.
+        [rank] = ranks(source)
+        assert (rank.status == "finished") == (not process_alive(child.pid, start_ticks))
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+    assert [r.status for r in ranks(source)] == ["finished"]
+    assert [r.status for r in ranks(source)] == ["finished"]

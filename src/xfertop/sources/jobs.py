@@ -4,11 +4,22 @@ Files that cannot be used (unknown version, truncated, another user's, a symlink
 ``JobsState.problems`` and skipped; the others carry on. A rank whose process is gone is shown as
 finished and its file is removed after a grace period; a live process whose heartbeat went quiet is
 shown as stalled.
+
+Cost per read, for the rings of dead processes that pile up in a directory as much as for live ones:
+the directory is listed again only when its mtime changed (no file created, removed or renamed
+otherwise), and then each ring's name is checked for a new file; a writer found dead stays dead (a pid
+and a start time name one process for good), and once its ring is read to the end it is not read
+again; a live writer is held by a pidfd, so one poll() tells which writers exited and only those are
+looked up in /proc; a ring that did not advance is not parsed again.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import itertools
 import os
+import select
 import statistics
 import time
 from collections.abc import Callable
@@ -19,6 +30,10 @@ from xfertop.sources.base import PollingSource
 from xfertop.sources.ring_reader import RingCounters, RingProblem, RingReader
 
 NOT_READY_GRACE_S = 5.0
+#: A listing is reused while the directory's mtime is unchanged, but only once it was taken this long
+#: after that mtime: a change within the same timestamp tick (coarse, or whole seconds on some
+#: filesystems) leaves the mtime as it was.
+LISTING_SETTLED_NS = 3_000_000_000
 
 
 def job_key(header: wire.RingHeader) -> str:
@@ -32,6 +47,7 @@ def job_key(header: wire.RingHeader) -> str:
     return f"pid:{header.pid}"
 
 
+@functools.lru_cache(maxsize=256)
 def job_name(argv: tuple[str, ...]) -> str:
     """The script (or -m module) a job runs, for people: ``train.py`` rather than a python path."""
     args = list(argv)
@@ -51,6 +67,35 @@ def process_alive(pid: int, start_ticks: int) -> bool:
         return False
 
 
+@dataclasses.dataclass(frozen=True)
+class _Listing:
+    """The ring names of one directory as listed when its (st_dev, st_ino, st_mtime_ns) was ``stamp``."""
+
+    stamp: tuple[int, int, int]
+    paths: tuple[str, ...]
+    #: Taken well after the mtime: while the stamp is unchanged, no name was added, removed or replaced.
+    settled: bool
+
+
+class _Ring:
+    """One open ring and what the source knows about its writer."""
+
+    def __init__(self, reader: RingReader) -> None:
+        self.reader = reader
+        self.job_key = job_key(reader.header)
+        #: The writer was found gone (for good: the same pid and start time never come back).
+        self.dead = False
+        #: Dead, and read to the end after its death: the file cannot change any more.
+        self.frozen = False
+        #: Holds the live writer (-1: none, ask /proc on every read).
+        self.pidfd = -1
+        #: The header counters and device string read last.
+        self.counters: RingCounters | None = None
+        self.device = ""
+        self.stall_version = -1
+        self.typical_step_s = 0.0
+
+
 class JobsSource(PollingSource[JobsState]):
     name = "jobs"
 
@@ -66,42 +111,49 @@ class JobsSource(PollingSource[JobsState]):
         self.finished_grace_s = finished_grace_s
         self._monotonic = monotonic
         self._uid = os.getuid()
-        self._readers: dict[str, RingReader] = {}
+        self._rings: dict[str, _Ring] = {}
         self._dead_since: dict[str, float] = {}
+        self._listings: dict[str, _Listing] = {}
+        self._pidfds = select.poll()
+        self._pidfd_count = 0
+        self._exited_pidfds: set[int] = set()
+        #: False once the kernel (or a sandbox) refused a pidfd: then /proc is asked on every read.
+        self._pidfds_work = hasattr(os, "pidfd_open")
 
     def sample(self) -> JobsState:
         problems: list[str] = []
         ranks: list[RankState] = []
         seen: set[str] = set()
         error = None
+        # One poll for every live writer: the pidfds that turned readable belong to exited processes.
+        self._exited_pidfds = {fd for fd, _ in self._pidfds.poll(0)} if self._pidfd_count else set()
         for ring_dir in self.ring_dirs:
             trouble = self._scan(ring_dir, ranks, problems, seen)
             if trouble and ring_dir == self.ring_dir:
                 error = trouble
             elif trouble:
                 problems.append(trouble)
-        for path in set(self._readers) - seen:
+        for path in set(self._rings) - seen:
             self._forget(path)
         return JobsState(time.time(), _group(ranks), self.ring_dir, tuple(problems), error)
 
     def _scan(self, ring_dir: str, ranks: list[RankState], problems: list[str], seen: set[str]) -> str | None:
         """Read every ring in one directory; a sentence if the directory itself cannot be used."""
         try:
-            problem = wire.ring_dir_problem(ring_dir, os.lstat(ring_dir))
+            st = os.lstat(ring_dir)
+            problem = wire.ring_dir_problem(ring_dir, st)
             if problem:
                 return problem
-            names = sorted(os.listdir(ring_dir))
+            paths, unchanged = self._ring_paths(ring_dir, st)
         except FileNotFoundError:
+            self._listings.pop(ring_dir, None)
             return None  # no job has written here yet
         except OSError as exc:
             return f"cannot read ring directory {ring_dir}: {exc.strerror or exc}"
-        for name in names:
-            if not name.endswith(wire.RING_SUFFIX):
-                continue
-            path = os.path.join(ring_dir, name)
+        for path in paths:
             seen.add(path)
             try:
-                rank = self._read_one(path, problems)
+                rank = self._read_one(path, problems, unchanged)
             except Exception as exc:  # one odd file must not hide the other jobs
                 problems.append(f"{path}: could not be read ({type(exc).__name__}: {exc}); will retry")
                 self._forget(path)
@@ -110,29 +162,97 @@ class JobsSource(PollingSource[JobsState]):
                 ranks.append(rank)
         return None
 
-    def _read_one(self, path: str, problems: list[str]) -> RankState | None:
-        reader = self._reader_for(path, problems)
-        if reader is None:
-            return None
-        reader.poll()
-        counters = reader.counters()
-        alive = process_alive(reader.header.pid, reader.header.start_ticks)
-        if not alive and self._remove_if_expired(path):
-            return None
-        return _rank_state(reader, counters, self._status(reader, counters, alive))
+    def _ring_paths(self, ring_dir: str, st: os.stat_result) -> tuple[tuple[str, ...], bool]:
+        """The ring files in ``ring_dir`` (lstat ``st``), and whether the names are known to name the very
+        files of the last read: the directory's mtime is unchanged since a settled listing."""
+        stamp = (st.st_dev, st.st_ino, st.st_mtime_ns)
+        listing = self._listings.get(ring_dir)
+        if listing is not None and listing.stamp == stamp and listing.settled:
+            return listing.paths, True
+        listed_at_ns = time.time_ns()
+        paths = tuple(os.path.join(ring_dir, name) for name in sorted(os.listdir(ring_dir))
+                      if name.endswith(wire.RING_SUFFIX))
+        self._listings[ring_dir] = _Listing(stamp, paths, listed_at_ns - st.st_mtime_ns > LISTING_SETTLED_NS)
+        return paths, False
 
-    def _reader_for(self, path: str, problems: list[str]) -> RingReader | None:
-        reader = self._readers.get(path)
+    def _read_one(self, path: str, problems: list[str], unchanged: bool) -> RankState | None:
+        ring = self._ring_for(path, problems, unchanged)
+        if ring is None:
+            return None
+        reader = ring.reader
+        if ring.frozen:
+            counters = ring.counters
+        else:
+            was_dead = ring.dead
+            reader.poll()
+            counters = reader.counters()
+            self._alive(ring)
+            # Read once more after the death was seen: the last steps or GPU patches it wrote are in.
+            ring.frozen = was_dead and reader.caught_up()
+        assert counters is not None
+        if ring.dead and self._remove_if_expired(path):
+            return None
+        # A frozen ring's mapping is not read again: its device string is the one read last.
+        device = ring.device if ring.frozen else reader.device()
+        status = self._status(ring, counters, not ring.dead)
+        ring.counters, ring.device = counters, device
+        return _rank_state(reader, ring.job_key, device, counters, status)
+
+    def _alive(self, ring: _Ring) -> bool:
+        """process_alive for the ring's writer, asking /proc only when its pidfd (if any) says it exited."""
+        if ring.dead:
+            return False
+        if ring.pidfd >= 0 and ring.pidfd not in self._exited_pidfds:
+            return True  # not exited: the pidfd holds the very process the check below found
+        header = ring.reader.header
+        pidfd = self._open_pidfd(header.pid) if ring.pidfd < 0 else -1
+        # Opened before the check: if the pid then shows the writer's start time, the pidfd is the writer.
+        if process_alive(header.pid, header.start_ticks):
+            if pidfd >= 0:
+                ring.pidfd = pidfd
+                self._pidfds.register(pidfd, select.POLLIN)
+                self._pidfd_count += 1
+            return True
+        if pidfd >= 0:
+            os.close(pidfd)
+        ring.dead = True
+        self._drop_pidfd(ring)
+        return False
+
+    def _open_pidfd(self, pid: int) -> int:
+        """A pidfd for ``pid`` (readable once that process exits), or -1."""
+        if not self._pidfds_work:
+            return -1
+        try:
+            return os.pidfd_open(pid)
+        except ProcessLookupError:
+            return -1
+        except OSError:  # ENOSYS (kernel before 5.3), EPERM (a seccomp filter)...
+            self._pidfds_work = False
+            return -1
+
+    def _drop_pidfd(self, ring: _Ring) -> None:
+        if ring.pidfd >= 0:
+            self._pidfds.unregister(ring.pidfd)
+            self._pidfd_count -= 1
+            os.close(ring.pidfd)
+            ring.pidfd = -1
+
+    def _ring_for(self, path: str, problems: list[str], unchanged: bool) -> _Ring | None:
+        ring = self._rings.get(path)
+        if ring is not None and unchanged and (ring.frozen or ring.reader.still_valid()):
+            return ring  # the directory still names this file; a frozen ring's mapping is not read
         try:
             st = os.lstat(path)
         except FileNotFoundError:
             self._forget(path)
             return None
-        if reader is not None and (reader.identity != (st.st_dev, st.st_ino) or not reader.still_valid()):
+        replaced = ring is not None and ring.reader.identity != (st.st_dev, st.st_ino)
+        if ring is not None and (replaced or not ring.reader.still_valid()):
             self._forget(path)
-            reader = None
-        if reader is not None:
-            return reader
+            ring = None
+        if ring is not None:
+            return ring
         try:
             reader = RingReader(path, self._uid)
         except RingProblem as exc:
@@ -144,27 +264,32 @@ class JobsSource(PollingSource[JobsState]):
         except OSError as exc:
             problems.append(f"{path}: cannot open: {exc.strerror or exc}")
             return None
-        self._readers[path] = reader
-        return reader
+        ring = _Ring(reader)
+        self._rings[path] = ring
+        return ring
 
-    def _status(self, reader: RingReader, counters: RingCounters, alive: bool) -> RankStatus:
+    def _status(self, ring: _Ring, counters: RingCounters, alive: bool) -> RankStatus:
         if not alive or counters.state_flags & wire.STATE_CLOSED:
             return "finished"
-        if _heartbeat_age_s(reader, counters) > self._stall_threshold_s(reader):
+        if _heartbeat_age_s(ring.reader, counters) > self._stall_threshold_s(ring):
             return "stalled"
         return "live"
 
-    def _stall_threshold_s(self, reader: RingReader) -> float:
-        recent = [record.wall_ms for record in list(reader.steps)[-16:]]
-        typical_s = statistics.median(recent) / 1000 if recent else 0.0
-        return max(self.stall_after_s, 5 * typical_s)
+    def _stall_threshold_s(self, ring: _Ring) -> float:
+        reader = ring.reader
+        if ring.stall_version != reader.steps_version:
+            recent = [record.wall_ms for record in itertools.islice(reversed(reader.steps), 16)]
+            ring.typical_step_s = statistics.median(recent) / 1000 if recent else 0.0
+            ring.stall_version = reader.steps_version
+        return max(self.stall_after_s, 5 * ring.typical_step_s)
 
     def _remove_if_expired(self, path: str) -> bool:
         now = self._monotonic()
         dead_since = self._dead_since.setdefault(path, now)
         if now - dead_since < self.finished_grace_s:
             return False
-        reader = self._readers.get(path)
+        ring = self._rings.get(path)
+        reader = ring.reader if ring is not None else None
         try:
             st = os.lstat(path)
             if reader is not None and reader.identity == (st.st_dev, st.st_ino) and st.st_uid == self._uid:
@@ -175,13 +300,14 @@ class JobsSource(PollingSource[JobsState]):
         return True
 
     def _forget(self, path: str) -> None:
-        reader = self._readers.pop(path, None)
-        if reader is not None:
-            reader.close()
+        ring = self._rings.pop(path, None)
+        if ring is not None:
+            self._drop_pidfd(ring)
+            ring.reader.close()
         self._dead_since.pop(path, None)
 
     def _forget_all(self) -> None:
-        for path in list(self._readers):
+        for path in list(self._rings):
             self._forget(path)
 
     def close(self) -> None:
@@ -194,7 +320,8 @@ def _heartbeat_age_s(reader: RingReader, counters: RingCounters) -> float:
     return max(0.0, (time.perf_counter_ns() - counters.heartbeat_ns) / 1e9)
 
 
-def _rank_state(reader: RingReader, counters: RingCounters, status: RankStatus) -> RankState:
+def _rank_state(reader: RingReader, key: str, device: str, counters: RingCounters,
+                status: RankStatus) -> RankState:
     header = reader.header
     return RankState(
         pid=header.pid,
@@ -202,12 +329,12 @@ def _rank_state(reader: RingReader, counters: RingCounters, status: RankStatus) 
         rank=header.rank,
         local_rank=header.local_rank,
         world_size=header.world_size,
-        job_key=job_key(header),
-        device=reader.device(),
+        job_key=key,
+        device=device,
         argv=header.argv,
         status=status,
         heartbeat_age_s=_heartbeat_age_s(reader, counters),
-        steps=tuple(reader.steps),
+        steps=reader.steps_tuple(),
         pinned_host_bytes=counters.pinned_bytes,
         dataloader_workers=counters.dataloader_workers,
         reporter_errors=counters.errors,

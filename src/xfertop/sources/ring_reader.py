@@ -110,6 +110,13 @@ class RingReader:
             raise
         self._size_bytes = st.st_size
         self.steps: deque[StepRecord] = deque(maxlen=self.header.capacity)
+        #: Bumped whenever ``steps`` changes (a step added, a pending one resolved): what was derived from
+        #: the steps at one version (the tuple a RankState holds, a median) is still right at that version.
+        self.steps_version = 0
+        self._steps_tuple: tuple[StepRecord, ...] = ()
+        self._steps_tuple_version = 0
+        self._device_raw = b""
+        self._device = ""
         self._next_step = -1
         self._pending: list[int] = []
         self.steps_lost = 0
@@ -140,11 +147,31 @@ class RingReader:
         )
 
     def device(self) -> str:
-        """Written when the reporter learns its device, after the header: read on every poll."""
-        try:
-            return wire.read_string(self._mapping, "device")
-        except wire.RingFormatError:
-            return ""
+        """Written when the reporter learns its device, after the header: looked at on every poll, decoded
+        only when its bytes changed."""
+        assert self._mapping is not None
+        offset, length = wire.STRINGS["device"]
+        raw = self._mapping[offset : offset + length]
+        if raw != self._device_raw:
+            try:
+                self._device = wire.read_string(self._mapping, "device")
+            except wire.RingFormatError:
+                self._device = ""
+            self._device_raw = raw
+        return self._device
+
+    def steps_tuple(self) -> tuple[StepRecord, ...]:
+        """``tuple(self.steps)``, built again only after the steps changed."""
+        if self._steps_tuple_version != self.steps_version:
+            self._steps_tuple = tuple(self.steps)
+            self._steps_tuple_version = self.steps_version
+        return self._steps_tuple
+
+    def caught_up(self) -> bool:
+        """Every step the writer announced has been read or given up (none is being waited for)."""
+        words = self._words
+        assert words is not None
+        return self._next_step >= words[wire.H_WRITE_INDEX]
 
     def poll(self) -> int:
         """Read steps written since the last poll and re-read pending ones; returns the new-step count."""
@@ -156,6 +183,8 @@ class RingReader:
         oldest_safe = max(0, write_index - capacity + 1)
         if self._next_step < 0 or write_index < self._next_step:
             self._next_step = oldest_safe  # a late viewer still gets the history
+        if write_index == self._next_step and not self._pending:
+            return 0  # nothing new and nothing to re-read: the common case between two steps
         self._reread_pending(words, capacity)
         if self._next_step < oldest_safe:
             self.steps_lost += oldest_safe - self._next_step
@@ -177,6 +206,8 @@ class RingReader:
             self.steps.append(record)
             self._next_step = step + 1
             added += 1
+        if added:
+            self.steps_version += 1
         return added
 
     def _stuck_at(self, step: int) -> bool:
@@ -208,6 +239,7 @@ class RingReader:
             held = steps[position].step
             if held == step:
                 steps[position] = record
+                self.steps_version += 1
                 return
             if held < step:
                 return
