@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU figure in docs/ comes from this script, run on the lent H200 machine through the device
 # tool from the repository root, with the wheels of the packages that machine lacks in .whl/:
-#   bash benchmarks/h200_batch.sh STAGE      (STAGE: tests | bench | reporter | viewer | final | cpu | gpm | diag | retest; RETEST=test ids)
+#   bash benchmarks/h200_batch.sh STAGE      (STAGE: tests | bench | reporter | viewer | final | cpu | mid | gpm | diag | retest; RETEST=test ids)
 # Results land in $OUT/results-STAGE.tgz (logs and JSON); docs/measurements/ keeps what we quote.
 set -u
 stage=${1:?stage}
@@ -49,6 +49,13 @@ case $stage in
   cpu)
     # CPU rows only, 30 s each (a quick re-check when little device time is left).
     LIMIT=200 TAILN=8 step tui_cpu python3 benchmarks/tui_cpu.py --seconds 30 --rates-hz 1,4 --out "$res/tui_cpu" --load "python3 -m xfertop.launch.demo_job --phase-seconds 900 --device cuda"
+    ;;
+  mid)
+    # A progress check: the CPU rows (30 s) and where each thread's CPU goes at 1 and 4 Hz.
+    load="python3 -m xfertop.launch.demo_job --phase-seconds 900 --device cuda"
+    LIMIT=200 TAILN=8 step tui_cpu python3 benchmarks/tui_cpu.py --seconds 30 --rates-hz 1,4 --out "$res/tui_cpu" --load "$load"
+    LIMIT=60 TAILN=8 step profile_1hz python3 benchmarks/tui_profile.py "$res/profile" --rate-hz 1 --seconds 30 --load "$load"
+    LIMIT=40 TAILN=8 step profile_4hz python3 benchmarks/tui_profile.py "$res/profile" --rate-hz 4 --seconds 15 --load "$load"
     ;;
   gpm)
     load="python3 -m xfertop.launch.demo_job --phase-seconds 600 --device cuda"
