@@ -68,6 +68,13 @@ def test_one_h200_reads_as_recorded(sources: list[GpuSource]) -> None:
     assert make_source(sources, fake).poller is None
 
 
+def test_where_gpm_answers_the_byte_counters_are_never_read(sources: list[GpuSource]) -> None:
+    fake = FakePynvml([FakeGpu(0)])
+    make_source(sources, fake).sample_once()
+    # The one field read is the correctable-error counter (field 173), not bytes 197/198 (0.3 ms each).
+    assert fake.calls.count("nvmlDeviceGetFieldValues") == 1
+
+
 def test_pcie_counters_polls_the_byte_counters_even_where_gpm_answers(sources: list[GpuSource]) -> None:
     fake = FakePynvml([FakeGpu(0, traffic=SteadyTraffic(rx_bytes_per_s=H2D_WIRE_BYTES_PER_S,
                                                          tx_bytes_per_s=5.15e9))])
