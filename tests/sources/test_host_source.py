@@ -392,3 +392,61 @@ def test_memory_totals_are_psutils_and_psutil_decides_the_odd_cases(monkeypatch)
             (b"MemTotal: 100 kB\nMemFree: 20 kB\nSwapTotal: 0 kB\nSwapFree: 0 kB\n", (7, 3, 0, 0))):
         monkeypatch.setattr(host, "read_proc_file", lambda path, data=meminfo: data)
         assert host._memory_totals() == expected, meminfo
+
+
+# A process whose one extra thread ends and another starts (the thread count stays 2), and the new thread
+# starts a worker: the thread ids read at the first sample are stale. Prints "ready", then the worker's pid.
+THREAD_SWAPPER = r"""
+import subprocess, sys, threading
+first_done = threading.Event()
+first = threading.Thread(target=first_done.wait)
+first.start()
+print("ready", flush=True)
+sys.stdin.readline()
+first_done.set()
+first.join()
+found, started, done = [], threading.Event(), threading.Event()
+def spawn():
+    worker = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    found.append(worker)
+    started.set()
+    done.wait()
+    worker.stdin.close()
+    worker.wait()
+second = threading.Thread(target=spawn)
+second.start()
+started.wait()
+print(found[0].pid, flush=True)
+sys.stdin.readline()
+done.set()
+second.join()
+"""
+
+
+def test_a_worker_of_a_thread_started_after_the_last_sample_is_found_at_the_same_thread_count() -> None:
+    process = subprocess.Popen([sys.executable, "-c", THREAD_SWAPPER], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None and process.stdin is not None
+        assert process.stdout.readline() == "ready\n"
+        source = HostSource()
+        source.watch_pids([process.pid])
+        before = _watched(source.sample_once(), process.pid)
+        assert before.children == () and before.num_threads == 2
+        process.stdin.write("go\n")
+        process.stdin.flush()
+        worker = int(process.stdout.readline())
+        after = _watched(source.sample_once(), process.pid)
+        assert after.num_threads == 2 and [child.pid for child in after.children] == [worker]
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=30)
+
+
+def test_a_proc_record_longer_than_one_read_is_read_whole(tmp_path: Path) -> None:
+    long = tmp_path / "record"
+    long.write_bytes(bytes(range(256)) * 1000)
+    assert host._read_whole_record(str(long)) == long.read_bytes()
+    status = host._read_whole_record(f"/proc/{os.getpid()}/status")
+    assert status.startswith(b"Name:") and b"\nThreads:\t" in status and status.endswith(b"\n")

@@ -11,10 +11,13 @@ for a torch process on the H200), so each process's figure is re-read at most ev
 figures first; in between the last figure is published with its age.
 
 Cost: a sample reads only the watched processes and their workers, each with os.read rather than
-psutil objects (stat, status and statm: what psutil's oneshot read, one read each), and finds workers
-from /proc/<pid>/task/*/children (ChildFinder) instead of reading the stat of every process on the
-machine; CPU and memory totals take one read of /proc/stat and one of /proc/meminfo. The figures are
-psutil's, computed the same way (benchmarks/host_sample_cost.py compares against an older checkout).
+psutil objects (stat, status and statm: what psutil's oneshot read, one read() each: the kernel writes
+those whole in one go), and finds workers from /proc/<pid>/task/*/children (ChildFinder) instead of
+reading the stat of every process on the machine; a process's thread ids are listed again only when
+its thread count changed or one of them is gone. A user name is looked up (psutil reads /etc/passwd
+each time) once per uid every USER_NAME_REFRESH_S. CPU and memory totals take one read of /proc/stat
+and one of /proc/meminfo. The figures are psutil's, computed the same way
+(benchmarks/host_sample_cost.py compares against an older checkout).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from xfertop.sources.proc_memory import (
     maps_has_pathname,
     parse_status,
 )
-from xfertop.sources.proc_placement import ChildFinder, read_proc_file
+from xfertop.sources.proc_placement import MAX_THREADS_FOR_CHILDREN, ChildFinder, read_proc_file
 
 #: Depth and breadth bounds on the worker tree, so a fork bomb cannot stall the sampler.
 MAX_CHILD_DEPTH = 4
@@ -50,6 +53,8 @@ SMAPS_INTERVAL_S = 5.0
 #: process on the H200) keeps the worst case near 0.1 s per sample. At a 1 s interval that keeps 20
 #: CUDA processes within 5 s of fresh; with more, figures age further (published with their age).
 MAX_SMAPS_READS_PER_SAMPLE = 4
+#: A uid's name is looked up again after this long (a renamed user shows within it).
+USER_NAME_REFRESH_S = 60.0
 
 #: (pid, start time in clock ticks since boot): a reused pid is another process.
 _Key = tuple[int, int]
@@ -134,6 +139,8 @@ class _Stat:
     ppid: int
     cpu_s: float
     start_ticks: int
+    #: Field 20 (num_threads): the count status prints as Threads (both get_nr_threads()).
+    threads: int | None = None
 
 
 def _parse_process_stat(data: bytes) -> _Stat | None:
@@ -145,21 +152,65 @@ def _parse_process_stat(data: bytes) -> _Stat | None:
     try:
         cpu_s = float(fields[11]) / _CLOCK_TICKS + float(fields[12]) / _CLOCK_TICKS
         return _Stat(comm=data[data.find(b"(") + 1:rpar], ppid=int(fields[1]), cpu_s=cpu_s,
-                     start_ticks=int(fields[19]))
+                     start_ticks=int(fields[19]), threads=int(fields[17]) if fields[17].isdigit() else None)
     except ValueError:
         return None
 
 
-def _username(status: bytes) -> str | None:
-    """psutil's Process.username(): the real uid's name, or the uid itself where it has none."""
-    uids = _UIDS.search(status)
-    if uids is None:
-        return None
-    uid = int(uids.group(1))
+def _read_whole_record(path: str) -> bytes:
+    """A /proc file the kernel writes as one record (stat, status), in one read(): the record is made
+    whole before any of it is copied, so a read shorter than the buffer has all of it; read_proc_file
+    reads once more only to see the end."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return str(uid)
+        data = os.read(fd, _RECORD_BUFFER)
+        if len(data) < _RECORD_BUFFER:
+            return data
+        chunks = [data]
+        while chunk := os.read(fd, _RECORD_BUFFER):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+_RECORD_BUFFER = 1 << 16
+
+
+class _UserNames:
+    """psutil's Process.username() for a uid (the uid itself where it has no name), looked up once per
+    USER_NAME_REFRESH_S: pwd.getpwuid reads /etc/passwd on every call."""
+
+    def __init__(self) -> None:
+        self._names: dict[int, tuple[str, float]] = {}
+
+    def of_status(self, status: bytes, now: float) -> str | None:
+        uids = _UIDS.search(status)
+        if uids is None:
+            return None
+        uid = int(uids.group(1))
+        known = self._names.get(uid)
+        if known is not None and now - known[1] < USER_NAME_REFRESH_S:
+            return known[0]
+        try:
+            name = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            name = str(uid)
+        self._names[uid] = (name, now)
+        return name
+
+
+def _children_of_threads(task_dir: str, tids: list[str]) -> list[int] | None:
+    """The children listed in the children files of these threads (sorted); None where one cannot be
+    read (a thread gone: its list is stale, list the threads again)."""
+    children: set[int] = set()
+    for tid in tids:
+        try:
+            data = read_proc_file(f"{task_dir}/{tid}/children")
+            children.update(int(word) for word in data.split())
+        except (OSError, ValueError):
+            return None
+    return sorted(children)
 
 
 def _busy_percent(before: _CpuMark, after: _CpuMark) -> float:
@@ -192,6 +243,9 @@ class HostSource(PollingSource[HostState]):
         self._cpu_total, self._cpu_cores = _cpu_marks()
         #: (pid, start ticks) -> (cpu seconds, monotonic seconds) at the previous sample.
         self._process_marks: dict[_Key, tuple[float, float]] = {}
+        self._user_names = _UserNames()
+        #: (pid, start ticks) -> (thread count, thread ids) when its children were last read.
+        self._threads: dict[_Key, tuple[int, list[str]]] = {}
 
     def watch_pids(self, pids: Iterable[int]) -> None:
         """Replace the set of processes to detail (GPU processes, training ranks). Thread-safe."""
@@ -215,6 +269,7 @@ class HostSource(PollingSource[HostState]):
         top_keys = {p.pid: keys[p.pid] for p in processes if p.pid in keys}
         processes = self._with_cuda_host_alloc(processes, top_keys, now)
         self._process_marks = {key: mark for key, mark in self._process_marks.items() if key in seen}
+        self._threads = {key: threads for key, threads in self._threads.items() if key in seen}
         return HostState(
             timestamp=time.time(),
             hostname=self._hostname,
@@ -236,7 +291,7 @@ class HostSource(PollingSource[HostState]):
         unreadable stat "access denied", an unreadable status or statm leaves their figures None."""
         directory = f"{os.fspath(self._proc_root)}/{pid}"
         try:
-            stat = _parse_process_stat(read_proc_file(f"{directory}/stat"))
+            stat = _parse_process_stat(_read_whole_record(f"{directory}/stat"))
         except (FileNotFoundError, ProcessLookupError):
             return _missing(pid, f"process {pid} has exited")
         except PermissionError:
@@ -251,7 +306,7 @@ class HostSource(PollingSource[HostState]):
         status: bytes | None = None
         status_error = None
         try:
-            status = read_proc_file(f"{directory}/status")
+            status = _read_whole_record(f"{directory}/status")
         except (FileNotFoundError, ProcessLookupError):
             return _missing(pid, f"process {pid} has exited")
         except PermissionError:
@@ -259,7 +314,7 @@ class HostSource(PollingSource[HostState]):
         except OSError as exc:
             status_error = f"cannot read /proc/{pid}/status: {exc.strerror or exc}"
         try:
-            statm: bytes | None = read_proc_file(f"{directory}/statm")
+            statm: bytes | None = _read_whole_record(f"{directory}/statm")
         except (FileNotFoundError, ProcessLookupError):
             return _missing(pid, f"process {pid} has exited")
         except OSError:
@@ -281,12 +336,12 @@ class HostSource(PollingSource[HostState]):
         cpu_percent = self._cpu_percent(key, stat.cpu_s, now)
         children: list[int] = []
         if depth < MAX_CHILD_DEPTH and not _is_other_thread(status, pid):
-            children = finder.children(pid)[:MAX_CHILDREN_PER_PROCESS]
+            children = self._children(key, stat.threads, directory, finder)[:MAX_CHILDREN_PER_PROCESS]
         kids = tuple(self._process(child, now, seen, finder, depth + 1, keys) for child in children)
         return ProcessStats(
             pid=pid,
             name=name,
-            user=_username(status) if status is not None else None,
+            user=self._user_names.of_status(status, now) if status is not None else None,
             cpu_percent=cpu_percent,
             rss_bytes=rss,
             num_threads=threads,
@@ -299,6 +354,27 @@ class HostSource(PollingSource[HostState]):
             shmem_rss_bytes=memory.shmem_rss_bytes if memory else None,
             ppid=stat.ppid,
         )
+
+    def _children(self, key: _Key, threads: int | None, directory: str, finder: ChildFinder) -> list[int]:
+        """finder.children(pid), reading the children files of the thread ids listed last time while the
+        thread count is the same and every one of them is still there (then they are the same threads)."""
+        task_dir = f"{directory}/task"
+        known = self._threads.get(key)
+        if not finder.walked and threads is not None:
+            tids = known[1] if known is not None and known[0] == threads else None
+            if tids is None:
+                try:
+                    tids = os.listdir(task_dir)
+                except OSError:
+                    tids = None
+            if tids is not None and len(tids) <= MAX_THREADS_FOR_CHILDREN:
+                children = _children_of_threads(task_dir, tids)
+                if children is not None:
+                    if len(tids) == threads:
+                        self._threads[key] = (threads, tids)
+                    return children
+        self._threads.pop(key, None)
+        return finder.children(key[0])
 
     def _with_cuda_host_alloc(self, processes: tuple[ProcessStats, ...], keys: dict[int, _Key],
                               now: float) -> tuple[ProcessStats, ...]:
