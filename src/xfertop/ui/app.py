@@ -30,6 +30,7 @@ from xfertop.model.host import HostState
 from xfertop.model.jobs import JobsState
 from xfertop.sources.base import PollingSource
 from xfertop.ui.competing import competing_job
+from xfertop.ui.frame import Frame
 from xfertop.ui.gpu_area import GpuArea
 from xfertop.ui.gpu_pane import GpuPane
 from xfertop.ui.header import HeaderBar
@@ -91,6 +92,8 @@ class XfertopApp(App[int]):
         self._host_posted = False
         self._jobs_latest: JobsState | None = None
         self._jobs_posted_shape: tuple | None = None
+        #: Open while _render repaints: the panes' changed lines are painted when it closes (ui/frame.py).
+        self.frame = Frame(self)
 
     # -- layout ---------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -288,7 +291,7 @@ class XfertopApp(App[int]):
         """Repaint what a new snapshot changed (each source touches only its panes and the processes)."""
         if self.view.paused or not self._mounted:
             return
-        with self.batch_update():
+        with self.frame.open():
             self._refresh_header_facts()
             self.header_bar.update_lines()  # the clock: repainted only when its second changed
             if gpus:

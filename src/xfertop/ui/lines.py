@@ -26,6 +26,7 @@ from textual.strip import Strip
 from textual.style import Style
 from textual.widget import Widget
 
+from xfertop.ui.frame import FramePainted
 from xfertop.ui.quiet import QuietRender
 
 
@@ -91,7 +92,7 @@ def text_strip(widget: Widget, text: Text, width: int, base: Style, styles: Stri
     return Strip(segments).crop(0, width)
 
 
-class LineView(QuietRender, Widget):
+class LineView(FramePainted, QuietRender, Widget):
     """A widget showing ``build_lines(width)``: one Text per row, repainted row by row."""
 
     ALLOW_SELECT = False

@@ -32,6 +32,7 @@ from textual.widgets import DataTable
 from textual.widgets._data_table import _EMPTY_TEXT, default_cell_formatter
 from textual.widgets.data_table import ColumnKey, RowKey
 
+from xfertop.ui.frame import FramePainted
 from xfertop.ui.quiet import QuietRender
 
 _NEWLINE = Text("\n")
@@ -80,7 +81,7 @@ def _content_key(value: Any) -> Any:
     return None  # anything else: not cached here
 
 
-class CellCachedTable(QuietRender, DataTable):
+class CellCachedTable(FramePainted, QuietRender, DataTable):
     """A DataTable whose row renders reuse each unchanged cell's segments (see the module docstring)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
