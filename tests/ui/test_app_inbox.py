@@ -3,6 +3,7 @@ of each and a changed job shape still come as messages and are drawn at once."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import threading
 
@@ -60,3 +61,29 @@ async def test_later_snapshots_wait_for_the_repaint_and_keep_the_history() -> No
         await waiter.wait_for(lambda m: isinstance(m, JobsStateUpdated))
         await pilot.pause()
         assert app.jobs_pane.rank_table.row_count == 2
+
+
+async def test_without_gpu_samples_the_fallback_draws_the_inbox_and_each_repaint_puts_it_off() -> None:
+    host = _Manual(0.25)
+    app = XfertopApp(Sources(host=host), interval_s=0.25, start_sources=False, clock=lambda: FROZEN_TIME)
+    async with app.run_test(size=(160, 48)) as pilot:
+        host.publish(_at(host_state(), 1.0))
+        await pilot.pause()
+        loop = asyncio.get_running_loop()
+        due_before = app._fallback._handle.when()  # type: ignore[union-attr]
+        app.post_message(GpuStateUpdated(gpu_state(1)))  # a repaint puts the fallback 1.5 periods off
+        await pilot.pause()
+        due = app._fallback._handle.when()  # type: ignore[union-attr]
+        assert due > due_before and 0.25 < due - loop.time() <= 0.375
+        drawn = asyncio.Event()
+        update = app.host_pane.update_lines
+
+        def host_drawn() -> None:
+            update()
+            drawn.set()
+
+        app.host_pane.update_lines = host_drawn  # type: ignore[method-assign]
+        host.publish(_at(dataclasses.replace(host_state(), cpu_percent=88.0), 2.0))  # inbox: no message
+        await asyncio.wait_for(drawn.wait(), 5.0)  # no GPU sample comes: the fallback draws it
+        assert app.view.host.timestamp == 2.0
+        assert "88%" in app.host_pane.render_line(0).text

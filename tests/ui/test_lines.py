@@ -3,6 +3,7 @@ rows whose text changed are repainted."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 
@@ -105,9 +106,10 @@ async def test_only_changed_rows_are_repainted() -> None:
         assert view.render_line(0).text == "ONE"
 
 
-async def test_the_header_clock_costs_no_frame_of_its_own_between_repaints() -> None:
-    """Each repaint moves the clock; the 1 s clock timer only does it when no repaint looked lately, and
-    the header is rebuilt only when its second or its facts changed."""
+async def test_the_header_clock_costs_no_frame_or_wakeup_of_its_own_between_repaints() -> None:
+    """Each repaint moves the clock and puts the clock's own update off past the next repaint (periods up
+    to 1 s); with slower repaints, or none, the clock moves itself as each second begins. The header is
+    rebuilt only when its second or its facts changed."""
     now = [1_796_000_000.2]
     app = XfertopApp(Sources(), start_sources=False, clock=lambda: now[0])
     async with app.run_test(size=(160, 48)) as pilot:
@@ -116,13 +118,34 @@ async def test_the_header_clock_costs_no_frame_of_its_own_between_repaints() -> 
         header.update_lines()
         built: list[int] = []
         build = header.build_lines
-        header.build_lines = lambda width: (built.append(width), build(width))[1]  # type: ignore[method-assign]
+        moved = asyncio.Event()
+
+        def counting_build(width: int) -> list:
+            built.append(width)
+            moved.set()
+            return build(width)
+
+        header.build_lines = counting_build  # type: ignore[method-assign]
+        loop = asyncio.get_running_loop()
+
+        def due_in() -> float:
+            return header._tick._handle.when() - loop.time()  # type: ignore[union-attr]
+
         now[0] += 0.5  # the same second: nothing to rebuild
         header.update_lines()
-        header.tick()  # a repaint just looked: the timer leaves it
         assert built == []
+        assert 1.0 < due_in() <= 1.32  # past the next repaint at 1 Hz, which moves it again
+        app.view.interval_s = 2.0
+        header.update_lines()
+        assert 0.2 < due_in() <= 0.31  # repaints every 2 s: the clock moves itself at the next second
+        built.clear()  # (the period is in the header too)
         now[0] += 1.0
-        header._checked_at -= 1.0  # no repaint for a second: the timer moves the clock
         header.tick()
         assert len(built) == 1
+        assert time.strftime("%H:%M:%S", time.localtime(now[0])) in header.render_line(0).text
+        now[0] = 1_796_000_002.995  # the next second begins in 5 ms: the clock's own update moves it
+        header.tick()
+        moved.clear()
+        now[0] += 0.01
+        await asyncio.wait_for(moved.wait(), 5.0)
         assert time.strftime("%H:%M:%S", time.localtime(now[0])) in header.render_line(0).text

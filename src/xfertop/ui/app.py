@@ -4,8 +4,8 @@ Data flows one way. Each source thread calls our listener with a new snapshot. T
 listeners post one message (coalesced to the latest); the host and jobs listeners put the snapshot in an
 inbox and post a message only for the first one and for a job shape change (a job or rank came, went or
 changed state). The handlers and each repaint move snapshots into the ViewState and mark the panes they
-feed dirty. The panes are repainted at most once per display period, under ``batch_update``: the GPU
-sample (one per period) is the pulse that repaints whatever is dirty, and a fallback timer does it when
+feed dirty. The panes are repainted at most once per display period, in one frame (ui/frame.py): the GPU
+sample (one per period) is the pulse that repaints whatever is dirty, and a fallback deadline does it when
 no GPU sample comes. The first snapshot of each kind and structural job changes are drawn at once.
 Pausing freezes the display only: sampling and history go on.
 """
@@ -23,13 +23,13 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.driver import Driver
 from textual.screen import Screen
-from textual.timer import Timer
 
 from xfertop import startup_trace
 from xfertop.model.host import HostState
 from xfertop.model.jobs import JobsState
 from xfertop.sources.base import PollingSource
 from xfertop.ui.competing import competing_job
+from xfertop.ui.deadline import Deadline
 from xfertop.ui.frame import Frame
 from xfertop.ui.gpu_area import GpuArea
 from xfertop.ui.gpu_pane import GpuPane
@@ -85,7 +85,7 @@ class XfertopApp(App[int]):
         self._jobs_shape: tuple = ()
         #: Panes whose data changed since they were last drawn ("gpus", "host", "jobs", "processes").
         self._dirty: set[str] = set()
-        self._fallback: Timer | None = None
+        self._fallback = Deadline(self, self._flush)
         self._header_facts: tuple = ()
         # Filled on the source threads (see _subscribe), emptied by _take_inbox on this one.
         self._host_inbox: deque[HostState] = deque()
@@ -130,8 +130,7 @@ class XfertopApp(App[int]):
         startup_trace.mark("app: mounted (composed, CSS loaded)")
         self._subscribe()
         self.sources.set_interval_s(self.view.interval_s)
-        self.set_interval(1.0, self.header_bar.tick)  # the clock, when no repaint moved it
-        self._start_fallback_timer()
+        self._fallback.set(self._fallback_s())
         self._apply_layout(self.size.width)
         self._mounted = True
         self._render_all()
@@ -149,6 +148,7 @@ class XfertopApp(App[int]):
 
     def on_unmount(self) -> None:
         self._mounted = False
+        self._fallback.cancel()
         if self._start_sources:
             self.sources.stop()
 
@@ -256,21 +256,19 @@ class XfertopApp(App[int]):
             self._jobs_shape = shape
             self._flush()
 
-    def _start_fallback_timer(self) -> None:
-        """Draws what is dirty when no GPU sample came for 1.5 periods (no GPU source, or it is late).
-        Reset by every repaint, so with GPU samples arriving it never fires: one repaint per period."""
-        if self._fallback is not None:
-            self._fallback.stop()
-        self._fallback = self.set_interval(1.5 * self.view.interval_s, self._flush)
+    def _fallback_s(self) -> float:
+        """The fallback repaint comes when no GPU sample came for 1.5 periods (no GPU source, or it is
+        late). Every look at the inbox moves it on, so with GPU samples arriving it never comes and costs
+        no wakeup: one repaint per period."""
+        return 1.5 * self.view.interval_s
 
     def _flush(self) -> None:
         """Repaint the dirty panes (nothing while paused: they stay dirty, and resuming draws all)."""
         self._take_inbox()  # paused or not: the view keeps the latest snapshots and the history
-        if self.view.paused or not self._mounted:
+        if not self._mounted:
             return
-        if self._fallback is not None:
-            self._fallback.reset()
-        if not self._dirty:
+        self._fallback.set(self._fallback_s())
+        if self.view.paused or not self._dirty:
             return
         dirty, self._dirty = self._dirty, set()
         self._render(gpus="gpus" in dirty, host="host" in dirty, jobs="jobs" in dirty,
@@ -332,7 +330,7 @@ class XfertopApp(App[int]):
     def _period_changed(self) -> None:
         self.header_bar.refresh()
         if self._mounted:
-            self._start_fallback_timer()
+            self._fallback.set(self._fallback_s())
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
 from rich.text import Text
 
+from xfertop.ui.deadline import Deadline
 from xfertop.ui.lines import LineView
 
-#: The clock's own timer leaves it alone when a repaint looked at it this recently (seconds).
-_CHECKED_RECENTLY_S = 0.95
+#: The clock's own update lands this long after the second it shows began (s).
+_PAST_THE_SECOND_S = 0.01
 
 
 class HeaderBar(LineView):
@@ -18,17 +20,36 @@ class HeaderBar(LineView):
         super().__init__(id="header")
         # Injected so snapshot tests can freeze the time shown.
         self._clock = clock
-        self._checked_at = float("-inf")
+        self._tick: Deadline | None = None
+
+    def on_mount(self) -> None:
+        self._tick = Deadline(self.app, self.tick)
+        self._arm_clock(repainted=False)
+
+    def on_unmount(self) -> None:
+        if self._tick is not None:
+            self._tick.cancel()
 
     def update_lines(self) -> None:
-        self._checked_at = time.monotonic()
+        """The app's repaint: moves the clock too (repainted only when its second changed)."""
         super().update_lines()
+        self._arm_clock(repainted=True)
 
     def tick(self) -> None:
-        """The 1 s clock timer: move the clock unless a repaint just did (every repaint updates it, so
-        at refresh periods up to 1 s the clock costs no frame of its own)."""
-        if time.monotonic() - self._checked_at >= _CHECKED_RECENTLY_S:
-            self.update_lines()
+        """The clock's own update, when no repaint moved it in time."""
+        super().update_lines()
+        self._arm_clock(repainted=False)
+
+    def _arm_clock(self, repainted: bool) -> None:
+        """Be back when the next second begins; after a repaint at periods up to 1 s, one second later:
+        the next repaint comes first and moves it again, so the clock costs no event-loop wakeup of its
+        own (a Timer would wake every second to find it had nothing to do)."""
+        if self._tick is None:
+            return
+        view = self.app.view  # type: ignore[attr-defined]
+        now = self._clock()
+        seconds = 2 if repainted and view.interval_s <= 1 and not view.paused else 1
+        self._tick.set(math.floor(now) + seconds - now + _PAST_THE_SECOND_S)
 
     def lines_key(self, width: int) -> tuple:
         view = self.app.view  # type: ignore[attr-defined]
