@@ -5,6 +5,7 @@ only NVML is faked."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,7 +20,13 @@ from xfertop.sources.gpu_facts import HostProcesses
 from xfertop.sources.nvml_api import NvmlApi
 from xfertop.wire import process_start_ticks
 
-SLEEPER = "import sys, time; time.sleep(600)"
+#: Says "ready" once its program runs: until then its command line may still be empty.
+SLEEPER = "import time; print('ready', flush=True); time.sleep(600)"
+#: Waits for a line on stdin, then runs its argument (a script) in the same process.
+EXEC_AGAIN = ("import os, sys; print('waiting', flush=True); sys.stdin.readline(); "
+              "os.execv(sys.executable, [sys.executable, '-c', sys.argv[1], '--after-exec'])")
+#: Runs a program without address randomisation: its arguments lie where they lay last time.
+SAME_ADDRESSES = ("setarch", "-R")
 NS_LAST_PID = "/proc/sys/kernel/ns_last_pid"
 
 
@@ -46,6 +53,14 @@ def start(children: list[subprocess.Popen[bytes]], *argv: str, **kwargs: object)
     return child
 
 
+def start_python(children: list[subprocess.Popen[bytes]], *arguments: str,
+                 launcher: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
+    """A sleeping Python that has started (its program runs, its arguments are in place)."""
+    child = start(children, *launcher, sys.executable, "-c", SLEEPER, *arguments, stdout=subprocess.PIPE)
+    assert child.stdout is not None and child.stdout.readline() == b"ready\n"
+    return child
+
+
 def gpu_listing(*pids: int) -> list[SimpleNamespace]:
     return [SimpleNamespace(pid=pid, usedGpuMemory=2**30) for pid in pids]
 
@@ -62,7 +77,7 @@ def listed(source: GpuSource) -> dict[int, GpuProcess]:
 
 
 def start_on_pid(children: list[subprocess.Popen[bytes]], pid: int, not_at_ticks: int,
-                 *argv: str) -> subprocess.Popen[bytes]:
+                 *arguments: str) -> subprocess.Popen[bytes]:
     """A new process on ``pid`` (free again), by telling the kernel which pid it handed out last, that
     started on another clock tick than ``not_at_ticks``: a process NVML listed lived longer than a tick."""
     for _ in range(1000):
@@ -71,7 +86,7 @@ def start_on_pid(children: list[subprocess.Popen[bytes]], pid: int, not_at_ticks
                 last_pid.write(str(pid - 1))
         except OSError as exc:
             pytest.skip(f"cannot choose the next pid here ({NS_LAST_PID}: {exc.strerror})")
-        child = start(children, *argv)
+        child = start_python(children, *arguments, launcher=SAME_ADDRESSES)
         if child.pid == pid and process_start_ticks(pid) != not_at_ticks:
             return child
         child.kill()  # another process took the pid, or the clock has not ticked yet: again
@@ -81,41 +96,41 @@ def start_on_pid(children: list[subprocess.Popen[bytes]], pid: int, not_at_ticks
 
 def test_a_pid_reused_by_a_new_process_shows_the_new_command_not_the_old(
         sources: list[GpuSource], children: list[subprocess.Popen[bytes]]) -> None:
-    old = start(children, sys.executable, "-c", SLEEPER, "--old-run")
+    if shutil.which(SAME_ADDRESSES[0]) is None:
+        pytest.skip(f"{SAME_ADDRESSES[0]} (util-linux) is not installed")
+    old = start_python(children, "--old-run", launcher=SAME_ADDRESSES)
     gpu = FakeGpu(0, processes=gpu_listing(old.pid))
     source = make_source(sources, gpu)
     assert listed(source)[old.pid].command.endswith("--old-run")
     old_ticks = process_start_ticks(old.pid)
     old.kill()
     old.wait()
-    # Same pid and the same name ("python"), a later start: between two samples NVML lists the pid again.
-    new = start_on_pid(children, old.pid, old_ticks, sys.executable, "-c", SLEEPER, "--new-run")
+    # Same pid, name ("python") and argument addresses (no randomisation, arguments as long), a later
+    # start: between two samples NVML lists the pid again.
+    new = start_on_pid(children, old.pid, old_ticks, "--new-run")
     process = listed(source)[new.pid]
     assert process.command is not None and process.command.endswith("--new-run")
     assert process.user is not None
 
 
-def test_a_process_that_execs_another_program_shows_the_new_command(
+def test_a_process_that_execs_its_own_program_again_shows_the_new_command(
         sources: list[GpuSource], children: list[subprocess.Popen[bytes]]) -> None:
-    # Same pid, same start time, another program. The write end of the pipe closes when exec succeeds.
-    exec_done, write_end = os.pipe()
-    child = start(children, sys.executable, "-c",
-                  "import os, sys; os.set_inheritable(int(sys.argv[1]), False); sys.stdin.readline(); "
-                  "os.execvp('sleep', ['sleep', '600'])", str(write_end),
-                  pass_fds=(write_end,), stdin=subprocess.PIPE)
-    os.close(write_end)
+    # Same pid, same start time, same name ("python"): only the arguments differ.
+    child = start(children, sys.executable, "-c", EXEC_AGAIN, SLEEPER, stdin=subprocess.PIPE,
+                  stdout=subprocess.PIPE)
+    assert child.stdin is not None and child.stdout is not None
+    assert child.stdout.readline() == b"waiting\n"
     source = make_source(sources, FakeGpu(0, processes=gpu_listing(child.pid)))
-    assert "execvp" in listed(source)[child.pid].command
+    assert listed(source)[child.pid].command.endswith(SLEEPER)
     child.stdin.write(b"go\n")
     child.stdin.flush()
-    assert os.read(exec_done, 1) == b""
-    os.close(exec_done)
-    assert listed(source)[child.pid].command == "sleep 600"
+    assert child.stdout.readline() == b"ready\n"  # SLEEPER runs in place of EXEC_AGAIN
+    assert listed(source)[child.pid].command.endswith("--after-exec")
 
 
 def test_a_process_that_ends_while_still_listed_loses_its_command_then_its_owner(
         sources: list[GpuSource], children: list[subprocess.Popen[bytes]]) -> None:
-    child = start(children, sys.executable, "-c", SLEEPER)
+    child = start_python(children)
     source = make_source(sources, FakeGpu(0, processes=gpu_listing(child.pid)))
     alive = listed(source)[child.pid]
     assert alive.user and alive.command
@@ -130,7 +145,7 @@ def test_a_process_that_ends_while_still_listed_loses_its_command_then_its_owner
 
 def test_a_pid_no_longer_listed_is_forgotten(sources: list[GpuSource],
                                              children: list[subprocess.Popen[bytes]]) -> None:
-    child = start(children, "sleep", "600")
+    child = start_python(children)
     gpu = FakeGpu(0, processes=gpu_listing(os.getpid(), child.pid))
     known = HostProcesses()
     source = make_source(sources, gpu, known)
@@ -143,7 +158,7 @@ def test_a_pid_no_longer_listed_is_forgotten(sources: list[GpuSource],
 
 def test_the_gpu_memory_stays_live_while_the_host_facts_are_kept(
         children: list[subprocess.Popen[bytes]]) -> None:
-    child = start(children, "sleep", "600")
+    child = start_python(children)
     known = HostProcesses()
     first = known.join(child.pid, 2**30)
     assert (first.user, first.command) != (None, None) and child.pid in known

@@ -42,11 +42,10 @@ class HostProcesses:
     """GPU processes joined with what the host says about them (owner, command line).
 
     Reading those through psutil opens /etc/passwd, stats /etc/nsswitch.conf and reads three /proc
-    files: the costliest part of a GPU sample. They do not change while a process lives, so they are
-    read once per process, named by pid, start time and name (an exec renames it; a new process on
-    a reused pid starts later). Each join still reads /proc/<pid>/stat, so a process that ended or
-    became unreadable shows without owner at once, as it would without the cache.
-    Call :meth:`forget_all_but` after each sample with the pids it listed.
+    files: the costliest part of a GPU sample. They do not change while a process runs one program, so
+    they are read once per process and program (see ``_identity``). Each join still reads
+    /proc/<pid>/stat, so a process that ended or became unreadable shows without owner at once, as it
+    would without this. Call :meth:`forget_all_but` after each sample with the pids it listed.
     """
 
     def __init__(self) -> None:
@@ -57,12 +56,12 @@ class HostProcesses:
         identity = _identity(pid)
         known = self._known.get(pid)
         if identity is None or known is None or known[0] != identity:
-            user, command = _read_owner_and_command(pid)
+            user, command, complete = _read_owner_and_command(pid)
             process = GpuProcess(pid=pid, gpu_memory_bytes=gpu_memory_bytes, user=user, command=command)
-            if identity is None or user is None or command is None:
-                self._known.pop(pid, None)  # only complete answers are kept: a refusal may not last
-            else:
+            if identity is not None and complete:
                 self._known[pid] = (identity, process)
+            else:  # a refusal or a half-started program may not last: ask again next time
+                self._known.pop(pid, None)
             return process
         process = known[1]
         if process.gpu_memory_bytes != gpu_memory_bytes:
@@ -82,9 +81,11 @@ class HostProcesses:
 
 
 def _identity(pid: int) -> bytes | None:
-    """The name and start time of the process holding ``pid`` now, from /proc/<pid>/stat: together
-    with the pid they name one process and one executable for good. None where it cannot be read (gone,
-    another pid namespace, hidepid) or the process is a zombie (what psutil tells of it changes)."""
+    """What names the process on ``pid`` and the program it runs, from /proc/<pid>/stat: its name
+    (field 2), start time (22: a new process on a reused pid starts later) and where its arguments lie
+    (48, 49: a new place after every exec, even of the same program, with address randomisation; 0
+    where we may not look, then name and start time remain). None where it cannot be read (gone,
+    another pid namespace, hidepid) or for a zombie (what psutil tells of one changes)."""
     try:
         fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
     except OSError:
@@ -95,22 +96,26 @@ def _identity(pid: int) -> bytes | None:
         return None
     finally:
         os.close(fd)
-    # The name (field 2) may hold spaces and parentheses: fields 3 on follow the last ')'.
+    # The name may hold spaces and parentheses: field 3 on follows the last ')'.
     close = text.rfind(b")")
-    fields = text[close + 2:].split()
-    if close < 0 or len(fields) < 20 or fields[0] == b"Z":
+    fields = text[close + 2:].split()  # fields[0] is field 3
+    if close < 0 or len(fields) < 47 or fields[0] == b"Z":
         return None
-    return text[:close + 1] + b" " + fields[19]
+    return b" ".join((text[:close + 1], fields[19], fields[45], fields[46]))
 
 
-def _read_owner_and_command(pid: int) -> tuple[str | None, str | None]:
-    """The user and command line of ``pid`` through psutil; None where gone or forbidden."""
+def _read_owner_and_command(pid: int) -> tuple[str | None, str | None, bool]:
+    """The user and command line of ``pid`` through psutil (None where gone or forbidden), and whether
+    the answer is complete: both read, and the command from the arguments (a program still starting,
+    a kernel thread or a process that cleared them has none; psutil's name stands in)."""
     user = command = None
+    arguments: list[str] = []
     try:
         process = psutil.Process(pid)
         with process.oneshot():
             user = process.username()
-            command = " ".join(process.cmdline()) or process.name()
+            arguments = process.cmdline()
+            command = " ".join(arguments) or process.name()
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         pass  # another container's pid, or it ended between NVML's answer and ours
-    return user, command
+    return user, command, user is not None and bool(arguments)
