@@ -157,22 +157,61 @@ def test_simulated_cuda_process_shared_anonymous_memory_is_its_cuda_host_alloc_f
     assert stats.children == () and stats.error is None
 
 
-def test_simulated_cuda_process_figure_is_reused_with_its_age_until_the_smaps_interval_passes(
-        stand_in, cuda_like) -> None:
-    [process] = cuda_like(1)
-    source = HostSource(nvidia_control_device=stand_in, smaps_interval_s=2.0)
-    source.watch_pids([process.pid])
-    first = _watched(source.sample_once(), process.pid)
+class ManualClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _grow(process: subprocess.Popen[str]) -> None:
+    """Make the CUDA-like process touch 8 MiB more of its MAP_SHARED anonymous mapping (RssShmem moves)."""
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write("grow\n")
     process.stdin.flush()
     assert process.stdout.readline() == "grown\n"
+
+
+def test_simulated_cuda_process_figure_is_reused_with_its_age_until_the_smaps_interval_passes(
+        stand_in, cuda_like) -> None:
+    [process] = cuda_like(1)
+    clock = ManualClock()
+    source = HostSource(nvidia_control_device=stand_in, smaps_interval_s=2.0, monotonic=clock)
+    source.watch_pids([process.pid])
+    first = _watched(source.sample_once(), process.pid)
+    _grow(process)
+    clock.now += 1.5
     cached = _watched(source.sample_once(), process.pid)
-    time.sleep(2.0)
+    clock.now += 1.0
     fresh = _watched(source.sample_once(), process.pid)
     assert first.cuda_host_alloc_bytes == cached.cuda_host_alloc_bytes == 4 * MIB, "smaps not re-read yet"
-    assert cached.cuda_host_alloc_age_s is not None and 0.0 < cached.cuda_host_alloc_age_s < 2.0
+    assert cached.cuda_host_alloc_age_s == 1.5
+    assert cached.shmem_rss_bytes != first.shmem_rss_bytes, "the growth shows in RssShmem at once"
     assert fresh.cuda_host_alloc_bytes == 12 * MIB and fresh.cuda_host_alloc_age_s == 0.0
+
+
+def test_simulated_cuda_process_whose_shared_memory_did_not_move_is_re_read_only_when_old(
+        stand_in, cuda_like) -> None:
+    """smaps costs 6-24 ms for a torch process: while RssShmem stays, the last figure stands (with its
+    age) until the max age; a move of RssShmem makes it due again after the interval."""
+    [process] = cuda_like(1)
+    clock = ManualClock()
+    source = HostSource(nvidia_control_device=stand_in, smaps_interval_s=2.0, smaps_max_age_s=10.0,
+                        monotonic=clock)
+    source.watch_pids([process.pid])
+    assert _watched(source.sample_once(), process.pid).cuda_host_alloc_age_s == 0.0
+    clock.now += 5.0  # past the interval, RssShmem unmoved: not re-read
+    unmoved = _watched(source.sample_once(), process.pid)
+    assert (unmoved.cuda_host_alloc_bytes, unmoved.cuda_host_alloc_age_s) == (4 * MIB, 5.0)
+    clock.now += 5.0  # the max age: re-read all the same
+    assert _watched(source.sample_once(), process.pid).cuda_host_alloc_age_s == 0.0
+    _grow(process)
+    clock.now += 1.0  # moved, but within the interval
+    assert _watched(source.sample_once(), process.pid).cuda_host_alloc_bytes == 4 * MIB
+    clock.now += 1.0  # moved, interval passed: re-read
+    moved = _watched(source.sample_once(), process.pid)
+    assert (moved.cuda_host_alloc_bytes, moved.cuda_host_alloc_age_s) == (12 * MIB, 0.0)
 
 
 def test_simulated_cuda_processes_get_at_most_max_smaps_reads_per_sample_oldest_first(

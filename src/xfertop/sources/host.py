@@ -6,9 +6,14 @@ seen for the first time has ``cpu_percent`` None: there is no interval yet.
 
 For each watched process that maps /dev/nvidiactl it also reads its cudaHostAlloc pinned memory from
 /proc/<pid>/smaps (``cuda_host_alloc_bytes``). smaps makes the kernel walk the page tables (6-24 ms
-for a torch process on the H200), so each process's figure is re-read at most every
-``SMAPS_INTERVAL_S`` and at most ``MAX_SMAPS_READS_PER_SAMPLE`` smaps are read per sample, the oldest
-figures first; in between the last figure is published with its age.
+for a torch process on the H200: 0.1-0.5% of a core at one read per 5 s), so each process's figure is
+re-read at most every ``SMAPS_INTERVAL_S``, and then only if its ``RssShmem`` (from status, read every
+sample) moved since the last read: cudaHostAlloc buffers are shmem, so a change in them moves RssShmem by
+the same amount (measured, docs/host-memory.md). Unmoved, the figure is re-read after
+``SMAPS_MAX_AGE_S`` all the same (RssShmem is a kernel estimate that may lag a small change). At most
+``MAX_SMAPS_READS_PER_SAMPLE`` smaps are read per sample, the oldest figures first; in between the last
+figure is published with its age. A process whose other shared memory keeps moving (DataLoader workers
+hand batches over in /dev/shm) is re-read every SMAPS_INTERVAL_S, as before.
 
 Cost: a sample reads only the watched processes and their workers, each with os.read rather than
 psutil objects (stat, status and statm: what psutil's oneshot read, one read() each: the kernel writes
@@ -28,7 +33,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -47,8 +52,10 @@ from xfertop.sources.proc_placement import MAX_THREADS_FOR_CHILDREN, ChildFinder
 #: Depth and breadth bounds on the worker tree, so a fork bomb cannot stall the sampler.
 MAX_CHILD_DEPTH = 4
 MAX_CHILDREN_PER_PROCESS = 256
-#: A process's cuda_host_alloc_bytes is re-read from smaps at most this often.
+#: A process's cuda_host_alloc_bytes is re-read from smaps at most this often (when RssShmem moved).
 SMAPS_INTERVAL_S = 5.0
+#: ... and at least this often when its RssShmem did not move.
+SMAPS_MAX_AGE_S = 30.0
 #: At most this many smaps files are read per sample: 4 x 24 ms (the slowest read measured for a torch
 #: process on the H200) keeps the worst case near 0.1 s per sample. At a 1 s interval that keeps 20
 #: CUDA processes within 5 s of fresh; with more, figures age further (published with their age).
@@ -78,9 +85,11 @@ class _HostAllocReading:
 
     #: None: not a CUDA process (no /dev/nvidiactl mapping), or maps/smaps unreadable (see error).
     value: int | None
-    #: time.monotonic() of the read.
+    #: The source's monotonic clock at the read.
     read_at: float
     error: str | None = None
+    #: The process's RssShmem when smaps was read: while it stays, the figure stays.
+    shmem_rss_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -228,12 +237,17 @@ class HostSource(PollingSource[HostState]):
     def __init__(self, interval_s: float = 1.0, proc_root: Path = Path("/proc"),
                  smaps_interval_s: float = SMAPS_INTERVAL_S,
                  max_smaps_reads: int = MAX_SMAPS_READS_PER_SAMPLE,
-                 nvidia_control_device: str = NVIDIA_CONTROL_DEVICE) -> None:
+                 nvidia_control_device: str = NVIDIA_CONTROL_DEVICE,
+                 smaps_max_age_s: float = SMAPS_MAX_AGE_S,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         """``nvidia_control_device``: the mapping that marks a CUDA process; tests without a GPU pass a
-        stand-in file that their process maps."""
+        stand-in file that their process maps. ``monotonic``: the clock of the smaps schedule and the
+        CPU percentages."""
         super().__init__(interval_s)
         self._proc_root = proc_root
         self._smaps_interval_s = smaps_interval_s
+        self._smaps_max_age_s = smaps_max_age_s
+        self._monotonic = monotonic
         self._max_smaps_reads = max_smaps_reads
         self._nvidia_control_device = nvidia_control_device
         self._host_alloc: dict[_Key, _HostAllocReading] = {}
@@ -260,7 +274,7 @@ class HostSource(PollingSource[HostState]):
         mem_total, mem_available, swap_total, swap_used = _memory_totals()
         with self._watched_lock:
             watched = sorted(self._watched)
-        now = time.monotonic()
+        now = self._monotonic()
         seen: set[_Key] = set()
         # Only the watched processes' children files, rather than every process's stat.
         finder = ChildFinder(self._proc_root)
@@ -381,14 +395,15 @@ class HostSource(PollingSource[HostState]):
         """Add each watched process's cudaHostAlloc figure: re-read where older than the smaps interval,
         oldest first, at most ``max_smaps_reads`` smaps per sample; the rest keep their last reading."""
         readings = {key: self._host_alloc[key] for key in keys.values() if key in self._host_alloc}
-        due = [key for key in keys.values()
-               if key not in readings or now - readings[key].read_at >= self._smaps_interval_s]
+        shmem = {keys[stats.pid]: stats.shmem_rss_bytes for stats in processes if stats.pid in keys}
+        due = [key for key in keys.values() if key not in readings
+               or self._host_alloc_due(readings[key], shmem.get(key), now - readings[key].read_at)]
         due.sort(key=lambda key: readings[key].read_at if key in readings else float("-inf"))
         smaps_reads = 0
         for key in due:
             if smaps_reads >= self._max_smaps_reads:
                 break
-            reading, read_smaps = self._read_host_alloc(key[0], now)
+            reading, read_smaps = self._read_host_alloc(key[0], now, shmem.get(key))
             smaps_reads += read_smaps
             if reading is not None:
                 readings[key] = reading
@@ -407,7 +422,16 @@ class HostSource(PollingSource[HostState]):
                 cuda_host_alloc_age_s=None if reading.value is None else max(0.0, now - reading.read_at)))
         return tuple(result)
 
-    def _read_host_alloc(self, pid: int, now: float) -> tuple[_HostAllocReading | None, bool]:
+    def _host_alloc_due(self, reading: _HostAllocReading, shmem_rss_bytes: int | None, age_s: float) -> bool:
+        """A CUDA process's figure is re-read when its RssShmem moved (or is unknown), or when old."""
+        if age_s < self._smaps_interval_s:
+            return False
+        if reading.value is None or shmem_rss_bytes is None or age_s >= self._smaps_max_age_s:
+            return True  # not (yet) a CUDA process, unreadable, or no RssShmem to go by
+        return shmem_rss_bytes != reading.shmem_rss_bytes
+
+    def _read_host_alloc(self, pid: int, now: float,
+                         shmem_rss_bytes: int | None) -> tuple[_HostAllocReading | None, bool]:
         """(reading, whether smaps was read). No reading when the process exited meanwhile."""
         directory = f"{os.fspath(self._proc_root)}/{pid}"
         try:
@@ -424,7 +448,8 @@ class HostSource(PollingSource[HostState]):
         except OSError as exc:
             return _HostAllocReading(value=None, read_at=now, error=(
                 f"cannot read the memory maps of process {pid}: {exc.strerror or exc}")), False
-        return _HostAllocReading(value=cuda_host_alloc_bytes(smaps), read_at=now), True
+        return _HostAllocReading(value=cuda_host_alloc_bytes(smaps), read_at=now,
+                                 shmem_rss_bytes=shmem_rss_bytes), True
 
     def _cpu_percent(self, key: _Key, cpu_s: float, now: float) -> float | None:
         previous = self._process_marks.get(key)
