@@ -132,3 +132,32 @@ def test_recorded_gpu_window_shares_add_up_to_the_step() -> None:
     assert stats is not None and stats.clock == "gpu"
     assert stats.gpu_idle_share + stats.copy_share + stats.compute_share == pytest.approx(1.0, abs=1e-6)
     assert 0.30 < stats.gpu_idle_share < 0.45
+
+
+def _select_window_by_filtering(steps, window_steps, min_steps, warmup_steps):  # type: ignore[no-untyped-def]
+    """The definition select_window keeps: filter the whole ring, then take the newest steps."""
+    candidates = [s for s in steps if s.step >= warmup_steps and s.wall_ms > 0]
+    timed = [s for s in candidates if s.compute_gpu_ms is not None and s.gpu_idle_ms is not None]
+    if len(timed) >= min_steps:
+        return "gpu", timed[-window_steps:]
+    return "cpu", candidates[-window_steps:]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_window_read_newest_first_is_the_window_of_the_whole_ring(seed: int) -> None:
+    """select_window stops reading once it has its GPU window; it must pick what filtering the whole ring
+    picks: sparse, dense or no GPU timing, warm-up and zero-length steps anywhere, any window sizes."""
+    import random
+
+    rng = random.Random(seed)
+    timed_share = rng.choice([0.0, 0.02, 0.05, 0.3, 1.0])
+    steps = []
+    for i in range(rng.randint(0, 1200)):
+        step = gpu_step(i) if rng.random() < timed_share else cpu_step(i)
+        if rng.random() < 0.02:
+            step = cpu_step(i, wall_ms=0.0)
+        steps.append(step)
+    window_steps, min_steps = rng.choice([(50, 20), (20, 20), (10, 30), (1, 1), (100, 5)])
+    warmup_steps = rng.choice([0, 5, 300])
+    assert select_window(steps, window_steps=window_steps, min_steps=min_steps, warmup_steps=warmup_steps) \
+        == _select_window_by_filtering(steps, window_steps, min_steps, warmup_steps)

@@ -84,12 +84,6 @@ def usable_steps(steps: Sequence[StepRecord], warmup_steps: int = WARMUP_STEPS) 
     return [s for s in steps if s.step >= warmup_steps and s.wall_ms > 0]
 
 
-def _has_gpu_clock(step: StepRecord) -> bool:
-    # copy_gpu_ms is None when nothing marked a copy (watch() alone, `xfertop run` without
-    # --copy-timing): the copy then sits inside compute, and the idle gap is still the GPU's own.
-    return None not in (step.compute_gpu_ms, step.gpu_idle_ms)
-
-
 def select_window(
     steps: Sequence[StepRecord],
     *,
@@ -98,11 +92,28 @@ def select_window(
     warmup_steps: int = WARMUP_STEPS,
 ) -> tuple[Clock, list[StepRecord]]:
     """The clock to judge by and the most recent steps on it (possibly fewer than ``min_steps``)."""
-    candidates = usable_steps(steps, warmup_steps)
-    timed = [s for s in candidates if _has_gpu_clock(s)]
+    # A step has the GPU clock when it has compute and idle time; copy_gpu_ms is None when nothing marked
+    # a copy (watch() alone, `xfertop run` without --copy-timing): the copy then sits inside compute, and
+    # the idle gap is still the GPU's own. The newest steps usually all have it, and then they are the
+    # window: no pass over the whole ring (1024 steps) on every repaint of every rank.
+    newest = steps[-max(window_steps, min_steps):]
+    if len(newest) >= min_steps and all(
+            s.step >= warmup_steps and s.wall_ms > 0 and s.compute_gpu_ms is not None
+            and s.gpu_idle_ms is not None for s in newest):
+        return "gpu", list(newest[-window_steps:])
+    timed = [s for s in steps if s.gpu_idle_ms is not None and s.compute_gpu_ms is not None
+             and s.step >= warmup_steps and s.wall_ms > 0]
     if len(timed) >= min_steps:
         return "gpu", timed[-window_steps:]
-    return "cpu", candidates[-window_steps:]
+    # The CPU clock's window: the newest usable steps, read newest first until there are enough.
+    recent: list[StepRecord] = []
+    for step in reversed(steps):
+        if step.step >= warmup_steps and step.wall_ms > 0:
+            recent.append(step)
+            if len(recent) == window_steps:
+                break
+    recent.reverse()
+    return "cpu", recent
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -15,7 +15,7 @@ from xfertop.model.gpu import GpuState
 from xfertop.model.jobs import JobsState
 from xfertop.ui.process_table import selected_row_key
 from xfertop.ui.quiet import QuietRender, QuietStatic
-from xfertop.ui.rank_row import COLUMNS, COMPACT_COLUMNS, rank_cells, rank_key
+from xfertop.ui.rank_row import COLUMNS, COMPACT_COLUMNS, StatsByRank, rank_cells, rank_key
 from xfertop.ui.table_rows import CellCachedTable, update_row
 from xfertop.ui.verdicts import verdict_line, verdict_of
 
@@ -61,6 +61,7 @@ class RankTable(CellCachedTable):
     def __init__(self) -> None:
         super().__init__(id="ranks", cursor_type="row")
         self.columns_shown: tuple[str, ...] = COLUMNS
+        self._stats = StatsByRank()
 
     def on_mount(self) -> None:
         self._add_columns()
@@ -79,12 +80,14 @@ class RankTable(CellCachedTable):
 
     def show(self, state: JobsState) -> None:
         picks = [COLUMNS.index(name) for name in self.columns_shown]
+        stats = self._stats
         wanted = {
             rank_key(rank): tuple(cells[i] for i in picks)
             for job in state.jobs
             for rank in job.ranks
-            for cells in (rank_cells(job, rank),)
+            for cells in (rank_cells(job, rank, stats.of(rank)),)
         }
+        stats.keep_only(set(wanted))
         for row_key in list(self.rows):
             if row_key.value not in wanted:
                 self.remove_row(row_key)

@@ -25,6 +25,28 @@ _FEW_WORKERS = 2
 _WAIT_WORTH_FLAGGING = 0.2
 
 
+class StatsByRank:
+    """``window_stats`` of each rank, computed again only when the rank's steps changed: the jobs source
+    hands over the very same steps tuple while a ring has no new steps (a stalled, finished or slow rank)."""
+
+    def __init__(self) -> None:
+        self._stats: dict[str, tuple[tuple, WindowStats | None]] = {}
+
+    def of(self, rank: RankState) -> WindowStats | None:
+        key = rank_key(rank)
+        found = self._stats.get(key)
+        if found is not None and found[0] is rank.steps:
+            return found[1]
+        stats = window_stats(rank.steps)
+        self._stats[key] = (rank.steps, stats)
+        return stats
+
+    def keep_only(self, keys: set[str]) -> None:
+        """Forget the ranks that are gone."""
+        for key in self._stats.keys() - keys:
+            del self._stats[key]
+
+
 def breakdown_bar(stats: WindowStats | None, width: int = BAR_CELLS) -> Text:
     if stats is None:
         return Text("·" * width, style="dim")
@@ -70,8 +92,8 @@ def rank_label(rank: RankState) -> str:
     return f"{rank.rank}/{rank.world_size}" if rank.world_size else str(rank.rank)
 
 
-def rank_cells(job: JobState, rank: RankState) -> tuple[str | Text, ...]:
-    stats = window_stats(rank.steps)
+def rank_cells(job: JobState, rank: RankState, stats: WindowStats | None) -> tuple[str | Text, ...]:
+    """The row's cells, ``stats`` being ``window_stats(rank.steps)`` (``StatsByRank`` keeps them)."""
     flags = rank_flags(rank, stats)
     if stats is None:
         # Too few steps for a window yet: say so rather than show figures from a handful of steps.
