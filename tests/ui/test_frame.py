@@ -3,8 +3,10 @@ of the same data shows, and anything else (another screen on top, a layout) stil
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import math
+from collections.abc import Callable
 
 from rich.segment import ControlType
 from textual.strip import Strip
@@ -28,6 +30,7 @@ class _Terminal:
         self.updates = 0
         #: Rows any update wrote to.
         self.rows_written: set[int] = set()
+        self._written = asyncio.Event()
         write = app._display
 
         def display(screen, update) -> None:  # type: ignore[no-untyped-def]
@@ -42,6 +45,7 @@ class _Terminal:
         if len(self.cells) != height:
             self.cells = [[(" ", None)] * width for _ in range(height)]
         self.updates += 1
+        self._written.set()
         x = y = 0
         console = app.console
         for segment in update.__rich_console__(console, console.options):  # type: ignore[attr-defined]
@@ -56,6 +60,17 @@ class _Terminal:
             for character in segment.text:
                 self.cells[y][x] = (character, segment.style)
                 x += 1
+
+
+    def row_text(self, y: int) -> str:
+        return "".join(character for character, _ in self.cells[y])
+
+    async def wait_until(self, shown: Callable[[], bool], timeout_s: float = 5.0) -> None:
+        """Until ``shown()`` holds, checked after each update written (Textual's own way paints on its
+        screen's update timer, a little after the messages were handled)."""
+        while not shown():
+            self._written.clear()
+            await asyncio.wait_for(self._written.wait(), timeout_s)
 
 
 def _cells(strips: list[Strip]) -> list[list[Cell]]:
@@ -155,3 +170,34 @@ async def test_unchanged_snapshots_write_only_the_gpu_lines_whose_charts_moved()
         await pilot.pause()
         table_rows = {*app.process_table.region.line_range, *app.jobs_pane.region.line_range}
         assert table_rows & terminal.rows_written
+
+
+async def test_a_column_that_must_grow_is_measured_once_and_then_rows_update_in_place_again() -> None:
+    """A wider COMMAND widens its column: the table's own idle handler measures it (that refresh goes
+    Textual's way); the next frames write only the changed rows again, the command shown whole."""
+    app = XfertopApp(Sources(), start_sources=False, clock=lambda: FROZEN_TIME)
+    terminal = _Terminal(app)
+    async with app.run_test(size=(160, 48)) as pilot:
+        _round(app, 0)
+        await pilot.pause()
+        longer = "python train.py --epochs 3 --data /datasets/imagenet/train --workers 8"
+        gpus = gpu_state(2)
+        process = dataclasses.replace(gpus.gpus[0].processes[0], command=longer)
+        gpus = dataclasses.replace(gpus, gpus=(dataclasses.replace(gpus.gpus[0], processes=(process,)),
+                                               *gpus.gpus[1:]))
+        app.post_message(HostStateUpdated(host_state()))
+        app.post_message(GpuStateUpdated(gpus))
+        await pilot.pause()
+        table = app.process_table
+        row_y = table.region.y + 2  # below the border and the header
+        await terminal.wait_until(lambda: longer in terminal.row_text(row_y))
+        assert _differences(terminal, app) == []
+        terminal.rows_written.clear()
+        busier = dataclasses.replace(host_state(), processes=(
+            dataclasses.replace(host_state().processes[0], cpu_percent=181.0),))
+        app.post_message(HostStateUpdated(busier))
+        app.post_message(GpuStateUpdated(gpus))
+        await pilot.pause()
+        table_rows = set(table.region.line_range)
+        assert terminal.rows_written & table_rows == {row_y}
+        assert _differences(terminal, app) == []

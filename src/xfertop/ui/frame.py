@@ -9,9 +9,10 @@ was ~15 of the main thread's task steps and 2 of its ~42 event-loop wakeups per 
 While a ``Frame`` is open (the app's repaint), a ``FramePainted`` widget's repaint only marks its lines
 dirty, as ``Widget.refresh`` does, and joins the frame; when the frame closes, its widgets go to the
 screen's compositor and the update is written, as the screen's update timer would do it. A refresh that
-needs a layout, or a frame closing while another screen is on top or a layout is pending, goes Textual's
-own way. Private to Textual (pinned at 8.2.8; tests/ui/test_frame.py compares the result with Textual's
-own path).
+needs a layout or leaves work for the widget's idle handler (a table column that must grow), or a frame
+closing while another screen is on top or a layout is pending, goes Textual's own way. Private to
+Textual (pinned at 8.2.8; tests/ui/test_frame.py replays what is written and compares it with a fresh
+render).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ class Frame:
     def __init__(self, app: App[Any]) -> None:
         self._app = app
         self._widgets: set[Widget] | None = None
+        #: A refresh in this frame went Textual's way (a layout, a widget's idle work): so does the frame.
+        self._deferred = False
         #: Repaints written straight to the compositor (what tests check the shortcut by).
         self.painted = 0
 
@@ -42,12 +45,17 @@ class Frame:
         assert self._widgets is not None
         self._widgets.add(widget)
 
+    def defer(self) -> None:
+        """Paint this frame Textual's way: painting now could paint a widget before its layout or its
+        idle handler ran (the compositor renders every widget with dirty lines in the frame's rows)."""
+        self._deferred = True
+
     @contextmanager
     def open(self) -> Iterator[None]:
         if self._widgets is not None:  # nested: the outer frame paints
             yield
             return
-        self._widgets = set()
+        self._widgets, self._deferred = set(), False
         try:
             yield
         finally:
@@ -59,32 +67,46 @@ class Frame:
         app = self._app
         screen = app.screen
         compositor = getattr(screen, "_compositor", None)
-        direct = (compositor is not None and not app._batch_count and screen.is_current
+        direct = (compositor is not None and not self._deferred and not app._batch_count and screen.is_current
                   and screen in compositor
                   and not (screen._layout_required or screen._scroll_required or screen._repaint_required
                            or screen._recompose_required)
-                  and all(not widget._layout_required and widget.screen is screen for widget in widgets))
+                  and all(not widget._layout_required and not widget.idle_work_pending()  # type: ignore[attr-defined]
+                          and widget.screen is screen for widget in widgets))
         if not direct:
             for widget in widgets:  # what Widget.refresh would have left for the widget's idle handler
                 widget._repaint_required = True
                 widget.check_idle()
             return
-        dirty = screen._dirty_widgets
-        dirty.update(widget for widget in widgets if widget.display)
-        if dirty:
-            compositor.update_widgets(dirty)
-            screen._compositor_refresh()  # composes the dirty regions, writes them, clears the set
-            self.painted += 1
+        painted = {widget for widget in widgets if widget.display}
+        if not painted:
+            return
+        # Widgets already waiting for the screen's update timer are left to it: one may still have work for
+        # its idle handler (a table's new column widths), and painting it now would paint it stale.
+        waiting = set(screen._dirty_widgets) - painted
+        compositor.update_widgets(painted)
+        screen._compositor_refresh()  # composes the dirty regions, writes them, clears the screen's set
+        screen._dirty_widgets.update(waiting)
+        self.painted += 1
 
 
 class FramePainted:
     """Mixin, before the Widget class in the bases: repaints inside the app's open frame join it."""
 
+    def idle_work_pending(self) -> bool:
+        """Whether the widget left work for its idle handler, which only the Prompt of Textual's own
+        refresh would run (a DataTable measures changed column widths there): then it goes that way."""
+        return False
+
     def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False,
                 recompose: bool = False) -> Any:
         frame = getattr(self.app, "frame", None)  # type: ignore[attr-defined]
-        if (not isinstance(frame, Frame) or not frame.is_open or layout or recompose or not repaint
-                or not self._is_mounted):  # type: ignore[attr-defined]
+        if not isinstance(frame, Frame) or not frame.is_open:
+            return super().refresh(*regions, repaint=repaint, layout=layout,  # type: ignore[misc]
+                                   recompose=recompose)
+        if (layout or recompose or not repaint or not self._is_mounted  # type: ignore[attr-defined]
+                or self.idle_work_pending()):
+            frame.defer()
             return super().refresh(*regions, repaint=repaint, layout=layout,  # type: ignore[misc]
                                    recompose=recompose)
         # Widget.refresh's repaint, without the Prompt that would wake this widget's message loop.

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from textual.containers import VerticalScroll
-from textual.widgets import Static
 
 from xfertop.model.gpu import GpuState
+from xfertop.ui.frame import FramePainted
 from xfertop.ui.gpu_pane import GpuPane
-from xfertop.ui.quiet import QuietRender
+from xfertop.ui.quiet import QuietRender, QuietStatic
 
 #: The GPU area may take this share of the terminal before panes drop to one line each.
 _MAX_SHARE_OF_HEIGHT = 0.45
@@ -20,13 +20,13 @@ def lines_per_gpu(gpu_count: int, terminal_rows: int) -> int:
     return 2 if gpu_count * 2 <= terminal_rows * _MAX_SHARE_OF_HEIGHT else 1
 
 
-class GpuArea(QuietRender, VerticalScroll, can_focus=False):
+class GpuArea(FramePainted, QuietRender, VerticalScroll, can_focus=False):
     def __init__(self) -> None:
         super().__init__(id="gpus")
         self._indices: tuple[int, ...] = ()
         self._height: int | None = None
         self._message_text = ""
-        self._message = Static("waiting for the first GPU sample…", id="gpu-message")
+        self._message = QuietStatic("waiting for the first GPU sample…", id="gpu-message")
         self._panes: list[GpuPane] = []  # kept rather than queried each period
 
     def compose(self):  # type: ignore[override]

@@ -26,6 +26,8 @@ from textual.screen import Screen
 from textual.strip import Strip
 from textual.widgets import Footer, Static
 
+from xfertop.ui.frame import FramePainted
+
 
 class QuietRender:
     """Mixin, before the Widget class in the bases (see the module docstring)."""
@@ -70,7 +72,7 @@ class QuietRender:
         return strips
 
 
-class QuietStatic(QuietRender, Static):
+class QuietStatic(FramePainted, QuietRender, Static):
     pass
 
 

@@ -93,6 +93,10 @@ class CellCachedTable(FramePainted, QuietRender, DataTable):
         super().notify_style_update()
         self._cell_segments.clear()  # component styles (cursor, header) or the theme changed
 
+    def idle_work_pending(self) -> bool:
+        # DataTable._on_idle measures updated cells and new rows (update_cell(update_width=True), add_row).
+        return bool(self._updated_cells or self._require_update_dimensions or self._new_rows)
+
     def _simple_rows(self) -> bool:
         labels = self._labelled_row_exists and self.show_row_labels
         return not (self.fixed_rows or self.fixed_columns or labels)
