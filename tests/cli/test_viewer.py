@@ -35,8 +35,9 @@ def test_gpu_processes_are_detailed_by_the_host_source(tmp_path: Path) -> None:
         gpu.close()
 
 
-def test_the_jobs_source_follows_the_refresh_interval_up_to_half_a_second() -> None:
-    """Rings hold 1024 steps: read at least every 0.5 s, a job may run 2048 steps/s losing none."""
+def test_the_gpu_follows_the_refresh_interval_the_host_up_to_twice_a_second_the_jobs_twice_a_second() -> None:
+    """Rings hold 1024 steps: read every 0.5 s, a job may run 2048 steps/s losing none. Host CPU times
+    tick in 10 ms steps: a 0.25 s period would show 4-point CPU% noise."""
     sources = build_sources(interval_s=2.0)
     try:
         assert sources.gpu is not None and sources.host is not None and sources.jobs is not None
@@ -44,12 +45,13 @@ def test_the_jobs_source_follows_the_refresh_interval_up_to_half_a_second() -> N
         assert sources.jobs.interval_s == 0.5
         assert sources.topology is not None and sources.topology.interval_s == 5.0
         sources.set_interval_s(0.25)
-        assert sources.gpu.interval_s == 0.25 and sources.jobs.interval_s == 0.25
+        assert (sources.gpu.interval_s, sources.host.interval_s, sources.jobs.interval_s) == (0.25, 0.5, 0.5)
         sources.set_interval_s(1.0)
-        assert sources.jobs.interval_s == 0.5
+        assert (sources.gpu.interval_s, sources.host.interval_s, sources.jobs.interval_s) == (1.0, 1.0, 0.5)
         assert sources.topology.interval_s == 5.0
     finally:
         sources.stop()
+    assert build_sources(interval_s=0.25).host.interval_s == 0.5  # type: ignore[union-attr]
 
 
 def test_gpu_processes_are_placed_by_the_topology_source(tmp_path: Path) -> None:

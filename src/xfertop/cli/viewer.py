@@ -32,11 +32,11 @@ def check_interval(interval_s: float) -> float:
 
 
 def build_sources(interval_s: float, ring_dir: str | None = None, pcie: str = "auto"):
-    from xfertop.ui.sources_bundle import Sources, jobs_interval_s
+    from xfertop.ui.sources_bundle import JOBS_INTERVAL_S, Sources, host_interval_s
 
     gpu = GpuSource(interval_s=interval_s, pcie=pcie)
-    host = HostSource(interval_s=interval_s)
-    jobs = JobsSource(interval_s=jobs_interval_s(interval_s), ring_dir=ring_dir)
+    host = HostSource(interval_s=host_interval_s(interval_s))
+    jobs = JobsSource(interval_s=JOBS_INTERVAL_S, ring_dir=ring_dir)
     topology = TopologySource(nvml=NvmlApi(), start_nvml=True)
     watch_interesting_pids(gpu, host, jobs, topology)
     return Sources(gpu=gpu, host=host, jobs=jobs, topology=topology)

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from xfertop.ui.deadline import Deadline
 from xfertop.ui.lines import LineView
+from xfertop.ui.sources_bundle import HOST_MIN_INTERVAL_S
 
 #: The clock's own update lands this long after the second it shows began (s).
 _PAST_THE_SECOND_S = 0.01
@@ -69,6 +70,8 @@ class HeaderBar(LineView):
             line.append("  no NVIDIA driver", style="yellow")
         line.append(f"  {time.strftime('%H:%M:%S', time.localtime(self._clock()))}")
         line.append(f"  every {view.interval_s:g} s")
+        if view.interval_s < HOST_MIN_INTERVAL_S:  # the host and jobs panes keep their own pace
+            line.append(f" (host, jobs {HOST_MIN_INTERVAL_S:g} s)", style="dim")  # = JOBS_INTERVAL_S
         if view.paused:
             line.append("  PAUSED (p resumes)", style="bold black on yellow")
         line.append("  ? help", style="dim")

@@ -12,14 +12,20 @@ from xfertop.model.topology import Topology
 from xfertop.sources.base import PollingSource
 from xfertop.sources.stacks import StackSampler
 
-#: The jobs source reads rings at the display's pace but at least this often: a ring holds 1024 steps
-#: (wire.DEFAULT_CAPACITY), so a job may run 2048 steps/s before a step is overwritten unread. Reading
-#: at 10 Hz whatever the display showed cost 0.4-0.7% of a core for frames nobody saw.
-JOBS_MAX_INTERVAL_S = 0.5
+#: The jobs source reads rings every 0.5 s whatever the display's period. A ring holds 1024 steps
+#: (wire.DEFAULT_CAPACITY), so a job may run 2048 steps/s before a step is overwritten unread; what the
+#: jobs pane shows are statistics over a window of steps, which a faster read would not make fresher.
+#: (Reading at 10 Hz whatever the display showed cost 0.4-0.7% of a core for frames nobody saw.)
+JOBS_INTERVAL_S = 0.5
+#: Host figures (CPU per core and per process, memory) refresh at most this often: the kernel counts CPU
+#: time in 10 ms ticks (USER_HZ 100), so over a 0.25 s period a core's or a process's CPU% moves in
+#: 4-point steps of noise; over 0.5 s in 2-point ones. At 4 Hz this halves the host sampler's and the
+#: host and processes panes' work (docs/ui.md). The GPU panes follow the display's period.
+HOST_MIN_INTERVAL_S = 0.5
 
 
-def jobs_interval_s(display_interval_s: float) -> float:
-    return min(display_interval_s, JOBS_MAX_INTERVAL_S)
+def host_interval_s(display_interval_s: float) -> float:
+    return max(display_interval_s, HOST_MIN_INTERVAL_S)
 
 
 @dataclass(frozen=True)
@@ -39,17 +45,16 @@ class Sources:
     def all(self) -> list[PollingSource]:
         return [source for source in (self.gpu, self.host, self.jobs, self.topology) if source is not None]
 
-    def refreshed(self) -> list[PollingSource]:
-        """The sources whose period is the display's refresh period: GPU and host. The jobs source
-        follows it up to JOBS_MAX_INTERVAL_S; topology keeps its slow pace."""
-        return [source for source in (self.gpu, self.host) if source is not None]
-
     def set_interval_s(self, interval_s: float) -> None:
-        """Change how often the sources sample (the +/- keys)."""
-        for source in self.refreshed():
-            source.interval_s = interval_s
+        """Change how often the sources sample (the +/- keys): the GPU at the display's period, the host
+        at it but no faster than HOST_MIN_INTERVAL_S, the jobs source at JOBS_INTERVAL_S whatever it is;
+        topology keeps its slow pace."""
+        if self.gpu is not None:
+            self.gpu.interval_s = interval_s
+        if self.host is not None:
+            self.host.interval_s = host_interval_s(interval_s)
         if self.jobs is not None:
-            self.jobs.interval_s = jobs_interval_s(interval_s)
+            self.jobs.interval_s = JOBS_INTERVAL_S
 
     def start(self) -> None:
         for source in (self.gpu, self.host, self.jobs):
