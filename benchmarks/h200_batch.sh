@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU figure in docs/ comes from this script, run on the lent H200 machine through the device
 # tool from the repository root, with the wheels of the packages that machine lacks in .whl/:
-#   bash benchmarks/h200_batch.sh STAGE      (STAGE: tests | bench | reporter | viewer | final | cpu | mid | gpm | diag | retest; RETEST=test ids)
+#   bash benchmarks/h200_batch.sh STAGE      (STAGE: tests | bench | reporter | viewer | final | final3 | cpu | mid | gpm | diag | retest; RETEST=test ids)
 # Results land in $OUT/results-STAGE.tgz (logs and JSON); docs/measurements/ keeps what we quote.
 set -u
 stage=${1:?stage}
@@ -45,6 +45,16 @@ case $stage in
     LIMIT=160 TAILN=8 step tui_cpu_counters python3 benchmarks/tui_cpu.py --seconds 60 --rates-hz 1,4 --no-nvitop --out "$res/tui_cpu_counters" --load "$load" --xfertop-args "--pcie counters"
     LIMIT=40 TAILN=6 step pcie_coverage python3 benchmarks/pcie_coverage.py "$res/pcie_coverage" --seconds 20
     LIMIT=40 TAILN=10 step profile_4hz python3 benchmarks/tui_profile.py "$res/profile" --rate-hz 4 --seconds 12 --load "$load"
+    ;;
+  final3)
+    # The third session's record: the GPU source and host pinned-memory tests against the real GPU, the
+    # viewer test, start-up, the 60 s CPU rows beside nvitop, and where each thread's CPU goes.
+    load="python3 -m xfertop.launch.demo_job --phase-seconds 900 --device cuda"
+    LIMIT=150 TAILN=12 step pytest_gpu python3 -m pytest -m gpu tests/gpu/test_gpu_source_real.py tests/gpu/test_host_pinned_real.py tests/gpu/test_viewer_gpu.py -p no:cacheprovider -rA
+    step startup python3 benchmarks/startup.py --runs 7 --out "$res/startup"
+    LIMIT=300 TAILN=8 step tui_cpu python3 benchmarks/tui_cpu.py --seconds 60 --rates-hz 1,4 --out "$res/tui_cpu" --load "$load"
+    LIMIT=40 TAILN=10 step profile_4hz python3 benchmarks/tui_profile.py "$res/profile" --rate-hz 4 --seconds 15 --load "$load"
+    LIMIT=50 TAILN=10 step profile_1hz python3 benchmarks/tui_profile.py "$res/profile" --rate-hz 1 --seconds 20 --load "$load"
     ;;
   cpu)
     # CPU rows only, 30 s each (a quick re-check when little device time is left).
