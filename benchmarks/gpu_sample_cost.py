@@ -22,24 +22,25 @@ reported the same GPUs and processes (PCIe rates and timestamps aside: they depe
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ab_trees import print_agreement, print_costs, print_ratios, run_in_trees
 
 HERE = Path(__file__).resolve().parents[1]
 
-# Runs in a subprocess with PYTHONPATH=<tree>/src. argv: the fake's tests dir, pids (comma-separated),
-# GPUs, samples, rate, pcie method, and the monotonic time of the first sample.
+# Runs in a subprocess with PYTHONPATH=<tree>/src and this folder (run_in_trees). argv: the fake's tests
+# dir, pids (comma-separated), GPUs, samples, rate, pcie method, and the monotonic time of the first sample.
 SAMPLER = r"""
 import dataclasses, json, sys, time
 from types import SimpleNamespace
 sys.path.insert(0, sys.argv[1])
 from fakes.fake_pynvml import FakePynvml, RecordedTraffic
 import xfertop
+from ab_trees import timed_calls
 from xfertop.sources.gpu import GpuSource
 from xfertop.sources.nvml_api import NvmlApi
 pids = [int(p) for p in sys.argv[2].split(",")]
@@ -53,13 +54,8 @@ source = GpuSource(interval_s=1.0 / rate, api=NvmlApi(fake), first_window_s=0, p
 source.sample()  # NVML setup and the PCIe baseline; not counted
 time.sleep(max(0.0, first_at - time.monotonic()))
 costs = []
-next_at = first_at
-for _ in range(samples):
-    next_at += 1.0 / rate
-    time.sleep(max(0.0, next_at - time.monotonic()))
-    before = time.thread_time()
-    state = source.sample()
-    costs.append(time.thread_time() - before)
+for cost, state in timed_calls(source.sample, samples, rate, first_at):
+    costs.append(cost)
 source.stop()
 
 def shape(gpu):
@@ -77,11 +73,6 @@ def start_processes(count: int) -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen(python if i == 0 else ["sleep", "3600"]) for i in range(count)]
 
 
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", action="append", default=[], type=Path,
@@ -97,23 +88,10 @@ def main() -> int:
     children = start_processes(max(0, args.processes - 1))
     try:
         pids = [os.getpid(), *(child.pid for child in children)]
-        start = time.monotonic() + 5.0  # after every sampler's imports and setup
-        turn = 1.0 / args.rate_hz / len(trees)
         sampler_args = [str(HERE / "tests"), ",".join(map(str, pids)), str(args.gpus), str(args.samples),
                         str(args.rate_hz), args.pcie]
-        samplers = [subprocess.Popen(
-            [sys.executable, "-c", SAMPLER, *sampler_args, str(start + i * turn)],
-            env=dict(os.environ, PYTHONPATH=str(tree / "src")), stdout=subprocess.PIPE, text=True)
-            for i, tree in enumerate(trees)]
-        results = []
-        for tree, sampler in zip(trees, samplers, strict=True):
-            out, _ = sampler.communicate()
-            if sampler.returncode != 0:
-                raise SystemExit(f"gpu_sample_cost: the sampler for {tree} failed")
-            result = json.loads(out)
-            if not result["module"].startswith(str(tree / "src")):
-                raise SystemExit(f"gpu_sample_cost: {tree} imported xfertop from {result['module']}")
-            results.append(result)
+        results = run_in_trees("gpu_sample_cost", SAMPLER, trees, sampler_args, args.rate_hz,
+                               start_delay_s=5.0)  # after every sampler's imports and setup
     finally:
         for child in children:
             child.kill()
@@ -121,21 +99,11 @@ def main() -> int:
     print(f"{args.gpus} fake H200(s), {len(pids)} processes each (pids {pids}); pcie {args.pcie}; "
           f"{args.samples} samples at {args.rate_hz:g} Hz, all checkouts sampling meanwhile, taking turns")
     print("CPU per GpuSource.sample() (time.thread_time), ms")
-    print(f"{'checkout':32s} {'mean':>8s} {'median':>8s} {'p90':>8s} {'max':>8s}")
-    for tree, result in zip(trees, results, strict=True):
-        costs = [c * 1e3 for c in result["costs"]]
-        print(f"{tree!s:32s} {statistics.mean(costs):8.3f} {statistics.median(costs):8.3f} "
-              f"{percentile(costs, 0.9):8.3f} {max(costs):8.3f}")
-    for tree, result in zip(trees[:-1], results[:-1], strict=True):
-        ratios = [statistics.mean(results[-1]["costs"]) / statistics.mean(result["costs"]),
-                  statistics.median(results[-1]["costs"]) / statistics.median(result["costs"])]
-        print(f"{trees[-1]} / {tree}: mean {ratios[0]:.2f}x, median {ratios[1]:.2f}x")
-    same = all(result["gpus"] == results[0]["gpus"] for result in results)
-    print("same GPUs, links, errors, clocks and processes (pids, users, commands) in every checkout:",
-          "yes" if same else "NO")
-    if not same:
-        for tree, result in zip(trees, results, strict=True):
-            print(tree, json.dumps(result["gpus"]))
+    print_costs(trees, results)
+    print_ratios(trees, results, reference=-1)
+    same = print_agreement(trees, results,
+                           "GPUs, links, errors, clocks and processes (pids, users, commands)",
+                           lambda result: result["gpus"])
     return 0 if same else 1
 
 

@@ -27,7 +27,6 @@ stat of every one of them on each sample.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import statistics
@@ -37,14 +36,19 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ab_trees import Column, Result, costs_ms, print_agreement, print_costs, print_ratios, run_in_trees
+
 HERE = Path(__file__).resolve().parents[1]
 
-# Runs in a subprocess with PYTHONPATH=<tree>/src. argv: pids (comma-separated), samples, rate, device,
-# and the monotonic time of the first sample: the samplers take turns within each period, so that no two
-# read the same smaps at the same moment (the kernel's locks would make both pay for it).
+# Runs in a subprocess with PYTHONPATH=<tree>/src and this folder (run_in_trees). argv: pids
+# (comma-separated), samples, rate, device, and the monotonic time of the first sample: the samplers take
+# turns within each period, so that no two read the same smaps at the same moment (the kernel's locks would
+# make both pay for it).
 SAMPLER = r"""
 import json, sys, time
 import xfertop
+from ab_trees import timed_calls
 from xfertop.sources.host import HostSource
 pids = [int(p) for p in sys.argv[1].split(",")]
 samples, rate, device, first_at = int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], float(sys.argv[5])
@@ -53,13 +57,8 @@ source.watch_pids(pids)
 time.sleep(max(0.0, first_at - time.monotonic()))
 source.sample()  # the first sample has no CPU interval yet; not counted
 costs, smaps = [], []
-next_at = first_at
-for _ in range(samples):
-    next_at += 1.0 / rate
-    time.sleep(max(0.0, next_at - time.monotonic()))
-    before = time.thread_time()
-    state = source.sample()
-    costs.append(time.thread_time() - before)
+for cost, state in timed_calls(source.sample, samples, rate, first_at):
+    costs.append(cost)
     # A figure of age 0 was read from smaps in this very sample.
     smaps.append(any(p.cuda_host_alloc_age_s == 0.0 for p in state.processes))
 
@@ -115,9 +114,10 @@ def control_device(choice: str, pids: list[int]) -> str:
     return (torch or shared or ["/dev/nvidiactl"])[0]
 
 
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+def costs_without_smaps_ms(result: Result) -> list[float]:
+    """The CPU of the samples that read no smaps, in ms (a NaN if every sample read some)."""
+    plain = [cost for cost, read in zip(costs_ms(result), result["smaps"], strict=True) if not read]
+    return plain or [float("nan")]
 
 
 def main() -> int:
@@ -142,21 +142,8 @@ def main() -> int:
             device = control_device(args.control_device, pids)
             processes = sum(name.isdigit() for name in os.listdir("/proc"))
             sampler_args = [",".join(map(str, pids)), str(args.samples), str(args.rate_hz), device]
-            start = time.monotonic() + 5.0  # after every sampler's imports
-            turn = 1.0 / args.rate_hz / len(trees)
-            samplers = [subprocess.Popen(
-                [sys.executable, "-c", SAMPLER, *sampler_args, str(start + i * turn)],
-                env=dict(os.environ, PYTHONPATH=str(tree / "src")), stdout=subprocess.PIPE, text=True)
-                for i, tree in enumerate(trees)]
-            results = []
-            for tree, sampler in zip(trees, samplers, strict=True):
-                out, _ = sampler.communicate()
-                if sampler.returncode != 0:
-                    raise SystemExit(f"host_sample_cost: the sampler for {tree} failed")
-                result = json.loads(out)
-                if not result["module"].startswith(str(tree / "src")):
-                    raise SystemExit(f"host_sample_cost: {tree} imported xfertop from {result['module']}")
-                results.append(result)
+            results = run_in_trees("host_sample_cost", SAMPLER, trees, sampler_args, args.rate_hz,
+                                   start_delay_s=5.0)  # after every sampler's imports
         finally:
             os.killpg(load.pid, 15)
             load.wait(timeout=30)
@@ -168,24 +155,14 @@ def main() -> int:
           f"all checkouts sampling meanwhile, taking turns; control device {device}; "
           f"{processes} processes in /proc")
     print("CPU per sample (time.thread_time), ms; 'no smaps': the samples that read no smaps")
-    print(f"{'checkout':32s} {'mean':>8s} {'median':>8s} {'p90':>8s} {'max':>8s} {'no smaps':>9s} "
-          f"{'smaps reads':>11s}")
-    for tree, result in zip(trees, results, strict=True):
-        costs = [c * 1e3 for c in result["costs"]]
-        plain = [c for c, read in zip(costs, result["smaps"], strict=True) if not read] or [float("nan")]
-        print(f"{tree!s:32s} {statistics.mean(costs):8.3f} {statistics.median(costs):8.3f} "
-              f"{percentile(costs, 0.9):8.3f} {max(costs):8.3f} {statistics.mean(plain):9.3f} "
-              f"{sum(result['smaps']):11d}")
-    for tree, result in zip(trees[1:], results[1:], strict=True):
-        ratios = [statistics.mean(results[0]["costs"]) / statistics.mean(result["costs"]),
-                  statistics.median(results[0]["costs"]) / statistics.median(result["costs"])]
-        print(f"{trees[0]} / {tree}: mean {ratios[0]:.2f}x, median {ratios[1]:.2f}x")
-    same = all(result["tree"] == results[0]["tree"] for result in results)
-    print("same process tree (pids, names, users, ppids, errors, cudaHostAlloc figures) in every checkout:",
-          "yes" if same else "NO")
-    if not same:
-        for tree, result in zip(trees, results, strict=True):
-            print(tree, json.dumps(result["tree"]))
+    print_costs(trees, results, extra_columns=[
+        Column("no smaps", 9, lambda result: f"{statistics.mean(costs_without_smaps_ms(result)):.3f}"),
+        Column("smaps reads", 11, lambda result: str(sum(result["smaps"]))),
+    ])
+    print_ratios(trees, results, reference=0)
+    same = print_agreement(trees, results,
+                           "process tree (pids, names, users, ppids, errors, cudaHostAlloc figures)",
+                           lambda result: result["tree"])
     return 0 if same else 1
 
 

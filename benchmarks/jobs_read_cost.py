@@ -18,36 +18,34 @@ checkout reported the same ranks (pid, status, ring, dead ranks' steps) and prob
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ab_trees import Result, print_agreement, print_costs, print_ratios, run_in_trees
 
 HERE = Path(__file__).resolve().parents[1]
 
-# Runs in a subprocess with PYTHONPATH=<tree>/src. argv: ring dir, samples, rate, and the monotonic time of
-# the first sample (the readers take turns within each period).
+# Runs in a subprocess with PYTHONPATH=<tree>/src and this folder (run_in_trees). argv: ring dir, samples,
+# rate, and the monotonic time of the first sample (the readers take turns within each period).
 READER = r"""
 import json, sys, time
 import xfertop
+from ab_trees import timed_calls
 from xfertop.sources.jobs import JobsSource
 ring_dir, samples, rate, first_at = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 source = JobsSource(ring_dir=ring_dir, finished_grace_s=86400.0)
 time.sleep(max(0.0, first_at - time.monotonic()))
 source.sample()  # opens and validates every ring: not counted
 costs = []
-next_at = first_at
-for _ in range(samples):
-    next_at += 1.0 / rate
-    time.sleep(max(0.0, next_at - time.monotonic()))
-    before = time.thread_time()
-    state = source.sample()
-    costs.append(time.thread_time() - before)
+for cost, state in timed_calls(source.sample, samples, rate, first_at):
+    costs.append(cost)
 
 def shape(rank):
     dead = rank.status == "finished"
@@ -103,9 +101,10 @@ def make_dead_rings(ring_dir: str, count: int) -> None:
         writer.wait(timeout=60)
 
 
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+def without_steps(result: Result) -> dict[str, Any]:
+    """The ranks (their steps left out: too long to print) and problems a reader reported."""
+    ranks = [{k: v for k, v in rank.items() if k != "steps"} for rank in result["ranks"]]
+    return {"ranks": ranks, "problems": result["problems"]}
 
 
 def main() -> int:
@@ -125,22 +124,9 @@ def main() -> int:
         live = [start_writer(ring_dir, args.steps_per_s, 0) for _ in range(args.live)]
         try:
             wait_for_rings(ring_dir, args.dead + args.live, 60.0)
-            start = time.monotonic() + 3.0  # after every reader's imports
-            turn = 1.0 / args.rate_hz / len(trees)
-            readers = [subprocess.Popen(
-                [sys.executable, "-c", READER, ring_dir, str(args.samples), str(args.rate_hz),
-                 str(start + i * turn)],
-                env=dict(os.environ, PYTHONPATH=str(tree / "src")), stdout=subprocess.PIPE, text=True)
-                for i, tree in enumerate(trees)]
-            results = []
-            for tree, reader in zip(trees, readers, strict=True):
-                out, _ = reader.communicate()
-                if reader.returncode != 0:
-                    raise SystemExit(f"jobs_read_cost: the reader for {tree} failed")
-                result = json.loads(out)
-                if not result["module"].startswith(str(tree / "src")):
-                    raise SystemExit(f"jobs_read_cost: {tree} imported xfertop from {result['module']}")
-                results.append(result)
+            results = run_in_trees("jobs_read_cost", READER, trees,
+                                   [ring_dir, str(args.samples), str(args.rate_hz)], args.rate_hz,
+                                   start_delay_s=3.0, role="reader")  # after every reader's imports
         finally:
             for writer in live:
                 writer.kill()
@@ -148,22 +134,10 @@ def main() -> int:
     print(f"{args.dead} dead rings, {args.live} live writers at {args.steps_per_s:g} steps/s; "
           f"{args.samples} samples at {args.rate_hz:g} Hz, all checkouts reading meanwhile, taking turns")
     print("CPU per sample (time.thread_time), ms")
-    print(f"{'checkout':32s} {'mean':>8s} {'median':>8s} {'p90':>8s} {'max':>8s}")
-    for tree, result in zip(trees, results, strict=True):
-        costs = [c * 1e3 for c in result["costs"]]
-        print(f"{tree!s:32s} {statistics.mean(costs):8.3f} {statistics.median(costs):8.3f} "
-              f"{percentile(costs, 0.9):8.3f} {max(costs):8.3f}")
-    for tree, result in zip(trees[1:], results[1:], strict=True):
-        ratios = [statistics.mean(results[0]["costs"]) / statistics.mean(result["costs"]),
-                  statistics.median(results[0]["costs"]) / statistics.median(result["costs"])]
-        print(f"{trees[0]} / {tree}: mean {ratios[0]:.2f}x, median {ratios[1]:.2f}x")
-    same = all((r["ranks"], r["problems"]) == (results[0]["ranks"], results[0]["problems"]) for r in results)
-    print("same ranks (pids, statuses, rings, dead ranks' steps) and problems in every checkout:",
-          "yes" if same else "NO")
-    if not same:
-        for tree, result in zip(trees, results, strict=True):
-            ranks = [{k: v for k, v in r.items() if k != "steps"} for r in result["ranks"]]
-            print(tree, json.dumps({"ranks": ranks, "problems": result["problems"]}))
+    print_costs(trees, results)
+    print_ratios(trees, results, reference=0)
+    same = print_agreement(trees, results, "ranks (pids, statuses, rings, dead ranks' steps) and problems",
+                           lambda result: (result["ranks"], result["problems"]), shown=without_steps)
     return 0 if same else 1
 
 
