@@ -51,7 +51,11 @@ def test_the_gpu_follows_the_refresh_interval_the_host_up_to_twice_a_second_the_
         assert sources.topology.interval_s == 5.0
     finally:
         sources.stop()
-    assert build_sources(interval_s=0.25).host.interval_s == 0.5  # type: ignore[union-attr]
+    fast = build_sources(interval_s=0.25)
+    try:
+        assert fast.host is not None and fast.host.interval_s == 0.5
+    finally:
+        fast.stop()
 
 
 def test_gpu_processes_are_placed_by_the_topology_source(tmp_path: Path) -> None:
