@@ -16,6 +16,8 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
+from xfertop.procfs import split_stat
+
 MAGIC = b"XFERTOP\x00"
 VERSION = 1
 BYTE_ORDER_MARK = 0x0102030405060708
@@ -226,8 +228,10 @@ def process_start_ticks(pid: int | str = "self") -> int:
     """Field 22 of /proc/<pid>/stat (clock ticks after boot): with the pid, it names one process for good."""
     with open(f"/proc/{pid}/stat", "rb") as stat_file:
         text = stat_file.read()
-    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    return int(text[text.rindex(b")") + 2 :].split()[19])
+    parts = split_stat(text)
+    if parts is None:
+        raise ValueError(f"/proc/{pid}/stat has no ')' after the command name")
+    return int(parts[2][1:].split()[19])  # past one byte after ')', whatever it is
 
 
 def read_records(words: memoryview, capacity: int, first_step: int, count: int) -> list[list[int] | None]:

@@ -7,6 +7,7 @@ import os
 import psutil
 
 from xfertop.model.gpu import GpuProcess
+from xfertop.procfs import split_stat
 
 #: Clock event (throttle) reason bits, in words. Same bits under both NVML names.
 THROTTLE_WORDS = {
@@ -96,12 +97,14 @@ def _identity(pid: int) -> bytes | None:
         return None
     finally:
         os.close(fd)
-    # The name may hold spaces and parentheses: field 3 on follows the last ')'.
-    close = text.rfind(b")")
-    fields = text[close + 2:].split()  # fields[0] is field 3
-    if close < 0 or len(fields) < 47 or fields[0] == b"Z":
+    parts = split_stat(text)
+    if parts is None:
         return None
-    return b" ".join((text[:close + 1], fields[19], fields[45], fields[46]))
+    before, _, after = parts
+    fields = after[1:].split()  # fields[0] is field 3 (past one byte after ')', whatever it is)
+    if len(fields) < 47 or fields[0] == b"Z":
+        return None
+    return b" ".join((before + b")", fields[19], fields[45], fields[46]))
 
 
 def _read_owner_and_command(pid: int) -> tuple[str | None, str | None, bool]:

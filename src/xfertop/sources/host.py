@@ -40,6 +40,7 @@ from pathlib import Path
 import psutil
 
 from xfertop.model.host import HostState, ProcessStats
+from xfertop.procfs import split_stat
 from xfertop.sources.base import PollingSource
 from xfertop.sources.proc_memory import (
     NVIDIA_CONTROL_DEVICE,
@@ -154,13 +155,18 @@ class _Stat:
 
 def _parse_process_stat(data: bytes) -> _Stat | None:
     """psutil's reading of /proc/<pid>/stat: the name between the first '(' and the last ')'."""
-    rpar = data.rfind(b")")
-    fields = data[rpar + 2:].split()
-    if rpar < 0 or len(fields) < 20:
+    parts = split_stat(data)
+    if parts is None:
         return None
+    before, comm, after = parts
+    fields = after[1:].split()  # past the space after ')' (one byte, whatever it is)
+    if len(fields) < 20:
+        return None
+    if comm is None:  # no '(' before the last ')': psutil's name then runs from the start or is empty
+        comm = b"" if b"(" in after else before
     try:
         cpu_s = float(fields[11]) / _CLOCK_TICKS + float(fields[12]) / _CLOCK_TICKS
-        return _Stat(comm=data[data.find(b"(") + 1:rpar], ppid=int(fields[1]), cpu_s=cpu_s,
+        return _Stat(comm=comm, ppid=int(fields[1]), cpu_s=cpu_s,
                      start_ticks=int(fields[19]), threads=int(fields[17]) if fields[17].isdigit() else None)
     except ValueError:
         return None

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xfertop.model.topology import ProcessPlacement, WatchedProcess
+from xfertop.procfs import split_stat
 from xfertop.sources.proc_memory import parse_numa_maps_bytes_by_node, parse_status_value
 from xfertop.sources.sysfs_pci import parse_cpulist
 
@@ -33,11 +34,11 @@ class ProcStat:
 
 def parse_stat(text: str) -> ProcStat | None:
     """/proc/<pid>/stat. The command name may hold spaces and parentheses: split at the last ')'."""
-    head, sep, tail = text.rpartition(")")
-    if not sep or "(" not in head:
+    parts = split_stat(text)
+    if parts is None or parts[1] is None:
         return None
-    comm = head.split("(", 1)[1]
-    fields = tail.split()  # fields[0] is field 3 (state)
+    _, comm, after = parts
+    fields = after.split()  # fields[0] is field 3 (state)
     try:
         ppid = int(fields[1])
     except (IndexError, ValueError):
@@ -74,10 +75,10 @@ def read_proc_file(path: str) -> bytes:
 
 def _stat_ppid(data: bytes) -> int | None:
     """The parent pid in /proc/<pid>/stat bytes, or None where parse_stat would give no ProcStat."""
-    rpar = data.rfind(b")")
-    if rpar < 0 or b"(" not in data[:rpar]:
+    parts = split_stat(data)
+    if parts is None or parts[1] is None:
         return None
-    fields = data[rpar + 1:].split(None, 2)
+    fields = parts[2].split(None, 2)
     try:
         return int(fields[1])
     except (IndexError, ValueError):
