@@ -91,3 +91,19 @@ def test_keys_and_a_lone_escape_reach_the_app() -> None:
         assert b"Traceback" not in tui.output
     finally:
         tui.close()
+
+
+def test_a_character_split_across_reads_is_not_taken_for_the_end_of_input() -> None:
+    """The first byte of a two-byte character decodes to nothing until the second comes: the terminal
+    must stay watched (a thread that took that for end of file would never see the q)."""
+    tui = PtyProcess([sys.executable, "-m", "xfertop", "--interval", "60"], columns=80, rows=24)
+    try:
+        assert tui.wait_for_output(b"processes", timeout_s=30) is not None, bytes(tui.output[-2000:])
+        tui.send("é".encode()[:1])
+        tui.read_for(0.5)  # the person's terminal sent the halves apart: part of the input
+        tui.send("é".encode()[1:])
+        tui.read_for(0.5)
+        tui.send(b"q")
+        assert tui.wait(timeout_s=20) == 0, bytes(tui.output[-2000:])
+    finally:
+        tui.close()

@@ -85,12 +85,13 @@ class QuietLinuxDriver(LinuxDriver):
                 if key.fd == wake:
                     drain_wake_pipe()
                 elif mask & selectors.EVENT_READ:
-                    data = decode(os.read(fileno, 1024 * 4), final=final)
-                    if not data:  # end of file (stdin piped or closed): stop polling it
+                    raw = os.read(fileno, 1024 * 4)
+                    if not raw:  # end of file (stdin piped or closed): stop polling it
                         selector.unregister(fileno)
                         terminal_open = False
                         continue
-                    for event in parser.feed(data):
+                    # "" for the first bytes of a character split across reads: the rest comes next.
+                    for event in parser.feed(decode(raw, final=final)):
                         self.process_message(event)
             for event in parser.tick():
                 self.process_message(event)
