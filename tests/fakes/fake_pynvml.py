@@ -286,10 +286,11 @@ class FakePynvml:
         self._call(gpu, "nvmlDeviceGetPcieThroughput" + direction)
         start_s = self.clock()
         self.sleep(THROUGHPUT_WINDOW_S)
+        end_s = self.clock()  # once: bytes and seconds of the same window
         before = gpu.traffic.bytes_at(start_s - gpu.born_s)
-        after = gpu.traffic.bytes_at(self.clock() - gpu.born_s)
+        after = gpu.traffic.bytes_at(end_s - gpu.born_s)
         column = 1 if direction == "_RX" else 0
-        return int((after[column] - before[column]) / (self.clock() - start_s) / 1000)
+        return int((after[column] - before[column]) / (end_s - start_s) / 1000)
 
     def nvmlDeviceGetFieldValues(self, gpu: FakeGpu, field_ids: list[int]) -> list[SimpleNamespace]:
         self.calls.append("nvmlDeviceGetFieldValues")
