@@ -87,8 +87,8 @@ def new_start_ticks(data: bytes, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 
 def new_identity(data: bytes, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> bytes | None:
     (tmp_path / "stat").write_bytes(data)
-    real_open = os.open
-    monkeypatch.setattr(gpu_facts.os, "open", lambda path, flags: real_open(tmp_path / "stat", flags))
+    real_read = gpu_facts.read_proc_file
+    monkeypatch.setattr(gpu_facts, "read_proc_file", lambda path: real_read(str(tmp_path / "stat")))
     try:
         return gpu_facts._identity(1)
     finally:

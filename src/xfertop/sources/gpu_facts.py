@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
 import psutil
 
 from xfertop.model.gpu import GpuProcess
 from xfertop.procfs import split_stat
+from xfertop.sources.proc_placement import read_proc_file
 
 #: Clock event (throttle) reason bits, in words. Same bits under both NVML names.
 THROTTLE_WORDS = {
@@ -88,15 +87,9 @@ def _identity(pid: int) -> bytes | None:
     where we may not look, then name and start time remain). None where it cannot be read (gone,
     another pid namespace, hidepid) or for a zombie (what psutil tells of one changes)."""
     try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+        text = read_proc_file(f"/proc/{pid}/stat")
     except OSError:
         return None
-    try:
-        text = os.read(fd, 4096)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     parts = split_stat(text)
     if parts is None:
         return None
