@@ -39,14 +39,6 @@ def children() -> Iterator[list[subprocess.Popen[bytes]]]:
         child.wait()
 
 
-@pytest.fixture
-def sources() -> Iterator[list[GpuSource]]:
-    made: list[GpuSource] = []
-    yield made
-    for source in made:
-        source.stop()
-
-
 def start(children: list[subprocess.Popen[bytes]], *argv: str, **kwargs: object) -> subprocess.Popen[bytes]:
     child = subprocess.Popen(argv, **kwargs)  # type: ignore[call-overload]
     children.append(child)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 
 import pytest
 
@@ -16,14 +15,6 @@ from xfertop.sources.nvml_api import NvmlApi
 NO_DRIVER = "no NVIDIA driver found (libnvidia-ml.so.1): showing host metrics only"
 H2D_WIRE_BYTES_PER_S = 59.2e9  # what the H200's counters read during a pinned H2D loop
 VANISHED_PID = 2**22 + 17  # above the default pid_max: no such process
-
-
-@pytest.fixture
-def sources() -> Iterator[list[GpuSource]]:
-    made: list[GpuSource] = []
-    yield made
-    for source in made:
-        source.stop()
 
 
 def make_source(sources: list[GpuSource], fake: FakePynvml, first_window_s: float = 0.1,
