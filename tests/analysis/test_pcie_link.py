@@ -63,3 +63,8 @@ def test_a_slot_cap_is_a_note_not_a_runtime_warning() -> None:
     assert slot_cap_note(capped) == ("the host slot caps this GPU at Gen4 (the GPU supports Gen5): "
                                      "at most 31.5 GB/s per direction")
     assert slot_cap_note(GEN5_X16) is None
+
+
+def test_a_slot_cap_at_a_generation_without_a_rate_is_a_note_without_a_figure() -> None:
+    unknown = PcieLink(gen_current=0, width_current=16, gen_max=0, width_max=16, gen_gpu_max=5)
+    assert slot_cap_note(unknown) == "the host slot caps this GPU at Gen0 (the GPU supports Gen5)"

@@ -79,5 +79,8 @@ def slot_cap_note(link: PcieLink) -> str | None:
     """A sentence when the host caps the link below what the GPU supports (true even when idle)."""
     if link.gen_max is None or link.gen_gpu_max is None or link.gen_max >= link.gen_gpu_max:
         return None
-    return (f"the host slot caps this GPU at Gen{link.gen_max} (the GPU supports Gen{link.gen_gpu_max}): "
-            f"at most {link_bytes_per_s(link.gen_max, link.width_max or 16) / 1e9:.1f} GB/s per direction")
+    note = f"the host slot caps this GPU at Gen{link.gen_max} (the GPU supports Gen{link.gen_gpu_max})"
+    capacity = link_bytes_per_s(link.gen_max, link.width_max or 16)
+    if capacity is None:  # a generation GT_PER_S_BY_GEN does not know (was a TypeError): no figure
+        return note
+    return f"{note}: at most {capacity / 1e9:.1f} GB/s per direction"

@@ -41,9 +41,9 @@ def placement_warnings(topology: Topology,
                 gpu_index=gpu.index))
     warnings.extend(_slow_links(topology.gpus, gpus_under_load))
     for process in topology.processes:
-        gpu = gpu_by_bus.get(process.gpu_bus_id or "")
-        if gpu is not None and gpu.numa_node is not None and several_nodes:
-            warnings.extend(_numa_warnings(process, gpu))
+        process_gpu = gpu_by_bus.get(process.gpu_bus_id or "")
+        if process_gpu is not None and process_gpu.numa_node is not None and several_nodes:
+            warnings.extend(_numa_warnings(process, process_gpu))
         warnings.extend(_crowded_workers(process))
     return tuple(warnings)
 

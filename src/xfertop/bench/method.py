@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import median
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from xfertop.model.bench import Direction, Measurement, MemoryKind
 
@@ -84,7 +84,7 @@ def row_from(
     *,
     label: str,
     direction: Direction,
-    memory: MemoryKind | str,
+    memory: MemoryKind | Literal["-"],
     size_bytes: int,
     verified: bool | None = None,
     unit: str = "GB/s",
@@ -95,7 +95,7 @@ def row_from(
         label=label,
         direction=direction,
         memory=memory,
-        size_bytes=size_bytes,  # type: ignore[arg-type]
+        size_bytes=size_bytes,
         value=round(summary.median, 4),
         unit=unit,
         samples=summary.samples,

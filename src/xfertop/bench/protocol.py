@@ -88,7 +88,7 @@ def from_jsonable(cls: type[T], data: Any) -> T:
 
 def _decode(tp: Any, data: Any) -> Any:
     origin = typing.get_origin(tp)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(data, dict):
             raise ProtocolError(f"expected an object for {tp.__name__}, got {type(data).__name__}")
         hints = typing.get_type_hints(tp)

@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import os
 import sys
+from typing import NoReturn
 
 from xfertop import startup_trace
 from xfertop.cli import attach, bench, demo, run
@@ -23,7 +24,7 @@ class _OneLineErrorParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (no usage block), like every other xfertop error.
     Subcommand parsers inherit it (add_subparsers uses the parent's class)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
 
 

@@ -19,7 +19,7 @@ class CopyNotes:
         self.inspect_error: Exception | None = None
 
 
-def move(batch: Any, device: Any, non_blocking: bool, notes: CopyNotes | None, tensor_type: type,
+def move(batch: Any, device: Any, non_blocking: bool, notes: CopyNotes | None, tensor_type: type[Any],
          to_host: bool) -> Any:
     """``batch`` with every tensor moved to ``device``; containers keep their type; other leaves stay.
 
@@ -32,8 +32,9 @@ def move(batch: Any, device: Any, non_blocking: bool, notes: CopyNotes | None, t
     if isinstance(batch, Mapping):
         moved = {key: move(value, device, non_blocking, notes, tensor_type, to_host)
                  for key, value in batch.items()}
+        mapping_type: Any = type(batch)  # any Mapping: its constructor may not take a dict (TypeError)
         try:
-            return type(batch)(moved)
+            return mapping_type(moved)
         except TypeError:
             return moved
     if isinstance(batch, tuple):

@@ -26,7 +26,7 @@ class PollingSource(Generic[T]):
     def __init__(self, interval_s: float) -> None:
         self._interval_s = interval_s
         self._latest: T | None = None
-        self._listeners: list[Callable[[T], None]] = []
+        self._listeners: list[Callable[[T], object]] = []
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -51,7 +51,7 @@ class PollingSource(Generic[T]):
         self._interval_s = value
         self._wake.set()
 
-    def subscribe(self, listener: Callable[[T], None]) -> None:
+    def subscribe(self, listener: Callable[[T], object]) -> None:
         self._listeners.append(listener)
 
     def latest(self) -> T | None:

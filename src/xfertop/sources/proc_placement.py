@@ -35,9 +35,11 @@ class ProcStat:
 def parse_stat(text: str) -> ProcStat | None:
     """/proc/<pid>/stat. The command name may hold spaces and parentheses: split at the last ')'."""
     parts = split_stat(text)
-    if parts is None or parts[1] is None:
+    if parts is None:
         return None
     _, comm, after = parts
+    if comm is None:
+        return None
     fields = after.split()  # fields[0] is field 3 (state)
     try:
         ppid = int(fields[1])
@@ -212,7 +214,7 @@ def read_placement(proc_root: Path, watched: WatchedProcess, cpu_node: dict[int,
     if numa_maps is None:
         error = (f"cannot read /proc/{pid}/numa_maps (another user's process, or no NUMA support): "
                  "memory placement unknown")
-    workers = ()
+    workers: tuple[ProcessPlacement, ...] = ()
     if with_workers:
         workers = tuple(
             read_placement(proc_root, WatchedProcess(child), cpu_node, tree, with_workers=False)

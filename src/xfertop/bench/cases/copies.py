@@ -7,7 +7,7 @@ import time
 from xfertop.bench.cases import CaseContext
 from xfertop.bench.method import GIB, MIB, copies_per_sample, gb_per_s, measure_copy, row_from, sampled
 from xfertop.bench.sizes import format_size
-from xfertop.model.bench import CaseResult, Measurement
+from xfertop.model.bench import CaseResult, Direction, Measurement, MemoryKind
 
 
 def _result(
@@ -83,7 +83,8 @@ def pinned_nb(ctx: CaseContext) -> CaseResult:
 def d2h(ctx: CaseContext) -> CaseResult:
     start_s = time.perf_counter()
     rows = []
-    for i, memory in enumerate(("pageable", "pinned")):
+    memories: tuple[MemoryKind, ...] = ("pageable", "pinned")
+    for i, memory in enumerate(memories):
         ctx.progress(i / 2, f"{memory} D2H {ctx.copy_bytes // MIB} MiB")
         rows.append(
             measure_copy(
@@ -142,11 +143,13 @@ def bidir(ctx: CaseContext) -> CaseResult:
 
 def sweep(ctx: CaseContext) -> CaseResult:
     start_s = time.perf_counter()
+    memories: tuple[MemoryKind, ...] = ("pinned", "pageable")
+    directions: tuple[Direction, ...] = ("h2d", "d2h")
     plan = [
         (size, memory, direction)
         for size in ctx.sweep_bytes
-        for memory in ("pinned", "pageable")
-        for direction in ("h2d", "d2h")
+        for memory in memories
+        for direction in directions
     ]
     rows = []
     for i, (size, memory, direction) in enumerate(plan):
@@ -156,7 +159,7 @@ def sweep(ctx: CaseContext) -> CaseResult:
                 ctx.ops,
                 direction=direction,
                 memory=memory,
-                size_bytes=size,  # type: ignore[arg-type]
+                size_bytes=size,
                 samples=ctx.samples,
                 gpu_index=ctx.gpu_index,
                 target_bytes=ctx.target_bytes,

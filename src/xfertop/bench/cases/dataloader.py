@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import Any, cast
 
 from xfertop.bench.cases import CaseContext
 from xfertop.bench.cases.copies import _result
@@ -58,11 +58,13 @@ class SyntheticImages:
 def _run_loader(ctx: CaseContext, workers: int, pin_memory: bool) -> tuple[float, float]:
     """(batches per second, mean data wait ms per step) over the timed batches."""
     import torch
-    from torch.utils.data import DataLoader
+    from torch.utils.data import DataLoader, Dataset
 
     dev = ctx.ops.device(ctx.gpu_index)  # type: ignore[attr-defined]
+    # A Dataset by shape (__getitem__, __len__), not by class: subclassing would import torch with the module.
+    dataset = cast("Dataset[Any]", SyntheticImages(BATCH_SIZE * (WARMUP_BATCHES + TIMED_BATCHES)))
     loader = DataLoader(
-        SyntheticImages(BATCH_SIZE * (WARMUP_BATCHES + TIMED_BATCHES)),
+        dataset,
         batch_size=BATCH_SIZE,
         num_workers=workers,
         pin_memory=pin_memory,

@@ -13,11 +13,13 @@ from xfertop.bench.cases import CaseContext
 from xfertop.bench.cases.copies import _result
 from xfertop.bench.method import copies_per_sample, row_from, sampled, summarise
 from xfertop.bench.sizes import format_size
-from xfertop.model.bench import CaseResult, Measurement
+from xfertop.model.bench import CaseResult, Measurement, MemoryKind
+
+_HOST_MEMORIES: tuple[MemoryKind, ...] = ("pageable", "pinned")
 
 
-def _pair(ctx: CaseContext, memory: str) -> tuple[Any, Any]:
-    host = ctx.ops.alloc(ctx.copy_bytes, memory, ctx.gpu_index)  # type: ignore[arg-type]
+def _pair(ctx: CaseContext, memory: MemoryKind) -> tuple[Any, Any]:
+    host = ctx.ops.alloc(ctx.copy_bytes, memory, ctx.gpu_index)
     device = ctx.ops.alloc(ctx.copy_bytes, "device", ctx.gpu_index)
     ctx.ops.fill_pattern(host, 7)
     ctx.ops.clear(device)
@@ -30,7 +32,7 @@ def trap(ctx: CaseContext) -> CaseResult:
 
     start_s = time.perf_counter()
     rows: list[Measurement] = []
-    for i, memory in enumerate(("pageable", "pinned")):
+    for i, memory in enumerate(_HOST_MEMORIES):
         ctx.progress(i / 2, f"non_blocking from {memory} memory")
         host, device = _pair(ctx, memory)
         transfer_ms: list[float] = []
@@ -97,7 +99,7 @@ def overlap(ctx: CaseContext) -> CaseResult:
     a = torch.randn(4096, 4096, device=dev, dtype=torch.float16)
     count = copies_per_sample(ctx.copy_bytes, ctx.target_bytes)
     rows = []
-    for i, memory in enumerate(("pageable", "pinned")):
+    for i, memory in enumerate(_HOST_MEMORIES):
         ctx.progress(i / 2, f"{memory} copies under matmuls")
         host, device = _pair(ctx, memory)
         copy_ms = ctx.ops.time_copies_s(device, host, count, non_blocking=True, pre_block=False) * 1e3
@@ -174,7 +176,7 @@ def model_step(ctx: CaseContext) -> CaseResult:
     model = torch.nn.Sequential(*[torch.nn.Linear(2048, 2048) for _ in range(4)]).to(dev)
     optimiser = torch.optim.SGD(model.parameters(), lr=1e-3)
     rows = []
-    for i, memory in enumerate(("pageable", "pinned")):
+    for i, memory in enumerate(_HOST_MEMORIES):
         ctx.progress(i / 2, f"model step, batch from {memory} memory")
         batch = torch.randn(1024, 2048)
         if memory == "pinned":

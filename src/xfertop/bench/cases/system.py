@@ -10,7 +10,9 @@ from typing import Any
 from xfertop.bench.cases import CaseContext
 from xfertop.bench.cases.copies import _result
 from xfertop.bench.method import copies_per_sample, gb_per_s, measure_copy, row_from, sampled
-from xfertop.model.bench import CaseResult, Measurement
+from xfertop.model.bench import CaseResult, Direction, Measurement
+
+_DIRECTIONS: tuple[Direction, ...] = ("h2d", "d2h")
 
 
 def _concurrent_gb_per_s(ctx: CaseContext, pairs: dict[int, tuple[Any, Any]], count: int) -> dict[int, float]:
@@ -52,7 +54,7 @@ def all_gpus(ctx: CaseContext) -> CaseResult:
         )
     size, count = ctx.copy_bytes, copies_per_sample(ctx.copy_bytes, ctx.target_bytes)
     rows: list[Measurement] = []
-    for d, direction in enumerate(("h2d", "d2h")):
+    for d, direction in enumerate(_DIRECTIONS):
         pairs = {}
         for gpu in gpus:
             host, device = ctx.ops.alloc(size, "pinned", gpu), ctx.ops.alloc(size, "device", gpu)
@@ -149,7 +151,7 @@ def numa(ctx: CaseContext) -> CaseResult:
     try:
         for i, (where, node) in enumerate((("local", local), ("remote", remote))):
             os.sched_setaffinity(0, nodes[node])
-            for j, direction in enumerate(("h2d", "d2h")):
+            for j, direction in enumerate(_DIRECTIONS):
                 ctx.progress((2 * i + j) / 4, f"{where} node {node} {direction.upper()}")
                 host = ops.alloc_registered(ctx.copy_bytes)
                 try:
@@ -157,7 +159,7 @@ def numa(ctx: CaseContext) -> CaseResult:
                         measure_copy(
                             ops,
                             direction=direction,
-                            memory="pinned",  # type: ignore[arg-type]
+                            memory="pinned",
                             size_bytes=ctx.copy_bytes,
                             samples=ctx.samples,
                             gpu_index=ctx.gpu_index,
