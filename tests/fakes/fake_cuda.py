@@ -12,6 +12,7 @@ CPU machine predicts the reporter's overhead on a GPU one: ``FakeCuda(costs=H200
 
 from __future__ import annotations
 
+import os
 import time
 from types import SimpleNamespace
 
@@ -37,24 +38,42 @@ class FakeStream:
         self.busy_until_ms = 0.0
 
 
+def _abort_if_forked(owner_pid: int, getpid=os.getpid, write=os.write, abort=os.abort) -> None:
+    """CUDA cannot be touched in a forked child (GPU-FACTS.md, seen on the H200): using or destroying an
+    inherited event there throws from ``c10::cuda::ExchangeDevice`` inside a destructor, and the process
+    dies of ``std::terminate``: SIGABRT, with this line on stderr. The os functions are bound early: at
+    interpreter shutdown ``os`` may be gone before the last events are freed."""
+    if getpid() != owner_pid:
+        write(2, b"terminate called after throwing an instance of 'c10::AcceleratorError'\n"
+                    b"  what():  CUDA error: initialization error (fake CUDA, in a forked child)\n")
+        abort()
+
+
 class FakeEvent:
     def __init__(self, gpu: FakeCuda, enable_timing: bool = False) -> None:
         self._gpu = gpu
+        self._owner_pid = os.getpid()
         self.enable_timing = enable_timing
         self.done_at_ms: float | None = None
 
+    def __del__(self) -> None:
+        _abort_if_forked(self._owner_pid)
+
     def record(self, stream: FakeStream | None = None) -> None:
+        _abort_if_forked(self._owner_pid)
         _spin(self._gpu.costs_ns["record"])
         stream = stream or self._gpu.stream
         self.done_at_ms = max(stream.busy_until_ms, self._gpu.host_ms)
         self._gpu.records += 1
 
     def query(self) -> bool:
+        _abort_if_forked(self._owner_pid)
         self._gpu.queries += 1
         _spin(self._gpu.costs_ns["query"])
         return self.done_at_ms is None or self._gpu.host_ms >= self.done_at_ms
 
     def elapsed_time(self, end: FakeEvent) -> float:
+        _abort_if_forked(self._owner_pid)
         self._gpu.elapsed_calls += 1
         _spin(self._gpu.costs_ns["elapsed_time"])
         if not (self.enable_timing and end.enable_timing):

@@ -65,13 +65,40 @@ def _after_fork_in_child() -> None:
     # The child shares the parent's mapping: the inherited clock must never write to it again. A forked
     # process that runs a watched loop of its own (a rank started with fork) gets a fresh clock and its
     # own ring; a forked DataLoader worker never gets one.
+    #
+    # CUDA cannot be touched in a forked child, and releasing an inherited CUDA object touches it: a
+    # torch.cuda.Event finalised in a DataLoader worker aborts the worker ("CUDA error: initialization
+    # error" from c10::cuda::ExchangeDevice, then std::terminate), and with it the job. So the inherited
+    # clock is switched off but nothing of it is dropped: every event, stream and timer it holds stays
+    # referenced for the child's whole life, past interpreter shutdown too (see _keep_forever).
     global _clock, _in_forked_child
     _in_forked_child = True
-    if _clock is not None:
-        _clock.disabled = True
-        _clock.writer = None
-        _clock.gpu = None
+    inherited = _clock
+    if inherited is not None:
+        inherited.disabled = True
+        _keep_forever(inherited)
     _clock = None
+
+
+#: What a forked child inherited and must never release (see _after_fork_in_child).
+_inherited_from_parent: list[object] = []
+
+
+def _keep_forever(obj: object) -> None:
+    """Keep ``obj`` alive until the process ends, even through interpreter shutdown.
+
+    A list alone is not enough: a forked child that exits through ``sys.exit`` clears module globals at
+    shutdown and would finalise the inherited events then. One reference that nothing owns (taken
+    through the C API) makes the object immortal for this process; a DataLoader worker ends with
+    ``os._exit`` anyway, so nothing else is ever left to free.
+    """
+    _inherited_from_parent.append(obj)
+    try:
+        import ctypes
+
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+    except Exception:  # no ctypes (a minimal build): the list still covers the life of the child
+        pass
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -278,13 +305,16 @@ def step() -> StepBlock:
 
 
 def status() -> dict[str, Any]:
-    """What the reporter of this process is doing: ring path, steps written, errors, disabled."""
+    """What the reporter of this process is doing: ring path, steps written (and how many of them got
+    the GPU clock), errors, disabled."""
     clock = _clock
     if clock is None:
-        return {"ring_path": None, "steps": 0, "errors": 0, "disabled": False, "last_error": "", "device": ""}
+        return {"ring_path": None, "steps": 0, "gpu_timed_steps": 0, "errors": 0, "disabled": False,
+                "last_error": "", "device": ""}
     return {
         "ring_path": clock.writer.path if clock.writer is not None else None,
         "steps": clock.steps_written,
+        "gpu_timed_steps": clock.gpu_timed_steps,
         "errors": clock.errors,
         "disabled": clock.disabled,
         "last_error": clock.last_error,
