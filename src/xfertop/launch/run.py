@@ -1,8 +1,16 @@
 """`xfertop run -- CMD ...`: start a training command with every DataLoader watched, no code change.
 
-The child inherits stdin, stdout and stderr untouched. Signals sent to xfertop are passed on (a
-Ctrl-C from the terminal already reaches the child, so it is not sent twice), and xfertop ends the
-way the child did: the same exit status, or death by the same signal.
+The child inherits stdin, stdout, stderr, the signal mask and every signal disposition it would have had
+without xfertop: a signal ignored when xfertop started (`nohup` ignores SIGHUP, a non-interactive shell
+ignores SIGINT and SIGQUIT for `&` jobs) stays ignored in both, and xfertop never forwards it. Signals
+that were not ignored are passed on to the child (a Ctrl-C or Ctrl-\\ from the terminal already reaches
+it, so it is not sent twice), and xfertop ends the way the child did: the same exit status, or death by
+the same signal. SIGPIPE and SIGXFSZ start at their defaults, as a shell gives them (Python ignores both
+in xfertop's own process, which hides what they were before).
+
+SIGKILL of xfertop itself cannot be passed on by a handler; the kernel passes it instead
+(PR_SET_PDEATHSIG): the job dies of SIGKILL with its launcher, as it would have had the same kill reached
+it without xfertop. A job never runs on, unseen and orphaned, after the process its user holds is gone.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ import resource
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import FrameType
 
 import xfertop
@@ -21,6 +29,9 @@ import xfertop
 BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
                      signal.SIGUSR2)
+#: Signals the terminal sends to its whole foreground process group (Ctrl-C, Ctrl-\\).
+TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGQUIT)
+PR_SET_PDEATHSIG = 1
 EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE, EXIT_USAGE = 127, 126, 2
 
 
@@ -54,6 +65,33 @@ def _terminal_delivers_it() -> bool:
         os.close(fd)
 
 
+def signals_to_forward() -> tuple[signal.Signals, ...]:
+    """The forwarded signals whose inherited disposition is not "ignore": those the user can send."""
+    return tuple(sig for sig in FORWARDED_SIGNALS if signal.getsignal(sig) != signal.SIG_IGN)
+
+
+def _die_with_the_launcher() -> Callable[[], None] | None:
+    """What the child runs before exec: SIGKILL when the launcher dies (see the module docstring).
+
+    Looked up here, before the fork: the child only makes the call. None where there is no prctl.
+    """
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux: the job outlives a killed launcher
+        return None
+    launcher_pid = os.getpid()
+    kill, getppid, getpid = os.kill, os.getppid, os.getpid
+
+    def in_child() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if getppid() != launcher_pid:  # the launcher died between fork and prctl
+            kill(getpid(), signal.SIGKILL)
+
+    return in_child
+
+
 def run_command(command: list[str], copy_timing: bool = False) -> int:
     if command and command[0] == "--":
         command = command[1:]
@@ -64,7 +102,7 @@ def run_command(command: list[str], copy_timing: bool = False) -> int:
     early: list[int] = []  # signals that came before the child existed: sent to it once it does
 
     def forward(signum: int, _frame: FrameType | None) -> None:
-        if signum == signal.SIGINT and _terminal_delivers_it():
+        if signum in TERMINAL_SIGNALS and _terminal_delivers_it():
             return
         if not started:
             early.append(signum)
@@ -72,14 +110,17 @@ def run_command(command: list[str], copy_timing: bool = False) -> int:
         with contextlib.suppress(ProcessLookupError):
             started[0].send_signal(signum)
 
-    # Handlers first: a signal that arrives while the child starts is not lost on xfertop itself.
-    previous = {sig: signal.signal(sig, forward) for sig in FORWARDED_SIGNALS}
+    # Handlers first: a signal that arrives while the child starts is not lost on xfertop itself. Caught
+    # signals go back to their defaults at exec; ignored ones were never touched and stay ignored.
+    previous = {sig: signal.signal(sig, forward) for sig in signals_to_forward()}
     try:
         try:
             # close_fds=False: descriptors handed to us (`3>log`) reach the job as they would without
-            # xfertop; our own are non-inheritable (PEP 446) and stay ours.
+            # xfertop; our own are non-inheritable (PEP 446) and stay ours. restore_signals (the default)
+            # puts SIGPIPE and SIGXFSZ back to their defaults.
             started.append(subprocess.Popen(command, env=child_environment(os.environ, copy_timing),
-                                            close_fds=False))
+                                            close_fds=False,
+                                            preexec_fn=_die_with_the_launcher()))
             for signum in early:
                 with contextlib.suppress(ProcessLookupError):
                     started[0].send_signal(signum)
