@@ -209,7 +209,7 @@ def _as_device(device: Any) -> tuple[Any, bool]:
 def _plain_move(batch: T, device: Any, non_blocking: bool) -> T:
     import torch
 
-    return move(batch, device, non_blocking, None, torch.Tensor, True)  # type: ignore[no-any-return]
+    return move(batch, device, non_blocking, None, torch.Tensor, True)
 
 
 def to_device(batch: T, device: Any, non_blocking: bool = True) -> T:
