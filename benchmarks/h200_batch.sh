@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU figure in docs/ comes from this script, run on the lent H200 machine through the device
 # tool from the repository root, with the wheels of the packages that machine lacks in .whl/:
-#   bash benchmarks/h200_batch.sh STAGE      (STAGE: tests | bench | reporter | viewer | final | final3 | cpu60 | cpu | mid | gpm | diag | retest; RETEST=test ids)
+#   bash benchmarks/h200_batch.sh STAGE      (STAGE: issue10 | tests | bench | reporter | viewer | final | final3 | cpu60 | cpu | mid | gpm | diag | retest; RETEST=test ids)
 # Results land in $OUT/results-STAGE.tgz (logs and JSON); docs/measurements/ keeps what we quote.
 set -u
 stage=${1:?stage}
@@ -100,6 +100,19 @@ case $stage in
     LIMIT=260 TAILN=20 step tui_cpu python3 benchmarks/tui_cpu.py --seconds 40 --rates-hz 1,4 --out "$res/tui_cpu" --load "python3 -m xfertop.launch.demo_job --phase-seconds 600 --device cuda"
     step pytest_viewer python3 -m pytest -m gpu tests/gpu/test_viewer_gpu.py -p no:cacheprovider
     TAILN=12 step attach_cost python3 benchmarks/attach_cost.py "$res/attach_cost" --device cuda --pairs 5 --block-s 5 --blocking
+    ;;
+  issue10)
+    # Never break the job (issue 10): the fork reproduction on the old and the new reporter, the GPU tests,
+    # `xfertop demo` through both phases in a pty at 160x48 and 80x24 (screens as text), terminal close.
+    mkdir -p /tmp/oldsrc && cp -r src/xfertop /tmp/oldsrc/ && cp .old/reporter_init.py /tmp/oldsrc/xfertop/reporter/__init__.py
+    TAILN=4 LIMIT=120 step repro_plain python3 .old/repro.py
+    TAILN=8 LIMIT=120 step repro_run_old env PYTHONPATH=/tmp/site:/tmp/oldsrc python3 -m xfertop.cli.run -- python3 .old/repro.py
+    TAILN=4 LIMIT=120 step repro_run_new python3 -m xfertop.cli.run -- python3 .old/repro.py
+    TAILN=4 LIMIT=120 step repro_copy_timing_new python3 -m xfertop.cli.run --copy-timing -- python3 .old/repro.py
+    LIMIT=300 TAILN=14 step pytest_gpu python3 -m pytest -m gpu tests/gpu/test_fork_safety_gpu.py tests/gpu/test_reporter_gpu.py -p no:cacheprovider -rA
+    LIMIT=80 TAILN=4 step demo_160x48 python3 benchmarks/demo_screens.py "$res" --columns 160 --rows 48 --phase-seconds 15 --seconds 45
+    LIMIT=80 TAILN=4 step demo_80x24 python3 benchmarks/demo_screens.py "$res" --columns 80 --rows 24 --phase-seconds 15 --seconds 45
+    if [ -f benchmarks/terminal_close.py ]; then LIMIT=200 TAILN=12 step terminal_close python3 benchmarks/terminal_close.py ${TERMINAL_CLOSE_ARGS:-}; fi
     ;;
 esac
 tar czf "$OUT/results-$stage.tgz" -C "$res" .
