@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -263,20 +264,36 @@ def read_records(words: memoryview, capacity: int, first_step: int, count: int) 
 
 
 # -- the ring directory (both sides) ------------------------------------------------------------------
-def ring_dir_path(environ: dict[str, str] | None = None) -> str:
-    """$XFERTOP_DIR, else $XDG_RUNTIME_DIR/xfertop, else /tmp/xfertop-<uid>."""
+class RingDirRefused(Exception):
+    """The ring directory, or a directory on the way to it, is not safe to use; the message is a sentence."""
+
+
+def ring_dir_path(environ: Mapping[str, str] | None = None) -> str:
+    """$XFERTOP_DIR, else $XDG_RUNTIME_DIR/xfertop when that runtime directory is private and ours, else
+    /tmp/xfertop-<uid>. The runtime directory is never created here: one that is missing, not a directory
+    (a symbolic link included), another user's, or writable by others is passed over."""
     env = os.environ if environ is None else environ
     if env.get("XFERTOP_DIR"):
         return env["XFERTOP_DIR"]
-    if env.get("XDG_RUNTIME_DIR"):
-        return os.path.join(env["XDG_RUNTIME_DIR"], "xfertop")
+    runtime = env.get("XDG_RUNTIME_DIR", "")
+    if runtime and _private_and_ours(runtime):
+        return os.path.join(runtime, "xfertop")
     return f"/tmp/xfertop-{os.getuid()}"
 
 
-def ring_dir_candidates(environ: dict[str, str] | None = None) -> list[str]:
+def _private_and_ours(path: str) -> bool:
+    if not os.path.isabs(path):
+        return False
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
+
+
+def ring_dir_candidates(environ: Mapping[str, str] | None = None) -> list[str]:
     """Every directory a job of this user may have written to: ring_dir_path() first, then the other
-    defaults ($XDG_RUNTIME_DIR/xfertop, /run/user/<uid>/xfertop, /tmp/xfertop-<uid>). Only
-    $XFERTOP_DIR, when set, stands alone."""
+    defaults (/run/user/<uid>/xfertop, /tmp/xfertop-<uid>). Only $XFERTOP_DIR, when set, stands alone."""
     env = os.environ if environ is None else environ
     first = ring_dir_path(env)
     if env.get("XFERTOP_DIR"):
@@ -298,5 +315,55 @@ def ring_dir_problem(path: str, st: os.stat_result) -> str | None:
         return (
             f"ring directory {path} belongs to uid {st.st_uid}, not to you (uid {os.geteuid()}); refusing "
             "to use it: remove it or set XFERTOP_DIR to a private directory"
+        )
+    return None
+
+
+def check_ring_dir(path: str) -> os.stat_result:
+    """The lstat of ring directory ``path`` once it and every directory above it passed the checks.
+
+    The directory itself: a real directory (not a symbolic link) of yours. Above it, as written and once
+    symbolic links are resolved, each directory must belong to root or to you and be writable by no one
+    else unless it is sticky (as /tmp is), and each symbolic link must belong to root or to you: otherwise
+    someone else could swap what lies below (OpenSSH checks its files the same way). Raises RingDirRefused
+    with a sentence, or FileNotFoundError when the directory or one above it does not exist.
+    """
+    st = os.lstat(path)
+    problem = ring_dir_problem(path, st)
+    if problem is not None:
+        raise RingDirRefused(problem)
+    check_dirs_above(path, os.path.dirname(os.path.abspath(path)))
+    return st
+
+
+def check_dirs_above(ring_dir: str, directory: str) -> None:
+    """Raise RingDirRefused if ``directory`` (on the way to ``ring_dir``) or one above it would let someone
+    else swap what lies below (the rules of check_ring_dir); FileNotFoundError if one is missing."""
+    for chain in dict.fromkeys((directory, os.path.realpath(directory))):
+        prefix = "/"
+        for part in ["", *(part for part in chain.split("/") if part)]:
+            prefix = os.path.join(prefix, part)
+            problem = _ancestor_problem(ring_dir, prefix, os.lstat(prefix))
+            if problem is not None:
+                raise RingDirRefused(problem)
+
+
+def _ancestor_problem(ring_dir: str, ancestor: str, st: os.stat_result) -> str | None:
+    trusted = (0, os.geteuid())
+    where = f"ring directory {ring_dir} is refused: {ancestor} on its path"
+    remedy = "set XFERTOP_DIR to a private directory of yours"
+    if stat.S_ISLNK(st.st_mode):
+        if st.st_uid in trusted:
+            return None  # where it points is checked too, once resolved
+        return f"{where} is a symbolic link owned by uid {st.st_uid}, who can point it elsewhere: {remedy}"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{where} is not a directory: {remedy}"
+    if st.st_uid not in trusted:
+        return f"{where} belongs to uid {st.st_uid}, who could replace what lies below it: {remedy}"
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        mode = stat.S_IMODE(st.st_mode)
+        return (
+            f"{where} is writable by other users (mode {mode:04o}, not sticky), who could replace what lies "
+            f"below it: run `chmod go-w {ancestor}` or {remedy}"
         )
     return None

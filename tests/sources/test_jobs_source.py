@@ -158,6 +158,7 @@ def test_a_slot_left_half_written_by_a_dead_writer_does_not_block_the_rest(tmp_p
 def test_without_xfertop_dir_every_default_place_is_read(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("XFERTOP_DIR", raising=False)
+    (tmp_path / "runtime").mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "runtime"))
     candidates = wire.ring_dir_candidates()
     assert candidates[0] == str(tmp_path / "runtime" / "xfertop")

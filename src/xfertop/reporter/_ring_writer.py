@@ -6,6 +6,7 @@ no syscall, no lock, nothing that waits for a reader.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import stat
@@ -22,22 +23,38 @@ class RingDirError(Exception):
 
 
 def open_private_dir(path: str) -> int:
-    """Create (0700) or open the ring directory, refusing symlinks and other users' directories."""
+    """Open the ring directory, creating it (and any missing parent) 0700 first; refuse it with a
+    RingDirError sentence when it, or a directory above it, is unsafe (wire.check_ring_dir)."""
     try:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
+        _make_missing_dirs(path)
+        st = wire.check_ring_dir(path)
+        dir_fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except wire.RingDirRefused as exc:
+        raise RingDirError(str(exc)) from exc
     except OSError as exc:
-        raise RingDirError(f"cannot create ring directory {path}: {exc.strerror}") from exc
-    problem = wire.ring_dir_problem(path, os.lstat(path))
-    if problem:
-        raise RingDirError(problem)
-    dir_fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    st = os.fstat(dir_fd)
-    if stat.S_IMODE(st.st_mode) & 0o077:
+        raise RingDirError(f"cannot create ring directory {path}: {exc.strerror or exc}") from exc
+    fst = os.fstat(dir_fd)
+    if (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
+        os.close(dir_fd)
+        raise RingDirError(f"ring directory {path} was replaced while it was checked; refusing to use it")
+    if stat.S_IMODE(fst.st_mode) & 0o077:
         os.fchmod(dir_fd, 0o700)  # ours, but readable by others: make it private
     return dir_fd
+
+
+def _make_missing_dirs(path: str) -> None:
+    """mkdir 0700 of ``path`` and of its missing parents (never 0755 by the umask, as os.makedirs would),
+    once the directories above them passed the checks: nothing is created through another user's link."""
+    missing = []
+    head = os.path.abspath(path)
+    while not os.path.lexists(head):
+        missing.append(head)
+        head = os.path.dirname(head)
+    if missing:
+        wire.check_dirs_above(path, head)
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(directory, 0o700)
 
 
 def _create_file(dir_fd: int, name: str, size_bytes: int) -> tuple[int, str]:

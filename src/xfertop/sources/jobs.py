@@ -140,11 +140,10 @@ class JobsSource(PollingSource[JobsState]):
     def _scan(self, ring_dir: str, ranks: list[RankState], problems: list[str], seen: set[str]) -> str | None:
         """Read every ring in one directory; a sentence if the directory itself cannot be used."""
         try:
-            st = os.lstat(ring_dir)
-            problem = wire.ring_dir_problem(ring_dir, st)
-            if problem:
-                return problem
+            st = wire.check_ring_dir(ring_dir)
             paths, unchanged = self._ring_paths(ring_dir, st)
+        except wire.RingDirRefused as exc:
+            return str(exc)
         except FileNotFoundError:
             self._listings.pop(ring_dir, None)
             return None  # no job has written here yet
