@@ -7,12 +7,18 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from ring_test_tools import child_env, rank_with_steps, ranks, start_script, wait_until
+from xfertop import wire
 from xfertop.model.jobs import StepRecord
+from xfertop.reporter._identity import current_identity
+from xfertop.reporter._ring_writer import RingWriter
 from xfertop.sources.jobs import JobsSource
-from xfertop.sources.ring_reader import RingReader
+from xfertop.sources.ring_reader import MAX_STEPS_PER_POLL, RingReader
 
 FAST_LOOP = """
 import itertools
@@ -40,7 +46,7 @@ def _sane(steps: tuple[StepRecord, ...]) -> None:
 def test_a_process_killed_mid_write_leaves_a_readable_ring_that_is_cleaned_up(tmp_path: Path) -> None:
     rings = tmp_path / "rings"
     child = start_script(tmp_path, rings, FAST_LOOP)
-    now_s = [0.0]
+    now_s = [time.monotonic()]
     source = JobsSource(ring_dir=str(rings), finished_grace_s=30.0, monotonic=lambda: now_s[0])
     wait_until(lambda: rank_with_steps(source, child.pid, 2000), 30, "2000 steps")
     child.send_signal(signal.SIGKILL)
@@ -52,7 +58,7 @@ def test_a_process_killed_mid_write_leaves_a_readable_ring_that_is_cleaned_up(tm
     [late] = ranks(JobsSource(ring_dir=str(rings)))
     _sane(late.steps)
     assert len(late.steps) == 1023 and late.steps[-1].step == rank.steps[-1].step
-    now_s[0] = 31.0
+    now_s[0] += 31.0
     assert ranks(source) == []
     assert list(rings.iterdir()) == []
 
@@ -131,3 +137,68 @@ def test_a_reader_racing_the_writer_never_sees_a_torn_record(tmp_path: Path) -> 
     written = int(writer.stdout.readline())
     reader.close()
     assert written > 10_000 and checked > 1000 and patched > 100, (written, checked, patched)
+
+
+def _count_records_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Records the reader copies out of rings (in bulk and one by one), summed in the returned list."""
+    read = [0]
+    bulk, single = wire.read_records, wire.read_record
+
+    def counting_bulk(words: memoryview, capacity: int, first_step: int,
+                      count: int) -> list[list[int] | None]:
+        found = bulk(words, capacity, first_step, count)
+        read[0] += len(found)
+        return found
+
+    def counting_single(words: memoryview, capacity: int, step: int, attempts: int = 4) -> list[int] | None:
+        read[0] += 1
+        return single(words, capacity, step, attempts)
+
+    monkeypatch.setattr(wire, "read_records", counting_bulk)
+    monkeypatch.setattr(wire, "read_record", counting_single)
+    return read
+
+
+def _cpu_s_of(call: Callable[[], object]) -> float:
+    started = time.thread_time()
+    call()
+    return time.thread_time() - started
+
+
+def test_a_damaged_ring_with_its_write_index_running_ahead_costs_little_per_poll(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    healthy_dir, damaged_dir = tmp_path / "healthy", tmp_path / "damaged"
+    healthy = RingWriter(str(healthy_dir), current_identity())
+    for step in range(3 * healthy.capacity):
+        healthy.write_step(step, step * 1000 + 1, 1000, 0, 0, 0, 1, 0)
+    damaged = RingWriter(str(damaged_dir), current_identity(), capacity=wire.MAX_CAPACITY)
+    for step in range(10):
+        damaged.write_step(step, step * 1000 + 1, 1000, 0, 0, 0, 1, 0)
+    damaged.set_word(wire.H_WRITE_INDEX, 5 * wire.MAX_CAPACITY)  # claims 5M steps; the slots hold 10
+    read = _count_records_read(monkeypatch)
+    healthy_source = JobsSource(ring_dir=str(healthy_dir))
+    healthy_cpu_s = _cpu_s_of(healthy_source.sample_once)  # reads its whole history: 1023 steps
+    healthy_records = read[0]
+    damaged_source = JobsSource(ring_dir=str(damaged_dir))
+    read[0] = 0
+    damaged_cpu_s = [_cpu_s_of(damaged_source.sample_once) for _ in range(6)]
+    # Every poll of the damaged ring reads fewer records than one read of a healthy ring's history ...
+    assert read[0] <= healthy_records, (read[0], healthy_records)
+    # ... and costs less CPU (before: each poll copied its 2^20 slots, ~0.5 s and ~230 MB).
+    assert max(damaged_cpu_s[1:]) < healthy_cpu_s, (damaged_cpu_s, healthy_cpu_s)
+    state = damaged_source.sample_once()
+    [rank] = [rank for job in state.jobs for rank in job.ranks]
+    assert rank.status in ("live", "stalled")
+    [problem] = state.problems
+    assert damaged.path in problem and "damaged" in problem and str(5 * wire.MAX_CAPACITY) in problem
+
+
+def test_a_big_healthy_ring_is_read_newest_first_a_bounded_number_of_steps_per_poll(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writer = RingWriter(str(tmp_path), current_identity(), capacity=1 << 15)
+    for step in range(20_000):
+        writer.write_step(step, step * 1000 + 1, 1000, 0, 0, 0, 1, 0)
+    read = _count_records_read(monkeypatch)
+    [rank] = ranks(JobsSource(ring_dir=str(tmp_path)))
+    assert read[0] <= MAX_STEPS_PER_POLL and len(rank.steps) <= MAX_STEPS_PER_POLL
+    assert [s.step for s in rank.steps] == list(range(20_000 - len(rank.steps), 20_000))

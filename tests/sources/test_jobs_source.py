@@ -20,10 +20,13 @@ from xfertop.sources.ring_reader import to_step_record
 
 
 def _writer(ring_dir: Path, steps: int = 0, **identity_changes: object) -> RingWriter:
+    """A ring whose ``steps`` 10 ms steps end now (the heartbeat of a writer that stepped until now)."""
     identity = dataclasses.replace(current_identity(), **identity_changes)  # type: ignore[arg-type]
     writer = RingWriter(str(ring_dir), identity)
+    first_ns = time.perf_counter_ns() - steps * 10_000_000
     for step in range(steps):
-        writer.write_step(step, step * 10_000_000, 10_000_000, 4_000_000, 0, 1024, 8, wire.F_COPIED)
+        start_ns = first_ns + step * 10_000_000
+        writer.write_step(step, start_ns, 10_000_000, 4_000_000, 0, 1024, 8, wire.F_COPIED)
     return writer
 
 
@@ -136,11 +139,11 @@ def test_liveness_live_stalled_and_finished(tmp_path: Path) -> None:
 
 
 def test_a_reused_pid_counts_as_finished_and_its_file_is_removed_after_grace(tmp_path: Path) -> None:
-    now_s = [0.0]
+    now_s = [time.monotonic()]
     writer = _writer(tmp_path, steps=1, start_ticks=1)  # our pid, but another process's start time
     source = JobsSource(ring_dir=str(tmp_path), finished_grace_s=10.0, monotonic=lambda: now_s[0])
     assert source.sample_once().jobs[0].ranks[0].status == "finished"
-    now_s[0] = 11.0
+    now_s[0] += 11.0
     assert source.sample_once().jobs == ()
     assert not os.path.exists(writer.path)
 

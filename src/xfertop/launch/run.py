@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from types import FrameType
 
 import xfertop
+from xfertop.sources.ring_reader import remove_ended_rings
 
 BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
@@ -98,6 +99,7 @@ def run_command(command: list[str], copy_timing: bool = False) -> int:
     if not command:
         print("xfertop run: no command given: `xfertop run -- python train.py ARGS`", file=sys.stderr)
         return EXIT_USAGE
+    remove_ended_rings()  # the rings of jobs that ended long ago, whoever started them
     started: list[subprocess.Popen[bytes]] = []
     early: list[int] = []  # signals that came before the child existed: sent to it once it does
 

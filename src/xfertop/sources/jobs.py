@@ -2,8 +2,13 @@
 
 Files that cannot be used (unknown version, truncated, another user's, a symlink...) are named in
 ``JobsState.problems`` and skipped; the others carry on. A rank whose process is gone is shown as
-finished and its file is removed after a grace period; a live process whose heartbeat went quiet is
-shown as stalled.
+finished; its file is removed by ``remove_ended_rings`` (run at the first read and every few seconds)
+once the grace period has passed since its last step, or since this source saw it die. A live process
+whose heartbeat went quiet is shown as stalled.
+
+What is held stays bounded however many jobs come and go: an ended ring is read to its end once, then
+its mapping is dropped and its content kept as data (no descriptor, no mapped pages), and only the
+``MAX_ENDED_RINGS`` rings that ended last are kept; the others are counted in one problem line.
 
 Cost per read, for the rings of dead processes that pile up in a directory as much as for live ones:
 the directory is listed again only when its mtime changed (no file created, removed or renamed
@@ -16,6 +21,7 @@ looked up in /proc; a ring that did not advance is not parsed again.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import functools
 import itertools
 import os
@@ -27,9 +33,22 @@ from collections.abc import Callable
 from xfertop import wire
 from xfertop.model.jobs import JobsState, JobState, RankState, RankStatus
 from xfertop.sources.base import PollingSource
-from xfertop.sources.ring_reader import RingCounters, RingProblem, RingReader
+from xfertop.sources.ring_reader import (
+    ENDED_GRACE_S,
+    RingCounters,
+    RingProblem,
+    RingReader,
+    last_sign_of_life_ns,
+    process_alive,
+    remove_ended_rings,
+)
 
 NOT_READY_GRACE_S = 5.0
+#: Ended rings kept (as data) at most: the ones that ended last. Each holds up to 1024 steps (~0.35 MB).
+MAX_ENDED_RINGS = 64
+#: How often ``remove_ended_rings`` runs while the source is read.
+CLEANUP_PERIOD_S = 5.0
+_OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
 #: A listing is reused while the directory's mtime is unchanged, but only once it was taken this long
 #: after that mtime: a change within the same timestamp tick (coarse, or whole seconds on some
 #: filesystems) leaves the mtime as it was.
@@ -59,14 +78,6 @@ def job_name(argv: tuple[str, ...]) -> str:
     return os.path.basename(args[0]) if args else "?"
 
 
-def process_alive(pid: int, start_ticks: int) -> bool:
-    """The process that wrote the ring still runs (same pid and same start time: no pid reuse)."""
-    try:
-        return wire.process_start_ticks(pid) == start_ticks
-    except (OSError, ValueError, IndexError):
-        return False
-
-
 @dataclasses.dataclass(frozen=True)
 class _Listing:
     """The ring names of one directory as listed when its (st_dev, st_ino, st_mtime_ns) was ``stamp``."""
@@ -78,29 +89,35 @@ class _Listing:
 
 
 class _Ring:
-    """One open ring and what the source knows about its writer."""
+    """One ring and what the source knows about its writer."""
 
     def __init__(self, reader: RingReader) -> None:
         self.reader = reader
         self.job_key = job_key(reader.header)
         #: The writer was found gone (for good: the same pid and start time never come back).
         self.dead = False
-        #: Dead, and read to the end after its death: the file cannot change any more.
+        #: Dead, and read to the end after its death: its content is final, kept as data (released).
         self.frozen = False
+        #: The writer was seen running, and when (the source's clock) it was then seen gone.
+        self.seen_alive = False
+        self.died_at_s: float | None = None
+        #: For ended rings: when the writer ended, CLOCK_MONOTONIC ns (the newest are kept).
+        self.ended_ns = 0
         #: Holds the live writer (-1: none, ask /proc on every read).
         self.pidfd = -1
-        #: The header counters and device string read last.
-        self.counters: RingCounters | None = None
-        self.device = ""
         self.stall_version = -1
         self.typical_step_s = 0.0
 
 
 class JobsSource(PollingSource[JobsState]):
+    """``monotonic``: CLOCK_MONOTONIC seconds (time.monotonic), the clock of the clean-ups and of the grace
+    period; a test passes a later time to age the rings."""
+
     name = "jobs"
 
     def __init__(self, interval_s: float = 0.1, ring_dir: str | None = None, stall_after_s: float = 5.0,
-                 finished_grace_s: float = 60.0, monotonic: Callable[[], float] = time.monotonic) -> None:
+                 finished_grace_s: float = ENDED_GRACE_S,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         super().__init__(interval_s)
         #: Where this viewer's own environment puts rings (JobsState.ring_dir) ...
         self.ring_dir = ring_dir or wire.ring_dir_path()
@@ -112,8 +129,10 @@ class JobsSource(PollingSource[JobsState]):
         self._monotonic = monotonic
         self._uid = os.getuid()
         self._rings: dict[str, _Ring] = {}
-        self._dead_since: dict[str, float] = {}
+        #: Ended rings beyond MAX_ENDED_RINGS, not read again while the same file is there: path -> inode.
+        self._passed_over: dict[str, tuple[int, int]] = {}
         self._listings: dict[str, _Listing] = {}
+        self._next_cleanup_s: float | None = None
         self._pidfds = select.poll()
         self._pidfd_count = 0
         self._exited_pidfds: set[int] = set()
@@ -125,6 +144,7 @@ class JobsSource(PollingSource[JobsState]):
         ranks: list[RankState] = []
         seen: set[str] = set()
         error = None
+        self._clean_up_if_due()
         # One poll for every live writer: the pidfds that turned readable belong to exited processes.
         self._exited_pidfds = {fd for fd, _ in self._pidfds.poll(0)} if self._pidfd_count else set()
         for ring_dir in self.ring_dirs:
@@ -135,7 +155,27 @@ class JobsSource(PollingSource[JobsState]):
                 problems.append(trouble)
         for path in set(self._rings) - seen:
             self._forget(path)
+        for path in set(self._passed_over) - seen:
+            del self._passed_over[path]
+        if self._passed_over:
+            problems.append(
+                f"{len(self._passed_over)} more finished ranks are not shown: only the {MAX_ENDED_RINGS} "
+                f"that ended last are kept (rings are removed {self.finished_grace_s:g} s after they end)"
+            )
         return JobsState(time.time(), _group(ranks), self.ring_dir, tuple(problems), error)
+
+    def _clean_up_if_due(self) -> None:
+        """remove_ended_rings over every directory read, at the first read and every CLEANUP_PERIOD_S. Rings
+        this source still believes alive, or saw die within the grace period, are kept: their last step
+        may be long ago (a stalled job killed), but they ended only now."""
+        now_s = self._monotonic()
+        if self._next_cleanup_s is not None and now_s < self._next_cleanup_s:
+            return
+        self._next_cleanup_s = now_s + CLEANUP_PERIOD_S
+        grace_s = self.finished_grace_s
+        keep = {path for path, ring in self._rings.items()
+                if not ring.dead or (ring.died_at_s is not None and now_s - ring.died_at_s < grace_s)}
+        remove_ended_rings(self.ring_dirs, grace_s, now_monotonic_ns=int(now_s * 1e9), keep=keep)
 
     def _scan(self, ring_dir: str, ranks: list[RankState], problems: list[str], seen: set[str]) -> str | None:
         """Read every ring in one directory; a sentence if the directory itself cannot be used."""
@@ -179,23 +219,20 @@ class JobsSource(PollingSource[JobsState]):
         if ring is None:
             return None
         reader = ring.reader
-        if ring.frozen:
-            counters = ring.counters
-        else:
+        if not ring.frozen:
+            # Asked before the poll: a writer found gone has written all it ever will, and this poll reads it.
             was_dead = ring.dead
+            if not self._alive(ring) and not was_dead and not self._keep_ended(path, ring):
+                return None
             reader.poll()
-            counters = reader.counters()
-            self._alive(ring)
-            # Read once more after the death was seen: the last steps or GPU patches it wrote are in.
-            ring.frozen = was_dead and reader.caught_up()
-        assert counters is not None
-        if ring.dead and self._remove_if_expired(path):
-            return None
-        # A frozen ring's mapping is not read again: its device string is the one read last.
-        device = ring.device if ring.frozen else reader.device()
+            if ring.dead and (reader.caught_up() or reader.damage):
+                ring.frozen = True
+                reader.release()
+        if reader.damage:
+            problems.append(reader.damage)
+        counters = reader.counters()
         status = self._status(ring, counters, not ring.dead)
-        ring.counters, ring.device = counters, device
-        return _rank_state(reader, ring.job_key, device, counters, status)
+        return _rank_state(reader, ring.job_key, reader.device(), counters, status)
 
     def _alive(self, ring: _Ring) -> bool:
         """process_alive for the ring's writer, asking /proc only when its pidfd (if any) says it exited."""
@@ -211,12 +248,38 @@ class JobsSource(PollingSource[JobsState]):
                 ring.pidfd = pidfd
                 self._pidfds.register(pidfd, select.POLLIN)
                 self._pidfd_count += 1
+            ring.seen_alive = True
             return True
         if pidfd >= 0:
             os.close(pidfd)
         ring.dead = True
         self._drop_pidfd(ring)
+        self._note_end(ring)
         return False
+
+    def _note_end(self, ring: _Ring) -> None:
+        now_s = self._monotonic()
+        if ring.seen_alive:
+            ring.died_at_s = now_s
+            ring.ended_ns = time.monotonic_ns()
+        else:
+            header = ring.reader.header
+            ring.ended_ns = last_sign_of_life_ns(ring.reader.counters().heartbeat_ns, header.created_unix_ns,
+                                                 time.monotonic_ns(), time.time_ns())
+
+    def _keep_ended(self, path: str, ring: _Ring) -> bool:
+        """Room for this newly ended ring among the MAX_ENDED_RINGS kept, made by passing over the ring that
+        ended first (this one, if it did)."""
+        ended = [(other.ended_ns, other_path) for other_path, other in self._rings.items()
+                 if other.dead and other_path != path]
+        if len(ended) < MAX_ENDED_RINGS:
+            return True
+        first_ns, first_path = min(ended)
+        if ring.ended_ns <= first_ns:
+            first_path = path
+        self._passed_over[first_path] = self._rings[first_path].reader.identity
+        self._forget(first_path)
+        return first_path != path
 
     def _open_pidfd(self, pid: int) -> int:
         """A pidfd for ``pid`` (readable once that process exits), or -1."""
@@ -226,8 +289,9 @@ class JobsSource(PollingSource[JobsState]):
             return os.pidfd_open(pid)
         except ProcessLookupError:
             return -1
-        except OSError:  # ENOSYS (kernel before 5.3), EPERM (a seccomp filter)...
-            self._pidfds_work = False
+        except OSError as exc:  # ENOSYS (kernel before 5.3), EPERM (a seccomp filter)...
+            # ... but out of descriptors is for now: /proc answers for this writer meanwhile.
+            self._pidfds_work = exc.errno in _OUT_OF_DESCRIPTORS
             return -1
 
     def _drop_pidfd(self, ring: _Ring) -> None:
@@ -239,19 +303,21 @@ class JobsSource(PollingSource[JobsState]):
 
     def _ring_for(self, path: str, problems: list[str], unchanged: bool) -> _Ring | None:
         ring = self._rings.get(path)
-        if ring is not None and unchanged and (ring.frozen or ring.reader.still_valid()):
-            return ring  # the directory still names this file; a frozen ring's mapping is not read
+        if unchanged and (path in self._passed_over or (ring is not None and ring.frozen)):
+            return ring  # the directory still names this very file; nothing of it is read again
         try:
             st = os.lstat(path)
         except FileNotFoundError:
             self._forget(path)
             return None
-        replaced = ring is not None and ring.reader.identity != (st.st_dev, st.st_ino)
-        if ring is not None and (replaced or not ring.reader.still_valid()):
-            self._forget(path)
-            ring = None
-        if ring is not None:
+        if ring is not None and ring.reader.still_valid(st):
             return ring
+        if ring is not None:
+            self._forget(path)  # replaced, or shrunk under the mapping
+        if path in self._passed_over:
+            if self._passed_over[path] == (st.st_dev, st.st_ino):
+                return None
+            del self._passed_over[path]
         try:
             reader = RingReader(path, self._uid)
         except RingProblem as exc:
@@ -261,7 +327,8 @@ class JobsSource(PollingSource[JobsState]):
                 problems.append(str(exc))
             return None
         except OSError as exc:
-            problems.append(f"{path}: cannot open: {exc.strerror or exc}")
+            hint = ": raise the limit on open files (ulimit -n)" if exc.errno in _OUT_OF_DESCRIPTORS else ""
+            problems.append(f"{path}: cannot open: {exc.strerror or exc}{hint}")
             return None
         ring = _Ring(reader)
         self._rings[path] = ring
@@ -282,35 +349,16 @@ class JobsSource(PollingSource[JobsState]):
             ring.stall_version = reader.steps_version
         return max(self.stall_after_s, 5 * ring.typical_step_s)
 
-    def _remove_if_expired(self, path: str) -> bool:
-        now = self._monotonic()
-        dead_since = self._dead_since.setdefault(path, now)
-        if now - dead_since < self.finished_grace_s:
-            return False
-        ring = self._rings.get(path)
-        reader = ring.reader if ring is not None else None
-        try:
-            st = os.lstat(path)
-            if reader is not None and reader.identity == (st.st_dev, st.st_ino) and st.st_uid == self._uid:
-                os.unlink(path)
-        except OSError:
-            pass
-        self._forget(path)
-        return True
-
     def _forget(self, path: str) -> None:
         ring = self._rings.pop(path, None)
         if ring is not None:
             self._drop_pidfd(ring)
             ring.reader.close()
-        self._dead_since.pop(path, None)
-
-    def _forget_all(self) -> None:
-        for path in list(self._rings):
-            self._forget(path)
 
     def close(self) -> None:
-        self._forget_all()
+        for path in list(self._rings):
+            self._forget(path)
+        self._passed_over.clear()
 
 
 def _heartbeat_age_s(reader: RingReader, counters: RingCounters) -> float:
