@@ -108,19 +108,29 @@ def _ns(value_ms: float | None) -> int:
 def _check_untorn(record: StepRecord) -> None:
     s = record.step
     assert (_ns(record.wall_ms), _ns(record.data_wait_ms), _ns(record.copy_cpu_ms)) == (
-        s * 3 + 7, s * 2 + 5, s * 11), record
+        s * 3 + 7,
+        s * 2 + 5,
+        s * 11,
+    ), record
     assert (record.h2d_bytes, record.samples) == (s * 13, s % 1000), record
     if record.copy_gpu_ms is not None:
         assert (_ns(record.copy_gpu_ms), _ns(record.compute_gpu_ms), _ns(record.gpu_idle_ms)) == (
-            s * 17, s * 19, s * 23), record
+            s * 17,
+            s * 19,
+            s * 23,
+        ), record
 
 
 def test_a_reader_racing_the_writer_never_sees_a_torn_record(tmp_path: Path) -> None:
     rings = tmp_path / "rings"
     script = tmp_path / "racing_writer.py"
     script.write_text(RACING_WRITER)
-    writer = subprocess.Popen([sys.executable, str(script), str(rings), "2.0"], env=child_env(rings),
-                              stdout=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [sys.executable, str(script), str(rings), "2.0"],
+        env=child_env(rings),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert writer.stdout is not None
     path = writer.stdout.readline().strip()
     reader = RingReader(path)
@@ -144,8 +154,9 @@ def _count_records_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     read = [0]
     bulk, single = wire.read_records, wire.read_record
 
-    def counting_bulk(words: memoryview, capacity: int, first_step: int,
-                      count: int) -> list[list[int] | None]:
+    def counting_bulk(
+        words: memoryview, capacity: int, first_step: int, count: int
+    ) -> list[list[int] | None]:
         found = bulk(words, capacity, first_step, count)
         read[0] += len(found)
         return found
@@ -166,7 +177,8 @@ def _cpu_s_of(call: Callable[[], object]) -> float:
 
 
 def test_a_damaged_ring_with_its_write_index_running_ahead_costs_little_per_poll(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     healthy_dir, damaged_dir = tmp_path / "healthy", tmp_path / "damaged"
     healthy = RingWriter(str(healthy_dir), current_identity())
     for step in range(3 * healthy.capacity):
@@ -194,7 +206,8 @@ def test_a_damaged_ring_with_its_write_index_running_ahead_costs_little_per_poll
 
 
 def test_a_big_healthy_ring_is_read_newest_first_a_bounded_number_of_steps_per_poll(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     writer = RingWriter(str(tmp_path), current_identity(), capacity=1 << 15)
     for step in range(20_000):
         writer.write_step(step, step * 1000 + 1, 1000, 0, 0, 0, 1, 0)

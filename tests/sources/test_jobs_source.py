@@ -158,8 +158,9 @@ def test_a_slot_left_half_written_by_a_dead_writer_does_not_block_the_rest(tmp_p
     assert [s.step for s in rank.steps] == [0, 1, 3, 4] and rank.steps_lost == 1
 
 
-def test_without_xfertop_dir_every_default_place_is_read(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_xfertop_dir_every_default_place_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("XFERTOP_DIR", raising=False)
     (tmp_path / "runtime").mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "runtime"))
@@ -181,25 +182,58 @@ def test_without_xfertop_dir_every_default_place_is_read(tmp_path: Path,
 
 def test_every_record_field_lands_in_its_step_record_field() -> None:
     body = [0] * wire.RECORD_WORDS
-    values = {wire.R_STEP: 3, wire.R_START_NS: 11, wire.R_WALL_NS: 5_000_000, wire.R_DATA_WAIT_NS: 2_000_000,
-              wire.R_COPY_CPU_NS: 1_000_000, wire.R_COPY_GPU_NS: 3_000_000, wire.R_COMPUTE_GPU_NS: 4_000_000,
-              wire.R_GPU_IDLE_NS: 6_000_000, wire.R_H2D_BYTES: 77, wire.R_SAMPLES: 9,
-              wire.R_FLAGS: wire.F_GPU_RESOLVED | wire.F_PAGEABLE_NON_BLOCKING}
+    values = {
+        wire.R_STEP: 3,
+        wire.R_START_NS: 11,
+        wire.R_WALL_NS: 5_000_000,
+        wire.R_DATA_WAIT_NS: 2_000_000,
+        wire.R_COPY_CPU_NS: 1_000_000,
+        wire.R_COPY_GPU_NS: 3_000_000,
+        wire.R_COMPUTE_GPU_NS: 4_000_000,
+        wire.R_GPU_IDLE_NS: 6_000_000,
+        wire.R_H2D_BYTES: 77,
+        wire.R_SAMPLES: 9,
+        wire.R_FLAGS: wire.F_GPU_RESOLVED | wire.F_PAGEABLE_NON_BLOCKING,
+    }
     for word, value in values.items():
         body[word] = value
     assert to_step_record(body) == StepRecord(
-        step=3, wall_ms=5.0, data_wait_ms=2.0, copy_cpu_ms=1.0, copy_gpu_ms=3.0, compute_gpu_ms=4.0,
-        gpu_idle_ms=6.0, h2d_bytes=77, samples=9, pinned=False, pageable_non_blocking=True,
-        start_monotonic_ns=11)
+        step=3,
+        wall_ms=5.0,
+        data_wait_ms=2.0,
+        copy_cpu_ms=1.0,
+        copy_gpu_ms=3.0,
+        compute_gpu_ms=4.0,
+        gpu_idle_ms=6.0,
+        h2d_bytes=77,
+        samples=9,
+        pinned=False,
+        pageable_non_blocking=True,
+        start_monotonic_ns=11,
+    )
     body[wire.R_FLAGS] = wire.F_PINNED | wire.F_GPU_PENDING
     pending = to_step_record(body)
     assert pending.pinned and pending.copy_gpu_ms is None and pending.gpu_idle_ms is None
 
 
 def test_job_keys_and_names() -> None:
-    header = wire.RingHeader(uid=0, pid=10, ppid=9, start_ticks=0, created_unix_ns=0, rank=0, local_rank=0,
-                             world_size=2, host="h", run_id="", master="n1:29500", device="",
-                             argv=("python", "train.py"), version=1, capacity=8)
+    header = wire.RingHeader(
+        uid=0,
+        pid=10,
+        ppid=9,
+        start_ticks=0,
+        created_unix_ns=0,
+        rank=0,
+        local_rank=0,
+        world_size=2,
+        host="h",
+        run_id="",
+        master="n1:29500",
+        device="",
+        argv=("python", "train.py"),
+        version=1,
+        capacity=8,
+    )
     assert job_key(header) == "master:n1:29500"
     assert job_key(dataclasses.replace(header, master="")) == "ppid:9"
     assert job_key(dataclasses.replace(header, master="", world_size=None)) == "pid:10"
@@ -291,8 +325,10 @@ for _ in xfertop.watch(itertools.count()):
 
 @pytest.mark.parametrize("pidfds", [True, False], ids=["pidfd", "no-pidfd"])
 def test_a_writer_that_dies_after_being_seen_alive_is_finished_on_the_next_read(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pidfds: bool) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pidfds: bool
+) -> None:
     if not pidfds:  # what a kernel before 5.3, or a sandbox that forbids the call, answers
+
         def no_pidfd(pid: int) -> int:
             raise OSError(errno.ENOSYS, "Function not implemented")
 

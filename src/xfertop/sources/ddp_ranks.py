@@ -64,10 +64,14 @@ def _ppid(pid: int, proc_root: Path) -> int | None:
 
 def target_for(pid: int, proc_root: Path = Path("/proc")) -> AttachTarget:
     environ = read_environ(pid, proc_root)
-    return AttachTarget(pid=pid, rank=_int_or_none(environ.get("RANK")),
-                        local_rank=_int_or_none(environ.get("LOCAL_RANK")),
-                        world_size=_int_or_none(environ.get("WORLD_SIZE")),
-                        job_key=job_key(pid, environ), command=_command(pid, proc_root))
+    return AttachTarget(
+        pid=pid,
+        rank=_int_or_none(environ.get("RANK")),
+        local_rank=_int_or_none(environ.get("LOCAL_RANK")),
+        world_size=_int_or_none(environ.get("WORLD_SIZE")),
+        job_key=job_key(pid, environ),
+        command=_command(pid, proc_root),
+    )
 
 
 def job_ranks(pid: int, proc_root: Path = Path("/proc")) -> tuple[AttachTarget, ...]:

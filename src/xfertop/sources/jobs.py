@@ -115,9 +115,14 @@ class JobsSource(PollingSource[JobsState]):
 
     name = "jobs"
 
-    def __init__(self, interval_s: float = 0.1, ring_dir: str | None = None, stall_after_s: float = 5.0,
-                 finished_grace_s: float = ENDED_GRACE_S,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        interval_s: float = 0.1,
+        ring_dir: str | None = None,
+        stall_after_s: float = 5.0,
+        finished_grace_s: float = ENDED_GRACE_S,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__(interval_s)
         #: Where this viewer's own environment puts rings (JobsState.ring_dir) ...
         self.ring_dir = ring_dir or wire.ring_dir_path()
@@ -173,8 +178,11 @@ class JobsSource(PollingSource[JobsState]):
             return
         self._next_cleanup_s = now_s + CLEANUP_PERIOD_S
         grace_s = self.finished_grace_s
-        keep = {path for path, ring in self._rings.items()
-                if not ring.dead or (ring.died_at_s is not None and now_s - ring.died_at_s < grace_s)}
+        keep = {
+            path
+            for path, ring in self._rings.items()
+            if not ring.dead or (ring.died_at_s is not None and now_s - ring.died_at_s < grace_s)
+        }
         remove_ended_rings(self.ring_dirs, grace_s, now_monotonic_ns=int(now_s * 1e9), keep=keep)
 
     def _scan(self, ring_dir: str, ranks: list[RankState], problems: list[str], seen: set[str]) -> str | None:
@@ -209,8 +217,11 @@ class JobsSource(PollingSource[JobsState]):
         if listing is not None and listing.stamp == stamp and listing.settled:
             return listing.paths, True
         listed_at_ns = time.time_ns()
-        paths = tuple(os.path.join(ring_dir, name) for name in sorted(os.listdir(ring_dir))
-                      if name.endswith(wire.RING_SUFFIX))
+        paths = tuple(
+            os.path.join(ring_dir, name)
+            for name in sorted(os.listdir(ring_dir))
+            if name.endswith(wire.RING_SUFFIX)
+        )
         self._listings[ring_dir] = _Listing(stamp, paths, listed_at_ns - st.st_mtime_ns > LISTING_SETTLED_NS)
         return paths, False
 
@@ -264,14 +275,21 @@ class JobsSource(PollingSource[JobsState]):
             ring.ended_ns = time.monotonic_ns()
         else:
             header = ring.reader.header
-            ring.ended_ns = last_sign_of_life_ns(ring.reader.counters().heartbeat_ns, header.created_unix_ns,
-                                                 time.monotonic_ns(), time.time_ns())
+            ring.ended_ns = last_sign_of_life_ns(
+                ring.reader.counters().heartbeat_ns,
+                header.created_unix_ns,
+                time.monotonic_ns(),
+                time.time_ns(),
+            )
 
     def _keep_ended(self, path: str, ring: _Ring) -> bool:
         """Room for this newly ended ring among the MAX_ENDED_RINGS kept, made by passing over the ring that
         ended first (this one, if it did)."""
-        ended = [(other.ended_ns, other_path) for other_path, other in self._rings.items()
-                 if other.dead and other_path != path]
+        ended = [
+            (other.ended_ns, other_path)
+            for other_path, other in self._rings.items()
+            if other.dead and other_path != path
+        ]
         if len(ended) < MAX_ENDED_RINGS:
             return True
         first_ns, first_path = min(ended)
@@ -367,8 +385,9 @@ def _heartbeat_age_s(reader: RingReader, counters: RingCounters) -> float:
     return max(0.0, (time.perf_counter_ns() - counters.heartbeat_ns) / 1e9)
 
 
-def _rank_state(reader: RingReader, key: str, device: str, counters: RingCounters,
-                status: RankStatus) -> RankState:
+def _rank_state(
+    reader: RingReader, key: str, device: str, counters: RingCounters, status: RankStatus
+) -> RankState:
     header = reader.header
     return RankState(
         pid=header.pid,

@@ -359,8 +359,9 @@ def process_alive(pid: int, start_ticks: int) -> bool:
         return False
 
 
-def last_sign_of_life_ns(heartbeat_ns: int, created_unix_ns: int, now_monotonic_ns: int,
-                         now_unix_ns: int) -> int:
+def last_sign_of_life_ns(
+    heartbeat_ns: int, created_unix_ns: int, now_monotonic_ns: int, now_unix_ns: int
+) -> int:
     """When a ring's writer last showed it was alive, on the CLOCK_MONOTONIC of this boot: its last closed
     step (the heartbeat), else the ring's creation. A heartbeat well ahead of the clock was written before
     the machine last booted: that counts as long ago (one just ahead: a clock read a moment early)."""
@@ -371,8 +372,13 @@ def last_sign_of_life_ns(heartbeat_ns: int, created_unix_ns: int, now_monotonic_
     return now_monotonic_ns - (now_unix_ns - created_unix_ns)
 
 
-def remove_ended_rings(ring_dirs: Iterable[str] | None = None, grace_s: float = ENDED_GRACE_S, *,
-                       now_monotonic_ns: int | None = None, keep: Collection[str] = ()) -> int:
+def remove_ended_rings(
+    ring_dirs: Iterable[str] | None = None,
+    grace_s: float = ENDED_GRACE_S,
+    *,
+    now_monotonic_ns: int | None = None,
+    keep: Collection[str] = (),
+) -> int:
     """Remove the ring files whose writer has ended and showed no sign of life for ``grace_s``.
 
     Ended: its pid is gone, or now names a process that started at another time. ``ring_dirs``: where to
@@ -412,13 +418,19 @@ def _remove_if_ended(path: str, uid: int, older_than_ns: int, now_ns: int) -> bo
         os.close(fd)
     words = memoryview(header).cast("q") if len(header) == wire.HEADER_BYTES else None
     # The words read below mean what version 1 says only in a complete header of this format.
-    if (words is None or header[:8] != wire.MAGIC or words[wire.H_VERSION] != wire.VERSION
-            or words[wire.H_BYTE_ORDER] != wire.BYTE_ORDER_MARK or words[wire.H_UID] != uid):
+    if (
+        words is None
+        or header[:8] != wire.MAGIC
+        or words[wire.H_VERSION] != wire.VERSION
+        or words[wire.H_BYTE_ORDER] != wire.BYTE_ORDER_MARK
+        or words[wire.H_UID] != uid
+    ):
         return False
     if process_alive(words[wire.H_PID], words[wire.H_START_TICKS]):
         return False
-    last_ns = last_sign_of_life_ns(words[wire.H_HEARTBEAT_NS], words[wire.H_CREATED_UNIX_NS], now_ns,
-                                   time.time_ns())
+    last_ns = last_sign_of_life_ns(
+        words[wire.H_HEARTBEAT_NS], words[wire.H_CREATED_UNIX_NS], now_ns, time.time_ns()
+    )
     if last_ns > older_than_ns:
         return False
     try:
