@@ -4,8 +4,9 @@ Reports the host time the reporter adds per step (ns) for: ``watch()``, ``watch(
 ``with step():``; on CPU and, when there is one, on CUDA (the GPU clock samples: see docs/reporter.md).
 Then the same loops on CPU against the fake CUDA of tests/fakes with the H200's per-call host costs
 (busy-waits: record 2.43 us, query 1.43 us, elapsed_time 1.5 us), GPU sampling on and off: a prediction
-of the CUDA rows made on a CPU machine. Then the cost of ``xfertop run`` (automatic DataLoader
-wrapping) and ``xfertop run --copy-timing`` against the same script run directly. Each CUDA or fake row
+of the CUDA rows made on a CPU machine. Then the cost of ``xfertop run --no-copy-timing`` (automatic
+DataLoader wrapping) and ``xfertop run`` (copy timing on, the default) against the same script run
+directly. Each CUDA or fake row
 also reports the sampling: ``gpu_every`` (k), ``gpu_timed_fraction`` and ``gpu_cost_ns`` (the host time
 a timed step spends in CUDA calls, as the clock measured it). Writes reporter_overhead.json to OUT_DIR.
 
@@ -194,11 +195,13 @@ print(json.dumps({"ns_per_step": min(passes)}))
 
 
 def run_modes(steps: int, rounds: int, device: str) -> dict[str, Any]:
-    """The same DataLoader script: direct, under `xfertop run`, under `xfertop run --copy-timing`."""
+    """The same DataLoader script: direct, under `xfertop run --no-copy-timing`, under `xfertop run` (which
+    times copies by default)."""
     script = Path(tempfile.mkdtemp(prefix="xfertop-overhead-")) / "loop.py"
     script.write_text(CHILD)
     run = [sys.executable, "-m", "xfertop.cli.run"]
-    modes = {"direct": [], "xfertop run": run, "xfertop run --copy-timing": [*run, "--copy-timing"]}
+    modes = {"direct": [], "xfertop run --no-copy-timing": [*run, "--no-copy-timing"],
+             "xfertop run (copy timing, the default)": run}
     per_step: dict[str, list[float]] = {name: [] for name in modes}
     process_s: dict[str, list[float]] = {name: [] for name in modes}
     for _ in range(rounds):

@@ -2,7 +2,7 @@
 
 The issue's reproduction: a CUDA job whose loader (num_workers=2, persistent_workers=False,
 pin_memory=True) forks new workers every epoch, plus a validation loader, under `xfertop run`,
-`xfertop run --copy-timing` and `xfertop.watch`, against the plain run's exit code and output.
+`xfertop run --no-copy-timing` and `xfertop.watch`, against the plain run's exit code and output.
 Run on the GPU machine: ``pytest -m gpu tests/gpu/test_fork_safety_gpu.py``. The same shape on the fake
 CUDA, in CI: tests/reporter/test_fork_safety.py.
 """
@@ -48,7 +48,7 @@ if watch:
     print(repr(xfertop.reporter.status()), file=sys.stderr)
 """
 RUN = [sys.executable, "-m", "xfertop.cli.run"]
-LAUNCHERS = {"xfertop run": [*RUN, "--"], "xfertop run --copy-timing": [*RUN, "--copy-timing", "--"],
+LAUNCHERS = {"xfertop run": [*RUN, "--"], "xfertop run --no-copy-timing": [*RUN, "--no-copy-timing", "--"],
              "xfertop.watch": []}
 
 

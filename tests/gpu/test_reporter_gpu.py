@@ -188,9 +188,10 @@ while time.monotonic() < deadline:
 def test_xfertop_run_times_a_cuda_job_without_code_change(tmp_path: Path) -> None:
     script = tmp_path / "job.py"
     script.write_text(XFERTOP_RUN_CUDA_JOB)
-    for copy_timing in ([], ["--copy-timing"]):
-        rings = tmp_path / f"rings{len(copy_timing)}"
-        command = [sys.executable, "-m", "xfertop.cli.run", *copy_timing, "--", sys.executable, str(script)]
+    for copy_timing in (False, True):  # --no-copy-timing, then the default
+        rings = tmp_path / f"rings{int(copy_timing)}"
+        flags = [] if copy_timing else ["--no-copy-timing"]
+        command = [sys.executable, "-m", "xfertop.cli.run", *flags, "--", sys.executable, str(script)]
         result = subprocess.run(command, env=child_env(rings), capture_output=True, text=True, timeout=120)
         assert result.returncode == 0, result.stderr
         [rank] = ranks(JobsSource(ring_dir=str(rings)))

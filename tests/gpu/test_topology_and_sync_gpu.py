@@ -87,8 +87,8 @@ def test_a_job_that_stalls_its_gpu_from_the_host_is_sync_bound(tmp_path: Path) -
     script = tmp_path / "sync_job.py"
     script.write_text(SYNC_BOUND_JOB)
     rings = tmp_path / "rings"
-    # --copy-timing: the copy event completes the GPU timeline the verdict's GPU clock needs.
-    command = [sys.executable, "-m", "xfertop.cli.run", "--copy-timing", "--", sys.executable, str(script)]
+    # Copy timing (the default): the copy event completes the GPU timeline the verdict's GPU clock needs.
+    command = [sys.executable, "-m", "xfertop.cli.run", "--", sys.executable, str(script)]
     job = subprocess.Popen(command, env=child_env(rings), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     jobs = JobsSource(ring_dir=str(rings))
     gpu = GpuSource()

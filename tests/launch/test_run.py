@@ -47,18 +47,18 @@ signal.pause()
 """
 
 
-def _xfertop_run(tmp_path: Path, script_text: str, *args: str, copy_timing: bool = False,
+def _xfertop_run(tmp_path: Path, script_text: str, *args: str, copy_timing: bool = True,
                  **env: str) -> subprocess.Popen[str]:
     script = tmp_path / "train.py"
     script.write_text(script_text)
-    flags = ["--copy-timing"] if copy_timing else []
+    flags = [] if copy_timing else ["--no-copy-timing"]
     command = [sys.executable, "-m", "xfertop.cli.run", *flags, "--", sys.executable, str(script), *args]
     return subprocess.Popen(command, env=child_env(tmp_path / "rings", **env), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
 def test_run_watches_the_dataloader_and_passes_exit_status_and_output_through(tmp_path: Path) -> None:
-    wrapped = _xfertop_run(tmp_path, TRAIN, "3", copy_timing=True)
+    wrapped = _xfertop_run(tmp_path, TRAIN, "3")  # copies timed: the default
     out, err = wrapped.communicate(timeout=120)
     direct = subprocess.run([sys.executable, str(tmp_path / "train.py"), "3"], capture_output=True, text=True,
                             env=child_env(tmp_path / "other-rings"), timeout=120)
@@ -89,14 +89,14 @@ def test_an_existing_sitecustomize_still_runs_and_tensor_to_is_left_alone(tmp_pa
         "import os, sys\nprint('their sitecustomize ran in', os.environ.get('XFERTOP_RUN') == '1' and 'job'"
         " or 'launcher', file=sys.stderr)\n")
     env_path = child_env(tmp_path / "rings")["PYTHONPATH"] + ":" + str(theirs)
-    wrapped = _xfertop_run(tmp_path, TRAIN, "0", PYTHONPATH=env_path)
+    wrapped = _xfertop_run(tmp_path, TRAIN, "0", copy_timing=False, PYTHONPATH=env_path)
     _, err = wrapped.communicate(timeout=120)
     assert wrapped.returncode == 0
     # Once in the job, as without xfertop; the launcher, a Python program, runs it as any Python does.
     assert err.count("their sitecustomize ran in job") == 1, err
     assert err.count("their sitecustomize ran in launcher") == 1, err
     [rank] = ranks(JobsSource(ring_dir=str(tmp_path / "rings")))
-    # Without --copy-timing, Tensor.to is not wrapped: the steps are timed, the copies are not counted.
+    # With --no-copy-timing, Tensor.to is not wrapped: the steps are timed, the copies are not counted.
     assert len(rank.steps) == 8 and all(s.h2d_bytes == 0 for s in rank.steps)
 
 

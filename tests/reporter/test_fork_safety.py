@@ -74,7 +74,7 @@ if watched:
 RUN = [sys.executable, "-m", "xfertop.cli.run"]
 MODES = {
     "xfertop run": [*RUN, "--"],
-    "xfertop run --copy-timing": [*RUN, "--copy-timing", "--"],
+    "xfertop run --no-copy-timing": [*RUN, "--no-copy-timing", "--"],
     "xfertop.watch": [],
 }
 

@@ -1,4 +1,4 @@
-"""`xfertop run [--copy-timing] -- CMD ...`: start a training command instrumented, no code change."""
+"""`xfertop run [--no-copy-timing] -- CMD ...`: start a training command instrumented, no code change."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ def register(subparsers: Any) -> None:
         "run", help="start a training command with every DataLoader watched (no code change)",
         description="Start CMD with every DataLoader iteration timed as a step; watch it with `xfertop`. "
                     "Output, exit status and signals pass through unchanged.")
-    parser.add_argument("--copy-timing", action="store_true",
-                        help="also time Tensor.to/.cuda calls inside steps (adds ~1-2 us per .to() call)")
+    parser.add_argument("--copy-timing", action=argparse.BooleanOptionalAction, default=True,
+                        help="time Tensor.to/.cuda calls inside steps, so host-to-device copies are measured "
+                             "(on by default; costs ~1-2 us per .to() call: --no-copy-timing turns it off)")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ...",
                         help="the training command, e.g. -- python train.py --epochs 3")
     parser.set_defaults(run=run)

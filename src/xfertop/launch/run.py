@@ -93,7 +93,7 @@ def _die_with_the_launcher() -> Callable[[], None] | None:
     return in_child
 
 
-def run_command(command: list[str], copy_timing: bool = False) -> int:
+def run_command(command: list[str], copy_timing: bool = True) -> int:
     if command and command[0] == "--":
         command = command[1:]
     if not command:
