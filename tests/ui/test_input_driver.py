@@ -1,16 +1,29 @@
-"""The input thread that sleeps until a key comes (ui/input_driver.py): the parser's deadline, and the
-real viewer in a pseudo-terminal (keys, a lone Escape, no thread ticking ten times a second)."""
+"""The viewer's driver (ui/input_driver.py): an input thread that sleeps until a key comes (the parser's
+deadline, and the real viewer in a pseudo-terminal: keys, a lone Escape, no thread ticking ten times a
+second), and the pieces that let go of a dead terminal (tests/ui/test_terminal_watch.py hangs it up)."""
 
 from __future__ import annotations
 
+import errno
+import io
 import os
+import selectors
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 from textual._xterm_parser import XTermParser
+from textual.app import App
 
-from xfertop.ui.input_driver import FALLBACK_TICK_S, parser_timeout
+from xfertop.ui.input_driver import (
+    FALLBACK_TICK_S,
+    QuietLinuxDriver,
+    TerminalOutput,
+    _WakingEvent,
+    parser_timeout,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -107,3 +120,86 @@ def test_a_character_split_across_reads_is_not_taken_for_the_end_of_input() -> N
         assert tui.wait(timeout_s=20) == 0, bytes(tui.output[-2000:])
     finally:
         tui.close()
+
+
+def test_stopping_wakes_every_thread_waiting_on_the_wake_pipe_until_it_is_cleared() -> None:
+    """A second input thread (Textual started one on the SIGCONT of a hang-up) must wake too: a byte read
+    by the first woke only that one, and the app joined the other forever."""
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    event = _WakingEvent(wake_read, wake_write)
+    woke: list[str] = []
+
+    def wait(name: str) -> None:
+        with selectors.SelectSelector() as selector:
+            selector.register(wake_read, selectors.EVENT_READ)
+            while not event.is_set():
+                selector.select(30.0)
+        woke.append(name)
+
+    threads = [threading.Thread(target=wait, args=(name,)) for name in ("first", "second")]
+    try:
+        for thread in threads:
+            thread.start()
+        event.set()
+        for thread in threads:
+            thread.join(timeout=10)
+        assert sorted(woke) == ["first", "second"]
+        event.clear()
+        with selectors.SelectSelector() as selector:
+            selector.register(wake_read, selectors.EVENT_READ)
+            assert selector.select(0) == [], "cleared, the pipe must no longer wake anyone"
+    finally:
+        os.close(wake_read)
+        os.close(wake_write)
+
+
+class _HungUpTerminal(io.StringIO):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hung_up = False
+
+    def write(self, text: str) -> int:
+        if self.hung_up:
+            raise OSError(errno.EIO, "Input/output error")
+        return super().write(text)
+
+    def flush(self) -> None:
+        if self.hung_up:
+            raise OSError(errno.EIO, "Input/output error")
+
+
+def test_output_to_a_terminal_that_hung_up_is_dropped_instead_of_raising() -> None:
+    """Textual's writer thread died on the first EIO; its queue then filled and the app blocked on it."""
+    terminal = _HungUpTerminal()
+    output = TerminalOutput(terminal)  # type: ignore[arg-type]
+    output.write("frame 1")
+    output.flush()
+    terminal.hung_up = True
+    output.write("frame 2")
+    output.flush()
+    terminal.hung_up = False  # never written again, even where the file would take it
+    output.write("frame 3")
+    assert terminal.getvalue() == "frame 1" and output.failed
+
+
+async def test_a_sigcont_resumes_only_after_a_suspension_and_the_signals_are_given_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kernel sends SIGCONT with the SIGHUP of a hang-up: Textual's handler then started the
+    application mode again on the dead terminal (a second writer thread and input thread)."""
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGTSTP, signal.SIGCONT)}
+    driver = QuietLinuxDriver(App())
+    started: list[str] = []
+    monkeypatch.setattr(driver, "start_application_mode", lambda: started.append("started"))
+    monkeypatch.setattr(driver, "stop_application_mode", lambda: None)
+    try:
+        signal.raise_signal(signal.SIGCONT)
+        assert started == [], "resumed an application mode that was never suspended"
+        driver.suspend_application_mode()  # Ctrl+Z, App.suspend()
+        signal.raise_signal(signal.SIGCONT)
+        assert started == ["started"]
+    finally:
+        driver.close()
+    assert {signum: signal.getsignal(signum) for signum in before} == before

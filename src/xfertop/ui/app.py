@@ -12,13 +12,13 @@ Pausing freezes the display only: sampling and history go on.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from textual import constants as textual_constants
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.driver import Driver
@@ -73,8 +73,14 @@ class XfertopApp(App[int]):
         Binding("t", "topology", "Topology"),
     ]
 
-    def __init__(self, sources: Sources, *, interval_s: float = 1.0, start_sources: bool = True,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        sources: Sources,
+        *,
+        interval_s: float = 1.0,
+        start_sources: bool = True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         super().__init__()
         self.sources = sources
         self.view = ViewState(interval_s=interval_s)
@@ -84,15 +90,15 @@ class XfertopApp(App[int]):
         self._mounted = False
         self._jobs_shape: tuple = ()
         #: Panes whose data changed since they were last drawn ("gpus", "host", "jobs", "processes").
-        self._dirty: set[str] = set()
-        self._fallback = Deadline(self, self._flush)
+        self._dirty_panes: set[str] = set()
+        self._fallback = Deadline(self, self._repaint_dirty)
         self._header_facts: tuple = ()
         # Filled on the source threads (see _subscribe), emptied by _take_inbox on this one.
         self._host_inbox: deque[HostState] = deque()
         self._host_posted = False
         self._jobs_latest: JobsState | None = None
         self._jobs_posted_shape: tuple | None = None
-        #: Open while _render repaints: the panes' changed lines are painted when it closes (ui/frame.py).
+        #: Open while _paint repaints: the panes' changed lines are painted when it closes (ui/frame.py).
         self.frame = Frame(self)
 
     # -- layout ---------------------------------------------------------------------------------
@@ -113,15 +119,12 @@ class XfertopApp(App[int]):
         yield QuietFooter(compact=True)
 
     def get_driver_class(self) -> type[Driver]:
-        """Textual's Linux driver with an input thread that sleeps until a key comes
-        (ui/input_driver.py); Textual's choice elsewhere, or where TEXTUAL_DRIVER names one."""
-        driver_class = super().get_driver_class()
-        if textual_constants.DRIVER is None and (driver_class.__module__, driver_class.__name__) == (
-                "textual.drivers.linux_driver", "LinuxDriver"):
-            from xfertop.ui.input_driver import QuietLinuxDriver
+        """Textual's Linux driver, made to let go of a dead terminal and with an input thread that sleeps
+        until a key comes (ui/input_driver.py); Textual's choice elsewhere, or where TEXTUAL_DRIVER names
+        one."""
+        from xfertop.ui.input_driver import driver_class_for
 
-            return QuietLinuxDriver
-        return driver_class
+        return driver_class_for(super().get_driver_class())
 
     def get_default_screen(self) -> Screen:
         return QuietScreen(id="_default")  # asked for all its lines each frame: see ui/quiet.py
@@ -133,7 +136,7 @@ class XfertopApp(App[int]):
         self._fallback.set(self._fallback_s())
         self._apply_layout(self.size.width)
         self._mounted = True
-        self._render_all()
+        self._paint_all()
         # The placeholders are painted first; the source threads (NVML setup, /proc walks) start after,
         # so they never compete with the first frame for the GIL.
         self.call_after_refresh(self._after_first_frame)
@@ -155,7 +158,7 @@ class XfertopApp(App[int]):
     def on_resize(self) -> None:
         if self._mounted:
             self._apply_layout(self.size.width)
-            self._render_all()
+            self._paint_all()
 
     def _apply_layout(self, columns: int) -> None:
         self.header_bar.screen.set_class(columns < NARROW_COLUMNS, "narrow")
@@ -164,13 +167,14 @@ class XfertopApp(App[int]):
     # -- data in --------------------------------------------------------------------------------
     def _subscribe(self) -> None:
         sources = self.sources
-        pairs: tuple[tuple[PollingSource | None, type[LatestSnapshot]], ...] = (
-            (sources.gpu, GpuStateUpdated), (sources.topology, TopologyUpdated))
+        pairs: tuple[tuple[PollingSource | None, Callable[[Any], LatestSnapshot]], ...] = (
+            (sources.gpu, GpuStateUpdated),
+            (sources.topology, TopologyUpdated),
+        )
         for source, message in pairs:
             if source is None:
                 continue
-            # Called on the source thread: post_message is thread-safe, nothing else here is touched.
-            source.subscribe(lambda state, message=message: self.post_message(message(state)))
+            source.subscribe(functools.partial(self._post_snapshot, message))
             latest = source.latest()
             if latest is not None:
                 self.post_message(message(latest))
@@ -186,6 +190,10 @@ class XfertopApp(App[int]):
             sources.jobs.subscribe(self._jobs_published)
             if (latest_jobs := sources.jobs.latest()) is not None:
                 self._jobs_published(latest_jobs)
+
+    def _post_snapshot(self, message: Callable[[Any], LatestSnapshot], state: object) -> None:
+        """On a source's thread: post_message is thread-safe, nothing else here is touched."""
+        self.post_message(message(state))
 
     def _host_published(self, state: HostState) -> None:
         """On the host source's thread: the first snapshot is drawn at once, the others at the next
@@ -210,10 +218,10 @@ class XfertopApp(App[int]):
         inbox = self._host_inbox
         while inbox:
             if self._apply_host(inbox.popleft()):
-                self._dirty.update(("host", "processes"))
+                self._dirty_panes.update(("host", "processes"))
         jobs = self._jobs_latest
         if jobs is not None and jobs is not self.view.jobs and self._apply_jobs(jobs):
-            self._dirty.update(("jobs", "processes"))
+            self._dirty_panes.update(("jobs", "processes"))
 
     def _apply_host(self, state: HostState) -> bool:
         """Apply a host snapshot unless a newer one is already shown (a message may overtake the inbox)."""
@@ -233,16 +241,16 @@ class XfertopApp(App[int]):
         # One GPU sample per display period: it is the pulse that draws what every source changed.
         startup_trace.mark_once("app: first GPU snapshot received")
         self.view.apply_gpu(message.state)
-        self._dirty.update(("gpus", "jobs", "processes"))  # verdicts read the GPU's utilisation
-        self._flush()
+        self._dirty_panes.update(("gpus", "jobs", "processes"))  # verdicts read the GPU's utilisation
+        self._repaint_dirty()
 
     def on_host_state_updated(self, message: HostStateUpdated) -> None:
         first = self.view.host is None
         self._take_inbox()
         self._apply_host(message.state)
-        self._dirty.update(("host", "processes"))
+        self._dirty_panes.update(("host", "processes"))
         if first:
-            self._flush()
+            self._repaint_dirty()
 
     def on_jobs_state_updated(self, message: JobsStateUpdated) -> None:
         # Only the first jobs snapshot and shape changes come as messages (drawn at once); other ring
@@ -250,11 +258,11 @@ class XfertopApp(App[int]):
         first = self.view.jobs is None
         self._take_inbox()
         self._apply_jobs(message.state)
-        self._dirty.update(("jobs", "processes"))
+        self._dirty_panes.update(("jobs", "processes"))
         shape = _jobs_shape(self.view.jobs)
         if first or shape != self._jobs_shape:  # a job or rank came, went or changed state: now
             self._jobs_shape = shape
-            self._flush()
+            self._repaint_dirty()
 
     def _fallback_s(self) -> float:
         """The fallback repaint comes when no GPU sample came for 1.5 periods (no GPU source, or it is
@@ -262,30 +270,32 @@ class XfertopApp(App[int]):
         no wakeup: one repaint per period."""
         return 1.5 * self.view.interval_s
 
-    def _flush(self) -> None:
+    def _repaint_dirty(self) -> None:
         """Repaint the dirty panes (nothing while paused: they stay dirty, and resuming draws all)."""
         self._take_inbox()  # paused or not: the view keeps the latest snapshots and the history
         if not self._mounted:
             return
         self._fallback.set(self._fallback_s())
-        if self.view.paused or not self._dirty:
+        if self.view.paused or not self._dirty_panes:
             return
-        dirty, self._dirty = self._dirty, set()
-        self._render(gpus="gpus" in dirty, host="host" in dirty, jobs="jobs" in dirty,
-                     processes="processes" in dirty)
+        dirty, self._dirty_panes = self._dirty_panes, set()
+        self._paint(
+            gpus="gpus" in dirty, host="host" in dirty, jobs="jobs" in dirty, processes="processes" in dirty
+        )
 
     def on_topology_updated(self, message: TopologyUpdated) -> None:
         self.view.topology = message.state
         if not self.view.paused and isinstance(self.screen, TopologyScreen):
             self.screen.show(self.view)
 
-    def _render_all(self) -> None:
+    def _paint_all(self) -> None:
         self._take_inbox()
-        self._dirty.clear()
-        self._render(gpus=True, host=True, jobs=True, processes=True)
+        self._dirty_panes.clear()
+        self._paint(gpus=True, host=True, jobs=True, processes=True)
 
-    def _render(self, *, gpus: bool = False, host: bool = False, jobs: bool = False,
-                processes: bool = False) -> None:
+    def _paint(
+        self, *, gpus: bool = False, host: bool = False, jobs: bool = False, processes: bool = False
+    ) -> None:
         """Repaint what a new snapshot changed (each source touches only its panes and the processes)."""
         if self.view.paused or not self._mounted:
             return
@@ -307,8 +317,11 @@ class XfertopApp(App[int]):
     def _refresh_header_facts(self) -> None:
         """Repaint the header when the hostname or driver it shows changed (its clock has a 1 s timer)."""
         view = self.view
-        facts = (view.host.hostname if view.host else None,
-                 view.gpu.driver_version if view.gpu else None, view.gpu is None)
+        facts = (
+            view.host.hostname if view.host else None,
+            view.gpu.driver_version if view.gpu else None,
+            view.gpu is None,
+        )
         if facts != self._header_facts:
             self._header_facts = facts
             self.header_bar.refresh()
@@ -317,7 +330,7 @@ class XfertopApp(App[int]):
     def action_toggle_pause(self) -> None:
         self.view.paused = not self.view.paused
         self.header_bar.refresh()
-        self._render_all()
+        self._paint_all()
 
     def action_faster(self) -> None:
         self.sources.set_interval_s(self.view.faster())
@@ -363,8 +376,9 @@ class XfertopApp(App[int]):
         sampler = self.sources.stack_sampler(pid)
         problem = sampler.problem()
         if problem is not None:
-            self.notify(problem, title=f"cannot sample pid {pid}", severity="warning", timeout=10,
-                        markup=False)
+            self.notify(
+                problem, title=f"cannot sample pid {pid}", severity="warning", timeout=10, markup=False
+            )
             return
         self.push_screen(AttachScreen(sampler))
 
@@ -375,21 +389,28 @@ class XfertopApp(App[int]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Pause or resume", "Freeze the display; sampling goes on",
-                            self.action_toggle_pause)
+        yield SystemCommand(
+            "Pause or resume", "Freeze the display; sampling goes on", self.action_toggle_pause
+        )
         yield SystemCommand("Sample faster", "Shorter refresh period (+)", self.action_faster)
         yield SystemCommand("Sample slower", "Longer refresh period (-)", self.action_slower)
         yield SystemCommand("Help", "Keys and how to read the panes (?)", self.action_help)
-        yield SystemCommand("Benchmarks", "PCIe copy microbenchmarks on the selected GPU (b)",
-                            self.action_benchmarks)
-        yield SystemCommand("Acceptance check", "Pass or fail for this box's PCIe path (a)",
-                            self.action_acceptance)
-        yield SystemCommand("Topology", "GPU links, PCIe paths, NUMA nodes, where ranks run (t)",
-                            self.action_topology)
+        yield SystemCommand(
+            "Benchmarks", "PCIe copy microbenchmarks on the selected GPU (b)", self.action_benchmarks
+        )
+        yield SystemCommand(
+            "Acceptance check", "Pass or fail for this box's PCIe path (a)", self.action_acceptance
+        )
+        yield SystemCommand(
+            "Topology", "GPU links, PCIe paths, NUMA nodes, where ranks run (t)", self.action_topology
+        )
         gpu_state = self.view.gpu
         for gpu in gpu_state.gpus if gpu_state else ():
-            yield SystemCommand(f"GPU {gpu.index} detail", f"{gpu.name}: PCIe history, link, health",
-                                lambda index=gpu.index: self._show_gpu(index))
+            yield SystemCommand(
+                f"GPU {gpu.index} detail",
+                f"{gpu.name}: PCIe history, link, health",
+                lambda index=gpu.index: self._show_gpu(index),
+            )
 
     def _show_gpu(self, index: int) -> None:
         from xfertop.ui.gpu_detail import GpuDetailScreen
@@ -397,6 +418,8 @@ class XfertopApp(App[int]):
         self.push_screen(GpuDetailScreen(index))
 
 
-def _jobs_shape(state: JobsState) -> tuple:
+def _jobs_shape(state: JobsState | None) -> tuple:
     """Which ranks exist and in what state: a change here is drawn at once, new steps at the display rate."""
+    if state is None:
+        return ()
     return tuple((job.job_key, tuple((rank.pid, rank.status) for rank in job.ranks)) for job in state.jobs)

@@ -14,6 +14,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.driver import Driver
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -26,8 +27,14 @@ from xfertop.sources.source_lines import line_reader
 from xfertop.sources.stacks import StackSampler
 from xfertop.ui.terminal_watch import watch_terminal
 
-_CLASS_STYLES = {"data_wait": "red", "main_loading": "magenta", "copy": "yellow", "gpu_sync": "blue",
-                 "compute": "green", "other": "grey50"}
+_CLASS_STYLES = {
+    "data_wait": "red",
+    "main_loading": "magenta",
+    "copy": "yellow",
+    "gpu_sync": "blue",
+    "compute": "green",
+    "other": "grey50",
+}
 _SEVERITY_STYLES = {"info": "green", "warn": "bold yellow", "critical": "bold red"}
 _BAR_CELLS = 40
 
@@ -97,8 +104,9 @@ def attach_text(state: StacksState | None, summaries: Sequence[RankStacks], verd
 class AttachScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "close", "Back")]
 
-    def __init__(self, sampler: StackSampler,
-                 line_text_for: Callable[[int], LineText | None] = line_reader) -> None:
+    def __init__(
+        self, sampler: StackSampler, line_text_for: Callable[[int], LineText | None] = line_reader
+    ) -> None:
         super().__init__()
         self.sampler = sampler
         self._line_text_for = line_text_for
@@ -109,8 +117,10 @@ class AttachScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         ranks = ", ".join(str(t.pid) for t in self.sampler.targets)
-        title = (f"xfertop attach: pid {ranks}  (py-spy, {self.sampler.rate_hz} Hz, "
-                 f"{self.sampler.window_s} s windows, --nonblocking)")
+        title = (
+            f"xfertop attach: pid {ranks}  (py-spy, {self.sampler.rate_hz} Hz, "
+            f"{self.sampler.window_s} s windows, --nonblocking)"
+        )
         yield Static(Text(title, style="bold"), id="attach-title")
         yield Static(attach_text(None, (), None), id="attach-body")
         yield Footer()
@@ -147,6 +157,12 @@ class AttachApp(App[int]):
     def __init__(self, sampler: StackSampler) -> None:
         super().__init__()
         self._sampler = sampler
+
+    def get_driver_class(self) -> type[Driver]:
+        """The viewer's driver (ui/input_driver.py): it lets go of a terminal that went away."""
+        from xfertop.ui.input_driver import driver_class_for
+
+        return driver_class_for(super().get_driver_class())
 
     def on_mount(self) -> None:
         watch_terminal(self)  # a dropped SSH session: leave quietly, like the main viewer

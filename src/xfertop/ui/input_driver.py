@@ -1,17 +1,32 @@
-"""Textual's Linux driver with an input thread that sleeps until a key comes.
+"""Textual's Linux driver, made to let go of a terminal that went away, with an input thread that sleeps
+until a key comes.
 
-Textual 8.2.8's ``LinuxDriver.run_input_thread`` waits for terminal input with ``select(0.1)``: the
-thread wakes ten times a second to run the key parser's timeout check (a lone ESC becomes the Escape key
-once no more bytes follow within the parser's timeout), whether or not anything is pending. For a
-monitor that sits idle for hours that is 10 wake-ups a second, measured at 0.13-0.17% of a core on its
-own, a sixth of xfertop's whole CPU at 1 Hz (docs/ui.md).
+**A terminal that goes away** (a dropped SSH session, ``tmux kill-session``). The kernel hangs the
+terminal up: reads give end of file, writes fail with EIO, and the session leader gets SIGHUP and then
+SIGCONT. Textual 8.2.8's driver (``linux_driver.py``) took that badly, and xfertop, which leaves on
+SIGHUP instead of dying of it (ui/terminal_watch.py), hung in about half the hang-ups:
 
-``QuietLinuxDriver`` runs the same loop with a timeout only while the parser waits for one (until its
-deadline); otherwise it blocks. Stopping the thread (``exit_event.set()``, as Textual's
-``disable_input`` does on exit and on suspend) wakes it through a self-pipe. A terminal that reports end
-of file (stdin closed) is no longer polled at all: the original loop spun on it. The parser's deadline
-is Textual's private ``Parser._timeout_time``: where a Textual without it runs this code, the thread
-falls back to Textual's own 0.1 s ticks.
+- Its SIGCONT handler resumes the application mode whether or not it was ever suspended: on the dead
+  terminal it started a second writer thread and a second input thread. ``resume_application_mode`` here
+  resumes only after ``suspend_application_mode`` (Ctrl+Z, ``App.suspend``).
+- Its writer thread dies on the first failed write (EIO), leaving its bounded queue (30 writes) unread:
+  the 31st write, or the ``None`` that stops it on exit, blocked the app for good (``Queue.put`` <-
+  ``WriterThread.stop`` <- ``close``). The writer here writes through ``TerminalOutput``, which drops
+  the output once the terminal fails. Textual keeps that file in the private ``LinuxDriver._file``: where
+  a Textual without it runs this code, Textual's own writer is left as it is.
+
+**Input without ticks.** Textual's input thread waits for input with ``select(0.1)``: it wakes ten times a
+second to run the key parser's timeout check (a lone ESC becomes the Escape key once no more bytes follow
+within the parser's timeout), whether or not anything is pending. For a monitor that sits idle for hours
+that is 10 wake-ups a second, measured at 0.13-0.17% of a core on its own, a sixth of xfertop's whole CPU
+at 1 Hz (docs/ui.md). This loop waits with a timeout only while the parser waits for one (until its
+deadline); otherwise it blocks. Stopping the thread (``exit_event.set()``, as Textual's ``disable_input``
+does on exit and on suspend) makes a pipe the thread selects on readable until the event is cleared, so
+every thread waiting on it wakes (a byte read by one woke only that one: with the second input thread
+above, the other slept on and ``disable_input`` joined it forever). A terminal at end of file, or whose
+read fails, is no longer polled (Textual's loop spun on it). The parser's deadline is Textual's private
+``Parser._timeout_time``: where a Textual without it runs this code, the thread falls back to Textual's
+own 0.1 s ticks.
 """
 
 from __future__ import annotations
@@ -19,28 +34,77 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
+import signal
+import sys
 import threading
 from codecs import getincrementaldecoder
+from typing import TextIO
 
 from textual._time import get_time
 from textual._xterm_parser import XTermParser
+from textual.driver import Driver
 from textual.drivers.linux_driver import LinuxDriver
 
 #: Textual's own tick, used when the parser's deadline cannot be read.
 FALLBACK_TICK_S = 0.1
+#: Ctrl+Z and the return to the foreground, which Textual's driver handles while the app runs.
+_SUSPEND_SIGNALS = (signal.SIGTSTP, signal.SIGCONT)
+
+
+def driver_class_for(textual_choice: type[Driver]) -> type[Driver]:
+    """``QuietLinuxDriver`` where Textual would pick its own Linux driver; Textual's choice otherwise
+    (another platform, or a driver named by TEXTUAL_DRIVER)."""
+    from textual import constants
+
+    if constants.DRIVER is None and textual_choice is LinuxDriver:
+        return QuietLinuxDriver
+    return textual_choice
+
+
+class TerminalOutput:
+    """The file Textual's writer thread draws through: writes and flushes to ``file`` until one fails
+    (EIO: the terminal hung up), then drops everything, so that the thread lives on and keeps emptying
+    its queue."""
+
+    def __init__(self, file: TextIO) -> None:
+        self.file = file
+        self.failed = False
+
+    def write(self, text: str) -> None:
+        if not self.failed:
+            try:
+                self.file.write(text)
+            except (OSError, ValueError):  # ValueError: the file was closed
+                self.failed = True
+
+    def flush(self) -> None:
+        if not self.failed:
+            try:
+                self.file.flush()
+            except (OSError, ValueError):
+                self.failed = True
+
+    def fileno(self) -> int:
+        return self.file.fileno()
 
 
 class _WakingEvent(threading.Event):
-    """An Event whose ``set()`` also writes a byte to a pipe the input thread selects on."""
+    """An Event that keeps a pipe readable while it is set: whoever selects on the pipe wakes."""
 
-    def __init__(self, wake_fd: int) -> None:
+    def __init__(self, wake_read: int, wake_write: int) -> None:
         super().__init__()
-        self._wake_fd = wake_fd
+        self.wake_read, self.wake_write = wake_read, wake_write
 
     def set(self) -> None:
         super().set()
-        with contextlib.suppress(OSError):  # full pipe: a wake-up is pending anyway; closed: exiting
-            os.write(self._wake_fd, b"x")
+        with contextlib.suppress(OSError):  # full pipe: it is readable anyway; closed: exiting
+            os.write(self.wake_write, b"x")
+
+    def clear(self) -> None:
+        super().clear()
+        with contextlib.suppress(OSError):  # BlockingIOError: drained; closed: exiting
+            while os.read(self.wake_read, 512):
+                pass
 
 
 _UNKNOWN = object()
@@ -51,45 +115,63 @@ def parser_timeout(parser: XTermParser, now: float) -> float | None:
     deadline = getattr(parser, "_timeout_time", _UNKNOWN)
     if deadline is None:
         return None
-    if deadline is _UNKNOWN:  # not the Textual this was written against: tick as it does
+    if not isinstance(deadline, int | float):  # not the Textual this was written against: tick as it does
         return FALLBACK_TICK_S
     return max(0.0, deadline - now)
 
 
 class QuietLinuxDriver(LinuxDriver):
     def __init__(self, *args, **kwargs) -> None:
+        # Textual sets handlers for these in __init__ and never puts the old ones back: after the app, a
+        # hang-up's SIGCONT raised "no running event loop" into whatever the program did next.
+        self.previous_handlers = {signum: signal.getsignal(signum) for signum in _SUSPEND_SIGNALS}
         super().__init__(*args, **kwargs)
-        self._wake_read, self._wake_write = os.pipe()
-        os.set_blocking(self._wake_read, False)
-        os.set_blocking(self._wake_write, False)
-        self.exit_event = _WakingEvent(self._wake_write)
+        wake_read, wake_write = os.pipe()
+        os.set_blocking(wake_read, False)
+        os.set_blocking(wake_write, False)
+        self.exit_event = self.waking_exit_event = _WakingEvent(wake_read, wake_write)
+        self.application_suspended = False
+        if getattr(self, "_file", None) is sys.__stderr__ and sys.__stderr__ is not None:
+            # Read by start_application_mode's WriterThread, which only writes and flushes it.
+            self._file = TerminalOutput(sys.__stderr__)  # type: ignore[assignment]
+
+    def suspend_application_mode(self) -> None:
+        self.application_suspended = True
+        super().suspend_application_mode()
+
+    def resume_application_mode(self) -> None:
+        """Resume after a suspension only: a SIGCONT that comes with a hang-up must not start the
+        application mode again on the dead terminal."""
+        if self.application_suspended:
+            self.application_suspended = False
+            super().resume_application_mode()
 
     def run_input_thread(self) -> None:
         """Textual's loop (linux_driver.py), waiting on the parser's deadline instead of 0.1 s ticks."""
         selector = selectors.SelectSelector()
-        fileno, wake = self.fileno, self._wake_read
+        fileno, wake = self.fileno, self.waking_exit_event.wake_read
         selector.register(fileno, selectors.EVENT_READ)
         selector.register(wake, selectors.EVENT_READ)
         parser = XTermParser(self._debug)
         decode = getincrementaldecoder("utf-8")().decode
         terminal_open = True
 
-        def drain_wake_pipe() -> None:
-            with contextlib.suppress(BlockingIOError):
-                while os.read(wake, 512):
-                    pass
+        def read_terminal() -> bytes:
+            """The next bytes typed; b"" at end of input (hung up, stdin closed), which stops the
+            polling."""
+            nonlocal terminal_open
+            try:
+                raw = os.read(fileno, 1024 * 4)
+            except OSError:  # EIO: the terminal is gone
+                raw = b""
+            if not raw:
+                selector.unregister(fileno)
+                terminal_open = False
+            return raw
 
         def process(events: list, final: bool = False) -> None:
-            nonlocal terminal_open
             for key, mask in events:
-                if key.fd == wake:
-                    drain_wake_pipe()
-                elif mask & selectors.EVENT_READ:
-                    raw = os.read(fileno, 1024 * 4)
-                    if not raw:  # end of file (stdin piped or closed): stop polling it
-                        selector.unregister(fileno)
-                        terminal_open = False
-                        continue
+                if key.fd != wake and mask & selectors.EVENT_READ and (raw := read_terminal()):
                     # "" for the first bytes of a character split across reads: the rest comes next.
                     for event in parser.feed(decode(raw, final=final)):
                         self.process_message(event)
@@ -101,6 +183,7 @@ class QuietLinuxDriver(LinuxDriver):
                 process(selector.select(parser_timeout(parser, get_time())))
             if terminal_open:
                 selector.unregister(fileno)
+            selector.unregister(wake)
             process(selector.select(FALLBACK_TICK_S), final=True)
         finally:
             selector.close()
@@ -109,7 +192,13 @@ class QuietLinuxDriver(LinuxDriver):
                     pass
 
     def close(self) -> None:
+        """On exit; also on suspend, where the wake pipe stays and the suspend signals stay handled."""
         super().close()
-        for fd in (self._wake_read, self._wake_write):
+        if self.application_suspended:
+            return
+        for signum, handler in self.previous_handlers.items():
+            with contextlib.suppress(ValueError, TypeError):  # not the main thread; not set from Python
+                signal.signal(signum, handler)
+        for fd in (self.waking_exit_event.wake_read, self.waking_exit_event.wake_write):
             with contextlib.suppress(OSError):
                 os.close(fd)
