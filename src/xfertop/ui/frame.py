@@ -67,13 +67,26 @@ class Frame:
         app = self._app
         screen = app.screen
         compositor = getattr(screen, "_compositor", None)
-        direct = (compositor is not None and not self._deferred and not app._batch_count and screen.is_current
-                  and screen in compositor
-                  and not (screen._layout_required or screen._scroll_required or screen._repaint_required
-                           or screen._recompose_required)
-                  and all(not widget._layout_required and not widget.idle_work_pending()  # type: ignore[attr-defined]
-                          and widget.screen is screen for widget in widgets))
-        if not direct:
+        direct = (
+            compositor is not None
+            and not self._deferred
+            and not app._batch_count
+            and screen.is_current
+            and screen in compositor
+            and not (
+                screen._layout_required
+                or screen._scroll_required
+                or screen._repaint_required
+                or screen._recompose_required
+            )
+            and all(
+                not widget._layout_required
+                and not widget.idle_work_pending()  # type: ignore[attr-defined]
+                and widget.screen is screen
+                for widget in widgets
+            )
+        )
+        if not direct or compositor is None:
             for widget in widgets:  # what Widget.refresh would have left for the widget's idle handler
                 widget._repaint_required = True
                 widget.check_idle()
@@ -98,17 +111,25 @@ class FramePainted:
         refresh would run (a DataTable measures changed column widths there): then it goes that way."""
         return False
 
-    def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False,
-                recompose: bool = False) -> Any:
+    def refresh(
+        self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
+    ) -> Any:
         frame = getattr(self.app, "frame", None)  # type: ignore[attr-defined]
         if not isinstance(frame, Frame) or not frame.is_open:
-            return super().refresh(*regions, repaint=repaint, layout=layout,  # type: ignore[misc]
-                                   recompose=recompose)
-        if (layout or recompose or not repaint or not self._is_mounted  # type: ignore[attr-defined]
-                or self.idle_work_pending()):
+            return super().refresh(  # type: ignore[misc]
+                *regions, repaint=repaint, layout=layout, recompose=recompose
+            )
+        if (
+            layout
+            or recompose
+            or not repaint
+            or not self._is_mounted  # type: ignore[attr-defined]
+            or self.idle_work_pending()
+        ):
             frame.defer()
-            return super().refresh(*regions, repaint=repaint, layout=layout,  # type: ignore[misc]
-                                   recompose=recompose)
+            return super().refresh(  # type: ignore[misc]
+                *regions, repaint=repaint, layout=layout, recompose=recompose
+            )
         # Widget.refresh's repaint, without the Prompt that would wake this widget's message loop.
         widget: Any = self
         widget._layout_cache.clear()

@@ -35,7 +35,7 @@ class GpuArea(FramePainted, QuietRender, VerticalScroll, can_focus=False):
         #: The GPUs of the last state shown; ``_indices`` lacks those waiting for their old pane's removal.
         self._wanted: tuple[int, ...] = ()
 
-    def compose(self):  # type: ignore[override]
+    def compose(self):
         yield self._message
 
     def show(self, state: GpuState | None, terminal_rows: int) -> None:

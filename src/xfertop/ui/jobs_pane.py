@@ -24,8 +24,10 @@ from xfertop.ui.verdicts import verdict_line, verdict_of
 #: job, rank or rank state, the ring problems, the width or which ranks have a GPU busy share changed.
 VERDICT_PERIOD_S = 1.0
 
-NO_JOBS = ("no training jobs of this user found. Start one with `xfertop run -- python train.py` "
-           "or try `xfertop demo`.")
+NO_JOBS = (
+    "no training jobs of this user found. Start one with `xfertop run -- python train.py` "
+    "or try `xfertop demo`."
+)
 
 
 def verdict_text(state: JobsState, width: int, gpu: GpuState | None = None) -> Text:
@@ -55,8 +57,9 @@ def _line_count(text: Text, width: int) -> int | None:
 
 
 class RankTable(CellCachedTable):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("s", "sample_stacks", "Stacks",
-                                                            tooltip="Sample its Python stacks with py-spy")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "sample_stacks", "Stacks", tooltip="Sample its Python stacks with py-spy")
+    ]
 
     def __init__(self) -> None:
         super().__init__(id="ranks", cursor_type="row")
@@ -116,7 +119,7 @@ class JobsPane(QuietRender, Vertical):
         self._judged: tuple = ()  # what the verdicts shown were judged on, besides the steps
         self._judged_at = float("-inf")
 
-    def compose(self):  # type: ignore[override]
+    def compose(self):
         yield self._empty
         yield self.rank_table
         yield self._verdicts_widget
@@ -131,9 +134,13 @@ class JobsPane(QuietRender, Vertical):
         table.show(state)
         width = self.content_size.width or 80
         ranks = [rank for job in state.jobs for rank in job.ranks]
-        judged = (width, state.problems, state.error, tuple(sorted(gpu_busy_share_by_pid(ranks, gpu))),
-                  tuple((job.job_key, tuple((rank.pid, rank.status) for rank in job.ranks))
-                        for job in state.jobs))
+        judged = (
+            width,
+            state.problems,
+            state.error,
+            tuple(sorted(gpu_busy_share_by_pid(ranks, gpu))),
+            tuple((job.job_key, tuple((rank.pid, rank.status) for rank in job.ranks)) for job in state.jobs),
+        )
         now = time.monotonic()
         if judged != self._judged or now - self._judged_at >= VERDICT_PERIOD_S:
             self._judged, self._judged_at = judged, now
@@ -147,8 +154,9 @@ class JobsPane(QuietRender, Vertical):
         widget.display = bool(verdicts.plain)
         width = widget.content_size.width
         lines = _line_count(verdicts, width)
-        same_height = (lines is not None and self._verdicts is not None
-                       and lines == _line_count(self._verdicts, width))
+        same_height = (
+            lines is not None and self._verdicts is not None and lines == _line_count(self._verdicts, width)
+        )
         self._verdicts = verdicts
         widget.update(verdicts, layout=not same_height)
 

@@ -76,7 +76,7 @@ def process_rows(view: ViewState) -> list[tuple[str, tuple[str, ...]]]:
     _add_gpu_processes(view, rows)
     _add_job_ranks(view, rows)
     stats: dict[int, ProcessStats] = {p.pid: p for p in view.host.processes} if view.host else {}
-    result = []
+    result: list[tuple[str, tuple[str, ...]]] = []
     for pid, row in rows.items():
         proc = stats.get(pid)
         cpu = f"{proc.cpu_percent:.0f}" if proc and proc.cpu_percent is not None else NA
@@ -105,8 +105,9 @@ def selected_row_key(table: DataTable) -> str | None:
 
 
 class ProcessTable(CellCachedTable):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("s", "sample_stacks", "Stacks",
-                                                            tooltip="Sample its Python stacks with py-spy")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "sample_stacks", "Stacks", tooltip="Sample its Python stacks with py-spy")
+    ]
 
     def __init__(self) -> None:
         super().__init__(id="processes", cursor_type="row", zebra_stripes=False)

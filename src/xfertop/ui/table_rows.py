@@ -38,8 +38,13 @@ from xfertop.ui.quiet import QuietRender
 _NEWLINE = Text("\n")
 
 
-def update_row(table: DataTable, key: str, columns: Sequence[str], cells: Sequence[Any],
-               width_columns: frozenset[str] = frozenset()) -> None:
+def update_row(
+    table: DataTable,
+    key: str,
+    columns: Sequence[str],
+    cells: Sequence[Any],
+    width_columns: frozenset[str] = frozenset(),
+) -> None:
     """Make row ``key`` show ``cells`` (one per ``columns``), touching only what changed."""
     current = table.get_row(key)
     changed = [(column, new) for column, old, new in zip(columns, current, cells, strict=True) if old != new]
@@ -47,8 +52,11 @@ def update_row(table: DataTable, key: str, columns: Sequence[str], cells: Sequen
         return
     # A value wider than its column widens it (and repaints the table); otherwise it would be cut
     # ("15.6M" shown as "15." under a column sized for the first value, "n/a").
-    grow = {column for column, new in changed
-            if column in width_columns or _cell_width(new) > _content_width(table, column)}
+    grow = {
+        column
+        for column, new in changed
+        if column in width_columns or _cell_width(new) > _content_width(table, column)
+    }
     data = getattr(table, "_data", None)
     if data is None or not hasattr(table, "_update_count") or grow:
         for column, new in changed:
@@ -76,8 +84,16 @@ def _content_key(value: Any) -> Any:
     if value is None or isinstance(value, str | int | float):
         return (type(value), value)
     if isinstance(value, Text):
-        return (Text, value.plain, tuple(value.spans), value.style, value.justify, value.overflow,
-                value.no_wrap, value.end)
+        return (
+            Text,
+            value.plain,
+            tuple(value.spans),
+            value.style,
+            value.justify,
+            value.overflow,
+            value.no_wrap,
+            value.end,
+        )
     return None  # anything else: not cached here
 
 
@@ -101,8 +117,14 @@ class CellCachedTable(FramePainted, QuietRender, DataTable):
         labels = self._labelled_row_exists and self.show_row_labels
         return not (self.fixed_rows or self.fixed_columns or labels)
 
-    def _render_line_in_row(self, row_key: RowKey, line_no: int, base_style: Style,
-                            cursor_location: Coordinate, hover_location: Coordinate) -> tuple[list, list]:
+    def _render_line_in_row(
+        self,
+        row_key: RowKey,
+        line_no: int,
+        base_style: Style,
+        cursor_location: Coordinate,
+        hover_location: Coordinate,
+    ) -> tuple[list, list]:
         """DataTable's own, for the layout xfertop uses (no fixed rows/columns or labels, one-line rows),
         with each cell's segments from the cache while what decides them is unchanged."""
         row = self.rows.get(row_key)
@@ -113,18 +135,36 @@ class CellCachedTable(FramePainted, QuietRender, DataTable):
         show_cursor = self.show_cursor
         show_hover = self._show_hover_cursor
         pseudo = self._pseudo_class_state
-        cache_key = (row_key, line_no, base_style, cursor_location, hover_location, cursor_type, show_cursor,
-                     show_hover, self._update_count, pseudo)
+        cache_key = (
+            row_key,
+            line_no,
+            base_style,
+            cursor_location,
+            hover_location,
+            cursor_type,
+            show_cursor,
+            show_hover,
+            self._update_count,
+            pseudo,
+        )
         if cache_key in self._row_render_cache:
             return self._row_render_cache[cache_key]
 
-        row_index = self._row_locations.get(row_key) if row_key in self._row_locations else -1
+        located = self._row_locations.get(row_key)
+        row_index = -1 if located is None else located
         row_style = self._get_row_style(row_index, base_style)
         values = None if row_index == -1 else self._data.get(row_key, {})
         should_highlight = self._should_highlight
         padding = self.cell_padding
-        settings = (row_style, show_cursor, show_hover, pseudo, self.cursor_foreground_priority,
-                    self.cursor_background_priority, padding)
+        settings = (
+            row_style,
+            show_cursor,
+            show_hover,
+            pseudo,
+            self.cursor_foreground_priority,
+            self.cursor_background_priority,
+            padding,
+        )
         memo = self._cell_segments
         if len(memo) > 4 * max(len(self.columns) * (self.row_count + 1), 64):
             memo.clear()  # rows came and went: drop the gone rows' cells
@@ -157,14 +197,23 @@ class CellCachedTable(FramePainted, QuietRender, DataTable):
             if content is not None:
                 memo[slot] = (decided_by, segments)
             scrollable_row.append(segments)
-        scrollable_row.append([_extend_segment(self, row_index, row_style, table_width, cursor_location,
-                                               hover_location)])
+        scrollable_row.append(
+            [_extend_segment(self, row_index, row_style, table_width, cursor_location, hover_location)]
+        )
         row_pair: tuple[list, list] = ([], scrollable_row)
         self._row_render_cache[cache_key] = row_pair
         return row_pair
 
-    def _cell_line(self, row_index: int, column_index: int, row_style: Style, width: int, cursor: bool,
-                   hover: bool, value: Any) -> list[Segment]:
+    def _cell_line(
+        self,
+        row_index: int,
+        column_index: int,
+        row_style: Style,
+        width: int,
+        cursor: bool,
+        hover: bool,
+        value: Any,
+    ) -> list[Segment]:
         """One cell's segments: what DataTable._render_cell gives (Rich renders the cell inside a Padding,
         styled before and after), built directly for a one-line Text that fits; anything else goes
         through DataTable._render_cell."""
@@ -175,13 +224,25 @@ class CellCachedTable(FramePainted, QuietRender, DataTable):
             cell = _EMPTY_TEXT if value is None else default_cell_formatter(value, wrap=False, height=1)
             cell = cell or _EMPTY_TEXT
         inner = width - 2 * padding
-        if (not isinstance(cell, Text) or inner < 0 or "\n" in cell.plain or "\t" in cell.plain
-                or cell.cell_len > inner):
-            return self._render_cell(row_index, column_index, row_style, width, cursor=cursor,
-                                     hover=hover)[0]
+        if (
+            not isinstance(cell, Text)
+            or inner < 0
+            or "\n" in cell.plain
+            or "\t" in cell.plain
+            or cell.cell_len > inner
+        ):
+            return self._render_cell(row_index, column_index, row_style, width, cursor=cursor, hover=hover)[0]
         component_style, post_style = self._get_styles_to_render_cell(
-            row_index == -1, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
-            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
+            row_index == -1,
+            False,
+            False,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority == "css",
+            self.cursor_background_priority == "css",
+        )
         pre_style = row_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
 
         def styled(style: Style | None) -> Style:  # textual.renderables.Styled via Segment.apply_style
@@ -192,8 +253,9 @@ class CellCachedTable(FramePainted, QuietRender, DataTable):
         segments = [Segment(" " * padding, blank)] if padding else []
         # Text.__rich_console__ joins its lines, which turns the Text's own style into a span.
         line = _NEWLINE.join([cell])
-        segments += [Segment(text, styled(style)) for text, style, _ in line.render(self.app.console, end="")
-                     if text]
+        segments += [
+            Segment(text, styled(style)) for text, style, _ in line.render(self.app.console, end="") if text
+        ]
         if cell.cell_len < inner:
             segments.append(Segment(" " * (inner - cell.cell_len), blank))
         if padding:
@@ -201,15 +263,28 @@ class CellCachedTable(FramePainted, QuietRender, DataTable):
         return segments
 
 
-def _extend_segment(table: DataTable, row_index: int, row_style: Style, table_width: int,
-                    cursor_location: Coordinate, hover_location: Coordinate) -> Segment:
+def _extend_segment(
+    table: DataTable,
+    row_index: int,
+    row_style: Style,
+    table_width: int,
+    cursor_location: Coordinate,
+    hover_location: Coordinate,
+) -> Segment:
     """The filler right of the last column, styled as DataTable._render_line_in_row styles it."""
     remaining_space = max(0, table.size.width - table_width - table._row_label_column_width)
     if table.cursor_type == "row":
         extend_style, _ = table._get_styles_to_render_cell(
-            row_index == -1, False, False,
+            row_index == -1,
+            False,
+            False,
             table._should_highlight(hover_location, Coordinate(row_index or 0, 0), table.cursor_type),
-            row_index == cursor_location.row, table.show_cursor, table._show_hover_cursor, False, False)
+            row_index == cursor_location.row,
+            table.show_cursor,
+            table._show_hover_cursor,
+            False,
+            False,
+        )
         extend_style = row_style + extend_style
     elif row_style.bgcolor is not None:
         from textual.color import Color
