@@ -246,3 +246,18 @@ def test_xfertop_run_removes_ended_rings_before_starting_the_job(tmp_path: Path)
     )
     assert result.returncode == 0, result.stderr
     assert not old.exists()
+
+
+def test_a_ring_first_read_after_its_writer_ended_still_names_its_device(tmp_path: Path) -> None:
+    # Seen on the H200: a job that ran and ended before any viewer looked read device '' (its content is
+    # read once, then the mapping is dropped: the device string went with it).
+    writer = RingWriter(str(tmp_path / "template"), current_identity())
+    writer.write_step(0, time.perf_counter_ns(), 10_000_000, 1_000_000, 0, 1024, 8, wire.F_COPIED)
+    writer.set_device("cuda:3")
+    content = bytearray(Path(writer.path).read_bytes())
+    os.unlink(writer.path)
+    ended = _copy(content, tmp_path / "rings", OWN_START_TICKS + 1, time.monotonic_ns(), "")
+
+    [job] = JobsSource(ring_dir=str(ended.parent)).sample_once().jobs
+    [rank] = job.ranks
+    assert (rank.status, rank.device) == ("finished", "cuda:3")

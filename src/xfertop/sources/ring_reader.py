@@ -314,6 +314,7 @@ class RingReader:
         if self._words is not None:
             if self._counters is None:
                 self.counters()
+            self.device()  # last read from the mapping: a ring first seen after its end has one too
             self._words.release()
             self._words = None
         if self._mapping is not None:
