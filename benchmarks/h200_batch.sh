@@ -110,8 +110,8 @@ case $stage in
     TAILN=4 LIMIT=120 step repro_run_new python3 -m xfertop.cli.run -- python3 .old/repro.py
     TAILN=4 LIMIT=120 step repro_copy_timing_new python3 -m xfertop.cli.run --copy-timing -- python3 .old/repro.py
     LIMIT=300 TAILN=14 step pytest_gpu python3 -m pytest -m gpu tests/gpu/test_fork_safety_gpu.py tests/gpu/test_reporter_gpu.py -p no:cacheprovider -rA
-    LIMIT=80 TAILN=4 step demo_160x48 python3 benchmarks/demo_screens.py "$res" --columns 160 --rows 48 --phase-seconds 15 --seconds 45
-    LIMIT=80 TAILN=4 step demo_80x24 python3 benchmarks/demo_screens.py "$res" --columns 80 --rows 24 --phase-seconds 15 --seconds 45
+    LIMIT=80 TAILN=4 step demo_run_160x48 python3 benchmarks/demo_screens.py "$res" --columns 160 --rows 48 --phase-seconds 15 --seconds 45
+    LIMIT=80 TAILN=4 step demo_run_80x24 python3 benchmarks/demo_screens.py "$res" --columns 80 --rows 24 --phase-seconds 15 --seconds 45
     if [ -f benchmarks/terminal_close.py ]; then LIMIT=200 TAILN=12 step terminal_close python3 benchmarks/terminal_close.py ${TERMINAL_CLOSE_ARGS:-}; fi
     ;;
 esac

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -82,3 +83,21 @@ async def test_a_job_that_ends_is_marked_finished(demo_job: DemoJob) -> None:
         table = app.query_one(RankTable)
         status = table.get_row_at(0)[table.columns_shown.index("STATUS")]
         assert str(status) == "finished"
+
+
+async def test_until_a_job_steps_the_pane_says_what_it_was_told_to(tmp_path: Path) -> None:
+    # `xfertop demo` names its demo job here while it imports torch and builds its model (10 s on the
+    # H200), instead of "no training jobs of this user found".
+    from xfertop.cli.demo import demo_starting_text
+
+    text = demo_starting_text(4242)
+    sources = Sources(jobs=JobsSource(interval_s=0.1, ring_dir=str(tmp_path / "rings")))
+    app = XfertopApp(sources, no_jobs_text=text)
+    async with app.run_test(size=(120, 40)) as pilot:
+        deadline = time.monotonic() + 30
+        while sources.jobs.latest() is None and time.monotonic() < deadline:  # its first read, empty
+            await pilot.pause(0.05)
+        assert sources.jobs.latest() is not None
+        await pilot.pause()
+        empty = app.query_one("#jobs-empty")
+        assert empty.display and "the demo job (pid 4242) is starting" in str(empty.render())

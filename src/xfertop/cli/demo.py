@@ -22,6 +22,12 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
+def demo_starting_text(pid: int) -> str:
+    """What the jobs pane says until the demo job's first step: it is there, only not stepping yet."""
+    return (f"the demo job (pid {pid}) is starting: it imports torch and builds its model (a few seconds, "
+            "more on a GPU); its steps and verdict appear here from its first step.")
+
+
 def run(args: argparse.Namespace) -> int:
     from xfertop.cli.viewer import ViewerError, build_sources, check_interval, require_terminal, run_tui
     from xfertop.launch.demo import start_demo_job
@@ -38,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         raise ViewerError(f"could not start the demo job: {exc}") from exc
     try:
         sources = build_sources(interval_s, ring_dir=str(job.ring_dir), pcie=args.pcie)
-        code = run_tui(sources, interval_s)
+        code = run_tui(sources, interval_s, no_jobs_text=demo_starting_text(job.process.pid))
     finally:
         status = job.stop()
     with contextlib.suppress(OSError):  # the terminal may be gone (hang-up): nothing to tell

@@ -80,12 +80,16 @@ class XfertopApp(App[int]):
         interval_s: float = 1.0,
         start_sources: bool = True,
         clock: Callable[[], float] = time.time,
+        no_jobs_text: str | None = None,
     ) -> None:
+        """``no_jobs_text``: what the jobs pane says while no training job is found (``xfertop demo``
+        names its demo job, which takes seconds to import torch and build its model)."""
         super().__init__()
         self.sources = sources
         self.view = ViewState(interval_s=interval_s)
         self._start_sources = start_sources
         self._clock = clock
+        self._no_jobs_text = no_jobs_text
         # Messages and resizes can arrive before the panes exist; render only once they do.
         self._mounted = False
         self._jobs_shape: tuple = ()
@@ -107,7 +111,8 @@ class XfertopApp(App[int]):
         # query would find nothing; repainting a detached widget is harmless.
         self.header_bar = HeaderBar(self._clock)
         self.gpu_area = GpuArea()
-        self.jobs_pane = JobsPane()
+        no_jobs = self._no_jobs_text
+        self.jobs_pane = JobsPane() if no_jobs is None else JobsPane(no_jobs)
         self.host_pane = HostPane()
         self.process_table = ProcessTable()
         yield self.header_bar

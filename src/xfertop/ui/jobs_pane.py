@@ -108,12 +108,13 @@ class RankTable(CellCachedTable):
 
 
 class JobsPane(QuietRender, Vertical):
-    def __init__(self) -> None:
+    def __init__(self, no_jobs_text: str = NO_JOBS) -> None:
+        """``no_jobs_text``: what the pane says while it has no job to show."""
         super().__init__(id="jobs")
         self.border_title = "jobs"
         self.rank_table = RankTable()
         # Kept rather than queried: a DOM query each period cost as much as drawing a changed row.
-        self._empty = QuietStatic(NO_JOBS, id="jobs-empty")
+        self._empty = QuietStatic(no_jobs_text, id="jobs-empty")
         self._verdicts_widget = QuietStatic("", id="verdicts")
         self._verdicts: Text | None = None
         self._judged: tuple = ()  # what the verdicts shown were judged on, besides the steps
