@@ -1,6 +1,6 @@
 """Does the viewer leave when its terminal goes away? Trials in a real pseudo-terminal.
 
-    python benchmarks/terminal_close.py [--trials 50] [--modes hangup,eof,sighup] [--states idle,...]
+    python benchmarks/terminal_close.py [--trials 50] [--modes hangup,eof,sighup,sigterm] [--states ...]
 
 Each trial starts the real CLI (`python -m xfertop` or `xfertop demo`, CPU only) in a pty of its own,
 brings it to a state (``STATES``, cycled through), then takes the terminal away (``MODES``) and waits for
@@ -16,6 +16,7 @@ Modes (what happened to the terminal):
 - ``eof``: the master is closed, but the pty is not the controlling terminal: no signal, only the dead
   terminal.
 - ``sighup``: SIGHUP alone (``kill -HUP``), the terminal still there and read.
+- ``sigterm``: SIGTERM alone (``kill PID``): the viewer leaves the same way, children stopped.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from xfertop.ui.terminal_watch import EXIT_DEADLINE_S
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pty_run import PtyProcess  # benchmarks/ is not a package
 
-MODES = ("hangup", "eof", "sighup")
+MODES = ("hangup", "eof", "sighup", "sigterm")
 #: What the viewer is doing when its terminal goes: a plain viewer at 1 Hz and at 4 Hz, `xfertop demo`
 #: (a job and its demo job child), the help (a modal screen), a benchmark child, a py-spy child.
 STATES = ("idle", "4hz", "jobs", "help", "bench", "pyspy")
@@ -208,8 +209,8 @@ def run_trial(mode: str, state: str, limit_s: float = LIMIT_S) -> Trial:
                 return trial
             children = psutil.Process(session.pid).children(recursive=True)
             started = time.perf_counter()
-            if mode == "sighup":
-                os.kill(session.pid, signal.SIGHUP)
+            if mode in ("sighup", "sigterm"):
+                os.kill(session.pid, signal.SIGHUP if mode == "sighup" else signal.SIGTERM)
             else:
                 session.close_terminal()
             trial.exit_s = session.wait_for_exit(limit_s)

@@ -33,13 +33,15 @@ _GONE = select.POLLHUP | select.POLLERR
 
 
 def watch_terminal(app: App) -> None:
-    """From now on (call it from ``app``'s event loop), SIGHUP or a hung-up terminal makes ``app`` exit,
-    and the process ends within ``EXIT_DEADLINE_S`` even if the app does not."""
+    """From now on (call it from ``app``'s event loop), SIGHUP, SIGTERM or a hung-up terminal makes ``app``
+    exit, and the process ends within ``EXIT_DEADLINE_S`` even if the app does not."""
     watch = _TerminalWatch(app, asyncio.get_running_loop())
     # Where signals cannot be set (not the main thread) the terminal itself is still watched. A plain
     # signal handler, not the event loop's: it runs even while the loop is stuck.
+    # SIGTERM (`kill PID`) the same way: dying of it at once left a benchmark or py-spy child running.
     with contextlib.suppress(ValueError):
-        signal.signal(signal.SIGHUP, lambda _signum, _frame: watch.leave())
+        for signum in (signal.SIGHUP, signal.SIGTERM):
+            signal.signal(signum, lambda _signum, _frame: watch.leave())
     terminal_fds = [fd for fd in (0, 1, 2) if _is_terminal(fd)]
     if terminal_fds:
         threading.Thread(
