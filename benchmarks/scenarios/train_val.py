@@ -1,0 +1,66 @@
+"""(k) A training loader and a validation loader in one loop: every 25 training steps the model is
+evaluated on 8 batches of a held-out set (torch.no_grad(), model.eval()), then training resumes. Both
+loaders keep up (train: 2 persistent workers; validation: an in-memory tensor set on the main process),
+so the job is compute-bound throughout; the validation passes are the job's own work.
+
+    python benchmarks/scenarios/train_val.py [--seconds 20] [--truth]
+"""
+
+from __future__ import annotations
+
+import torch
+from _common import Clock, parse_args, pick_device, seed_everything
+from torch import nn
+from torch.nn import functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+VAL_EVERY, VAL_BATCHES = 25, 8
+
+
+def main() -> None:
+    args = parse_args("Training and validation loaders in one loop.")
+    device = pick_device(args.device)
+    seed_everything()
+    clock = Clock("k", args, device)
+    gpu = device.type == "cuda"
+    features, width, batch = (1024, 8192, 512) if gpu else (256, 1024, 256)
+    g = torch.Generator().manual_seed(0)
+    train = TensorDataset(torch.randn(32768, features, generator=g),
+                          torch.randint(0, 10, (32768,), generator=g))
+    val = TensorDataset(torch.randn(VAL_BATCHES * batch, features, generator=g),
+                        torch.randint(0, 10, (VAL_BATCHES * batch,), generator=g))
+    train_loader = DataLoader(train, batch_size=batch, shuffle=True, num_workers=2, pin_memory=gpu,
+                              persistent_workers=True, drop_last=True)
+    val_loader = DataLoader(val, batch_size=batch, num_workers=0, pin_memory=gpu)
+    model = nn.Sequential(nn.Linear(features, width), nn.GELU(), nn.Linear(width, width), nn.GELU(),
+                          nn.Linear(width, 10)).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    val_accuracy = 0.0
+    while not clock.done:
+        for x, y in clock.timed(train_loader):
+            with clock.phase("copy"):
+                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            with clock.phase("compute"):
+                loss = F.cross_entropy(model(x), y)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+            stop = clock.step_done(len(x), loss.detach() if clock.train_steps == 0 else None)
+            if clock.train_steps % VAL_EVERY == 0:
+                model.eval()
+                correct = torch.zeros((), device=device)
+                with torch.no_grad():
+                    for vx, vy in clock.timed(val_loader):
+                        with clock.phase("copy"):
+                            vx, vy = vx.to(device, non_blocking=True), vy.to(device, non_blocking=True)
+                        with clock.phase("compute"):
+                            correct += (model(vx).argmax(1) == vy).sum()
+                val_accuracy = float(correct) / len(val)  # one sync per validation pass
+                model.train()
+            if stop:
+                break
+    clock.finish(extra={"val_accuracy": round(val_accuracy, 3)})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,672 @@
+"""Are xfertop's verdicts right? Run the scenario corpus (benchmarks/scenarios/) and score them.
+
+    python benchmarks/score_scenarios.py [--only a,b,o] [--modes run,watch] [--seconds 12] [--json OUT]
+
+For each scenario (see benchmarks/scenarios/README.md):
+
+1. ``--truth``: the same loop, synchronised after every phase and timed, gives the measured truth. When
+   the kind the documented rules give to those shares is not one the scenario expects on this device,
+   the scenario is reported as "expectation wrong on this machine" and xfertop is not scored on it.
+2. plain: ``python SCRIPT`` (the reference exit code, result line and samples/s).
+3. each mode, with a private ring directory (``XFERTOP_DIR``) per run:
+   - ``run``:   ``python -m xfertop run -- python SCRIPT``
+   - ``runct``: ``python -m xfertop run --copy-timing -- python SCRIPT``
+   - ``watch``: ``python SCRIPT`` with every DataLoader iteration going through ``xfertop.watch(loader)``,
+     injected without editing the script: a ``sitecustomize.py`` in a temporary directory put first on
+     ``PYTHONPATH`` replaces ``DataLoader.__iter__`` with ``iter(xfertop.watch(<the loader, iterated by the
+     original __iter__>))`` (child processes, such as torchrun's ranks, inherit it; see _WATCH_SITE).
+   - ``attach``: ``python SCRIPT`` sampled by ``python -m xfertop attach PID --once --json --seconds 2``
+     (py-spy) back to back; PID is the script, or rank 0 for DDP jobs.
+   While the job runs, ``python -m xfertop --once --json`` (or the attach command) is polled about every
+   ``--poll`` seconds and each verdict (kind, headline, advice) is kept with its time.
+
+Scored per scenario and mode: the verdict (majority kind of the last 5 polls that saw the job) against
+the expected kinds; required advice present and forbidden advice absent (in most of those last polls);
+seconds from the job's first step (its ring file appearing, or step 0's start time) to the first right
+verdict; exit code and result line (step counts and rates masked) equal to the plain run's; samples/s
+relative to the plain run. The plain run is polled the same way (an empty ring directory), so the
+polling's own CPU cost falls on both sides of that ratio.
+
+Prints a table and, with ``--json OUT``, writes every poll and score. Works on a CPU-only machine and on
+a GPU machine; nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIO_DIR = ROOT / "benchmarks" / "scenarios"
+if str(SCENARIO_DIR) not in sys.path:
+    sys.path.insert(0, str(SCENARIO_DIR))
+
+from expectations import SCENARIOS, Expect, Scenario, advice_findings, truth_kind  # noqa: E402
+
+MODES = ("run", "runct", "watch", "attach")
+FINAL_POLLS = 5
+#: Extra wall time a job may take beyond --seconds (imports, compile, torchrun rendezvous) before it is
+#: killed.
+STARTUP_ALLOWANCE_S = 150
+_MASKED = re.compile(r"\b(steps|samples_per_s)=\S+")
+
+#: The watch mode's injection: a sitecustomize put first on PYTHONPATH (the job's file is not touched).
+_WATCH_SITE = '''\
+"""Written by benchmarks/score_scenarios.py (watch mode): every DataLoader iteration goes through
+xfertop.watch(loader), as if the script said `for batch in xfertop.watch(loader)`."""
+import os
+import sys
+
+
+def _scenario_watch_install():
+    import torch.utils.data as data
+
+    import xfertop
+
+    original = data.DataLoader.__iter__
+    if getattr(original, "_scenario_watch", False):
+        return
+
+    class Unwatched:
+        """The loader as xfertop.watch sees it: iterated by the original DataLoader.__iter__."""
+
+        def __init__(self, loader):
+            self._loader = loader
+
+        def __iter__(self):
+            return original(self._loader)
+
+        def __len__(self):
+            return len(self._loader)
+
+        def __getattr__(self, name):
+            if name == "_loader":
+                raise AttributeError(name)
+            return getattr(self._loader, name)
+
+    def __iter__(self):
+        return iter(xfertop.watch(Unwatched(self)))
+
+    __iter__._scenario_watch = True
+    data.DataLoader.__iter__ = __iter__
+
+
+if os.environ.get("SCENARIO_WATCH") == "1":
+    try:
+        _scenario_watch_install()
+    except Exception as exc:  # the job must run anyway
+        sys.stderr.write(f"scenario watch wrapper: {exc}\\n")
+'''
+
+
+# -- running one job ------------------------------------------------------------------------------------
+@dataclass
+class Poll:
+    t: float  # seconds since the job was launched, when the answer was in
+    kind: str | None  # None: the job was not seen
+    severity: str | None = None
+    headline: str = ""
+    advice: list[str] = field(default_factory=list)
+    jobs: int = 0
+    ranks: int = 0
+    steps: int = 0
+    clock: str | None = None
+    shares: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+
+
+@dataclass
+class JobRun:
+    mode: str
+    command: list[str]
+    exit_code: int | None
+    wall_s: float
+    result_line: str
+    skipped: str
+    truth: dict[str, Any] | None
+    polls: list[Poll]
+    first_step_s: float | None  # since launch
+    stdout_tail: str
+    stderr_tail: str
+    timed_out: bool = False
+
+
+def _python() -> str:
+    return sys.executable
+
+
+def _env_base(omp_threads: str | None) -> dict[str, str]:
+    env = dict(os.environ)
+    if omp_threads:
+        env["OMP_NUM_THREADS"] = omp_threads
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def _with_xfertop_path(env: dict[str, str], first: str | None = None) -> dict[str, str]:
+    """PYTHONPATH that finds this checkout's xfertop (installed or not)."""
+    parts = [p for p in (first, str(ROOT / "src"), env.get("PYTHONPATH")) if p]
+    out = dict(env)
+    out["PYTHONPATH"] = os.pathsep.join(parts)
+    return out
+
+
+def _tail(path: Path, chars: int = 2000) -> str:
+    try:
+        return path.read_text(errors="replace")[-chars:]
+    except OSError:
+        return ""
+
+
+def _last_line(text: str, prefix: str) -> str:
+    for line in reversed(text.splitlines()):
+        if line.startswith(prefix):
+            return line.strip()
+    return ""
+
+
+def _job_of(snapshot: dict[str, Any]) -> tuple[dict[str, Any] | None, int]:
+    items = (snapshot.get("jobs") or {}).get("items") or []
+    if not items:
+        return None, 0
+    best = max(items, key=lambda j: (len(j.get("ranks") or []),
+                                     sum(r.get("steps_recorded") or 0 for r in j.get("ranks") or [])))
+    return best, len(items)
+
+
+def _poll_from_verdict(t: float, verdict: dict[str, Any], jobs: int, ranks: int, steps: int) -> Poll:
+    evidence = verdict.get("evidence") or {}
+    shares = {k: evidence.get(k) for k in ("data_wait_share", "copy_share", "compute_share", "gpu_idle_share",
+                                           "gpu_busy_share", "dataloader_workers", "steps", "source",
+                                           "input_share", "sync_share")
+              if k in evidence}
+    return Poll(t=t, kind=verdict.get("kind"), severity=verdict.get("severity"),
+                headline=verdict.get("headline", ""), advice=list(verdict.get("advice") or []),
+                jobs=jobs, ranks=ranks, steps=steps, clock=evidence.get("clock"), shares=shares)
+
+
+class Poller(threading.Thread):
+    """Polls xfertop while the job runs: ``--once --json`` on the ring directory, or ``attach``."""
+
+    def __init__(self, kind: str, env: dict[str, str], launched: float, interval: float,
+                 proc: subprocess.Popen[bytes], ring_dir: Path, ddp: bool) -> None:
+        super().__init__(daemon=True)
+        self.kind, self.env, self.launched, self.interval = kind, env, launched, interval
+        self.proc, self.ring_dir, self.ddp = proc, ring_dir, ddp
+        self.polls: list[Poll] = []
+        self.first_step_mono_ns: int | None = None
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop_event.is_set() and self.proc.poll() is None:
+            started = time.monotonic()
+            try:
+                self.polls.append(self._attach() if self.kind == "attach" else self._once())
+            except Exception as exc:  # a poll that failed is a poll without a verdict
+                self.polls.append(Poll(t=time.monotonic() - self.launched, kind=None, error=repr(exc)))
+            left = self.interval - (time.monotonic() - started)
+            if left > 0:
+                self.stop_event.wait(left)
+
+    def _once(self) -> Poll:
+        out = subprocess.run([_python(), "-m", "xfertop", "--once", "--json"], env=self.env,
+                             capture_output=True, timeout=60)
+        t = time.monotonic() - self.launched
+        if out.returncode != 0:
+            return Poll(t=t, kind=None, error=out.stderr.decode(errors="replace")[-300:])
+        snapshot = json.loads(out.stdout)
+        job, jobs = _job_of(snapshot)
+        if job is None:
+            return Poll(t=t, kind=None, error=(snapshot.get("jobs") or {}).get("error") or "")
+        ranks = job.get("ranks") or []
+        for rank in ranks:
+            for step in rank.get("recent_steps") or []:
+                if step.get("step") == 0 and step.get("start_monotonic_ns"):
+                    ns = int(step["start_monotonic_ns"])
+                    if self.first_step_mono_ns is None or ns < self.first_step_mono_ns:
+                        self.first_step_mono_ns = ns
+        steps = max((r.get("steps_recorded") or 0 for r in ranks), default=0)
+        return _poll_from_verdict(t, job.get("verdict") or {}, jobs, len(ranks), steps)
+
+    def _attach(self) -> Poll:
+        pid = _attach_target(self.proc.pid, self.ddp)
+        if pid is None:
+            time.sleep(0.5)
+            return Poll(t=time.monotonic() - self.launched, kind=None, error="no rank process yet")
+        out = subprocess.run([_python(), "-m", "xfertop", "attach", str(pid), "--once", "--json", "--seconds",
+                              "2"], env=self.env, capture_output=True, timeout=60)
+        t = time.monotonic() - self.launched
+        if out.returncode != 0:
+            return Poll(t=t, kind=None, error=out.stderr.decode(errors="replace")[-300:])
+        report = json.loads(out.stdout)
+        return _poll_from_verdict(t, report.get("verdict") or {}, 1, len(report.get("ranks") or []), 0)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError):
+                found += [int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+    return found
+
+
+def _environ_rank(pid: int) -> str | None:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    for entry in raw.split(b"\0"):
+        if entry.startswith(b"RANK="):
+            return entry[5:].decode()
+    return None
+
+
+def _attach_target(pid: int, ddp: bool) -> int | None:
+    """The script itself, or for a DDP job the descendant whose environment says RANK=0."""
+    if not ddp:
+        return pid
+    queue = collections.deque([pid])
+    while queue:
+        current = queue.popleft()
+        if _environ_rank(current) == "0":
+            return current
+        queue.extend(_children(current))
+    return None
+
+
+class RingWatch(threading.Thread):
+    """When did the first ring file appear (the reporter creates it at the job's first step boundary)?"""
+
+    def __init__(self, ring_dir: Path, proc: subprocess.Popen[bytes]) -> None:
+        super().__init__(daemon=True)
+        self.ring_dir, self.proc = ring_dir, proc
+        self.seen_mono: float | None = None
+
+    def run(self) -> None:
+        while self.seen_mono is None and self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                if any(name.endswith(".ring") for name in os.listdir(self.ring_dir)):
+                    self.seen_mono = time.monotonic()
+                    return
+            time.sleep(0.05)
+
+
+def run_job(scenario: Scenario, mode: str, seconds: float, *, poll_interval: float = 1.0,
+            omp_threads: str | None = None, log_dir: Path | None = None, python: str | None = None,
+            extra_args: tuple[str, ...] = ()) -> JobRun:
+    """Run one scenario in one mode ("truth", "plain", "run", "runct", "watch", "attach") and poll it.
+    ``extra_args`` go to the script (e.g. ``("--device", "cpu")``)."""
+    py = python or _python()
+    script = str(SCENARIO_DIR / scenario.script)
+    job_cmd = [py, script, *scenario.args, *extra_args, "--seconds", f"{seconds:g}"]
+    work = Path(tempfile.mkdtemp(prefix=f"scenario-{scenario.id}-{mode}-"))
+    ring_dir = work / "rings"
+    ring_dir.mkdir(mode=0o700)
+    env = _env_base(omp_threads)
+    env["XFERTOP_DIR"] = str(ring_dir)
+    poll_env = _with_xfertop_path(env)
+    if mode == "truth":
+        command, job_env = [*job_cmd, "--truth"], env
+    elif mode in ("plain", "attach"):
+        command, job_env = job_cmd, env
+    elif mode in ("run", "runct"):
+        copy_timing = ["--copy-timing"] if mode == "runct" else []
+        command = [py, "-m", "xfertop", "run", *copy_timing, "--", *job_cmd]
+        job_env = poll_env
+    elif mode == "watch":
+        site = work / "watch_site"
+        site.mkdir()
+        (site / "sitecustomize.py").write_text(_WATCH_SITE)
+        command, job_env = job_cmd, _with_xfertop_path(env, first=str(site))
+        job_env["SCENARIO_WATCH"] = "1"
+    else:
+        raise ValueError(f"unknown mode {mode!r}")
+    out_path, err_path = work / "stdout.txt", work / "stderr.txt"
+    launched = time.monotonic()
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        proc = subprocess.Popen(command, env=job_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                start_new_session=True, cwd=str(ROOT))
+    poller = None
+    ring_watch = RingWatch(ring_dir, proc)
+    ring_watch.start()
+    if mode != "truth":
+        poller = Poller("attach" if mode == "attach" else "once", poll_env, launched, poll_interval, proc,
+                        ring_dir, scenario.ddp)
+        poller.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=seconds + STARTUP_ALLOWANCE_S)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    wall = time.monotonic() - launched
+    if poller is not None:
+        poller.stop_event.set()
+        poller.join(timeout=90)
+    ring_watch.join(timeout=1)
+    stdout = out_path.read_text(errors="replace")
+    truth = None
+    if mode == "truth":
+        with contextlib.suppress(ValueError):
+            line = _last_line(stdout, "{")
+            truth = json.loads(line) if line else None
+    first_step = None
+    candidates = []
+    if ring_watch.seen_mono is not None:
+        candidates.append(ring_watch.seen_mono - launched)
+    if poller is not None and poller.first_step_mono_ns is not None:
+        candidates.append(poller.first_step_mono_ns / 1e9 - launched)
+    if candidates:
+        first_step = max(0.0, min(candidates))
+    run = JobRun(mode=mode, command=command, exit_code=proc.returncode, wall_s=round(wall, 2),
+                 result_line=_last_line(stdout, "result "), skipped=_last_line(stdout, "skipped:"),
+                 truth=truth, polls=poller.polls if poller else [], first_step_s=first_step,
+                 stdout_tail=stdout[-1500:], stderr_tail=_tail(err_path), timed_out=timed_out)
+    if log_dir is not None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        for name in ("stdout.txt", "stderr.txt"):
+            with contextlib.suppress(OSError):
+                shutil.copy(work / name, log_dir / f"{scenario.id}-{mode}-{name}")
+    shutil.rmtree(work, ignore_errors=True)
+    return run
+
+
+# -- scoring ----------------------------------------------------------------------------------------------
+def masked(result_line: str) -> str:
+    return _MASKED.sub(lambda m: f"{m.group(1)}=*", result_line)
+
+
+def samples_per_s(result_line: str) -> float | None:
+    match = re.search(r"samples_per_s=([0-9.]+)", result_line)
+    return float(match.group(1)) if match else None
+
+
+def score_mode(run: JobRun, plain: JobRun | None, expect: Expect) -> dict[str, Any]:
+    seen = [p for p in run.polls if p.kind is not None]
+    final = seen[-FINAL_POLLS:]
+    counts = collections.Counter(p.kind for p in final)
+    majority = None
+    if counts:
+        top = max(counts.values())
+        majority = next(p.kind for p in reversed(final) if counts[p.kind] == top)
+    right = majority in expect.kinds
+    findings = [advice_findings(p.advice, expect) for p in final]
+    need = len(final) // 2 + 1 if final else 1
+    missing = sorted({m for f, _ in findings for m in f if sum(m in g for g, _ in findings) >= need})
+    present = sorted({x for _, f in findings for x in f if sum(x in g for _, g in findings) >= need})
+    first_step = run.first_step_s
+    first_right = next((p.t for p in seen if p.kind in expect.kinds), None)
+    first_verdict = next((p.t for p in seen if p.kind != "warming-up"), None)
+    last = final[-1] if final else None
+    base_rate = samples_per_s(plain.result_line) if plain else None
+    rate = samples_per_s(run.result_line)
+    return {
+        "mode": run.mode,
+        "verdict": majority,
+        "final_kinds": [p.kind for p in final],
+        "verdict_right": bool(right),
+        "required_missing": missing,
+        "forbidden_present": present,
+        "advice_ok": bool(final) and not missing and not present,
+        "right": bool(right) and bool(final) and not missing and not present,
+        "polls": len(run.polls),
+        "polls_with_job": len(seen),
+        "jobs_seen_max": max((p.jobs for p in seen), default=0),
+        "ranks_max": max((p.ranks for p in seen), default=0),
+        "first_step_s": None if first_step is None else round(first_step, 2),
+        "t_first_right_s": (None if first_right is None else
+                            round(first_right - (first_step if first_step is not None else 0.0), 2)),
+        "t_first_right_from_launch_s": None if first_right is None else round(first_right, 2),
+        "t_first_verdict_from_launch_s": None if first_verdict is None else round(first_verdict, 2),
+        "exit_code": run.exit_code,
+        "exit_match": plain is not None and run.exit_code == plain.exit_code,
+        "result_line": run.result_line,
+        "result_match": plain is not None and bool(run.result_line)
+                        and masked(run.result_line) == masked(plain.result_line),
+        "samples_per_s": rate,
+        "samples_rel": round(rate / base_rate, 3) if rate and base_rate else None,
+        "last_headline": last.headline if last else "",
+        "last_advice": last.advice if last else [],
+        "last_shares": last.shares if last else {},
+        "timed_out": run.timed_out,
+        "timeline": [[round(p.t, 1), p.kind] for p in run.polls],
+        "errors": sorted({p.error for p in run.polls if p.error})[:3],
+    }
+
+
+def _share_error(shares: dict[str, Any], truth: dict[str, Any]) -> float | None:
+    """xfertop's input share (GPU idle gap on the GPU clock, else the CPU data wait) minus the truth's
+    data share, in points of the step: how far the verdict's main number is from the measured one."""
+    measured = shares.get("gpu_idle_share")
+    if measured is None:
+        measured = shares.get("data_wait_share")
+    if measured is None:
+        measured = shares.get("input_share")  # attach's sampled share
+    if measured is None:
+        return None
+    return round(100 * (measured - truth["data_share"]), 1)
+
+
+def device_kind(python: str | None = None) -> str:
+    out = subprocess.run([python or _python(), "-c", "import torch; print(torch.cuda.is_available())"],
+                         capture_output=True, text=True, timeout=120)
+    return "cuda" if out.stdout.strip().endswith("True") else "cpu"
+
+
+def score_scenario(scenario: Scenario, modes: list[str], seconds: float, device: str, *,
+                   poll_interval: float = 1.0, omp_threads: str | None = None, log_dir: Path | None = None,
+                   python: str | None = None, progress: Any = None) -> dict[str, Any]:
+    def say(text: str) -> None:
+        if progress:
+            progress(text)
+
+    expect = scenario.expect(device)
+    entry: dict[str, Any] = {"id": scenario.id, "script": scenario.script, "args": list(scenario.args),
+                             "what": scenario.what, "device": device, "modes": {}}
+    if expect is None:
+        entry["status"] = f"n/a on {device}: {scenario.na.get(device, 'no expectation')}"
+        return entry
+    entry["expect"] = {"kinds": list(expect.kinds), "required": [r if isinstance(r, str) else list(r)
+                                                                for r in expect.required],
+                       "forbidden": list(expect.forbidden)}
+    kw = {"poll_interval": poll_interval, "omp_threads": omp_threads, "log_dir": log_dir, "python": python}
+    say(f"{scenario.id}: plain")
+    plain = run_job(scenario, "plain", seconds, **kw)
+    entry["plain"] = {"exit_code": plain.exit_code, "result_line": plain.result_line, "wall_s": plain.wall_s,
+                      "jobs_seen": max((p.jobs for p in plain.polls), default=0),
+                      "stderr_tail": plain.stderr_tail[-600:] if plain.exit_code else ""}
+    if plain.skipped:
+        entry["status"] = plain.skipped
+        return entry
+    say(f"{scenario.id}: truth")
+    truth_run = run_job(scenario, "truth", seconds, **kw)
+    truth = truth_run.truth
+    entry["truth"] = truth
+    if truth is None or "truth" not in truth:
+        entry["status"] = f"truth run failed (exit {truth_run.exit_code}): {truth_run.stderr_tail[-300:]}"
+        return entry
+    entry["truth_kind"] = truth_kind(truth, device)
+    scored = entry["truth_kind"] in expect.kinds
+    entry["status"] = "scored" if scored else (
+        f"expectation wrong on this machine: the truth reads {entry['truth_kind']}, "
+        f"expected {'/'.join(expect.kinds)}")
+    for mode in modes:
+        say(f"{scenario.id}: {mode}")
+        run = run_job(scenario, mode, seconds, **kw)
+        result = score_mode(run, plain, expect)
+        result["scored"] = scored
+        result["data_share_error"] = _share_error(result.get("last_shares") or {}, truth["truth"])
+        if not scored:
+            result["right"] = None
+        entry["modes"][mode] = result
+    # attach has no ring, so no first step of its own: borrow the earliest one the other modes saw (the
+    # same script, started the same way) and say so.
+    known = [r["first_step_s"] for r in entry["modes"].values() if r["first_step_s"] is not None]
+    for result in entry["modes"].values():
+        result["first_step_estimated"] = False
+        if result["first_step_s"] is None and known and result["t_first_right_from_launch_s"] is not None:
+            result["first_step_estimated"] = True
+            result["t_first_right_s"] = round(result["t_first_right_from_launch_s"] - min(known), 2)
+    return entry
+
+
+# -- output ------------------------------------------------------------------------------------------------
+def _truth_text(entry: dict[str, Any]) -> str:
+    truth = (entry.get("truth") or {}).get("truth")
+    if not truth:
+        return "-"
+    text = (f"d{truth['data_share'] * 100:.0f} c{truth['copy_share'] * 100:.0f} "
+            f"k{truth['compute_share'] * 100:.0f} o{truth['sync_or_host_share'] * 100:.0f}")
+    return f"{entry.get('truth_kind')} ({text})"
+
+
+def table(entries: list[dict[str, Any]]) -> str:
+    header = ["id", "mode", "truth (% data/copy/compute/other)", "expected", "xfertop said (last 5)",
+              "right", "advice", "d_err", "t_right", "exit/res", "rate"]
+    rows = [header]
+    notes = []
+    for e in entries:
+        expected = "/".join((e.get("expect") or {}).get("kinds", [])) or "-"
+        if not e.get("modes"):
+            rows.append([e["id"], "-", _truth_text(e), expected, "-", "-", "", "", "", "", ""])
+            notes.append(f"{e['id']}: {e.get('status', '')}")
+            continue
+        if e.get("status") != "scored":
+            notes.append(f"{e['id']}: {e.get('status', '')}")
+        for mode, r in e["modes"].items():
+            if r["verdict"]:
+                n = sum(k == r["verdict"] for k in r["final_kinds"])
+                said = f"{r['verdict']} {n}/{len(r['final_kinds'])}"
+            else:
+                said = "no verdict (job not seen)" if not r["polls_with_job"] else "no verdict"
+            right = ("yes" if r["verdict_right"] else "NO") if r["scored"] else "unscored"
+            advice_bits = []
+            if r["required_missing"]:
+                advice_bits.append("missing " + "; ".join(r["required_missing"]))
+            if r["forbidden_present"]:
+                advice_bits.append("says " + "; ".join(r["forbidden_present"]))
+            advice = ", ".join(advice_bits) if advice_bits else ("ok" if r["polls_with_job"] else "-")
+            t_right = "-" if r["t_first_right_s"] is None else f"{r['t_first_right_s']:.1f}s"
+            if r.get("first_step_estimated"):
+                t_right += "~"
+            match = f"{r['exit_code']}/{'=' if r['result_match'] else '!='}"
+            rate = "-" if r["samples_rel"] is None else f"{r['samples_rel']:.2f}"
+            err = "-" if r.get("data_share_error") is None else f"{r['data_share_error']:+.0f}"
+            rows.append([e["id"], mode, _truth_text(e), expected, said, right, advice, err, t_right, match,
+                         rate])
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
+    widths[6] = min(widths[6], 60)
+    lines = []
+    for n, row in enumerate(rows):
+        cells = [str(c)[:widths[i]].ljust(widths[i]) for i, c in enumerate(row)]
+        lines.append("  ".join(cells).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join([*lines, "", *notes])
+
+
+def summary_counts(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    per_mode: dict[str, dict[str, int]] = {}
+    for e in entries:
+        for mode, r in e.get("modes", {}).items():
+            if not r.get("scored"):
+                continue
+            c = per_mode.setdefault(mode, {"scored": 0, "verdict_right": 0, "fully_right": 0})
+            c["scored"] += 1
+            c["verdict_right"] += int(r["verdict_right"])
+            c["fully_right"] += int(r["right"])
+    return per_mode
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="comma-separated scenario ids (default: all)")
+    parser.add_argument("--modes", default="run,watch", help=f"comma-separated, of {','.join(MODES)}")
+    parser.add_argument("--seconds", type=float, default=12.0, help="each job's --seconds (default 12)")
+    parser.add_argument("--poll", type=float, default=1.0, help="seconds between xfertop polls (default 1)")
+    parser.add_argument("--json", dest="json_out", default=None, help="write the full results here")
+    parser.add_argument("--logs", default=None, help="keep every job's stdout/stderr in this directory")
+    parser.add_argument("--omp-threads", default="auto",
+                        help="OMP_NUM_THREADS for every job (same in all modes): auto = 1 on a machine "
+                             "with at most 2 cores, else leave unset; 'none' to leave unset")
+    parser.add_argument("--python", default=None, help="interpreter for the jobs (default: this one)")
+    parser.add_argument("--parallel", type=int, default=1,
+                        help="run up to N host-bound scenarios (expectations.Scenario.host_bound) at once, "
+                             "then the others one at a time (default 1: all one at a time). For a GPU "
+                             "machine with many cores; on a small CPU machine it distorts every truth")
+    args = parser.parse_args(argv)
+    modes = [m for m in args.modes.split(",") if m]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        parser.error(f"unknown modes {unknown}; choose from {MODES}")
+    ids = [i for i in args.only.split(",") if i] or list(SCENARIOS)
+    missing = [i for i in ids if i not in SCENARIOS]
+    if missing:
+        parser.error(f"unknown scenarios {missing}; known: {','.join(SCENARIOS)}")
+    omp = args.omp_threads
+    if omp == "auto":
+        omp = "1" if (os.cpu_count() or 1) <= 2 else None
+    elif omp == "none":
+        omp = None
+    device = device_kind(args.python)
+    started = time.time()
+    print(f"device={device} modes={','.join(modes)} seconds={args.seconds:g} "
+          f"OMP_NUM_THREADS={omp or 'unset'} parallel={args.parallel}", flush=True)
+    def one(sid: str) -> dict[str, Any]:
+        entry = score_scenario(SCENARIOS[sid], modes, args.seconds, device, poll_interval=args.poll,
+                               omp_threads=omp, log_dir=Path(args.logs) if args.logs else None,
+                               python=args.python,
+                               progress=lambda text: print(f"  [{time.time() - started:6.0f}s] {text}",
+                                                           file=sys.stderr, flush=True))
+        if entry.get("status") != "scored":
+            print(f"  {sid}: {entry.get('status')}", file=sys.stderr, flush=True)
+        return entry
+
+    by_id: dict[str, dict[str, Any]] = {}
+    shared = [sid for sid in ids if args.parallel > 1 and SCENARIOS[sid].host_bound]
+    if shared:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+            by_id.update(zip(shared, pool.map(one, shared), strict=True))
+    for sid in ids:
+        if sid not in by_id:
+            by_id[sid] = one(sid)
+    entries = [by_id[sid] for sid in ids]
+    print(table(entries))
+    counts = summary_counts(entries)
+    for mode, c in counts.items():
+        print(f"{mode}: verdict right {c['verdict_right']}/{c['scored']}, verdict and advice right "
+              f"{c['fully_right']}/{c['scored']}")
+    print(f"total wall time {time.time() - started:.0f} s")
+    if args.json_out:
+        doc = {"schema": "xfertop.scenario-scores/1", "device": device, "modes": modes,
+               "seconds": args.seconds,
+               "omp_num_threads": omp, "python": args.python or sys.executable, "host_cpus": os.cpu_count(),
+               "parallel": args.parallel, "command": sys.argv,
+               "started_unix": started, "wall_s": round(time.time() - started, 1), "summary": counts,
+               "scenarios": entries}
+        Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json_out).write_text(json.dumps(doc, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
