@@ -41,9 +41,24 @@ def test_a_pid_on_several_gpus_takes_its_device_and_a_lost_gpu_gives_none() -> N
 def test_busy_share_is_the_ranks_gpu_utilisation_as_a_fraction() -> None:
     ranks = [dataclasses.replace(rank(rank_index=i, world=2), pid=500 + i, device=f"cuda:{i}")
              for i in (0, 1)]
-    state = dataclasses.replace(gpu_state(2), gpus=(gpu(0, util=40.0), gpu(1, util=None)))  # type: ignore[arg-type]
+    gpus = (_with_processes(gpu(0, util=40.0), 500), _with_processes(gpu(1, util=None), 501))
+    state = dataclasses.replace(gpu_state(2), gpus=gpus)  # type: ignore[arg-type]
     assert gpu_busy_share_by_pid(ranks, state) == {500: 0.4}
     assert gpu_busy_share_by_pid(ranks, None) == {}
+
+
+def test_busy_share_only_where_a_live_rank_is_its_gpus_only_user() -> None:
+    # NVML utilisation is the GPU's: another process on it, an ended rank, or a process list NVML cannot
+    # show (who uses the GPU is unknown) and it says nothing of this rank.
+    live = dataclasses.replace(rank(), pid=500, device="cuda:0")
+    ended = dataclasses.replace(live, status="finished")
+    alone = dataclasses.replace(gpu_state(1), gpus=(_with_processes(gpu(0, util=97.0), 500),))
+    shared = dataclasses.replace(gpu_state(1), gpus=(_with_processes(gpu(0, util=97.0), 500, 900),))
+    unknown = dataclasses.replace(gpu_state(1), gpus=(gpu(0, util=97.0),))
+    assert gpu_busy_share_by_pid([live], alone) == {500: 0.97}
+    assert gpu_busy_share_by_pid([live], shared) == {}
+    assert gpu_busy_share_by_pid([live], unknown) == {}
+    assert gpu_busy_share_by_pid([ended], alone) == {}
 
 
 def test_watched_processes_are_the_ranks_with_their_gpus_then_other_gpu_processes() -> None:

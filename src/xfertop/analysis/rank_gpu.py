@@ -41,12 +41,22 @@ def rank_gpu(rank: RankState, gpus: Sequence[GpuSnapshot]) -> GpuSnapshot | None
 
 
 def gpu_busy_share_by_pid(ranks: Iterable[RankState], gpu_state: GpuState | None) -> dict[int, float]:
-    """Each rank's pid -> its GPU's NVML utilisation as a fraction (for ``job_verdict``)."""
+    """Each live rank's pid -> its GPU's NVML utilisation as a fraction (for ``job_verdict``), where the
+    rank is that GPU's only user.
+
+    NVML utilisation belongs to the GPU, not to a job: with another process on the GPU it says nothing
+    of this rank, and a rank that ended is not what the GPU does now (an ended compute-bound job read
+    "sync-bound: busy 0%", and flipped back while another job used the GPU). A GPU whose process list
+    is empty (NVML cannot show it processes) cannot tell who uses it: no share."""
     gpus = gpu_state.gpus if gpu_state is not None else ()
     shares = {}
     for rank in ranks:
+        if rank.status != "live":
+            continue
         gpu = rank_gpu(rank, gpus)
-        if gpu is not None and gpu.util_gpu_percent is not None:
+        if gpu is None or gpu.util_gpu_percent is None:
+            continue
+        if {proc.pid for proc in gpu.processes} == {rank.pid}:
             shares[rank.pid] = gpu.util_gpu_percent / 100
     return shares
 
