@@ -130,7 +130,7 @@ class RingReader:
             if self.header.uid != uid:
                 raise RingProblem(f"{path}: header names uid {self.header.uid}, not you (uid {uid}); skipped")
         except BaseException:
-            self.release()
+            self._unmap()  # nothing was read: release() would read the device from a half-made reader
             raise
         finally:
             os.close(fd)
@@ -315,12 +315,16 @@ class RingReader:
             if self._counters is None:
                 self.counters()
             self.device()  # last read from the mapping: a ring first seen after its end has one too
+        self._unmap()
+        self._pending = []
+
+    def _unmap(self) -> None:
+        if self._words is not None:
             self._words.release()
             self._words = None
         if self._mapping is not None:
             self._mapping.close()
             self._mapping = None
-        self._pending = []
 
     def close(self) -> None:
         self.release()
