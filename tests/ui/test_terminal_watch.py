@@ -5,7 +5,8 @@ The trials are benchmarks/terminal_close.py's (50 per mode there): each starts t
 brings it to a state (idle at 1 Hz, 4 Hz, `xfertop demo` with its demo job, the help open, a benchmark
 child, a py-spy child) and takes the terminal away: ``hangup`` (the controlling terminal's master
 closed: end of file, EIO, SIGHUP and SIGCONT), ``eof`` (the master closed, no signal), ``sighup`` (the
-signal alone), ``sigterm`` (`kill PID`: leaving the same way, children stopped). Before, about half the hang-ups left the viewer running for good and the others exited
+signal alone), ``sigterm`` (`kill PID`: leaving the same way, children stopped). Before, about half
+the hang-ups left the viewer running for good and the others exited
 at the next 5 s look at stdin."""
 
 from __future__ import annotations
