@@ -99,7 +99,6 @@ def run_command(command: list[str], copy_timing: bool = True) -> int:
     if not command:
         print("xfertop run: no command given: `xfertop run -- python train.py ARGS`", file=sys.stderr)
         return EXIT_USAGE
-    remove_ended_rings()  # the rings of jobs that ended long ago, whoever started them
     started: list[subprocess.Popen[bytes]] = []
     early: list[int] = []  # signals that came before the child existed: sent to it once it does
 
@@ -126,6 +125,10 @@ def run_command(command: list[str], copy_timing: bool = True) -> int:
             for signum in early:
                 with contextlib.suppress(ProcessLookupError):
                     started[0].send_signal(signum)
+            # The rings of jobs that ended long ago, whoever started them: once the job runs, so that a
+            # slow ring directory (NFS) or a surprise delays nothing of the job's.
+            with contextlib.suppress(Exception):
+                remove_ended_rings()
         except FileNotFoundError:
             print(f"xfertop run: {command[0]}: command not found", file=sys.stderr)
             return EXIT_NOT_FOUND
