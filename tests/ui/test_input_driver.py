@@ -4,9 +4,8 @@ second), and the pieces that let go of a dead terminal (tests/ui/test_terminal_w
 
 from __future__ import annotations
 
-import errno
-import io
 import os
+import pty
 import selectors
 import signal
 import sys
@@ -155,33 +154,22 @@ def test_stopping_wakes_every_thread_waiting_on_the_wake_pipe_until_it_is_cleare
         os.close(wake_write)
 
 
-class _HungUpTerminal(io.StringIO):
-    def __init__(self) -> None:
-        super().__init__()
-        self.hung_up = False
-
-    def write(self, text: str) -> int:
-        if self.hung_up:
-            raise OSError(errno.EIO, "Input/output error")
-        return super().write(text)
-
-    def flush(self) -> None:
-        if self.hung_up:
-            raise OSError(errno.EIO, "Input/output error")
-
-
 def test_output_to_a_terminal_that_hung_up_is_dropped_instead_of_raising() -> None:
     """Textual's writer thread died on the first EIO; its queue then filled and the app blocked on it."""
-    terminal = _HungUpTerminal()
-    output = TerminalOutput(terminal)  # type: ignore[arg-type]
-    output.write("frame 1")
-    output.flush()
-    terminal.hung_up = True
-    output.write("frame 2")
-    output.flush()
-    terminal.hung_up = False  # never written again, even where the file would take it
-    output.write("frame 3")
-    assert terminal.getvalue() == "frame 1" and output.failed
+    master, slave = pty.openpty()
+    terminal = open(slave, "w", encoding="utf-8", closefd=True)  # noqa: SIM115 - closed below
+    try:
+        output = TerminalOutput(terminal)
+        output.write("frame 1")
+        output.flush()
+        assert os.read(master, 100) == b"frame 1"
+        os.close(master)  # the terminal hangs up: writes to it fail with EIO from now on
+        output.write("frame 2")
+        output.flush()
+        output.write("frame 3")
+        assert output.failed
+    finally:
+        terminal.close()
 
 
 async def test_a_sigcont_resumes_only_after_a_suspension_and_the_signals_are_given_back(
@@ -203,3 +191,29 @@ async def test_a_sigcont_resumes_only_after_a_suspension_and_the_signals_are_giv
     finally:
         driver.close()
     assert {signum: signal.getsignal(signum) for signum in before} == before
+
+
+def test_a_full_non_blocking_terminal_gets_all_its_output_once_it_is_read() -> None:
+    """EAGAIN (a terminal made non-blocking by another program, a slow link) is no hang-up: the output
+    waits for the terminal instead of being dropped for good (a live viewer's screen froze)."""
+    master, slave = pty.openpty()
+    os.set_blocking(slave, False)
+    terminal = open(slave, "w", encoding="utf-8", closefd=True)  # noqa: SIM115 - closed below
+    received = bytearray()
+    frame = "x" * 200_000  # far more than the pty holds: the writes meet EAGAIN many times
+
+    def read_it_all() -> None:
+        while len(received) < len(frame):
+            received.extend(os.read(master, 65536))
+
+    reader = threading.Thread(target=read_it_all, daemon=True)
+    try:
+        output = TerminalOutput(terminal)
+        reader.start()
+        output.write(frame)
+        output.flush()
+        reader.join(timeout=30)
+        assert bytes(received) == frame.encode() and not output.failed
+    finally:
+        terminal.close()
+        os.close(master)

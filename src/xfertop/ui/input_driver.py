@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import selectors
 import signal
 import sys
@@ -61,28 +62,50 @@ def driver_class_for(textual_choice: type[Driver]) -> type[Driver]:
     return textual_choice
 
 
+#: How long a write waits for a full terminal to take more before it tries again.
+FULL_TERMINAL_WAIT_S = 1.0
+
+
 class TerminalOutput:
-    """The file Textual's writer thread draws through: writes and flushes to ``file`` until one fails
+    """The file Textual's writer thread draws through: writes to the terminal until a write fails
     (EIO: the terminal hung up), then drops everything, so that the thread lives on and keeps emptying
-    its queue."""
+    its queue.
+
+    A full terminal is no failure: where another program sharing the terminal made it non-blocking, a
+    slow link gives EAGAIN, and the rest is written once the terminal takes it (dropping from then on
+    would freeze the screen of a live viewer, with no hang-up to make it leave). So the bytes go straight
+    to the descriptor: a buffered file that meets EAGAIN keeps only part of what it was given.
+    """
 
     def __init__(self, file: TextIO) -> None:
         self.file = file
         self.failed = False
+        self._encoding = getattr(file, "encoding", None) or "utf-8"
+        try:
+            file.flush()  # whatever it holds goes first; from here on nothing is buffered
+            self._fd = file.fileno()
+        except (OSError, ValueError):
+            self.failed = True
 
     def write(self, text: str) -> None:
-        if not self.failed:
+        if self.failed:
+            return
+        data = memoryview(text.encode(self._encoding, errors="replace"))
+        while data:
             try:
-                self.file.write(text)
-            except (OSError, ValueError):  # ValueError: the file was closed
+                data = data[os.write(self._fd, data) :]
+            except BlockingIOError:
+                try:
+                    select.select([], [self._fd], [], FULL_TERMINAL_WAIT_S)
+                except (OSError, ValueError):
+                    self.failed = True
+                    return
+            except OSError:
                 self.failed = True
+                return
 
     def flush(self) -> None:
-        if not self.failed:
-            try:
-                self.file.flush()
-            except (OSError, ValueError):
-                self.failed = True
+        """Nothing is buffered here."""
 
     def fileno(self) -> int:
         return self.file.fileno()
