@@ -11,6 +11,7 @@ See docs/ring-format.md.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Mapping
@@ -348,8 +349,20 @@ def check_dirs_above(ring_dir: str, directory: str) -> None:
                 raise RingDirRefused(problem)
 
 
+@functools.cache
+def overflow_uid() -> int:
+    """The uid a user namespace shows for owners it does not map (65534 unless the kernel says else)."""
+    try:
+        with open("/proc/sys/kernel/overflowuid") as file:
+            return int(file.read())
+    except (OSError, ValueError):
+        return 65534
+
+
 def _ancestor_problem(ring_dir: str, ancestor: str, st: os.stat_result) -> str | None:
-    trusted = (0, os.geteuid())
+    # The overflow uid is root's too, as a user namespace shows it (rootless containers, `unshare -r`):
+    # there the host's /, /tmp... belong to it, and no process inside can act as it.
+    trusted = (0, os.geteuid(), overflow_uid())
     where = f"ring directory {ring_dir} is refused: {ancestor} on its path"
     remedy = "set XFERTOP_DIR to a private directory of yours"
     if stat.S_ISLNK(st.st_mode):

@@ -135,6 +135,17 @@ def test_a_directory_of_another_user_on_the_way_is_refused(tmp_path: Path) -> No
     assert state.error == message
 
 
+@needs_root
+def test_a_directory_of_the_overflow_uid_on_the_way_is_fine(tmp_path: Path) -> None:
+    # In a user namespace (a rootless container) the host's / and /tmp show as owned by the overflow uid.
+    host_owned = tmp_path / "host-owned"
+    (host_owned / "rings").mkdir(parents=True, mode=0o700)
+    os.chmod(host_owned, 0o755)
+    os.chown(host_owned, wire.overflow_uid(), wire.overflow_uid())
+    wire.check_ring_dir(str(host_owned / "rings"))  # no refusal
+    assert JobsSource(ring_dir=str(host_owned / "rings")).sample_once().error is None
+
+
 def test_the_ring_directory_itself_is_still_checked(tmp_path: Path) -> None:
     real = tmp_path / "real"
     real.mkdir(mode=0o700)

@@ -351,3 +351,27 @@ def test_a_writer_that_dies_after_being_seen_alive_is_finished_on_the_next_read(
         child.wait(timeout=10)
     assert [r.status for r in ranks(source)] == ["finished"]
     assert [r.status for r in ranks(source)] == ["finished"]
+
+
+def test_a_directory_above_the_rings_that_turns_unsafe_is_refused_at_the_next_walk(tmp_path: Path) -> None:
+    # The walk over every directory above the ring directory is done every DIR_RECHECK_S (a poll only
+    # lstats the ring directory itself): a parent made writable by others is refused within that time.
+    from xfertop.sources.jobs import DIR_RECHECK_S
+
+    parent = tmp_path / "parent"
+    ring_dir = parent / "rings"
+    ring_dir.mkdir(parents=True, mode=0o700)
+    now = [time.monotonic()]
+    source = JobsSource(ring_dir=str(ring_dir), monotonic=lambda: now[0])
+    assert source.sample_once().error is None
+    parent.chmod(0o777)
+    try:
+        assert source.sample_once().error is None  # not walked again yet
+        now[0] += DIR_RECHECK_S
+        error = source.sample_once().error
+        assert error is not None and "writable by other users" in error
+        parent.chmod(0o700)
+        now[0] += DIR_RECHECK_S
+        assert source.sample_once().error is None
+    finally:
+        parent.chmod(0o700)

@@ -48,6 +48,9 @@ NOT_READY_GRACE_S = 5.0
 MAX_ENDED_RINGS = 64
 #: How often ``remove_ended_rings`` runs while the source is read.
 CLEANUP_PERIOD_S = 5.0
+#: The walk over every directory above a ring directory (wire.check_ring_dir, ~20 us) is done again this
+#: often, or at once when the ring directory itself is replaced; between walks a poll only lstats it.
+DIR_RECHECK_S = 5.0
 _OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
 #: A listing is reused while the directory's mtime is unchanged, but only once it was taken this long
 #: after that mtime: a change within the same timestamp tick (coarse, or whole seconds on some
@@ -137,6 +140,8 @@ class JobsSource(PollingSource[JobsState]):
         #: Ended rings beyond MAX_ENDED_RINGS, not read again while the same file is there: path -> inode.
         self._passed_over: dict[str, tuple[int, int]] = {}
         self._listings: dict[str, _Listing] = {}
+        #: Ring directory -> (its identity when it passed check_ring_dir, when to walk again).
+        self._dir_checks: dict[str, tuple[tuple[int, int, int, int], float]] = {}
         self._next_cleanup_s: float | None = None
         self._pidfds = select.poll()
         self._pidfd_count = 0
@@ -185,10 +190,23 @@ class JobsSource(PollingSource[JobsState]):
         }
         remove_ended_rings(self.ring_dirs, grace_s, now_monotonic_ns=int(now_s * 1e9), keep=keep)
 
+    def _checked_ring_dir(self, ring_dir: str) -> os.stat_result:
+        """wire.check_ring_dir, walked again every DIR_RECHECK_S or when the directory was replaced."""
+        st = os.lstat(ring_dir)
+        identity = (st.st_dev, st.st_ino, st.st_mode, st.st_uid)
+        now_s = self._monotonic()
+        checked = self._dir_checks.get(ring_dir)
+        if checked is not None and checked[0] == identity and now_s < checked[1]:
+            return st
+        self._dir_checks.pop(ring_dir, None)
+        st = wire.check_ring_dir(ring_dir)
+        self._dir_checks[ring_dir] = ((st.st_dev, st.st_ino, st.st_mode, st.st_uid), now_s + DIR_RECHECK_S)
+        return st
+
     def _scan(self, ring_dir: str, ranks: list[RankState], problems: list[str], seen: set[str]) -> str | None:
         """Read every ring in one directory; a sentence if the directory itself cannot be used."""
         try:
-            st = wire.check_ring_dir(ring_dir)
+            st = self._checked_ring_dir(ring_dir)
             paths, unchanged = self._ring_paths(ring_dir, st)
         except wire.RingDirRefused as exc:
             return str(exc)
