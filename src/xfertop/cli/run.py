@@ -14,7 +14,8 @@ def register(subparsers: Any) -> None:
                     "Output, exit status and signals pass through unchanged.")
     parser.add_argument("--copy-timing", action=argparse.BooleanOptionalAction, default=True,
                         help="time Tensor.to/.cuda calls inside steps, so host-to-device copies are measured "
-                             "(on by default; costs ~1-2 us per .to() call: --no-copy-timing turns it off)")
+                             "(on by default; a Python wrapper on every .to() call, a few us each: "
+                             "--no-copy-timing turns it off)")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ...",
                         help="the training command, e.g. -- python train.py --epochs 3")
     parser.set_defaults(run=run)

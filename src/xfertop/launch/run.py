@@ -9,8 +9,10 @@ the same signal. SIGPIPE and SIGXFSZ start at their defaults, as a shell gives t
 in xfertop's own process, which hides what they were before).
 
 SIGKILL of xfertop itself cannot be passed on by a handler; the kernel passes it instead
-(PR_SET_PDEATHSIG): the job dies of SIGKILL with its launcher, as it would have had the same kill reached
-it without xfertop. A job never runs on, unseen and orphaned, after the process its user holds is gone.
+(PR_SET_PDEATHSIG): the command xfertop started dies of SIGKILL with it, as it would have had the same
+kill reached it without xfertop. That is the command only: when it is itself a launcher (torchrun,
+`accelerate launch`, a shell script), its own children are left as a `kill -9` of that launcher leaves
+them without xfertop.
 """
 
 from __future__ import annotations
