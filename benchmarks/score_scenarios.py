@@ -9,8 +9,10 @@ For each scenario (see benchmarks/scenarios/README.md):
    the scenario is reported as "expectation wrong on this machine" and xfertop is not scored on it.
 2. plain: ``python SCRIPT`` (the reference exit code, result line and samples/s).
 3. each mode, with a private ring directory (``XFERTOP_DIR``) per run:
-   - ``run``:   ``python -m xfertop run -- python SCRIPT``
+   - ``run``:   ``python -m xfertop run -- python SCRIPT`` (as a user types it: copies are timed by default
+     since 9a1b8f0)
    - ``runct``: ``python -m xfertop run --copy-timing -- python SCRIPT``
+   - ``run-nocopy``: ``python -m xfertop run --no-copy-timing -- python SCRIPT`` (the default before 9a1b8f0)
    - ``watch``: ``python SCRIPT`` with every DataLoader iteration going through ``xfertop.watch(loader)``,
      injected without editing the script: a ``sitecustomize.py`` in a temporary directory put first on
      ``PYTHONPATH`` replaces ``DataLoader.__iter__`` with ``iter(xfertop.watch(<the loader, iterated by the
@@ -57,7 +59,7 @@ if str(SCENARIO_DIR) not in sys.path:
 
 from expectations import SCENARIOS, Expect, Scenario, advice_findings, truth_kind  # noqa: E402
 
-MODES = ("run", "runct", "watch", "attach")
+MODES = ("run", "runct", "run-nocopy", "watch", "attach")
 FINAL_POLLS = 5
 #: Extra wall time a job may take beyond --seconds (imports, compile, torchrun rendezvous) before it is
 #: killed.
@@ -127,6 +129,8 @@ class Poll:
     clock: str | None = None
     shares: dict[str, Any] = field(default_factory=dict)
     error: str = ""
+    #: NVML utilisation of each GPU in the snapshot (percent), what the sync-bound rule reads.
+    gpu_util: list[float | None] = field(default_factory=list)
 
 
 @dataclass
@@ -192,7 +196,7 @@ def _poll_from_verdict(t: float, verdict: dict[str, Any], jobs: int, ranks: int,
     evidence = verdict.get("evidence") or {}
     shares = {k: evidence.get(k) for k in ("data_wait_share", "copy_share", "compute_share", "gpu_idle_share",
                                            "gpu_busy_share", "dataloader_workers", "steps", "source",
-                                           "input_share", "sync_share")
+                                           "main_loading_share", "sync_share", "other_share")
               if k in evidence}
     return Poll(t=t, kind=verdict.get("kind"), severity=verdict.get("severity"),
                 headline=verdict.get("headline", ""), advice=list(verdict.get("advice") or []),
@@ -240,7 +244,9 @@ class Poller(threading.Thread):
                     if self.first_step_mono_ns is None or ns < self.first_step_mono_ns:
                         self.first_step_mono_ns = ns
         steps = max((r.get("steps_recorded") or 0 for r in ranks), default=0)
-        return _poll_from_verdict(t, job.get("verdict") or {}, jobs, len(ranks), steps)
+        poll = _poll_from_verdict(t, job.get("verdict") or {}, jobs, len(ranks), steps)
+        poll.gpu_util = [g.get("util_gpu_percent") for g in snapshot.get("gpus") or []]
+        return poll
 
     def _attach(self) -> Poll:
         pid = _attach_target(self.proc.pid, self.ddp)
@@ -308,9 +314,10 @@ class RingWatch(threading.Thread):
 
 def run_job(scenario: Scenario, mode: str, seconds: float, *, poll_interval: float = 1.0,
             omp_threads: str | None = None, log_dir: Path | None = None, python: str | None = None,
-            extra_args: tuple[str, ...] = ()) -> JobRun:
+            extra_args: tuple[str, ...] = (), env_extra: dict[str, str] | None = None) -> JobRun:
     """Run one scenario in one mode ("truth", "plain", "run", "runct", "watch", "attach") and poll it.
-    ``extra_args`` go to the script (e.g. ``("--device", "cpu")``)."""
+    ``extra_args`` go to the script (e.g. ``("--device", "cpu")``); ``env_extra`` to every process of the
+    run, the pollers included (e.g. CUDA_VISIBLE_DEVICES)."""
     py = python or _python()
     script = str(SCENARIO_DIR / scenario.script)
     job_cmd = [py, script, *scenario.args, *extra_args, "--seconds", f"{seconds:g}"]
@@ -318,14 +325,15 @@ def run_job(scenario: Scenario, mode: str, seconds: float, *, poll_interval: flo
     ring_dir = work / "rings"
     ring_dir.mkdir(mode=0o700)
     env = _env_base(omp_threads)
+    env.update(env_extra or {})
     env["XFERTOP_DIR"] = str(ring_dir)
     poll_env = _with_xfertop_path(env)
     if mode == "truth":
         command, job_env = [*job_cmd, "--truth"], env
     elif mode in ("plain", "attach"):
         command, job_env = job_cmd, env
-    elif mode in ("run", "runct"):
-        copy_timing = ["--copy-timing"] if mode == "runct" else []
+    elif mode in ("run", "runct", "run-nocopy"):
+        copy_timing = {"run": [], "runct": ["--copy-timing"], "run-nocopy": ["--no-copy-timing"]}[mode]
         command = [py, "-m", "xfertop", "run", *copy_timing, "--", *job_cmd]
         job_env = poll_env
     elif mode == "watch":
@@ -445,6 +453,7 @@ def score_mode(run: JobRun, plain: JobRun | None, expect: Expect) -> dict[str, A
         "last_headline": last.headline if last else "",
         "last_advice": last.advice if last else [],
         "last_shares": last.shares if last else {},
+        "gpu_util_final": [p.gpu_util for p in final],
         "timed_out": run.timed_out,
         "timeline": [[round(p.t, 1), p.kind] for p in run.polls],
         "errors": sorted({p.error for p in run.polls if p.error})[:3],
@@ -454,25 +463,33 @@ def score_mode(run: JobRun, plain: JobRun | None, expect: Expect) -> dict[str, A
 def _share_error(shares: dict[str, Any], truth: dict[str, Any]) -> float | None:
     """xfertop's input share (GPU idle gap on the GPU clock, else the CPU data wait) minus the truth's
     data share, in points of the step: how far the verdict's main number is from the measured one."""
-    measured = shares.get("gpu_idle_share")
-    if measured is None:
-        measured = shares.get("data_wait_share")
-    if measured is None:
-        measured = shares.get("input_share")  # attach's sampled share
+    if shares.get("source") == "sampled":  # attach: waiting for plus producing the next batch
+        if shares.get("data_wait_share") is None:
+            return None
+        measured = shares["data_wait_share"] + (shares.get("main_loading_share") or 0.0)
+    else:
+        measured = shares.get("gpu_idle_share")
+        if measured is None:
+            measured = shares.get("data_wait_share")
     if measured is None:
         return None
     return round(100 * (measured - truth["data_share"]), 1)
 
 
-def device_kind(python: str | None = None) -> str:
-    out = subprocess.run([python or _python(), "-c", "import torch; print(torch.cuda.is_available())"],
-                         capture_output=True, text=True, timeout=120)
-    return "cuda" if out.stdout.strip().endswith("True") else "cpu"
+def device_kind(python: str | None = None) -> tuple[str, int]:
+    """("cuda", GPU count) or ("cpu", 0), as the jobs' interpreter sees it."""
+    code = "import torch; print(torch.cuda.is_available(), torch.cuda.device_count())"
+    out = subprocess.run([python or _python(), "-c", code], capture_output=True, text=True, timeout=120)
+    words = (out.stdout.strip().splitlines() or [""])[-1].split()
+    if len(words) == 2 and words[0] == "True":
+        return "cuda", int(words[1])
+    return "cpu", 0
 
 
 def score_scenario(scenario: Scenario, modes: list[str], seconds: float, device: str, *,
                    poll_interval: float = 1.0, omp_threads: str | None = None, log_dir: Path | None = None,
-                   python: str | None = None, progress: Any = None) -> dict[str, Any]:
+                   python: str | None = None, progress: Any = None,
+                   env_extra: dict[str, str] | None = None) -> dict[str, Any]:
     def say(text: str) -> None:
         if progress:
             progress(text)
@@ -486,7 +503,10 @@ def score_scenario(scenario: Scenario, modes: list[str], seconds: float, device:
     entry["expect"] = {"kinds": list(expect.kinds), "required": [r if isinstance(r, str) else list(r)
                                                                 for r in expect.required],
                        "forbidden": list(expect.forbidden)}
-    kw = {"poll_interval": poll_interval, "omp_threads": omp_threads, "log_dir": log_dir, "python": python}
+    kw = {"poll_interval": poll_interval, "omp_threads": omp_threads, "log_dir": log_dir, "python": python,
+          "env_extra": env_extra}
+    if env_extra:
+        entry["env"] = dict(env_extra)
     say(f"{scenario.id}: plain")
     plain = run_job(scenario, "plain", seconds, **kw)
     entry["plain"] = {"exit_code": plain.exit_code, "result_line": plain.result_line, "wall_s": plain.wall_s,
@@ -512,7 +532,10 @@ def score_scenario(scenario: Scenario, modes: list[str], seconds: float, device:
         run = run_job(scenario, mode, seconds, **kw)
         result = score_mode(run, plain, expect)
         result["scored"] = scored
-        result["data_share_error"] = _share_error(result.get("last_shares") or {}, truth["truth"])
+        reference = truth["truth"]
+        if result["verdict"] == "straggler" and truth.get("ranks"):  # its evidence is the straggler's
+            reference = max((r["truth"] for r in truth["ranks"]), key=lambda t: t["data_share"])
+        result["data_share_error"] = _share_error(result.get("last_shares") or {}, reference)
         if not scored:
             result["right"] = None
         entry["modes"][mode] = result
@@ -608,9 +631,11 @@ def main(argv: list[str] | None = None) -> int:
                              "with at most 2 cores, else leave unset; 'none' to leave unset")
     parser.add_argument("--python", default=None, help="interpreter for the jobs (default: this one)")
     parser.add_argument("--parallel", type=int, default=1,
-                        help="run up to N host-bound scenarios (expectations.Scenario.host_bound) at once, "
-                             "then the others one at a time (default 1: all one at a time). For a GPU "
-                             "machine with many cores; on a small CPU machine it distorts every truth")
+                        help="scenarios at once (default 1). With several GPUs each scenario gets GPUs of "
+                             "its own (CUDA_VISIBLE_DEVICES; 2 for the DDP job) and every scenario may run "
+                             "in parallel; with one GPU only host-bound ones (expectations.Scenario."
+                             "host_bound) share it, the others run alone afterwards. On a small CPU "
+                             "machine any parallelism distorts every truth")
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
     unknown = [m for m in modes if m not in MODES]
@@ -625,30 +650,78 @@ def main(argv: list[str] | None = None) -> int:
         omp = "1" if (os.cpu_count() or 1) <= 2 else None
     elif omp == "none":
         omp = None
-    device = device_kind(args.python)
+    device, gpu_count = device_kind(args.python)
     started = time.time()
     print(f"device={device} modes={','.join(modes)} seconds={args.seconds:g} "
           f"OMP_NUM_THREADS={omp or 'unset'} parallel={args.parallel}", flush=True)
+    by_id: dict[str, dict[str, Any]] = {}
+    lock = threading.Lock()
+
+    def document() -> dict[str, Any]:
+        done = [by_id[sid] for sid in ids if sid in by_id]
+        return {"schema": "xfertop.scenario-scores/1", "device": device, "modes": modes,
+                "seconds": args.seconds, "omp_num_threads": omp, "python": args.python or sys.executable,
+                "host_cpus": os.cpu_count(), "gpus": gpu_count, "parallel": args.parallel,
+                "command": sys.argv,
+                "started_unix": started, "wall_s": round(time.time() - started, 1),
+                "complete": len(done) == len(ids), "summary": summary_counts(done), "scenarios": done}
+
+    def save() -> None:
+        if args.json_out:
+            Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.json_out).write_text(json.dumps(document(), indent=1, default=str))
+
+    use_pool = device == "cuda" and gpu_count >= 2 and args.parallel > 1
+    gpu_pool = list(range(gpu_count)) if use_pool else []
+    pool_lock = threading.Condition()
+
+    def take_gpus(sid: str) -> list[int]:
+        if not use_pool:
+            return []
+        want = 2 if SCENARIOS[sid].ddp and gpu_count >= 2 else 1
+        with pool_lock:
+            while len(gpu_pool) < want:
+                pool_lock.wait()
+            return [gpu_pool.pop(0) for _ in range(want)]
+
+    def give_gpus(ids_: list[int]) -> None:
+        with pool_lock:
+            gpu_pool.extend(ids_)
+            pool_lock.notify_all()
+
     def one(sid: str) -> dict[str, Any]:
-        entry = score_scenario(SCENARIOS[sid], modes, args.seconds, device, poll_interval=args.poll,
-                               omp_threads=omp, log_dir=Path(args.logs) if args.logs else None,
-                               python=args.python,
-                               progress=lambda text: print(f"  [{time.time() - started:6.0f}s] {text}",
-                                                           file=sys.stderr, flush=True))
+        gpus = take_gpus(sid)
+        env_extra = {"CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus))} if gpus else None
+        try:
+            entry = score_scenario(
+                SCENARIOS[sid], modes, args.seconds, device, poll_interval=args.poll, omp_threads=omp,
+                log_dir=Path(args.logs) if args.logs else None, python=args.python, env_extra=env_extra,
+                progress=lambda text: print(f"  [{time.time() - started:6.0f}s] {text}"
+                                            + (f" (GPU {','.join(map(str, gpus))})" if gpus else ""),
+                                            file=sys.stderr, flush=True))
+        finally:
+            if gpus:
+                give_gpus(gpus)
         if entry.get("status") != "scored":
             print(f"  {sid}: {entry.get('status')}", file=sys.stderr, flush=True)
+        with lock:  # a run cut short still leaves every finished scenario in --json
+            by_id[sid] = entry
+            save()
+        print(table([entry]).split("\n\n")[0].split("\n", 2)[-1], file=sys.stderr, flush=True)
         return entry
 
-    by_id: dict[str, dict[str, Any]] = {}
-    shared = [sid for sid in ids if args.parallel > 1 and SCENARIOS[sid].host_bound]
+    if use_pool:  # one GPU (or two) per scenario: all of them may run at once
+        shared = list(ids)
+    else:
+        shared = [sid for sid in ids if args.parallel > 1 and SCENARIOS[sid].host_bound]
     if shared:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=args.parallel) as pool:
-            by_id.update(zip(shared, pool.map(one, shared), strict=True))
+            list(pool.map(one, shared))
     for sid in ids:
         if sid not in by_id:
-            by_id[sid] = one(sid)
+            one(sid)
     entries = [by_id[sid] for sid in ids]
     print(table(entries))
     counts = summary_counts(entries)
@@ -656,15 +729,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{mode}: verdict right {c['verdict_right']}/{c['scored']}, verdict and advice right "
               f"{c['fully_right']}/{c['scored']}")
     print(f"total wall time {time.time() - started:.0f} s")
-    if args.json_out:
-        doc = {"schema": "xfertop.scenario-scores/1", "device": device, "modes": modes,
-               "seconds": args.seconds,
-               "omp_num_threads": omp, "python": args.python or sys.executable, "host_cpus": os.cpu_count(),
-               "parallel": args.parallel, "command": sys.argv,
-               "started_unix": started, "wall_s": round(time.time() - started, 1), "summary": counts,
-               "scenarios": entries}
-        Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json_out).write_text(json.dumps(doc, indent=1, default=str))
+    save()
     return 0
 
 

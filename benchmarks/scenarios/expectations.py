@@ -130,7 +130,7 @@ SCENARIOS: dict[str, Scenario] = {s.id: s for s in [
              cpu=_INPUT_WORKERS, cuda=_INPUT_WORKERS, host_bound=True),
     Scenario("m", "hf_trainer_job.py", (), "Hugging Face Trainer, BERT from a config, data in memory",
              cpu=_COMPUTE, cuda=_COMPUTE),
-    Scenario("o", "ddp_straggler.py", (), "2-rank DDP (torchrun), rank 1's samples 10x slower to load",
+    Scenario("o", "ddp_straggler.py", (), "2-rank DDP (torchrun), rank 1's samples 20x slower to load",
              cpu=Expect(("straggler",), required=("rank 1",), why="rank 1 holds rank 0 back"),
              cuda=Expect(("straggler",), required=("rank 1",)), ddp=True, host_bound=True),
     Scenario("p", "iterable_dataset.py", (), "IterableDataset: Python tokenisation in 2 workers",

@@ -2,7 +2,7 @@
 non_blocking=True, normalisation on the device. Nothing in the input pipeline should need tuning.
 
 On a GPU: 128 x 3 x 224 x 224 uint8 batches (19 MB) and a ResNet-18 (torchvision's, built from its
-config, when torchvision imports; else a small ResNet-style CNN defined here). On a CPU: 32 x 3 x 48 x 48
+config, when torchvision imports; else a small ResNet-style CNN defined here). On a CPU: 32 x 3 x 64 x 64
 batches and the small CNN (width 16); pin_memory is then ignored by PyTorch (no accelerator).
 Workers: 4 on a machine with at least 8 cores, else 1.
 
@@ -64,7 +64,7 @@ def main() -> None:
     seed_everything()
     clock = Clock("f", args, device)
     gpu = device.type == "cuda"
-    batch, side = (128, 224) if gpu else (32, 48)
+    batch, side = (128, 224) if gpu else (32, 64)
     workers = 4 if cpu_count() >= 8 else 1
     loader = DataLoader(Uint8Images(100_000, side), batch_size=batch, shuffle=True, num_workers=workers,
                         pin_memory=gpu, persistent_workers=True, drop_last=True)

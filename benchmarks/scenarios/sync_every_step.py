@@ -22,7 +22,7 @@ def main() -> None:
     seed_everything()
     clock = Clock("h", args, device)
     gpu = device.type == "cuda"
-    features, width, batch = (512, 4096, 256) if gpu else (256, 1024, 128)
+    features, width, batch = (512, 4096, 256) if gpu else (256, 2048, 128)
     g = torch.Generator().manual_seed(0)
     data = TensorDataset(torch.randn(16384, features, generator=g),
                          torch.randint(0, CLASSES, (16384,), generator=g))

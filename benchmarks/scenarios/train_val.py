@@ -23,7 +23,7 @@ def main() -> None:
     seed_everything()
     clock = Clock("k", args, device)
     gpu = device.type == "cuda"
-    features, width, batch = (1024, 8192, 512) if gpu else (256, 1024, 256)
+    features, width, batch = (1024, 8192, 512) if gpu else (256, 1536, 256)
     g = torch.Generator().manual_seed(0)
     train = TensorDataset(torch.randn(32768, features, generator=g),
                           torch.randint(0, 10, (32768,), generator=g))
