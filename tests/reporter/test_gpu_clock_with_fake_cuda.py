@@ -5,6 +5,7 @@ The same stories run on a real GPU in tests/gpu/test_reporter_gpu.py.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,38 @@ def test_a_second_copy_inside_a_cuda_graph_capture_records_nothing(clock: StepCl
     records_before = gpu.records
     clock.copied(4096, False, False, 5_000, None)
     assert gpu.records == records_before and clock.errors == 0
+
+
+def test_a_late_copy_seen_by_copy_timing_does_not_stretch_the_steps_copy(
+        clock: StepClock, gpu: FakeCuda, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Seen on the H200: an HF Trainer job under `xfertop run` read "copy-bound: 100% of each step": a
+    # small .to() after the backward pass moved the copy mark to the end of the step. Copies seen by copy
+    # timing set the mark only in the step's first burst; their bytes still count.
+    clock_module = importlib.import_module("xfertop.reporter._clock")  # the package's _clock is the clock
+    host_ns = [10**12]
+    monkeypatch.setattr(clock_module, "_now_ns", lambda: host_ns[0])
+
+    def host(ms: float) -> None:
+        gpu.host_work(ms)
+        host_ns[0] += int(ms * 1e6)
+
+    for _ in range(30):
+        clock.before_next()
+        host(1.0)
+        clock.after_next([0] * 4)
+        gpu.launch(2.0)
+        clock.copied(4096, False, False, 5_000, None, seen=True)  # the batch
+        gpu.launch(0.1)
+        host(0.01)
+        clock.copied(4096, False, False, 5_000, None, seen=True)  # its labels, right after
+        gpu.launch(20.0)  # forward and backward
+        host(25.0)  # the host waits on the GPU (a loss.item()): the GPU keeps up, nothing is dropped
+        clock.copied(8, False, False, 5_000, None, seen=True)  # a logging scalar, after the backward pass
+        gpu.launch(0.5)
+        host(0.5)
+    host(100.0)
+    clock.resolve_pending()
+    timed = [s for s in _steps(clock) if s.copy_gpu_ms is not None]
+    assert len(timed) >= 20
+    assert all(2.0 <= s.copy_gpu_ms <= 2.2 for s in timed), [s.copy_gpu_ms for s in timed]
+    assert all(s.h2d_bytes == 4096 * 2 + 8 for s in timed)

@@ -267,7 +267,7 @@ def note_tensor_copy(source: Any, moved: Any, non_blocking: bool, copy_cpu_ns: i
             clock.fail(notes.inspect_error)
         elif notes.h2d_bytes:
             clock.copied(notes.h2d_bytes, notes.any_pageable, notes.pageable_non_blocking, copy_cpu_ns,
-                         target)
+                         target, seen=True)
     except Exception as exc:
         clock.fail(exc)
 
