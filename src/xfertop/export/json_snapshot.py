@@ -11,12 +11,10 @@ from typing import Any
 
 from xfertop.analysis.pcie_link import gpus_under_load, link_bytes_per_s, link_warning, throughput_label
 from xfertop.analysis.placement import placement_warnings
-from xfertop.analysis.rank_gpu import gpu_busy_share_by_pid
-from xfertop.analysis.steps import window_stats
-from xfertop.analysis.verdict import job_verdict
+from xfertop.analysis.job_analysis import Analysis, JobAnalysis, RankAnalysis, analyse, analyse_job
 from xfertop.model.gpu import GpuSnapshot, GpuState
 from xfertop.model.host import HostState
-from xfertop.model.jobs import JobsState, JobState, RankState
+from xfertop.model.jobs import JobsState, JobState
 from xfertop.model.plain import to_plain
 from xfertop.model.topology import Topology
 
@@ -40,26 +38,32 @@ def gpu_dict(gpu: GpuSnapshot) -> dict[str, Any]:
     return {**to_plain(gpu), "link_summary": derived}
 
 
-def rank_dict(rank: RankState) -> dict[str, Any]:
+def rank_dict(analysed: RankAnalysis) -> dict[str, Any]:
+    rank, stats = analysed.rank, analysed.stats
     fields = to_plain(rank)
     fields.pop("steps")
-    stats = window_stats(rank.steps)
     return {
         **fields,
         "steps_recorded": len(rank.steps),
         "window": None if stats is None else to_plain(stats),
+        "gpu_busy_share": analysed.gpu_busy_share,
         "recent_steps": [to_plain(step) for step in rank.steps[-RECENT_STEPS:]],
     }
 
 
-def job_dict(job: JobState, gpu: GpuState | None = None) -> dict[str, Any]:
-    """The job, its ranks and its verdict (sync-bound needs ``gpu``: NVML utilisation of each rank's GPU)."""
-    busy = gpu_busy_share_by_pid(job.ranks, gpu)
+def job_dict(job: JobState | JobAnalysis, gpu: GpuState | None = None) -> dict[str, Any]:
+    """The job, its ranks and its verdict: from its analysis, or analysed here (sync-bound needs ``gpu``:
+    NVML utilisation of each rank's GPU)."""
+    analysed = job if isinstance(job, JobAnalysis) else analyse_job(job, gpu)
     return {
-        "job_key": job.job_key,
-        "name": job.name,
-        "verdict": job_verdict(job.ranks, gpu_busy_share_by_pid=busy).to_dict(),
-        "ranks": [rank_dict(rank) for rank in job.ranks],
+        "job_key": analysed.job.job_key,
+        "name": analysed.job.name,
+        "live": analysed.live,
+        "verdict": analysed.verdict.to_dict(),
+        "verdict_frozen": analysed.frozen,
+        "ended_how": list(analysed.ended_how),
+        "failed": analysed.failed,
+        "ranks": [rank_dict(rank) for rank in analysed.ranks],
     }
 
 
@@ -70,8 +74,12 @@ def topology_dict(topology: Topology, gpu: GpuState | None = None) -> dict[str, 
 
 
 def snapshot_dict(gpu: GpuState | None, host: HostState | None, jobs: JobsState | None,
-                  timestamp: float, topology: Topology | None = None) -> dict[str, Any]:
-    """The whole snapshot. ``gpus`` is [] with ``driver.error`` saying why when NVML is unavailable."""
+                  timestamp: float, topology: Topology | None = None,
+                  analysis: Analysis | None = None) -> dict[str, Any]:
+    """The whole snapshot. ``gpus`` is [] with ``driver.error`` saying why when NVML is unavailable.
+    ``analysis``: the snapshot's analysis where the caller keeps one (frozen verdicts of ended jobs)."""
+    if analysis is None:
+        analysis = analyse(jobs, gpu)
     driver = {
         "driver_version": gpu.driver_version if gpu else None,
         "cuda_driver_version": gpu.cuda_driver_version if gpu else None,
@@ -82,7 +90,7 @@ def snapshot_dict(gpu: GpuState | None, host: HostState | None, jobs: JobsState 
         "ring_dir": jobs.ring_dir if jobs else None,
         "problems": list(jobs.problems) if jobs else [],
         "error": jobs.error if jobs else "the jobs source did not answer",
-        "items": [job_dict(job, gpu) for job in jobs.jobs] if jobs else [],
+        "items": [job_dict(job) for job in analysis.jobs] if jobs else [],
     }
     return {
         "schema": SCHEMA,

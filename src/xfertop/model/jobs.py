@@ -6,6 +6,7 @@ Times are milliseconds; a GPU-clock field is None where the step had no CUDA tim
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass
 from typing import Literal
 
@@ -38,6 +39,40 @@ class StepRecord:
 
 
 @dataclass(frozen=True)
+class RankEnd:
+    """How a rank's process ended, as far as the viewer can know."""
+
+    #: The reporter closed its ring at interpreter exit (a normal end: the script returned, sys.exit).
+    closed_ring: bool
+    #: Exit status of the command `xfertop run` started, where this rank is that command or one of its
+    #: children (torchrun's ranks): None when no launcher recorded one.
+    exit_code: int | None = None
+    #: The signal that ended that command, if a signal did (then exit_code is None).
+    signal: int | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Known to have ended badly: a non-zero exit, a signal, or no orderly close of the ring."""
+        if self.signal is not None:
+            return True
+        if self.exit_code is not None:
+            return self.exit_code != 0
+        return not self.closed_ring
+
+    def describe(self) -> str:
+        """ "exited 0", "killed by SIGKILL", "exited 1", "ended without closing its ring", "ended"."""
+        if self.signal is not None:
+            try:
+                name = signal.Signals(self.signal).name
+            except ValueError:
+                name = f"signal {self.signal}"
+            return f"killed by {name}"
+        if self.exit_code is not None:
+            return f"exited {self.exit_code}"
+        return "ended" if self.closed_ring else "ended without closing its ring"
+
+
+@dataclass(frozen=True)
 class RankState:
     pid: int
     host: str
@@ -62,6 +97,8 @@ class RankState:
     steps_lost: int = 0
     #: Steps whose GPU timing was given up (too many pending CUDA events).
     gpu_steps_dropped: int = 0
+    #: How the process ended: None while it runs (status live or stalled).
+    end: RankEnd | None = None
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 
 from xfertop import wire
-from xfertop.model.jobs import JobsState, JobState, RankState, RankStatus
+from xfertop.model.jobs import JobsState, JobState, RankEnd, RankState, RankStatus
 from xfertop.sources.base import PollingSource
 from xfertop.sources.ring_reader import (
     ENDED_GRACE_S,
@@ -426,6 +426,7 @@ def _rank_state(
         ring_path=reader.path,
         steps_lost=reader.steps_lost,
         gpu_steps_dropped=counters.gpu_steps_dropped,
+        end=RankEnd(closed_ring=bool(counters.state_flags & wire.STATE_CLOSED)) if status == "finished" else None,
     )
 
 

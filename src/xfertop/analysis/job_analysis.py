@@ -1,0 +1,104 @@
+"""One analysis per snapshot: every rank's window statistics, its GPU busy share and verdict, and each
+job's verdict, computed once and read by every face (rank rows, verdict lines, the detail screen,
+`--once --json`, the exporter, record files).
+
+Pure: snapshots in, an ``Analysis`` out. The one memory it has is the previous ``Analysis``, handed in
+by the caller: a job that ends keeps the verdict of its last live window (frozen, with the GPU
+utilisation seen then) instead of being judged again against what the GPU does now; and a rank whose
+steps are the very same tuple as last time (the jobs source hands it over unchanged while a ring has
+no new steps) keeps its statistics without recomputing them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from xfertop.analysis.rank_gpu import gpu_busy_share_by_pid
+from xfertop.analysis.steps import WindowStats, window_stats
+from xfertop.analysis.verdict import Verdict, job_verdict
+from xfertop.model.gpu import GpuState
+from xfertop.model.jobs import JobsState, JobState, RankState
+
+
+def rank_key(rank: RankState) -> str:
+    """What tells one rank from every other, across snapshots: its ring file."""
+    return rank.ring_path
+
+
+@dataclass(frozen=True)
+class RankAnalysis:
+    rank: RankState
+    #: ``window_stats`` of its recent steps; None while it warms up.
+    stats: WindowStats | None
+    #: NVML utilisation of its GPU as a fraction, only while it runs and is that GPU's only user.
+    gpu_busy_share: float | None
+
+
+@dataclass(frozen=True)
+class JobAnalysis:
+    job: JobState
+    ranks: tuple[RankAnalysis, ...]
+    verdict: Verdict
+    #: Some rank still runs (live or stalled).
+    live: bool
+    #: The verdict is the one of the job's last live window, kept since it ended.
+    frozen: bool
+    #: How it ended, one phrase per distinct end ("exited 0", "killed by SIGKILL"); () while live.
+    ended_how: tuple[str, ...] = ()
+    #: Some rank is known to have ended badly (non-zero exit, a signal, a ring never closed).
+    failed: bool = False
+
+    def rank(self, rank: RankState) -> RankAnalysis | None:
+        key = rank_key(rank)
+        return next((found for found in self.ranks if rank_key(found.rank) == key), None)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    jobs: tuple[JobAnalysis, ...] = ()
+
+    def job(self, job_key: str) -> JobAnalysis | None:
+        return next((found for found in self.jobs if found.job.job_key == job_key), None)
+
+    def rank(self, rank: RankState) -> RankAnalysis | None:
+        for job in self.jobs:
+            if job.job.job_key == rank.job_key and (found := job.rank(rank)) is not None:
+                return found
+        return None
+
+
+EMPTY = Analysis()
+
+
+def _rank_analysis(rank: RankState, busy: Mapping[int, float], previous: RankAnalysis | None) -> RankAnalysis:
+    if previous is not None and previous.rank.steps is rank.steps:
+        stats = previous.stats
+    else:
+        stats = window_stats(rank.steps)
+    return RankAnalysis(rank, stats, busy.get(rank.pid))
+
+
+def analyse_job(job: JobState, gpu: GpuState | None, previous: JobAnalysis | None = None) -> JobAnalysis:
+    busy = gpu_busy_share_by_pid(job.ranks, gpu)
+    ranks = tuple(
+        _rank_analysis(rank, busy, previous.rank(rank) if previous is not None else None) for rank in job.ranks
+    )
+    live = any(rank.status != "finished" for rank in job.ranks)
+    ends = [rank.end for rank in job.ranks if rank.end is not None]
+    ended_how = tuple(dict.fromkeys(end.describe() for end in ends))
+    failed = any(end.failed for end in ends)
+    if not live and previous is not None and (previous.live or previous.frozen):
+        # Ended since the last snapshot (or ended earlier and kept): the last live window's verdict.
+        return JobAnalysis(job, ranks, previous.verdict, live=False, frozen=True, ended_how=ended_how,
+                           failed=failed)
+    verdict = job_verdict(job.ranks, gpu_busy_share_by_pid=busy)
+    return JobAnalysis(job, ranks, verdict, live=live, frozen=False, ended_how=ended_how, failed=failed)
+
+
+def analyse(jobs: JobsState | None, gpu: GpuState | None, previous: Analysis | None = None) -> Analysis:
+    """The analysis of one snapshot; ``previous`` is the one of the snapshot before (or None)."""
+    if jobs is None:
+        return EMPTY
+    before = previous if previous is not None else EMPTY
+    return Analysis(tuple(analyse_job(job, gpu, before.job(job.job_key)) for job in jobs.jobs))

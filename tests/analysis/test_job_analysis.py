@@ -1,0 +1,74 @@
+"""One analysis per snapshot: frozen verdicts of ended jobs, how they ended, statistics reused."""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+
+from tests.analysis.window_fixtures import load_window
+from tests.ui.sample_states import gpu_state
+from xfertop.analysis.job_analysis import analyse
+from xfertop.model.jobs import JobsState, JobState, RankEnd, RankState
+
+
+def _jobs(*ranks: RankState) -> JobsState:
+    return JobsState(timestamp=0.0, jobs=(JobState(ranks[0].job_key, "train.py", ranks),), ring_dir="/tmp/x")
+
+
+def _sole_user_gpu(pid: int, util: float):
+    state = gpu_state(util=util)
+    first = state.gpus[0]
+    proc = dataclasses.replace(first.processes[0], pid=pid)
+    return dataclasses.replace(state, gpus=(dataclasses.replace(first, processes=(proc,)),))
+
+
+def _ended(rank: RankState, end: RankEnd) -> RankState:
+    return dataclasses.replace(rank, status="finished", end=end)
+
+
+def test_an_ended_job_keeps_the_verdict_of_its_last_live_window() -> None:
+    live = load_window("sync_bound").ranks[0]
+    busy_then = _sole_user_gpu(live.pid, util=20.0)
+    first = analyse(_jobs(live), busy_then)
+    assert first.jobs[0].verdict.kind == "sync-bound"
+    assert first.jobs[0].live and not first.jobs[0].frozen
+
+    # The job ends; the GPU is now busy with someone else's work at 99%: not this job's.
+    ended = _ended(live, RankEnd(closed_ring=True, exit_code=0))
+    other = gpu_state(util=99.0)
+    second = analyse(_jobs(ended), other, previous=first)
+    job = second.jobs[0]
+    assert (job.live, job.frozen, job.failed) == (False, True, False)
+    assert job.verdict == first.jobs[0].verdict
+    assert job.ended_how == ("exited 0",)
+    # And it stays frozen snapshot after snapshot.
+    third = analyse(_jobs(ended), other, previous=second)
+    assert third.jobs[0].frozen and third.jobs[0].verdict == first.jobs[0].verdict
+
+
+def test_a_job_seen_only_after_it_ended_is_judged_by_its_steps_without_nvml() -> None:
+    live = load_window("compute_bound_hidden_wait").ranks[0]
+    ended = _ended(live, RankEnd(closed_ring=False))
+    analysis = analyse(_jobs(ended), _sole_user_gpu(live.pid, util=0.0))
+    job = analysis.jobs[0]
+    assert job.verdict.kind == "compute-bound"  # not "sync-bound: busy 0%" from today's idle GPU
+    assert (job.frozen, job.failed, job.ended_how) == (False, True, ("ended without closing its ring",))
+    assert job.ranks[0].gpu_busy_share is None
+
+
+def test_how_a_rank_ended_is_said_in_words() -> None:
+    assert RankEnd(closed_ring=False, signal=int(signal.SIGKILL)).describe() == "killed by SIGKILL"
+    assert RankEnd(closed_ring=True, exit_code=3).describe() == "exited 3"
+    assert RankEnd(closed_ring=True).describe() == "ended"
+    assert RankEnd(closed_ring=True, exit_code=3).failed and not RankEnd(closed_ring=True).failed
+
+
+def test_a_rank_whose_steps_did_not_change_keeps_its_statistics() -> None:
+    live = load_window("input_bound_gpu").ranks[0]
+    first = analyse(_jobs(live), None)
+    again = analyse(_jobs(dataclasses.replace(live, heartbeat_age_s=0.5)), None, previous=first)
+    assert again.jobs[0].ranks[0].stats is first.jobs[0].ranks[0].stats
+    moved = dataclasses.replace(live, steps=live.steps[1:])
+    changed = analyse(_jobs(moved), None, previous=first)
+    assert changed.jobs[0].ranks[0].stats is not first.jobs[0].ranks[0].stats
+    assert again.rank(live) is again.jobs[0].ranks[0]
