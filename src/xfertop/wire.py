@@ -42,6 +42,7 @@ H_PINNED_BYTES, H_PINNED_ACTIVE_BYTES, H_WORKERS, H_GPU_DROPPED = 36, 37, 38, 39
 # Header state flags.
 STATE_DISABLED = 1
 STATE_CLOSED = 2
+STATE_COPY_TIMING = 4  # `xfertop run` times Tensor.to/.cuda: a step without copies really copied nothing
 
 # -- header strings: (byte offset, byte length); a 4-byte little-endian length, then UTF-8 ------------
 STRINGS: dict[str, tuple[int, int]] = {
@@ -65,6 +66,8 @@ F_GPU_PENDING = 4  # CUDA events recorded; the GPU fields will be patched in whe
 F_GPU_RESOLVED = 8
 F_GPU_DROPPED = 16  # too many steps pending: GPU timing given up for this one
 F_COPIED = 32  # a copy was made or marked this step
+F_EPOCH_START = 64  # the first step of an iteration over a loader; its data wait includes iter(loader)
+F_WORKERS_STARTED = 128  # ... and that iter() started the loader's worker processes (not persistent)
 
 
 def ring_bytes(capacity: int) -> int:

@@ -54,7 +54,11 @@ class AfterImport(importlib.abc.MetaPathFinder):
 
 
 def patch_dataloader(torch: Any) -> None:
+    import time
+
     from xfertop.reporter import wrap_iterator
+
+    now_ns = time.perf_counter_ns  # the step clock's clock
 
     data_loader = torch.utils.data.DataLoader
     original_iter = data_loader.__iter__
@@ -62,7 +66,8 @@ def patch_dataloader(torch: Any) -> None:
         return
 
     def __iter__(self: Any) -> Any:
-        return wrap_iterator(original_iter(self), self)
+        began = now_ns()  # worker start-up (every epoch, without persistent_workers) is the next step's wait
+        return wrap_iterator(original_iter(self), self, began)
 
     __iter__._xfertop_wrapped = True  # type: ignore[attr-defined]
     __iter__.__wrapped__ = original_iter  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from xfertop.reporter import note_tensor_copy
+from xfertop.reporter import copy_timing_installed, note_tensor_copy
 
 
 def install_copy_timing(torch: Any) -> None:
@@ -42,3 +42,4 @@ def install_copy_timing(torch: Any) -> None:
         wrapper.__doc__ = original.__doc__
     tensor.to = to
     tensor.cuda = cuda
+    copy_timing_installed()

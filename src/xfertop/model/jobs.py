@@ -34,8 +34,16 @@ class StepRecord:
     pinned: bool
     #: non_blocking=True was asked of a pageable source (silently synchronous).
     pageable_non_blocking: bool
-    #: When the step began (its next() call), CLOCK_MONOTONIC ns: one host's processes share this clock.
+    #: When the step began (its next() call; for an iteration's first step, its iter() call),
+    #: CLOCK_MONOTONIC ns: one host's processes share this clock.
     start_monotonic_ns: int = 0
+    #: A copy was made or marked this step.
+    copied: bool = False
+    #: The first step of an iteration over a loader (an epoch, a validation pass): its data wait
+    #: includes iter(loader) ...
+    epoch_start: bool = False
+    #: ... which started the loader's worker processes (num_workers > 0, persistent_workers=False).
+    workers_started: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,8 @@ class RankState:
     steps_lost: int = 0
     #: Steps whose GPU timing was given up (too many pending CUDA events).
     gpu_steps_dropped: int = 0
+    #: `xfertop run` timed every Tensor.to/.cuda: a step that shows no copy copied nothing.
+    copy_timing: bool = False
     #: How the process ended: None while it runs (status live or stalled).
     end: RankEnd | None = None
 

@@ -29,6 +29,8 @@ T = TypeVar("T")
 
 _clock: StepClock | None = None
 _in_forked_child = False
+#: `xfertop run` times every Tensor.to/.cuda (launch/copy_timing.py): copies are seen, not only marked.
+_copy_timing = False
 
 
 def _make_writer() -> RingWriter:
@@ -43,7 +45,17 @@ def _get_clock() -> StepClock | None:
         if _in_dataloader_worker():  # forked, spawned or forkserver: a worker never writes
             return None
         _clock = StepClock(_make_writer)
+        _clock.copy_timing = _copy_timing
     return _clock
+
+
+def copy_timing_installed() -> None:
+    """Called by `xfertop run`'s copy timing once Tensor.to/.cuda are timed: the ring then says that a
+    step without copies copied nothing (rather than that nobody looked)."""
+    global _copy_timing
+    _copy_timing = True
+    if _clock is not None:
+        _clock.copy_timing = True
 
 
 def _in_dataloader_worker() -> bool:
@@ -108,9 +120,14 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 class WatchedIterator(Iterator[T]):
     """Wraps a loader's iterator: each ``next()`` closes the previous step and times the data wait."""
 
-    def __init__(self, iterator: Iterator[T], clock: StepClock | None) -> None:
+    def __init__(self, iterator: Iterator[T], clock: StepClock | None, workers: int | None = None,
+                 iter_began_ns: int = 0, first_flags: int = 0) -> None:
         self._iterator = iterator
         self._clock = clock
+        self._workers = workers
+        self._iter_began_ns = iter_began_ns  # 0 once the first next() has used it
+        self._first_flags = first_flags | wire.F_EPOCH_START
+        self._steps = 0
 
     def __iter__(self) -> WatchedIterator[T]:
         return self
@@ -120,12 +137,18 @@ class WatchedIterator(Iterator[T]):
         if clock is None or clock.disabled:
             return next(self._iterator)
         try:
-            clock.before_next()
+            if self._steps:
+                clock.before_next()
+            else:
+                clock.before_next(self._iter_began_ns, self._first_flags)
         except Exception as exc:  # the clock guards itself; this is the second line of defence
             clock.fail(exc)
         batch = next(self._iterator)  # StopIteration ends the loop; the last step is already closed
         try:
             clock.after_next(batch)
+            self._steps += 1
+            if self._steps > clock.longest_iteration:
+                clock.count_iteration_step(self._steps, self._workers)
         except Exception as exc:
             clock.fail(exc)
         return batch
@@ -151,7 +174,8 @@ class Watched(Iterable[T]):
         self._loader = loader
 
     def __iter__(self) -> Iterator[T]:
-        return wrap_iterator(iter(self._loader), self._loader)
+        began = _now_ns()
+        return wrap_iterator(iter(self._loader), self._loader, began)
 
     def __len__(self) -> int:
         return len(self._loader)  # type: ignore[arg-type]
@@ -167,19 +191,27 @@ class Watched(Iterable[T]):
         return getattr(self._loader, name)
 
 
-def wrap_iterator(iterator: Iterator[T], loader: object = None) -> Iterator[T]:
-    """The iterator with a step clock around it (once: an already watched iterator is returned as is)."""
+def wrap_iterator(iterator: Iterator[T], loader: object = None, iter_began_ns: int = 0) -> Iterator[T]:
+    """The iterator with a step clock around it (once: an already watched iterator is returned as is).
+
+    ``iter_began_ns``: when ``iter(loader)`` was called (``_now_ns``), so that the time it took (worker
+    start-up, every epoch for non-persistent workers) counts as the first step's data wait."""
     if isinstance(iterator, WatchedIterator):
         return iterator
     clock = _get_clock()
+    workers: int | None = None
+    flags = 0
     if clock is not None and not clock.disabled:
         try:
-            workers = getattr(loader, "num_workers", None)
+            found = getattr(loader, "num_workers", None)
+            workers = found if isinstance(found, int) else None
+            if workers and not getattr(loader, "persistent_workers", False):
+                flags = wire.F_WORKERS_STARTED
         except Exception:  # a loader's own __getattr__ may raise anything: not ours to pass on
             workers = None
-        if isinstance(workers, int):
-            clock.dataloader_workers = workers
-    return WatchedIterator(iterator, clock)
+        if workers is not None and clock.dataloader_workers is None:
+            clock.dataloader_workers = workers  # until a longer iteration names the training loader's
+    return WatchedIterator(iterator, clock, workers, iter_began_ns, flags)
 
 
 def watch(loader: Iterable[T]) -> Watched[T]:

@@ -60,6 +60,11 @@ class StepClock:
         self.gpu: GpuTimer | None = None
         self.device = ""
         self.dataloader_workers: int | None = None
+        #: Steps of the longest single iteration over a loader so far: the loader that feeds training
+        #: (a validation pass or Lightning's sanity check is shorter) gives the workers count.
+        self.longest_iteration = 0
+        self.copy_timing = False  # set by `xfertop run`'s copy timing before the first step
+        self._next_flags = 0  # flags for the step about to open (epoch start)
         self._open = False
         self._start_ns = 0
         self._wait_ns = 0
@@ -106,7 +111,7 @@ class StepClock:
             if self.writer is not None:
                 self.writer.set_word(wire.H_ERRORS, self.errors)
                 if self.disabled:
-                    self.writer.set_word(wire.H_STATE_FLAGS, wire.STATE_DISABLED)
+                    self._set_state_flag(wire.STATE_DISABLED)
         except Exception:  # the ring itself may be what broke
             self.disabled = self.errors >= MAX_ERRORS
 
@@ -118,18 +123,41 @@ class StepClock:
             self.disabled = True
             self.last_error = str(exc)
             print(f"xfertop: {exc}; the step clock is off for this process.", file=sys.stderr)
+            return
+        if self.copy_timing:
+            self._set_state_flag(wire.STATE_COPY_TIMING)
+
+    def _set_state_flag(self, flag: int) -> None:
+        writer = self.writer
+        if writer is not None:
+            writer.set_word(wire.H_STATE_FLAGS, writer.words[wire.H_STATE_FLAGS] | flag)
+
+    def count_iteration_step(self, steps: int, workers: int | None) -> None:
+        """An iteration over a loader reached ``steps`` steps: the longest one so far names the workers."""
+        if steps > self.longest_iteration:
+            self.longest_iteration = steps
+            if workers is not None and workers != self.dataloader_workers:
+                self.dataloader_workers = workers
 
     # -- loader boundaries --------------------------------------------------------------------------------
-    def before_next(self) -> None:
+    def before_next(self, iter_began_ns: int = 0, flags: int = 0) -> None:
+        """At next(loader). ``iter_began_ns``: for an iteration's first next(), when iter(loader) was
+        called: worker start-up is data wait of the epoch's first step, not compute of the step before."""
         now = _now_ns()
         try:
             if not self.started:
                 self._start()
                 if self.disabled:
                     return
+            boundary = now
+            # iter() inside the open step (after its batch arrived): the boundary moves back to it. An
+            # iterator made long before its first next() (or before the open step began) does not.
+            if iter_began_ns and (not self._open or iter_began_ns >= self._start_ns + self._wait_ns):
+                boundary = min(iter_began_ns, now)
             if self._open:
-                self._close(now)
-            self._wait_began_ns = now
+                self._close(boundary)
+            self._wait_began_ns = boundary
+            self._next_flags = flags
         except Exception as exc:
             self.fail(exc)
 
@@ -210,7 +238,8 @@ class StepClock:
         self._wait_ns = wait_ns
         self._copy_cpu_ns = 0
         self._h2d_bytes = 0
-        self._flags = 0
+        self._flags = self._next_flags
+        self._next_flags = 0
         self._any_pageable = False
         self._copied = None
         self._last_copy_end_ns = 0
@@ -280,7 +309,8 @@ class StepClock:
             flags |= wire.F_GPU_PENDING
             self.gpu_timed_steps += 1
             gpu.add(PendingStep(step, self._prev_end, ready, self._copied, end,
-                                one_stream=epoch == self._epoch_at_prev_end, end_shared=time_next))
+                                one_stream=epoch == self._epoch_at_prev_end, end_shared=time_next,
+                                idle_cap_ns=now - self._start_ns if flags & wire.F_EPOCH_START else -1))
         self._last_end = end if time_next else None
         self._epoch_at_prev_end = epoch
         writer.write_step(step, self._start_ns, now - self._start_ns, self._wait_ns, self._copy_cpu_ns,

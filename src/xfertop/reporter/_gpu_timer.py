@@ -31,6 +31,10 @@ class PendingStep:
     one_stream: bool = False
     #: ``end`` is also the next step's ``prev_end``: released when that step resolves, not this one.
     end_shared: bool = True
+    #: An iteration's first step: its wall time (host clock), which its idle gap cannot exceed. The step
+    #: starts at iter(loader), while its ``prev_end`` is the last step of the iteration before: the time
+    #: between the two (validation, checkpointing) is no step's, and no step's idle gap. -1: no cap.
+    idle_cap_ns: int = -1
 
 
 class GpuTimer:
@@ -144,6 +148,8 @@ class GpuTimer:
                 idle_ns = int(prev_end.elapsed_time(ready) * 1_000_000)
                 if idle_ns < 0:
                     idle_ns = 0
+                elif 0 <= oldest.idle_cap_ns < idle_ns:
+                    idle_ns = oldest.idle_cap_ns
             on_resolved(oldest.step, copy_ns, compute_ns if compute_ns > 0 else 0, idle_ns)
             # prev_end was the end of an earlier step, resolved or never timed: no one needs it any more.
             pool = self._pool

@@ -423,6 +423,7 @@ def _rank_state(
         dataloader_workers=counters.dataloader_workers,
         reporter_errors=counters.errors,
         reporter_disabled=bool(counters.state_flags & wire.STATE_DISABLED),
+        copy_timing=bool(counters.state_flags & wire.STATE_COPY_TIMING),
         ring_path=reader.path,
         steps_lost=reader.steps_lost,
         gpu_steps_dropped=counters.gpu_steps_dropped,

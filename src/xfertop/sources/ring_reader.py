@@ -80,6 +80,9 @@ def to_step_record(body: list[int]) -> StepRecord:
         bool(flags & wire.F_PINNED),
         bool(flags & wire.F_PAGEABLE_NON_BLOCKING),
         body[wire.R_START_NS],
+        bool(flags & wire.F_COPIED),
+        bool(flags & wire.F_EPOCH_START),
+        bool(flags & wire.F_WORKERS_STARTED),
     )
 
 
