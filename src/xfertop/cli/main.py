@@ -13,7 +13,7 @@ import sys
 from typing import NoReturn
 
 from xfertop import startup_trace
-from xfertop.cli import attach, bench, demo, run
+from xfertop.cli import attach, bench, demo, export, run
 from xfertop.cli.viewer import ViewerError
 from xfertop.sources.gpu import PCIE_CHOICES
 
@@ -43,8 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how PCIe throughput is measured: auto (default) uses GPM on Hopper or newer "
                              "GPUs, else the byte counters; counters polls the byte counters on every GPU "
                              "(~22 reads/s at Gen5 x16: more CPU)")
+    parser.add_argument("--prometheus", metavar="URL", default=None,
+                        help="show the jobs of every node Prometheus scrapes (`xfertop export` on each), "
+                             "read from Prometheus at URL, e.g. http://localhost:9090; GPU panes stay local")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for module in (demo, run, bench, attach):
+    for module in (demo, run, bench, attach, export):
         module.register(subparsers)
     return parser
 
@@ -57,11 +60,11 @@ def _viewer(args: argparse.Namespace) -> int:
     if args.once:
         from xfertop.cli.once import run_once
 
-        return run_once(as_json=args.json, pcie=args.pcie)
+        return run_once(as_json=args.json, pcie=args.pcie, prometheus_url=args.prometheus)
     interval_s = check_interval(args.interval)
     require_terminal()
     startup_trace.mark("cli: viewer imported, terminal checked")
-    sources = build_sources(interval_s, pcie=args.pcie)
+    sources = build_sources(interval_s, pcie=args.pcie, prometheus_url=args.prometheus)
     startup_trace.mark("cli: sources built (nothing started)")
     return run_tui(sources, interval_s)
 
