@@ -6,18 +6,23 @@ import json
 import time
 
 from xfertop.analysis.rank_gpu import watched_processes
-from xfertop.cli.viewer import interesting_pids
+from xfertop.cli.viewer import interesting_pids, prometheus_jobs_url
 from xfertop.export.json_snapshot import snapshot_dict
+from xfertop.model.jobs import JobsState
 from xfertop.sources.base import PollingSource
 from xfertop.sources.gpu import GpuSource
 from xfertop.sources.host import HostSource
 from xfertop.sources.jobs import JobsSource
 from xfertop.sources.nvml_api import NvmlApi
+from xfertop.sources.prometheus_jobs import PrometheusJobsSource
 from xfertop.sources.topology import TopologySource
 
 
-def once_snapshot(ring_dir: str | None = None, pcie: str = "auto") -> dict:
-    gpu, host, jobs = GpuSource(pcie=pcie), HostSource(), JobsSource(ring_dir=ring_dir)
+def once_snapshot(ring_dir: str | None = None, pcie: str = "auto", prometheus_url: str | None = None) -> dict:
+    gpu, host = GpuSource(pcie=pcie), HostSource()
+    jobs: PollingSource[JobsState] = JobsSource(ring_dir=ring_dir)
+    if prometheus_url:
+        jobs = PrometheusJobsSource(prometheus_jobs_url(prometheus_url))
     topology = TopologySource(nvml=NvmlApi(), start_nvml=True)
     sources: tuple[PollingSource, ...] = (gpu, host, jobs, topology)
     try:
@@ -26,7 +31,7 @@ def once_snapshot(ring_dir: str | None = None, pcie: str = "auto") -> dict:
         gpu_state = gpu.sample_once()
         host.watch_pids(interesting_pids(gpu, jobs))
         host_state = host.sample_once()
-        topology.watch(watched_processes(gpu_state, jobs_state))
+        topology.watch(watched_processes(gpu_state, None if prometheus_url else jobs_state))
         topology_state = topology.sample_once()
     finally:
         for source in sources:
@@ -35,8 +40,8 @@ def once_snapshot(ring_dir: str | None = None, pcie: str = "auto") -> dict:
     return snapshot_dict(gpu_state, host_state, jobs_state, timestamp=time.time(), topology=topology_state)
 
 
-def run_once(as_json: bool, pcie: str = "auto") -> int:
-    document = once_snapshot(pcie=pcie)
+def run_once(as_json: bool, pcie: str = "auto", prometheus_url: str | None = None) -> int:
+    document = once_snapshot(pcie=pcie, prometheus_url=prometheus_url)
     if as_json:
         print(json.dumps(document, indent=2))  # print, not sys.stdout.write: stdout may be closed (None)
         return 0

@@ -1,0 +1,394 @@
+"""The exporter's metric families, built at each scrape from the sources' latest snapshots.
+
+A ``prometheus_client`` custom collector: nothing is sampled here. Counters come from ``TotalsState``
+(fed by the sources' listeners); gauges and state sets from the latest GPU, host and jobs snapshots and
+their analysis (kept from one scrape to the next, so an ended job keeps its last live verdict).
+docs/exporter.md lists every family and its labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import get_args
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    InfoMetricFamily,
+    StateSetMetricFamily,
+)
+from prometheus_client.registry import Collector
+
+from xfertop.analysis.job_analysis import Analysis, RankAnalysis, analyse
+from xfertop.analysis.pcie_link import link_bytes_per_s
+from xfertop.analysis.rank_gpu import rank_gpu
+from xfertop.analysis.verdict import VerdictKind, judge, warming_up
+from xfertop.export.prometheus_totals import RankTotals, TotalsState
+from xfertop.model.gpu import GpuSnapshot, GpuState
+from xfertop.model.host import HostState, ProcessStats
+from xfertop.model.jobs import JobsState, RankState, RankStatus
+from xfertop.sources.gpu_facts import THROTTLE_WORDS
+
+GPU_LABELS = ("host", "gpu", "uuid", "name")
+RANK_LABELS = ("host", "job_name", "job_id", "rank", "local_rank", "pid", "gpu_uuid")
+JOB_LABELS = ("host", "job_name", "job_id")
+VERDICT_KINDS: tuple[str, ...] = get_args(VerdictKind)
+RANK_STATUSES: tuple[str, ...] = get_args(RankStatus)
+THROTTLE_REASONS = tuple(THROTTLE_WORDS.values())
+
+#: (metric name without _total, help, RankTotals field, scale to base units)
+RANK_COUNTERS: tuple[tuple[str, str, str], ...] = (
+    (
+        "xfertop_rank_steps",
+        "Training steps since the ring was created, those overwritten unread included",
+        "steps",
+    ),
+    (
+        "xfertop_rank_steps_unseen",
+        "Steps overwritten in the ring before they were read: counted in "
+        "xfertop_rank_steps, absent from every seconds and bytes counter",
+        "steps_unseen",
+    ),
+    ("xfertop_rank_samples", "Samples (batch size summed over steps)", "samples"),
+    ("xfertop_rank_step_seconds", "Wall time of the steps (CPU clock, next() to next())", "step_seconds"),
+    ("xfertop_rank_data_wait_seconds", "Time blocked in next(loader) (CPU clock)", "data_wait_seconds"),
+    (
+        "xfertop_rank_copy_cpu_seconds",
+        "Host time inside the host-to-device copy calls (CPU clock)",
+        "copy_cpu_seconds",
+    ),
+    ("xfertop_rank_h2d_bytes", "Bytes copied host to device", "h2d_bytes"),
+    ("xfertop_rank_copying_steps", "Steps that copied bytes host to device", "copying_steps"),
+    ("xfertop_rank_pinned_steps", "Copying steps whose every source was pinned memory", "pinned_steps"),
+    (
+        "xfertop_rank_pageable_non_blocking_steps",
+        "Copying steps that asked non_blocking of pageable memory (silently synchronous)",
+        "pageable_non_blocking_steps",
+    ),
+    (
+        "xfertop_rank_gpu_timed_steps",
+        "Steps timed on the GPU clock (CUDA events; sampled on short steps)",
+        "gpu_timed_steps",
+    ),
+    (
+        "xfertop_rank_gpu_timed_step_seconds",
+        "Wall time of the GPU-timed steps: the denominator of the GPU-clock shares",
+        "gpu_timed_step_seconds",
+    ),
+    (
+        "xfertop_rank_copy_gpu_seconds",
+        "GPU clock: batch ready to copied, over the GPU-timed steps",
+        "copy_gpu_seconds",
+    ),
+    (
+        "xfertop_rank_compute_gpu_seconds",
+        "GPU clock: copied to step end, over the GPU-timed steps",
+        "compute_gpu_seconds",
+    ),
+    (
+        "xfertop_rank_gpu_idle_seconds",
+        "GPU clock: previous step end to this batch ready (the wait the GPU felt), over the GPU-timed steps",
+        "gpu_idle_seconds",
+    ),
+)
+
+
+def _label(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def _gauge(name: str, help_text: str, labels: Iterable[str], unit: str = "") -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, help_text, labels=list(labels), unit=unit)
+
+
+class XfertopCollector(Collector):
+    """Metric families of one node. ``latest``: a callable returning (gpu, host, jobs) snapshots."""
+
+    def __init__(
+        self,
+        latest: Callable[[], tuple[GpuState | None, HostState | None, JobsState | None]],
+        totals: TotalsState,
+        host_label: str,
+    ) -> None:
+        self._latest = latest
+        self._totals = totals
+        self._host_label = host_label
+        self._previous: Analysis | None = None
+        #: Called after the families of a scrape are built (the exporter saves its state there).
+        self.after_collect: Callable[[], None] | None = None
+
+    def collect(self) -> Iterator:
+        gpu, host, jobs = self._latest()
+        analysis = analyse(jobs, gpu, self._previous)
+        self._previous = analysis
+        families = [
+            *self._gpu_families(gpu),
+            *self._host_families(host),
+            *self._rank_families(analysis, gpu, host),
+        ]
+        if self.after_collect is not None:
+            self.after_collect()
+        yield from families
+
+    # -- GPUs -----------------------------------------------------------------------------------------
+    def _gpu_families(self, state: GpuState | None) -> list:
+        gpus = [gpu for gpu in (state.gpus if state else ()) if gpu.lost_reason is None]
+        gauges = {
+            "util": _gauge(
+                "xfertop_gpu_utilization_ratio", "GPU utilisation (NVML), 0 to 1", GPU_LABELS, "ratio"
+            ),
+            "mem_util": _gauge(
+                "xfertop_gpu_memory_utilization_ratio",
+                "Memory controller utilisation (NVML), 0 to 1",
+                GPU_LABELS,
+                "ratio",
+            ),
+            "mem_used": _gauge("xfertop_gpu_memory_used_bytes", "GPU memory used", GPU_LABELS, "bytes"),
+            "mem_total": _gauge("xfertop_gpu_memory_total_bytes", "GPU memory in total", GPU_LABELS, "bytes"),
+            "gen": _gauge("xfertop_gpu_pcie_link_generation", "PCIe link generation now", GPU_LABELS),
+            "gen_max": _gauge(
+                "xfertop_gpu_pcie_link_generation_max",
+                "Highest PCIe generation of the GPU and its slot",
+                GPU_LABELS,
+            ),
+            "width": _gauge("xfertop_gpu_pcie_link_width", "PCIe link width (lanes) now", GPU_LABELS),
+            "width_max": _gauge(
+                "xfertop_gpu_pcie_link_width_max", "Widest PCIe link of the GPU and its slot", GPU_LABELS
+            ),
+            "capacity": _gauge(
+                "xfertop_gpu_pcie_link_capacity_bytes_per_second",
+                "What the PCIe link carries per direction at its generation and width now",
+                GPU_LABELS,
+            ),
+            "capacity_max": _gauge(
+                "xfertop_gpu_pcie_link_max_capacity_bytes_per_second",
+                "What the PCIe link carries per direction at its best",
+                GPU_LABELS,
+            ),
+            "power": _gauge("xfertop_gpu_power_watts", "Power draw", GPU_LABELS, "watts"),
+            "power_limit": _gauge(
+                "xfertop_gpu_power_limit_watts", "Enforced power limit", GPU_LABELS, "watts"
+            ),
+            "temperature": _gauge(
+                "xfertop_gpu_temperature_celsius", "GPU temperature", GPU_LABELS, "celsius"
+            ),
+            "sm_clock": _gauge("xfertop_gpu_sm_clock_hertz", "SM clock", GPU_LABELS, "hertz"),
+            "mem_clock": _gauge("xfertop_gpu_memory_clock_hertz", "Memory clock", GPU_LABELS, "hertz"),
+        }
+        rx = CounterMetricFamily(
+            "xfertop_gpu_pcie_rx_bytes",
+            "PCIe bytes host to device (RX), full "
+            "coverage (byte counters or GPM), protocol overhead included",
+            labels=GPU_LABELS,
+            unit="bytes",
+        )
+        tx = CounterMetricFamily(
+            "xfertop_gpu_pcie_tx_bytes",
+            "PCIe bytes device to host (TX), full "
+            "coverage (byte counters or GPM), protocol overhead included",
+            labels=GPU_LABELS,
+            unit="bytes",
+        )
+        replay = CounterMetricFamily(
+            "xfertop_gpu_pcie_replay_errors",
+            "PCIe replays since the exporter started watching the GPU",
+            labels=GPU_LABELS,
+        )
+        correctable = CounterMetricFamily(
+            "xfertop_gpu_pcie_correctable_errors",
+            "PCIe correctable errors since the exporter started watching the GPU",
+            labels=GPU_LABELS,
+        )
+        throttle = StateSetMetricFamily(
+            "xfertop_gpu_throttle_reason", "Active clock throttle reasons", labels=GPU_LABELS
+        )
+        info = InfoMetricFamily(
+            "xfertop_gpu", "The GPU's bus id and how its PCIe throughput is measured", labels=GPU_LABELS
+        )
+        for gpu in gpus:
+            labels = [self._host_label, str(gpu.index), gpu.uuid, gpu.name]
+            self._gpu_gauges(gauges, labels, gpu)
+            pcie = self._totals.pcie.get(gpu.uuid)
+            if pcie is not None and gpu.pcie.method in ("counter", "gpm"):
+                rx.add_metric(labels, pcie.rx_bytes, created=pcie.counting_since_unix_s)
+                tx.add_metric(labels, pcie.tx_bytes, created=pcie.counting_since_unix_s)
+            if gpu.errors.replay_delta is not None:
+                replay.add_metric(labels, gpu.errors.replay_delta)
+            if gpu.errors.correctable_delta is not None:
+                correctable.add_metric(labels, gpu.errors.correctable_delta)
+            active = set(gpu.throttle_reasons)
+            states = {reason: reason in active for reason in (*THROTTLE_REASONS, *sorted(active))}
+            throttle.add_metric(labels, states)
+            info.add_metric(labels, {"bus_id": gpu.bus_id, "pcie_method": gpu.pcie.method})
+        return [*gauges.values(), rx, tx, replay, correctable, throttle, info]
+
+    @staticmethod
+    def _gpu_gauges(gauges: dict[str, GaugeMetricFamily], labels: list[str], gpu: GpuSnapshot) -> None:
+        link = gpu.link
+        values: dict[str, float | None] = {
+            "util": None if gpu.util_gpu_percent is None else gpu.util_gpu_percent / 100,
+            "mem_util": None if gpu.util_mem_percent is None else gpu.util_mem_percent / 100,
+            "mem_used": gpu.mem_used_bytes,
+            "mem_total": gpu.mem_total_bytes,
+            "gen": link.gen_current,
+            "gen_max": link.gen_max,
+            "width": link.width_current,
+            "width_max": link.width_max,
+            "capacity": link_bytes_per_s(link.gen_current, link.width_current),
+            "capacity_max": link_bytes_per_s(link.gen_max, link.width_max),
+            "power": gpu.power_w,
+            "power_limit": gpu.power_limit_w,
+            "temperature": gpu.temperature_c,
+            "sm_clock": None if gpu.sm_clock_mhz is None else gpu.sm_clock_mhz * 1e6,
+            "mem_clock": None if gpu.mem_clock_mhz is None else gpu.mem_clock_mhz * 1e6,
+        }
+        for key, value in values.items():
+            if value is not None:
+                gauges[key].add_metric(labels, value)
+
+    # -- host -------------------------------------------------------------------------------------------
+    def _host_families(self, host: HostState | None) -> list:
+        if host is None or host.error is not None:
+            return []
+        labels = ["host"]
+        value = [self._host_label]
+        cpu = _gauge(
+            "xfertop_host_cpu_utilization_ratio",
+            "Host CPU utilisation over all cores, 0 to 1",
+            labels,
+            "ratio",
+        )
+        cpu.add_metric(value, host.cpu_percent / 100)
+        cores = _gauge("xfertop_host_cpu_cores", "CPU cores the host has", labels)
+        cores.add_metric(value, len(host.cpu_per_core_percent))
+        load = _gauge("xfertop_host_load1", "1-minute load average", labels)
+        load.add_metric(value, host.load_avg[0])
+        families = [cpu, cores, load]
+        for name, help_text, figure in (
+            ("xfertop_host_memory_total_bytes", "Host memory in total", host.mem_total_bytes),
+            ("xfertop_host_memory_used_bytes", "Host memory used", host.mem_used_bytes),
+            ("xfertop_host_memory_available_bytes", "Host memory available", host.mem_available_bytes),
+            ("xfertop_host_swap_total_bytes", "Swap in total", host.swap_total_bytes),
+            ("xfertop_host_swap_used_bytes", "Swap used", host.swap_used_bytes),
+        ):
+            family = _gauge(name, help_text, labels, "bytes")
+            family.add_metric(value, figure)
+            families.append(family)
+        return families
+
+    # -- ranks and jobs -----------------------------------------------------------------------------------
+    def _rank_families(self, analysis: Analysis, gpu: GpuState | None, host: HostState | None) -> list:
+        counters = {
+            field: CounterMetricFamily(name, help_text, labels=RANK_LABELS)
+            for name, help_text, field in RANK_COUNTERS
+        }
+        pinned = _gauge(
+            "xfertop_rank_pinned_host_bytes",
+            "Pinned host memory the rank's torch holds (torch.cuda.host_memory_stats)",
+            RANK_LABELS,
+            "bytes",
+        )
+        workers = _gauge("xfertop_rank_dataloader_workers", "DataLoader worker processes", RANK_LABELS)
+        heartbeat = _gauge(
+            "xfertop_rank_heartbeat_age_seconds",
+            "Seconds since the reporter last wrote",
+            RANK_LABELS,
+            "seconds",
+        )
+        process_cpu = _gauge(
+            "xfertop_rank_process_cpu_cores",
+            "CPU of the rank's own process, in cores (1.5: one and a half cores busy)",
+            RANK_LABELS,
+        )
+        workers_cpu = _gauge(
+            "xfertop_rank_workers_cpu_cores",
+            "CPU of the rank's child processes (DataLoader workers), in cores",
+            RANK_LABELS,
+        )
+        status = StateSetMetricFamily(
+            "xfertop_rank_status", "live, stalled (heartbeat quiet) or finished", labels=RANK_LABELS
+        )
+        verdict = StateSetMetricFamily(
+            "xfertop_rank_verdict", "The rank's verdict on its recent steps", labels=RANK_LABELS
+        )
+        info = InfoMetricFamily("xfertop_rank", "The rank's device and world size", labels=RANK_LABELS)
+        job_verdict = StateSetMetricFamily(
+            "xfertop_job_verdict",
+            "The verdict on this node's ranks of the job (frozen at the last live window once it ended)",
+            labels=JOB_LABELS,
+        )
+        processes = {process.pid: process for process in (host.processes if host else ())}
+        gpus = gpu.gpus if gpu else ()
+        for job in analysis.jobs:
+            exported = 0
+            for analysed in job.ranks:
+                rank = analysed.rank
+                totals = self._totals.rank_totals(rank.ring_path)
+                if totals is None or not rank.device:
+                    continue  # no ring identity yet, or the device is still unknown (the gpu_uuid label)
+                if totals.gpu_uuid is None:
+                    found = rank_gpu(rank, gpus)
+                    totals.gpu_uuid = found.uuid if found is not None else ""
+                labels = self._rank_labels(job.job.name, rank, totals)
+                exported += 1
+                for field, family in counters.items():
+                    family.add_metric(labels, getattr(totals, field), created=totals.counting_since_unix_s)
+                if rank.pinned_host_bytes is not None:
+                    pinned.add_metric(labels, rank.pinned_host_bytes)
+                if rank.dataloader_workers is not None:
+                    workers.add_metric(labels, rank.dataloader_workers)
+                heartbeat.add_metric(labels, rank.heartbeat_age_s)
+                self._process_cpu(processes.get(rank.pid), labels, process_cpu, workers_cpu)
+                status.add_metric(labels, {state: state == rank.status for state in RANK_STATUSES})
+                kind = _rank_verdict_kind(analysed)
+                verdict.add_metric(labels, {state: state == kind for state in VERDICT_KINDS})
+                info.add_metric(labels, {"device": rank.device, "world_size": _label(rank.world_size)})
+            if exported:
+                job_verdict.add_metric(
+                    [self._host_label, job.job.name, job.job.job_key],
+                    {state: state == job.verdict.kind for state in VERDICT_KINDS},
+                )
+        return [
+            *counters.values(),
+            pinned,
+            workers,
+            heartbeat,
+            process_cpu,
+            workers_cpu,
+            status,
+            verdict,
+            info,
+            job_verdict,
+        ]
+
+    def _rank_labels(self, job_name: str, rank: RankState, totals: RankTotals) -> list[str]:
+        return [
+            self._host_label,
+            job_name,
+            rank.job_key,
+            _label(rank.rank),
+            _label(rank.local_rank),
+            str(rank.pid),
+            totals.gpu_uuid or "",
+        ]
+
+    @staticmethod
+    def _process_cpu(
+        process: ProcessStats | None, labels: list[str], own: GaugeMetricFamily, children: GaugeMetricFamily
+    ) -> None:
+        if process is None or process.cpu_percent is None:
+            return
+        own.add_metric(labels, process.cpu_percent / 100)
+        child_percents = [child.cpu_percent for child in process.children if child.cpu_percent is not None]
+        children.add_metric(labels, sum(child_percents) / 100)
+
+
+def _rank_verdict_kind(analysed: RankAnalysis) -> str:
+    """The rank judged alone (a straggler is a job's verdict, named on the job)."""
+    if analysed.stats is None:
+        return warming_up(0).kind
+    return judge(
+        analysed.stats,
+        dataloader_workers=analysed.rank.dataloader_workers,
+        gpu_busy_share=analysed.gpu_busy_share,
+    ).kind

@@ -1,0 +1,271 @@
+"""Training jobs of every node Prometheus scrapes, read through its HTTP API (`xfertop --prometheus URL`).
+
+Publishes the very ``JobsState`` the local jobs source does, so the analysis and the UI run unchanged.
+The exporters (`xfertop export`) publish per-rank counters; this source reads their raw samples over the
+last ``window_s`` (one range-vector query: each pair of consecutive scrapes is an exact interval, no
+extrapolation) and turns each interval into step records holding that interval's per-step means: the
+window statistics, shares and verdicts then come out as they would locally, though p50/p95 are spreads
+of interval means, not of single steps.
+
+Ranks group into jobs across hosts by the ``job_id`` label: a torchelastic run id or a MASTER_ADDR:PORT
+names one job on every node; a parent pid or a pid (``ppid:``/``pid:`` keys) names one only on its own
+host, so those keys get ``@host`` appended.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from xfertop.model.jobs import JobsState, JobState, RankEnd, RankState, RankStatus, StepRecord
+from xfertop.sources.base import PollingSource
+
+RANK_KEY_LABELS = ("host", "job_id", "pid", "rank")
+COUNTERS_QUERY = '{{__name__=~"xfertop_rank_.+_total"}}[{window}s]'
+GAUGES_QUERY = (
+    '{__name__=~"xfertop_rank_(info|status|pinned_host_bytes|dataloader_workers|heartbeat_age_seconds)"}'
+)
+#: Step records made from one scrape interval at most (each holds the interval's per-step means).
+RECORDS_PER_INTERVAL = 64
+CLUSTER_WIDE_KEYS = ("run:", "master:")
+RANK_STATUSES: tuple[RankStatus, ...] = ("live", "stalled", "finished")
+
+Fetch = Callable[[str, float], bytes]
+
+
+class PrometheusError(Exception):
+    """Prometheus could not be asked, or refused the query; the message is a sentence."""
+
+
+def _fetch(url: str, timeout_s: float) -> bytes:
+    with urllib.request.urlopen(url, timeout=timeout_s) as response:
+        return response.read()
+
+
+def check_url(url: str) -> str:
+    """The base URL without a trailing slash; ValueError (a sentence) for one that is not http(s)."""
+    parsed = urllib.parse.urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ValueError(
+            f"--prometheus wants Prometheus's base URL, e.g. http://localhost:9090 (got {url!r})"
+        )
+    return url.rstrip("/")
+
+
+@dataclass(frozen=True)
+class _Series:
+    labels: dict[str, str]
+    samples: list[tuple[float, float]]
+
+
+def job_key_of(job_id: str, host: str) -> str:
+    """The job's key across nodes: node-local keys (a parent pid, a pid) get their host appended."""
+    return job_id if job_id.startswith(CLUSTER_WIDE_KEYS) else f"{job_id}@{host}"
+
+
+class PrometheusJobsSource(PollingSource[JobsState]):
+    """Reads the xfertop_rank_* series of every exporter Prometheus scrapes, every ``interval_s``."""
+
+    name = "prometheus-jobs"
+
+    def __init__(
+        self,
+        url: str,
+        interval_s: float = 2.0,
+        window_s: float = 60.0,
+        timeout_s: float = 5.0,
+        fetch: Fetch = _fetch,
+    ) -> None:
+        super().__init__(interval_s)
+        self.url = check_url(url)
+        self.window_s = window_s
+        self.timeout_s = timeout_s
+        self._fetch = fetch
+
+    def sample(self) -> JobsState:
+        now = time.time()
+        try:
+            counters = self._query(COUNTERS_QUERY.format(window=int(self.window_s)), now)
+            gauges = self._query(GAUGES_QUERY, now)
+        except PrometheusError as exc:
+            return JobsState(now, (), self.url, error=str(exc))
+        return JobsState(now, _jobs(counters, gauges), self.url)
+
+    def _query(self, query: str, at: float) -> list[_Series]:
+        address = f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": query, "time": f"{at:.3f}"})
+        try:
+            body = self._fetch(address, self.timeout_s)
+        except urllib.error.HTTPError as exc:
+            raise PrometheusError(
+                f"Prometheus at {self.url} refused the query: {_api_error(exc.read())}"
+            ) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", None) or exc
+            raise PrometheusError(f"cannot reach Prometheus at {self.url}: {reason}") from None
+        try:
+            document = json.loads(body)
+            data = document["data"]
+            result = data["result"]
+        except (ValueError, KeyError, TypeError):
+            raise PrometheusError(f"{self.url} did not answer like Prometheus's HTTP API") from None
+        if data.get("resultType") == "matrix":
+            return [
+                _Series(item["metric"], [(float(t), float(v)) for t, v in item["values"]]) for item in result
+            ]
+        return [
+            _Series(item["metric"], [(float(item["value"][0]), float(item["value"][1]))]) for item in result
+        ]
+
+
+def _api_error(body: bytes) -> str:
+    try:
+        return str(json.loads(body)["error"])
+    except (ValueError, KeyError, TypeError):
+        return body[:200].decode("utf-8", "replace")
+
+
+def _rank_key(labels: dict[str, str]) -> tuple[str, ...]:
+    return tuple(labels.get(name, "") for name in RANK_KEY_LABELS)
+
+
+def _optional_int(text: str | None) -> int | None:
+    try:
+        return int(text) if text else None
+    except ValueError:
+        return None
+
+
+def _jobs(counters: list[_Series], gauges: list[_Series]) -> tuple[JobState, ...]:
+    by_rank: dict[tuple[str, ...], dict[str, _Series]] = {}
+    for series in counters:
+        name = series.labels.get("__name__", "")
+        by_rank.setdefault(_rank_key(series.labels), {})[name] = series
+    facts: dict[tuple[str, ...], dict[str, Any]] = {}
+    for series in gauges:
+        _note_gauge(facts.setdefault(_rank_key(series.labels), {}), series)
+    ranks = [_rank_state(series, facts.get(key, {})) for key, series in by_rank.items()]
+    by_job: dict[str, list[RankState]] = {}
+    names: dict[str, str] = {}
+    for rank, job_name in (found for found in ranks if found is not None):
+        by_job.setdefault(rank.job_key, []).append(rank)
+        names.setdefault(rank.job_key, job_name)
+    jobs = []
+    for key in sorted(by_job):
+        members = sorted(by_job[key], key=lambda r: (r.rank is None, r.rank or 0, r.host, r.pid))
+        jobs.append(JobState(job_key=key, name=names[key], ranks=tuple(members)))
+    return tuple(jobs)
+
+
+def _note_gauge(facts: dict[str, Any], series: _Series) -> None:
+    labels, value = series.labels, series.samples[-1][1]
+    name = labels.get("__name__", "")
+    if name == "xfertop_rank_status" and value == 1:
+        facts["status"] = labels.get("xfertop_rank_status")
+    elif name == "xfertop_rank_info":
+        facts["device"] = labels.get("device", "")
+        facts["world_size"] = _optional_int(labels.get("world_size"))
+    elif name == "xfertop_rank_pinned_host_bytes":
+        facts["pinned"] = int(value)
+    elif name == "xfertop_rank_dataloader_workers":
+        facts["workers"] = int(value)
+    elif name == "xfertop_rank_heartbeat_age_seconds":
+        facts["heartbeat"] = value
+
+
+def _rank_state(series: dict[str, _Series], facts: dict[str, Any]) -> tuple[RankState, str] | None:
+    steps_series = series.get("xfertop_rank_steps_total")
+    if steps_series is None:
+        return None
+    labels = steps_series.labels
+    host, job_id, job_name = labels.get("host", ""), labels.get("job_id", ""), labels.get("job_name", "?")
+    pid = _optional_int(labels.get("pid")) or 0
+    status: RankStatus = facts.get("status") if facts.get("status") in RANK_STATUSES else "live"  # type: ignore[assignment]
+    unseen = series.get("xfertop_rank_steps_unseen_total")
+    rank = RankState(
+        pid=pid,
+        host=host,
+        rank=_optional_int(labels.get("rank")),
+        local_rank=_optional_int(labels.get("local_rank")),
+        world_size=facts.get("world_size"),
+        job_key=job_key_of(job_id, host),
+        device=facts.get("device", ""),
+        argv=tuple(job_name.split(" ")),
+        status=status,
+        heartbeat_age_s=facts.get("heartbeat", 0.0),
+        steps=step_records(series),
+        pinned_host_bytes=facts.get("pinned"),
+        dataloader_workers=facts.get("workers"),
+        reporter_errors=0,
+        reporter_disabled=False,
+        ring_path=f"prometheus:{host}/{job_id}/pid{pid}/rank{labels.get('rank', '')}",
+        steps_lost=int(unseen.samples[-1][1]) if unseen is not None and unseen.samples else 0,
+        end=RankEnd(closed_ring=True) if status == "finished" else None,
+    )
+    return rank, job_name
+
+
+def _increase(values: dict[float, float] | None, start: float, end: float) -> float:
+    """A counter's increase from its sample at ``start`` to the one at ``end`` (after a reset: from 0)."""
+    if values is None:
+        return 0.0
+    before, after = values.get(start), values.get(end)
+    if before is None or after is None:
+        return 0.0
+    return after - before if after >= before else after
+
+
+def step_records(series: dict[str, _Series]) -> tuple[StepRecord, ...]:
+    """Step records from consecutive scrapes of one rank's counters, oldest first (see the module doc)."""
+    samples = series["xfertop_rank_steps_total"].samples
+    values = {name: dict(found.samples) for name, found in series.items()}
+    records: list[StepRecord] = []
+    for (start, _), (end, steps_after) in itertools.pairwise(samples):
+
+        def delta(name: str, start: float = start, end: float = end) -> float:
+            return _increase(values.get(f"xfertop_rank_{name}_total"), start, end)
+
+        counted = delta("steps") - delta("steps_unseen")
+        if counted < 1:
+            continue
+        records.extend(_interval_records(delta, int(counted), int(steps_after) - 1))
+    return tuple(records)
+
+
+def _interval_records(delta: Callable[[str], float], counted: int, last_step: int) -> list[StepRecord]:
+    wall_ms = delta("step_seconds") * 1000 / counted
+    timed_wall_s = delta("gpu_timed_step_seconds")
+    gpu_timed = delta("gpu_timed_steps") > 0 and timed_wall_s > 0
+
+    def gpu_ms(name: str) -> float | None:
+        # The GPU clock's share of the timed steps, applied to the interval's mean step.
+        return delta(name) / timed_wall_s * wall_ms if gpu_timed else None
+
+    copying = delta("copying_steps")
+    pinned_share = delta("pinned_steps") / copying if copying > 0 else 0.0
+    non_blocking_share = delta("pageable_non_blocking_steps") / copying if copying > 0 else 0.0
+    count = min(counted, RECORDS_PER_INTERVAL)
+    records = []
+    for index in range(count):
+        records.append(
+            StepRecord(
+                step=last_step - round((count - 1 - index) * counted / count),
+                wall_ms=wall_ms,
+                data_wait_ms=delta("data_wait_seconds") * 1000 / counted,
+                copy_cpu_ms=delta("copy_cpu_seconds") * 1000 / counted,
+                copy_gpu_ms=gpu_ms("copy_gpu_seconds"),
+                compute_gpu_ms=gpu_ms("compute_gpu_seconds"),
+                gpu_idle_ms=gpu_ms("gpu_idle_seconds"),
+                h2d_bytes=round(delta("h2d_bytes") / counted),
+                samples=round(delta("samples") / counted),
+                pinned=index < round(count * pinned_share),
+                pageable_non_blocking=index < round(count * non_blocking_share),
+            )
+        )
+    return records
