@@ -15,7 +15,7 @@ import functools
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from xfertop.procfs import split_stat
@@ -38,6 +38,9 @@ H_RANK, H_LOCAL_RANK, H_WORLD_SIZE = 11, 12, 13
 # Mutable words, each written alone by the reporter (one aligned store each).
 H_HEARTBEAT_NS, H_WRITE_INDEX, H_ERRORS, H_STATE_FLAGS = 32, 33, 34, 35
 H_PINNED_BYTES, H_PINNED_ACTIVE_BYTES, H_WORKERS, H_GPU_DROPPED = 36, 37, 38, 39
+#: Written by `xfertop run` (not by the reporter) once the command it started has ended: how it ended,
+#: ``encode_launch_exit``; 0 (the zeroed header of every ring, old ones included) = nothing recorded.
+H_LAUNCH_EXIT = 40
 
 # Header state flags.
 STATE_DISABLED = 1
@@ -51,7 +54,12 @@ STRINGS: dict[str, tuple[int, int]] = {
     "master": (768, 128),
     "device": (896, 64),
     "argv": (1024, 2048),  # NUL-separated arguments
+    "launch_token": (3072, 64),  # $XFERTOP_LAUNCH_TOKEN: which `xfertop run` started this process
 }
+
+#: The environment variable through which `xfertop run` names itself to every process of its command.
+LAUNCH_TOKEN_ENV = "XFERTOP_LAUNCH_TOKEN"
+_LAUNCH_EXITED, _LAUNCH_SIGNALLED = 1, 2
 
 # -- step record: int64 word offsets inside a slot -----------------------------------------------
 R_SEQ, R_STEP, R_START_NS, R_WALL_NS, R_DATA_WAIT_NS, R_COPY_CPU_NS = 0, 1, 2, 3, 4, 5
@@ -95,6 +103,26 @@ class RingIdentity:
     master: str
     device: str
     argv: tuple[str, ...]
+    #: The token of the `xfertop run` that started this process ("" for none): the launcher finds the
+    #: rings of its command by it, to record how the command ended (H_LAUNCH_EXIT).
+    launch_token: str = field(default="", kw_only=True)
+
+
+def encode_launch_exit(exit_code: int | None, signal_number: int | None) -> int:
+    """One header word for how the command of `xfertop run` ended: an exit status or a signal."""
+    if signal_number is not None:
+        return (_LAUNCH_SIGNALLED << 32) | (signal_number & 0xFFFF_FFFF)
+    return (_LAUNCH_EXITED << 32) | ((exit_code or 0) & 0xFFFF_FFFF)
+
+
+def decode_launch_exit(word: int) -> tuple[int | None, int | None]:
+    """(exit code, signal) from H_LAUNCH_EXIT; (None, None) when nothing (or nothing known) is recorded."""
+    kind, value = word >> 32, word & 0xFFFF_FFFF
+    if kind == _LAUNCH_EXITED:
+        return value, None
+    if kind == _LAUNCH_SIGNALLED:
+        return None, value
+    return None, None
 
 
 def _put_string(buf: Any, name: str, text: str) -> None:
@@ -129,6 +157,7 @@ def write_header(buf: Any, words: memoryview, identity: RingIdentity, capacity: 
     _put_string(buf, "master", identity.master)
     _put_string(buf, "device", identity.device)
     _put_string(buf, "argv", encode_argv(identity.argv))
+    _put_string(buf, "launch_token", identity.launch_token)
     buf[0:8] = MAGIC
 
 
@@ -212,6 +241,7 @@ def read_header(buf: Any, words: memoryview, file_bytes: int) -> RingHeader:
         master=read_string(buf, "master"),
         device=read_string(buf, "device"),
         argv=tuple(argv_text.split("\x00")) if argv_text else (),
+        launch_token=read_string(buf, "launch_token"),
     )
 
 

@@ -1,4 +1,5 @@
-"""`xfertop run [--no-copy-timing] -- CMD ...`: start a training command instrumented, no code change."""
+"""`xfertop run [--no-copy-timing] [--no-summary] -- CMD ...`: start a training command instrumented, no
+code change."""
 
 from __future__ import annotations
 
@@ -16,6 +17,10 @@ def register(subparsers: Any) -> None:
                         help="time Tensor.to/.cuda calls inside steps, so host-to-device copies are measured "
                              "(on by default; a Python wrapper on every .to() call, a few us each: "
                              "--no-copy-timing turns it off)")
+    parser.add_argument("--summary", action=argparse.BooleanOptionalAction, default=True,
+                        help="when the job ends, print where its time went, its verdicts over time and the "
+                             "advice on stderr, after the job's own output, and keep it as JSON (on by "
+                             "default: --no-summary turns it off)")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ...",
                         help="the training command, e.g. -- python train.py --epochs 3")
     parser.set_defaults(run=run)
@@ -24,7 +29,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from xfertop.launch.run import run_command
 
-    return run_command(list(args.command), copy_timing=args.copy_timing)
+    return run_command(list(args.command), copy_timing=args.copy_timing, summary=args.summary)
 
 
 def main(argv: list[str] | None = None) -> int:

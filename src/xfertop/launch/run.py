@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping
 from types import FrameType
 
 import xfertop
+from xfertop import wire
+from xfertop.launch.exit_record import new_launch_token, record_exit, wait_without_reaping
 from xfertop.sources.ring_reader import remove_ended_rings
 
 BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
@@ -38,7 +40,7 @@ PR_SET_PDEATHSIG = 1
 EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE, EXIT_USAGE = 127, 126, 2
 
 
-def child_environment(base: Mapping[str, str], copy_timing: bool) -> dict[str, str]:
+def child_environment(base: Mapping[str, str], copy_timing: bool, launch_token: str = "") -> dict[str, str]:
     env = dict(base)
     existing = env.get("PYTHONPATH", "")
     env["PYTHONPATH"] = BOOTSTRAP_DIR + (os.pathsep + existing if existing else "")
@@ -48,6 +50,8 @@ def child_environment(base: Mapping[str, str], copy_timing: bool) -> dict[str, s
         env["XFERTOP_COPY_TIMING"] = "1"
     else:
         env.pop("XFERTOP_COPY_TIMING", None)
+    if launch_token:
+        env[wire.LAUNCH_TOKEN_ENV] = launch_token
     return env
 
 
@@ -95,13 +99,22 @@ def _die_with_the_launcher() -> Callable[[], None] | None:
     return in_child
 
 
-def run_command(command: list[str], copy_timing: bool = True) -> int:
+def _wait_and_record(child: subprocess.Popen[bytes], token: str) -> int:
+    """Wait for the command, record how it ended in its rings (see exit_record), then reap it."""
+    status = wait_without_reaping(child.pid)
+    if status is not None:
+        record_exit(token, child.pid, status)
+    return child.wait()
+
+
+def run_command(command: list[str], copy_timing: bool = True, summary: bool = False) -> int:
     if command and command[0] == "--":
         command = command[1:]
     if not command:
         print("xfertop run: no command given: `xfertop run -- python train.py ARGS`", file=sys.stderr)
         return EXIT_USAGE
     started: list[subprocess.Popen[bytes]] = []
+    token = new_launch_token()
     early: list[int] = []  # signals that came before the child existed: sent to it once it does
 
     def forward(signum: int, _frame: FrameType | None) -> None:
@@ -121,7 +134,7 @@ def run_command(command: list[str], copy_timing: bool = True) -> int:
             # close_fds=False: descriptors handed to us (`3>log`) reach the job as they would without
             # xfertop; our own are non-inheritable (PEP 446) and stay ours. restore_signals (the default)
             # puts SIGPIPE and SIGXFSZ back to their defaults.
-            started.append(subprocess.Popen(command, env=child_environment(os.environ, copy_timing),
+            started.append(subprocess.Popen(command, env=child_environment(os.environ, copy_timing, token),
                                             close_fds=False,
                                             preexec_fn=_die_with_the_launcher()))
             for signum in early:
@@ -137,7 +150,7 @@ def run_command(command: list[str], copy_timing: bool = True) -> int:
         except PermissionError:
             print(f"xfertop run: {command[0]}: permission denied", file=sys.stderr)
             return EXIT_NOT_EXECUTABLE
-        status = started[0].wait()
+        status = _wait_and_record(started[0], token)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

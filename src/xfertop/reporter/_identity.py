@@ -1,4 +1,5 @@
-"""Who this process is: pid, start time, host, DDP rank identity and argv, for the ring header."""
+"""Who this process is: pid, start time, host, DDP rank identity, argv and the `xfertop run` that started
+it (its launch token), for the ring header."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import socket
 import sys
 import time
 
-from xfertop.wire import RingIdentity, process_start_ticks
+from xfertop.wire import LAUNCH_TOKEN_ENV, RingIdentity, process_start_ticks
 
 
 def _env_int(environ: dict[str, str], name: str) -> int | None:
@@ -40,4 +41,5 @@ def current_identity(device: str = "", environ: dict[str, str] | None = None) ->
         master=master,
         device=device,
         argv=tuple([sys.executable, *sys.argv]) if sys.argv and sys.argv[0] else (sys.executable,),
+        launch_token=env.get(LAUNCH_TOKEN_ENV, ""),
     )

@@ -56,6 +56,10 @@ _OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
 #: after that mtime: a change within the same timestamp tick (coarse, or whole seconds on some
 #: filesystems) leaves the mtime as it was.
 LISTING_SETTLED_NS = 3_000_000_000
+#: How long the ring of an ended writer started by `xfertop run` (a launch token in its header) is read on
+#: for the exit status its launcher records: that is written once the launcher's own child has ended,
+#: which for torchrun's ranks (grandchildren of the launcher) comes after their own end.
+LAUNCH_EXIT_GRACE_S = 10.0
 
 
 def job_key(header: wire.RingHeader) -> str:
@@ -110,6 +114,17 @@ class _Ring:
         self.pidfd = -1
         self.stall_version = -1
         self.typical_step_s = 0.0
+        #: When (the source's clock) this source found the writer gone, whether or not it saw it run.
+        self.found_dead_at_s = 0.0
+
+    def awaits_launch_exit(self, now_s: float) -> bool:
+        """Ended, started by `xfertop run`, and its launcher has not recorded how the command ended yet:
+        the header is read on for LAUNCH_EXIT_GRACE_S."""
+        return (
+            bool(self.reader.header.launch_token)
+            and self.reader.counters().launch_exit == 0
+            and now_s - self.found_dead_at_s < LAUNCH_EXIT_GRACE_S
+        )
 
 
 class JobsSource(PollingSource[JobsState]):
@@ -125,6 +140,7 @@ class JobsSource(PollingSource[JobsState]):
         stall_after_s: float = 5.0,
         finished_grace_s: float = ENDED_GRACE_S,
         monotonic: Callable[[], float] = time.monotonic,
+        launch_token: str | None = None,
     ) -> None:
         super().__init__(interval_s)
         #: Where this viewer's own environment puts rings (JobsState.ring_dir) ...
@@ -135,6 +151,8 @@ class JobsSource(PollingSource[JobsState]):
         self.stall_after_s = stall_after_s
         self.finished_grace_s = finished_grace_s
         self._monotonic = monotonic
+        #: Show only the rings of the `xfertop run` with this token (its end-of-run summary); None: all.
+        self.launch_token = launch_token
         self._uid = os.getuid()
         self._rings: dict[str, _Ring] = {}
         #: Ended rings beyond MAX_ENDED_RINGS, not read again while the same file is there: path -> inode.
@@ -248,13 +266,16 @@ class JobsSource(PollingSource[JobsState]):
         if ring is None:
             return None
         reader = ring.reader
+        if self.launch_token is not None and reader.header.launch_token != self.launch_token:
+            return None
         if not ring.frozen:
             # Asked before the poll: a writer found gone has written all it ever will, and this poll reads it.
             was_dead = ring.dead
             if not self._alive(ring) and not was_dead and not self._keep_ended(path, ring):
                 return None
             reader.poll()
-            if ring.dead and (reader.caught_up() or reader.damage):
+            done = reader.caught_up() or reader.damage
+            if ring.dead and done and not ring.awaits_launch_exit(self._monotonic()):
                 ring.frozen = True
                 reader.release()
         if reader.damage:
@@ -288,6 +309,7 @@ class JobsSource(PollingSource[JobsState]):
 
     def _note_end(self, ring: _Ring) -> None:
         now_s = self._monotonic()
+        ring.found_dead_at_s = now_s
         if ring.seen_alive:
             ring.died_at_s = now_s
             ring.ended_ns = time.monotonic_ns()
@@ -427,8 +449,13 @@ def _rank_state(
         ring_path=reader.path,
         steps_lost=reader.steps_lost,
         gpu_steps_dropped=counters.gpu_steps_dropped,
-        end=RankEnd(closed_ring=bool(counters.state_flags & wire.STATE_CLOSED)) if status == "finished" else None,
+        end=_rank_end(counters) if status == "finished" else None,
     )
+
+
+def _rank_end(counters: RingCounters) -> RankEnd:
+    exit_code, signal_number = wire.decode_launch_exit(counters.launch_exit)
+    return RankEnd(bool(counters.state_flags & wire.STATE_CLOSED), exit_code, signal_number)
 
 
 def _group(ranks: list[RankState]) -> tuple[JobState, ...]:

@@ -52,6 +52,8 @@ class RingCounters:
     pinned_bytes: int | None
     dataloader_workers: int | None
     gpu_steps_dropped: int
+    #: How the command of `xfertop run` ended, as its launcher recorded it (wire.decode_launch_exit).
+    launch_exit: int = 0
 
 
 def _ms(value_ns: int) -> float | None:
@@ -188,6 +190,7 @@ class RingReader:
             pinned_bytes=None if pinned < 0 else pinned,
             dataloader_workers=None if workers < 0 else workers,
             gpu_steps_dropped=words[wire.H_GPU_DROPPED],
+            launch_exit=words[wire.H_LAUNCH_EXIT],
         )
         return self._counters
 
