@@ -488,3 +488,26 @@ def test_a_proc_record_longer_than_one_read_is_read_whole(tmp_path: Path) -> Non
     assert host._read_whole_record(str(long)) == long.read_bytes()
     status = host._read_whole_record(f"/proc/{os.getpid()}/status")
     assert status.startswith(b"Name:") and b"\nThreads:\t" in status and status.endswith(b"\n")
+
+
+def test_a_worker_confined_to_one_core_shows_its_allowed_cpus() -> None:
+    code = ("import os, subprocess, sys\n"
+            "worker = subprocess.Popen([sys.executable, '-c', "
+            "'import os, sys; os.sched_setaffinity(0, {0}); print(1, flush=True); sys.stdin.read()'], "
+            "stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)\n"
+            "worker.stdout.readline(); print('ready', flush=True); sys.stdin.read(); worker.stdin.close(); "
+            "worker.wait()\n")
+    process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True)
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        source = HostSource()
+        source.watch_pids([process.pid])
+        stats = _watched(source.sample_once(), process.pid)
+        assert stats.cpus_allowed == tuple(sorted(os.sched_getaffinity(0)))
+        (worker,) = stats.children
+        assert worker.cpus_allowed == (0,)
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=30)

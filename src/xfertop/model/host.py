@@ -45,6 +45,9 @@ class ProcessStats:
     cuda_host_alloc_bytes: int | None = None
     #: Seconds between the read of cuda_host_alloc_bytes and this sample; None when that figure is None.
     cuda_host_alloc_age_s: float | None = None
+    #: CPUs the scheduler may run it on (Cpus_allowed_list of /proc/<pid>/status: its affinity, within
+    #: its cpuset); None where status could not be read.
+    cpus_allowed: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)

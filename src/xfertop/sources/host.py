@@ -47,8 +47,10 @@ from xfertop.sources.proc_memory import (
     cuda_host_alloc_bytes,
     maps_has_pathname,
     parse_status,
+    parse_status_value,
 )
 from xfertop.sources.proc_placement import MAX_THREADS_FOR_CHILDREN, ChildFinder, read_proc_file
+from xfertop.sources.sysfs_pci import parse_cpulist
 
 #: Depth and breadth bounds on the worker tree, so a fork bomb cannot stall the sampler.
 MAX_CHILD_DEPTH = 4
@@ -352,7 +354,9 @@ class HostSource(PollingSource[HostState]):
         rss_pages = statm.split()[1:2] if statm is not None else []
         if threads_match is not None and rss_pages and rss_pages[0].isdigit():
             rss, threads = int(rss_pages[0]) * _PAGE_SIZE, int(threads_match.group(1))
-        memory = parse_status(status.decode("utf-8", "replace")) if status is not None else None
+        status_text = status.decode("utf-8", "replace") if status is not None else None
+        memory = parse_status(status_text) if status_text is not None else None
+        allowed = parse_cpulist(parse_status_value(status_text, "Cpus_allowed_list")) if status_text else ()
         cpu_percent = self._cpu_percent(key, stat.cpu_s, now)
         children: list[int] = []
         if depth < MAX_CHILD_DEPTH and not _is_other_thread(status, pid):
@@ -373,6 +377,7 @@ class HostSource(PollingSource[HostState]):
             pinned_vm_bytes=memory.pinned_vm_bytes if memory else None,
             shmem_rss_bytes=memory.shmem_rss_bytes if memory else None,
             ppid=stat.ppid,
+            cpus_allowed=allowed or None,
         )
 
     def _children(self, key: _Key, threads: int | None, directory: str, finder: ChildFinder) -> list[int]:
