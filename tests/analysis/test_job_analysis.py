@@ -7,6 +7,7 @@ import signal
 
 from tests.analysis.window_fixtures import load_window
 from tests.ui.sample_states import gpu_state
+
 from xfertop.analysis.job_analysis import analyse
 from xfertop.model.jobs import JobsState, JobState, RankEnd, RankState
 
@@ -30,7 +31,7 @@ def test_an_ended_job_keeps_the_verdict_of_its_last_live_window() -> None:
     live = load_window("sync_bound").ranks[0]
     busy_then = _sole_user_gpu(live.pid, util=20.0)
     first = analyse(_jobs(live), busy_then)
-    assert first.jobs[0].verdict.kind == "sync-bound"
+    assert first.jobs[0].verdict.kind == "host-bound"
     assert first.jobs[0].live and not first.jobs[0].frozen
 
     # The job ends; the GPU is now busy with someone else's work at 99%: not this job's.

@@ -32,13 +32,14 @@ def test_each_recorded_window_gets_its_verdict(name: str) -> None:
     verdict = verdict_of(fixture)
     assert (verdict.kind, verdict.severity) == (fixture.expected_kind, fixture.expected_severity), \
         verdict.headline
-    assert verdict.headline.startswith(f"{verdict.kind}: ")
+    assert verdict.headline.startswith(f"{verdict.kind}: ") or verdict.headline.startswith(
+        f"{verdict.kind} (early, ")
     assert "\n" not in verdict.headline
 
 
 def test_a_window_of_every_kind_is_on_file() -> None:
     kinds = {load_window(name).expected_kind for name in window_names()}
-    assert kinds >= {"input-bound", "copy-bound", "compute-bound", "sync-bound", "straggler", "healthy",
+    assert kinds >= {"input-bound", "copy-bound", "compute-bound", "host-bound", "straggler", "healthy",
                      "warming-up"}
 
 
@@ -129,7 +130,7 @@ def test_sync_bound_needs_a_busy_share_the_step_clock_cannot_see() -> None:
     outside busy measure (NVML utilisation) reveals them."""
     fixture = load_window("sync_bound")
     steps = fixture.ranks[0].steps
-    assert rank_verdict(steps, gpu_busy_share=0.45).kind == "sync-bound"
+    assert rank_verdict(steps, gpu_busy_share=0.45).kind == "host-bound"
     assert "item()" in advice_text(rank_verdict(steps, gpu_busy_share=0.45))
     assert rank_verdict(steps, gpu_busy_share=0.65).severity == "warn"
     assert rank_verdict(steps).kind == "compute-bound"
@@ -140,13 +141,13 @@ def test_a_job_is_sync_bound_when_its_ranks_gpus_are_busy_only_half_the_time() -
     ranks = [replace(rank, rank=r, pid=rank.pid + r) for r in range(2)]
     assert job_verdict(ranks).kind == "compute-bound"
     verdict = job_verdict(ranks, gpu_busy_share_by_pid={rank.pid: 0.45, rank.pid + 1: 0.5})
-    assert verdict.kind == "sync-bound" and verdict.evidence["gpu_busy_share"] == 0.475
+    assert verdict.kind == "host-bound" and verdict.evidence["gpu_busy_share"] == 0.475
 
 
 def test_a_gpu_timeline_that_does_not_cover_the_step_is_sync_bound() -> None:
     steps = [StepRecord(i, 100.0, 1.0, 0.1, 0.5, 40.0, 1.0, 1 << 20, 32, True, False) for i in range(40)]
     verdict = rank_verdict(steps)
-    assert verdict.kind == "sync-bound" and verdict.severity == "critical"
+    assert verdict.kind == "host-bound" and verdict.severity == "critical"
 
 
 # -- thresholds -----------------------------------------------------------------------------------------
@@ -169,8 +170,17 @@ def test_input_bound_thresholds(idle_share: float, kind: str, severity: str) -> 
 
 def test_warming_up_counts_steps_past_warm_up() -> None:
     verdict = verdict_of(load_window("warming_up"))
-    assert verdict.headline == "warming-up: 9 of the 20 steps a verdict needs"
+    assert verdict.headline == "warming-up: 3 of the 5 steps a first verdict needs"
     assert verdict.advice == ()
+
+
+def test_a_first_verdict_comes_early_and_says_so() -> None:
+    steps = load_window("compute_bound_hidden_wait").ranks[0].steps
+    early = rank_verdict(steps[:9])  # 9 steps (of a run long past warm-up): fewer than a full window's 20
+    assert early.kind == "compute-bound" and early.evidence["early"] is True
+    assert early.headline.startswith("compute-bound (early, 9 steps): ")
+    full = rank_verdict(steps)
+    assert full.evidence["early"] is False and "early" not in full.headline
 
 
 # -- jobs -----------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Sync-bound needs NVML: a real ring whose GPU timeline tiles the step (as CUDA events do) reads as
-compute-bound from the step clock alone, and as sync-bound once NVML says its GPU is busy 40%."""
+compute-bound from the step clock alone, and as host-bound once NVML says its GPU is busy 40%."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_export_judges_the_ring_with_nvml_utilisation(tmp_path: Path) -> None:
     [job] = jobs_state.jobs
     assert job_dict(job)["verdict"]["kind"] == "compute-bound"  # the step clock alone cannot see it
     verdict = snapshot_dict(gpu_state, None, jobs_state, timestamp=0.0)["jobs"]["items"][0]["verdict"]
-    assert verdict["kind"] == "sync-bound" and verdict["severity"] == "critical"
+    assert verdict["kind"] == "host-bound" and verdict["severity"] == "critical"
     assert verdict["evidence"]["gpu_busy_share"] == 0.4
 
 
@@ -73,6 +73,6 @@ async def test_the_jobs_pane_says_sync_bound(tmp_path: Path) -> None:
                                   and bool(app.view.jobs.jobs))
             await pilot.pause()
             verdicts = str(app.query_one("#verdicts").render())
-            assert "sync-bound: the GPU is busy only 40%" in verdicts
+            assert "host-bound: the GPU is busy only 40%" in verdicts
     finally:
         writer.close()

@@ -7,12 +7,18 @@ pageable ones on an H200; non_blocking from pageable memory is synchronous).
 
 from __future__ import annotations
 
+from xfertop.analysis.evidence import Context, MemoryEvidence, WorkersEvidence
+from xfertop.analysis.placement import cpu_ranges
 from xfertop.analysis.steps import WindowStats
 from xfertop.analysis.thresholds import (
     BURSTY_P95_OVER_P50,
+    H2D_SEEN_OF_RX_MIN,
+    INPUT_WARN_SHARE,
     PCIE_IRRELEVANT_COPY_SHARE,
     PINNED_MIN_STEP_FRACTION,
+    RX_CROSS_CHECK_MIN_BYTES_PER_S,
     SPIKE_MIN_WAIT_FRACTION,
+    WORKER_START_WAIT_SHARE,
 )
 
 
@@ -43,43 +49,97 @@ def asks_non_blocking_from_pageable(stats: WindowStats) -> bool:
     return fraction is not None and fraction > 0
 
 
-def do_not_tune_pcie(stats: WindowStats) -> list[str]:
-    if stats.copy_share >= PCIE_IRRELEVANT_COPY_SHARE:
+def do_not_tune_pcie(stats: WindowStats, context: Context | None = None) -> list[str]:
+    """Only where there is a link (a GPU job) and copies were measured: a 0% nobody measured is no fact."""
+    context = context or Context()
+    if not context.on_gpu or stats.copy_share >= PCIE_IRRELEVANT_COPY_SHARE:
         return []
-    return [f"Do not tune PCIe: host-to-device copies are only {pct(stats.copy_share)} of each step."]
+    if not context.copies_measured:
+        return cross_check_advice(stats, context)
+    return [f"Do not tune PCIe: host-to-device copies are only {pct(stats.copy_share)} of each step.",
+            *cross_check_advice(stats, context)]
 
 
-def _more_workers(dataloader_workers: int | None) -> str:
+def cross_check_advice(stats: WindowStats, context: Context) -> list[str]:
+    """The step clock's host-to-device bytes against what the rank's GPU received (its only user)."""
+    rx = context.gpu_rx_bytes_per_s
+    if rx is None or rx < RX_CROSS_CHECK_MIN_BYTES_PER_S or stats.h2d_bytes_per_s >= H2D_SEEN_OF_RX_MIN * rx:
+        return []
+    seen = stats.h2d_bytes_per_s / 1e9
+    return [f"The GPU's link receives {rx / 1e9:.1f} GB/s but the step clock saw copies of only "
+            f"{seen:.1f} GB/s: copies made where it does not look (a framework's own copy, another "
+            "stream) are not in the copy share; `xfertop run` times Tensor.to/.cuda."]
+
+
+def _more_workers(dataloader_workers: int | None, workers: WorkersEvidence | None) -> str:
+    cores = ""
+    if workers is not None:
+        busy = workers.allowed_cores_busy_percent
+        cores = f" ({len(workers.allowed_cpus)} cores allowed" + \
+            (f", {busy:.0f}% busy)" if busy is not None else ")")
     if dataloader_workers is not None:
-        return (f"Raise num_workers above {dataloader_workers} until samples/s stops improving; past the "
-                "core count or the storage's limit more workers make it worse.")
+        return (f"Raise num_workers above {dataloader_workers}{cores} until samples/s stops improving; past "
+                "the core count or the storage's limit more workers make it worse.")
     return ("Raise num_workers (start at 2-4 per GPU) until samples/s stops improving, and keep decoding "
             "out of the main process.")
 
 
-def input_bound_advice(stats: WindowStats, dataloader_workers: int | None) -> list[str]:
+def _workers_cannot_help(workers: WorkersEvidence, dataloader_workers: int | None) -> list[str]:
+    """More workers cannot help: their cores are fewer than they are, or busy already."""
+    count = dataloader_workers or workers.count
+    cpus = cpu_ranges(list(workers.allowed_cpus))
+    if count > len(workers.allowed_cpus):
+        return [f"The {count} DataLoader workers may run on only {len(workers.allowed_cpus)} "
+                f"core{'s' if len(workers.allowed_cpus) != 1 else ''} (CPU affinity {cpus}): more workers "
+                "cannot help. Give them more cores: widen the affinity (taskset, numactl, a worker_init_fn "
+                "that pins them, the job's cpuset), then size num_workers to the cores."]
+    busy = workers.allowed_cores_busy_percent or 0.0
+    return [f"The cores the workers may use ({cpus}) are {busy:.0f}% busy: more workers cannot help. "
+            "Make each sample cheaper (decode at a smaller size, move augmentation onto the GPU after the "
+            "copy) or give the job more cores."]
+
+
+def input_bound_advice(stats: WindowStats, dataloader_workers: int | None,
+                       context: Context | None = None) -> list[str]:
+    context = context or Context()
     advice: list[str] = []
     spikes = has_spikes(stats)
-    if spikes:
+    restarts = restarts_workers(stats)
+    if restarts:
+        advice.append(f"{pct(stats.worker_start_wait_share)} of the wait falls in the first step of each "
+                      f"epoch ({stats.worker_start_steps} of {stats.steps} steps), where the DataLoader "
+                      "starts its workers again: set persistent_workers=True.")
+    elif spikes:
         advice.append(f"A few steps hold most of the wait (longest {stats.data_wait_max_ms:.0f} ms, median "
                       f"{stats.data_wait.p50_ms:.0f} ms): if they fall at epoch starts, set "
                       "persistent_workers=True so the workers are not restarted every epoch.")
+    steady_wait = stats.input_share * (1 - stats.worker_start_wait_share) if restarts else stats.input_share
+    workers = context.workers
+    cannot_help = workers is not None and (
+        (dataloader_workers or workers.count) > len(workers.allowed_cpus) or workers.saturated)
     if dataloader_workers == 0:
         advice.append("num_workers=0: every batch is loaded and decoded inside the training loop. "
                       "Set num_workers to 2-4 per GPU and raise it until samples/s stops improving.")
         advice.append("Move decoding and augmentation off the main process: into DataLoader workers, "
                       "or onto the GPU after the copy.")
-    elif not spikes:
+    elif workers is not None and cannot_help:
+        advice += _workers_cannot_help(workers, dataloader_workers)
+    elif not spikes and steady_wait >= INPUT_WARN_SHARE:
         # Only steady waits call for more workers: between spikes the workers already keep up.
-        advice.append(_more_workers(dataloader_workers))
-    if is_bursty(stats) and not spikes:
+        advice.append(_more_workers(dataloader_workers, workers))
+    if is_bursty(stats) and not spikes and not restarts and not cannot_help:
         advice.append(f"Waits are bursty (p95 {stats.data_wait.p95_ms:.0f} ms vs median "
                       f"{stats.data_wait.p50_ms:.0f} ms): raise prefetch_factor (default 2) so more "
                       "batches are ready ahead.")
     if is_pageable(stats) and stats.clock == "gpu":
         advice.append("Set pin_memory=True in the DataLoader and copy with non_blocking=True, so the copy "
                       "overlaps compute instead of stalling the loop.")
-    return advice + do_not_tune_pcie(stats)
+    return advice + do_not_tune_pcie(stats, context)
+
+
+def restarts_workers(stats: WindowStats) -> bool:
+    """The wait sits where iter(loader) starts the workers again: an epoch-start pattern, measured."""
+    return stats.worker_start_steps > 0 and stats.worker_start_wait_share >= WORKER_START_WAIT_SHARE
 
 
 def copy_bound_advice(stats: WindowStats) -> list[str]:
@@ -97,16 +157,48 @@ def copy_bound_advice(stats: WindowStats) -> list[str]:
     return advice
 
 
-def compute_bound_advice(stats: WindowStats, hidden_wait: bool) -> list[str]:
+def compute_bound_advice(stats: WindowStats, hidden_wait: bool, context: Context | None = None) -> list[str]:
     advice = ["The input pipeline keeps up: more workers, pinning or prefetching will not speed this "
               "job up."]
     if hidden_wait:
         advice.append(f"The loop does wait {pct(stats.data_wait_share)} of each step in next(loader), but "
                       "queued GPU work hid it: the GPU did not starve.")
-    advice += do_not_tune_pcie(stats)
+    advice += do_not_tune_pcie(stats, context)
     advice.append("To go faster make the step itself cheaper: mixed precision, torch.compile, or "
                   "better-shaped kernels.")
     return advice
+
+
+def untimed_copy_advice() -> list[str]:
+    return [
+        "NVML counts kernels, not copies: a GPU that is busy copying reads idle. Copy from pinned memory "
+        "(pin_memory=True in the DataLoader) with non_blocking=True, and move fewer bytes (uint8, "
+        "compact dtypes; convert on the GPU).",
+        "`xfertop run` times every Tensor.to/.cuda and gives the copy's exact share.",
+    ]
+
+
+def host_bound_advice() -> list[str]:
+    """The GPU waits for the host, and the step clock cannot say on what: say both causes and remedies."""
+    return [
+        "If the loop synchronises every step (loss.item(), .cpu(), printing a tensor, "
+        "torch.cuda.synchronize()), log every N steps instead, or accumulate on the GPU.",
+        "If it launches many small kernels (launch overhead), give the GPU fewer, bigger ones: "
+        "torch.compile, CUDA graphs, or a larger batch.",
+        "`xfertop attach PID` shows which: the main thread blocked in .item()/synchronize, or busy in "
+        "Python dispatch.",
+    ]
+
+
+def pinned_memory_advice(memory: MemoryEvidence | None) -> list[str]:
+    if memory is None or not memory.worth_a_warning:
+        return []
+    gib = memory.pinned_bytes / 2**30
+    total = memory.mem_total_bytes / 2**30
+    swap = " and the host is swapping" if memory.swapping else ""
+    return [f"Pinned host memory is {gib:.1f} GiB of {total:.0f} GiB RAM ({pct(memory.pinned_share)}){swap}: "
+            "pinned pages cannot be swapped or reclaimed. Each worker pins prefetch_factor batches: "
+            "lower num_workers, prefetch_factor or the batch size before the host runs out."]
 
 
 def sync_bound_advice() -> list[str]:
@@ -117,12 +209,12 @@ def sync_bound_advice() -> list[str]:
     ]
 
 
-def healthy_advice(stats: WindowStats, hidden_wait: bool) -> list[str]:
+def healthy_advice(stats: WindowStats, hidden_wait: bool, context: Context | None = None) -> list[str]:
     advice = ["Nothing to tune in the input pipeline."]
     if hidden_wait:
         advice.append(f"The {pct(stats.data_wait_share)} wait in next(loader) was hidden by queued GPU "
                       "work: not starvation.")
-    return advice + do_not_tune_pcie(stats)
+    return advice + do_not_tune_pcie(stats, context)
 
 
 def straggler_advice(rank: int | None) -> list[str]:

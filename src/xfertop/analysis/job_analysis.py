@@ -11,13 +11,13 @@ no new steps) keeps its statistics without recomputing them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
-from xfertop.analysis.rank_gpu import gpu_busy_share_by_pid
-from xfertop.analysis.steps import WindowStats, window_stats
-from xfertop.analysis.verdict import Verdict, job_verdict
+from xfertop.analysis.evidence import Context, MemoryEvidence, memory_evidence, rank_context
+from xfertop.analysis.steps import WindowStats
+from xfertop.analysis.verdict import Verdict, job_verdict, window_or_early
 from xfertop.model.gpu import GpuState
+from xfertop.model.host import HostState
 from xfertop.model.jobs import JobsState, JobState, RankState
 
 
@@ -29,10 +29,16 @@ def rank_key(rank: RankState) -> str:
 @dataclass(frozen=True)
 class RankAnalysis:
     rank: RankState
-    #: ``window_stats`` of its recent steps; None while it warms up.
+    #: ``window_or_early`` of its recent steps (``stats.early`` for a first, early window); None while it
+    #: warms up.
     stats: WindowStats | None
-    #: NVML utilisation of its GPU as a fraction, only while it runs and is that GPU's only user.
-    gpu_busy_share: float | None
+    #: What else is known of it: its GPU (while it steps and is the GPU's only user), its workers' cores.
+    context: Context
+
+    @property
+    def gpu_busy_share(self) -> float | None:
+        """NVML utilisation of its GPU as a fraction, only while it steps and is that GPU's only user."""
+        return self.context.gpu_busy_share
 
 
 @dataclass(frozen=True)
@@ -71,18 +77,21 @@ class Analysis:
 EMPTY = Analysis()
 
 
-def _rank_analysis(rank: RankState, busy: Mapping[int, float], previous: RankAnalysis | None) -> RankAnalysis:
+def _rank_analysis(rank: RankState, gpu: GpuState | None, host: HostState | None,
+                   memory: MemoryEvidence | None, previous: RankAnalysis | None) -> RankAnalysis:
     if previous is not None and previous.rank.steps is rank.steps:
         stats = previous.stats
     else:
-        stats = window_stats(rank.steps)
-    return RankAnalysis(rank, stats, busy.get(rank.pid))
+        stats = window_or_early(rank.steps)
+    return RankAnalysis(rank, stats, rank_context(rank, stats, gpu, host, memory))
 
 
-def analyse_job(job: JobState, gpu: GpuState | None, previous: JobAnalysis | None = None) -> JobAnalysis:
-    busy = gpu_busy_share_by_pid(job.ranks, gpu)
+def analyse_job(job: JobState, gpu: GpuState | None, previous: JobAnalysis | None = None,
+                host: HostState | None = None) -> JobAnalysis:
+    memory = memory_evidence(job.ranks, host)
     ranks = tuple(
-        _rank_analysis(rank, busy, previous.rank(rank) if previous is not None else None) for rank in job.ranks
+        _rank_analysis(rank, gpu, host, memory, previous.rank(rank) if previous is not None else None)
+        for rank in job.ranks
     )
     live = any(rank.status != "finished" for rank in job.ranks)
     ends = [rank.end for rank in job.ranks if rank.end is not None]
@@ -92,13 +101,16 @@ def analyse_job(job: JobState, gpu: GpuState | None, previous: JobAnalysis | Non
         # Ended since the last snapshot (or ended earlier and kept): the last live window's verdict.
         return JobAnalysis(job, ranks, previous.verdict, live=False, frozen=True, ended_how=ended_how,
                            failed=failed)
-    verdict = job_verdict(job.ranks, gpu_busy_share_by_pid=busy)
+    verdict = job_verdict(job.ranks, stats_by_pid={r.rank.pid: r.stats for r in ranks},
+                          contexts={r.rank.pid: r.context for r in ranks})
     return JobAnalysis(job, ranks, verdict, live=live, frozen=False, ended_how=ended_how, failed=failed)
 
 
-def analyse(jobs: JobsState | None, gpu: GpuState | None, previous: Analysis | None = None) -> Analysis:
-    """The analysis of one snapshot; ``previous`` is the one of the snapshot before (or None)."""
+def analyse(jobs: JobsState | None, gpu: GpuState | None, previous: Analysis | None = None, *,
+            host: HostState | None = None) -> Analysis:
+    """The analysis of one snapshot; ``previous`` is the one of the snapshot before (or None); ``host``
+    (optional) lets the advice see where DataLoader workers may run and the host's memory."""
     if jobs is None:
         return EMPTY
     before = previous if previous is not None else EMPTY
-    return Analysis(tuple(analyse_job(job, gpu, before.job(job.job_key)) for job in jobs.jobs))
+    return Analysis(tuple(analyse_job(job, gpu, before.job(job.job_key), host) for job in jobs.jobs))

@@ -67,6 +67,14 @@ class WindowStats:
     #: that asked non_blocking of pageable memory. None when no step copied anything.
     pinned_step_fraction: float | None
     pageable_non_blocking_step_fraction: float | None
+    #: Steps that made or marked a copy (or moved bytes), as a fraction of the window.
+    copied_step_fraction: float = 0.0
+    #: Steps whose iter(loader) started the loader's workers (an epoch start without persistent_workers),
+    #: and the share of the window's data wait that fell in them.
+    worker_start_steps: int = 0
+    worker_start_wait_share: float = 0.0
+    #: Judged on fewer steps than a confident verdict needs (EARLY_MIN_STEPS <= steps < MIN_WINDOW_STEPS).
+    early: bool = False
 
     @property
     def input_share(self) -> float:
@@ -171,6 +179,8 @@ def window_stats(
         compute = [max(0.0, s.wall_ms - s.data_wait_ms - s.copy_cpu_ms) for s in window]
     copying = [s for s in window if s.h2d_bytes > 0]
     wall_total_s = wall_total_ms / 1000.0
+    wait_total_ms = sum(wait)
+    worker_starts = [s for s in window if s.workers_started]
     return WindowStats(
         clock=clock,
         steps=len(window),
@@ -195,4 +205,8 @@ def window_stats(
         pageable_non_blocking_step_fraction=(
             sum(s.pageable_non_blocking for s in copying) / len(copying) if copying else None
         ),
+        copied_step_fraction=sum(1 for s in window if s.copied or s.h2d_bytes > 0) / len(window),
+        worker_start_steps=len(worker_starts),
+        worker_start_wait_share=_share(sum(s.data_wait_ms for s in worker_starts), wait_total_ms),
+        early=len(window) < MIN_WINDOW_STEPS,
     )

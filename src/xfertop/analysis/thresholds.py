@@ -14,6 +14,9 @@ WARMUP_STEPS = 5
 MIN_WINDOW_STEPS = 20
 #: The rolling window: the most recent this-many usable steps (a change shows within ~50 steps).
 WINDOW_STEPS = 50
+#: A first verdict, marked "early", from this many usable steps on (issue 11: a first verdict within 5 s
+#: of the first step, or 20 steps for slow steps; WARMUP_STEPS + EARLY_MIN_STEPS = 10 steps).
+EARLY_MIN_STEPS = 5
 
 #: GPU idle gap (or, without GPU timing, CPU data wait) as a share of the step.
 INPUT_WARN_SHARE = 0.10
@@ -44,6 +47,34 @@ BURSTY_P95_OVER_P50 = 3.0
 SPIKE_MAX_STEP_FRACTION = 0.05
 #: ... hold at least this fraction of its data wait (the epoch-start pattern of non-persistent workers).
 SPIKE_MIN_WAIT_FRACTION = 0.5
+
+#: Epoch starts: when the steps whose iter(loader) started the workers (non-persistent workers) hold at
+#: least this share of the data wait, restarting workers is the cause: persistent_workers=True.
+WORKER_START_WAIT_SHARE = 0.3
+
+#: NVML utilisation speaks for a rank only while it steps: its last step ended no longer ago than this
+#: many typical steps (and at least NVML_FRESH_MIN_S). A job tearing down reads 0% without being slow.
+NVML_FRESH_STEPS = 3
+NVML_FRESH_MIN_S = 1.5
+
+#: Copies not timed, GPU not busy, no data wait: the GPU's PCIe RX (its only user being this rank) as a
+#: share of the link's capacity is a lower bound on the time spent copying. At this share or above, the
+#: verdict is copy-bound (from the link) rather than host-bound.
+RX_COPY_BOUND_LINK_SHARE = 0.10
+#: The step clock saw copies at less than this fraction of what the GPU's link received: copies made
+#: where the clock does not look (a framework's own .to()).
+H2D_SEEN_OF_RX_MIN = 0.5
+#: Below this RX rate the cross-check says nothing (other traffic: the driver, small tensors).
+RX_CROSS_CHECK_MIN_BYTES_PER_S = 0.5e9
+
+#: DataLoader workers' allowed cores busier than this (percent, averaged over those cores): saturated.
+CORES_SATURATED_PERCENT = 85.0
+
+#: Pinned host memory of a host's ranks at or above this share of its RAM: a warning (it cannot be
+#: swapped or reclaimed; workers x prefetch_factor x batch size pinned buffers add up).
+PINNED_RAM_WARN_SHARE = 0.25
+#: Available memory below this share of RAM while swap is in use: the host is swapping.
+SWAPPING_AVAILABLE_SHARE = 0.10
 
 #: Steps that copied bytes, of which fewer than this fraction came from pinned memory: "pageable".
 PINNED_MIN_STEP_FRACTION = 0.5

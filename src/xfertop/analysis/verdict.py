@@ -14,15 +14,17 @@ from typing import Any, Literal
 
 from xfertop.analysis import advice as advise
 from xfertop.analysis.advice import pct
+from xfertop.analysis.evidence import Context
 from xfertop.analysis.steps import Spread, WindowStats, usable_steps, window_stats
 from xfertop.analysis.thresholds import (
     COMPUTE_BOUND_SHARE,
     COPY_CRITICAL_SHARE,
     COPY_WARN_SHARE,
+    EARLY_MIN_STEPS,
     HIDDEN_WAIT_MIN_SHARE,
     INPUT_CRITICAL_SHARE,
     INPUT_WARN_SHARE,
-    MIN_WINDOW_STEPS,
+    RX_COPY_BOUND_LINK_SHARE,
     STRAGGLER_CRITICAL_EXCESS_SHARE,
     STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE,
     STRAGGLER_WARN_EXCESS_SHARE,
@@ -34,7 +36,8 @@ from xfertop.analysis.thresholds import (
 from xfertop.model.jobs import RankState, StepRecord
 
 VerdictKind = Literal[
-    "input-bound", "copy-bound", "compute-bound", "sync-bound", "straggler", "healthy", "warming-up"
+    "input-bound", "copy-bound", "compute-bound", "sync-bound", "host-bound", "straggler", "healthy",
+    "warming-up"
 ]
 #: "info" for verdicts that need no action (healthy, compute-bound, warming-up).
 Severity = Literal["info", "warn", "critical"]
@@ -92,15 +95,19 @@ def evidence_of(stats: WindowStats) -> dict[str, Any]:
         "h2d_bytes_per_s": _round(stats.h2d_bytes_per_s, 0),
         "pinned_step_fraction": _round(stats.pinned_step_fraction, 4),
         "pageable_non_blocking_step_fraction": _round(stats.pageable_non_blocking_step_fraction, 4),
+        "copied_step_fraction": _round(stats.copied_step_fraction, 4),
+        "worker_start_steps": stats.worker_start_steps,
+        "worker_start_wait_share": _round(stats.worker_start_wait_share, 4),
+        "early": stats.early,
     })
     return evidence
 
 
-def warming_up(usable: int, min_steps: int = MIN_WINDOW_STEPS) -> Verdict:
+def warming_up(usable: int, min_steps: int = EARLY_MIN_STEPS) -> Verdict:
     return Verdict(
         kind="warming-up",
         severity="info",
-        headline=f"warming-up: {usable} of the {min_steps} steps a verdict needs",
+        headline=f"warming-up: {usable} of the {min_steps} steps a first verdict needs",
         evidence={"steps": usable, "min_steps": min_steps},
     )
 
@@ -110,17 +117,36 @@ def _severity(share: float, critical: float) -> Severity:
 
 
 def judge(stats: WindowStats, *, dataloader_workers: int | None = None,
-          gpu_busy_share: float | None = None) -> Verdict:
+          gpu_busy_share: float | None = None, context: Context | None = None) -> Verdict:
     """Apply the rules to one window. ``gpu_busy_share`` (e.g. NVML utilisation as a fraction)
-    overrides the busy share derived from the step clock, which cannot see host stalls inside a step."""
+    overrides the busy share derived from the step clock, which cannot see host stalls inside a step.
+    ``context``: what else is known of the rank (its GPU's link, its workers' cores, the host's memory);
+    without it the window's own numbers are all there is."""
+    verdict = _judge(stats, dataloader_workers, gpu_busy_share, context or Context())
+    if not stats.early:
+        return verdict
+    early = f"{verdict.kind} (early, {stats.steps} steps):"
+    headline = verdict.headline.replace(f"{verdict.kind}:", early, 1)
+    return Verdict(verdict.kind, verdict.severity, headline, verdict.evidence, verdict.advice)
+
+
+def _judge(stats: WindowStats, dataloader_workers: int | None, gpu_busy_share: float | None,
+           context: Context) -> Verdict:
     evidence = evidence_of(stats)
     # The rule of the house: a CPU wait that the GPU did not feel is not starvation.
     hidden_wait = (stats.gpu_idle_share is not None and stats.gpu_idle_share < INPUT_WARN_SHARE
                    and stats.data_wait_share >= HIDDEN_WAIT_MIN_SHARE)
     evidence["hidden_wait"] = hidden_wait
+    if gpu_busy_share is None:
+        gpu_busy_share = context.gpu_busy_share
     busy_share = gpu_busy_share if gpu_busy_share is not None else stats.gpu_busy_share
     evidence["gpu_busy_share"] = _round(busy_share, 4)
     evidence["dataloader_workers"] = dataloader_workers
+    evidence.update(context_evidence(context))
+    memory_advice = advise.pinned_memory_advice(context.memory)
+
+    def verdict(kind: VerdictKind, severity: Severity, headline: str, advice: list[str]) -> Verdict:
+        return Verdict(kind, severity, headline, evidence, tuple(advice + memory_advice))
 
     input_share, copy_share = stats.input_share, stats.copy_share
     if input_share >= INPUT_WARN_SHARE and (copy_share < COPY_WARN_SHARE or input_share >= copy_share):
@@ -130,8 +156,8 @@ def judge(stats: WindowStats, *, dataloader_workers: int | None = None,
             headline = f"input-bound: {pct(input_share)} of each step waits for the DataLoader"
         if dataloader_workers == 0:
             headline += " (num_workers=0)"
-        return Verdict("input-bound", _severity(input_share, INPUT_CRITICAL_SHARE), headline, evidence,
-                       tuple(advise.input_bound_advice(stats, dataloader_workers)))
+        return verdict("input-bound", _severity(input_share, INPUT_CRITICAL_SHARE), headline,
+                       advise.input_bound_advice(stats, dataloader_workers, context))
     if copy_share >= COPY_WARN_SHARE:
         source = ""
         if advise.asks_non_blocking_from_pageable(stats):
@@ -139,24 +165,49 @@ def judge(stats: WindowStats, *, dataloader_workers: int | None = None,
         elif advise.is_pageable(stats):
             source = " (pageable memory)"
         headline = f"copy-bound: host-to-device copies take {pct(copy_share)} of each step{source}"
-        return Verdict("copy-bound", _severity(copy_share, COPY_CRITICAL_SHARE), headline, evidence,
-                       tuple(advise.copy_bound_advice(stats)))
+        return verdict("copy-bound", _severity(copy_share, COPY_CRITICAL_SHARE), headline,
+                       advise.copy_bound_advice(stats))
     if stats.clock == "gpu" and busy_share is not None and busy_share < SYNC_GPU_BUSY_WARN_SHARE:
-        headline = (f"sync-bound: the GPU is busy only {pct(busy_share)} of each step yet never waits for "
-                    "data: the host holds it back")
         severity: Severity = "critical" if busy_share < SYNC_GPU_BUSY_CRITICAL_SHARE else "warn"
-        return Verdict("sync-bound", severity, headline, evidence, tuple(advise.sync_bound_advice()))
+        rx_share = context.rx_link_share
+        rx = context.gpu_rx_bytes_per_s
+        if not context.copies_measured and rx is not None and rx_share is not None \
+                and rx_share >= RX_COPY_BOUND_LINK_SHARE:
+            # NVML counts kernels only: a GPU busy copying reads idle. Its link says otherwise.
+            headline = (f"copy-bound: copies the step clock did not time fill at least {pct(rx_share)} of "
+                        f"each step (the GPU's link receives {rx / 1e9:.1f} GB/s); "
+                        f"kernels run only {pct(busy_share)}")
+            return verdict("copy-bound", _severity(rx_share, COPY_CRITICAL_SHARE), headline,
+                           advise.untimed_copy_advice())
+        headline = (f"host-bound: the GPU is busy only {pct(busy_share)} of each step yet never waits for "
+                    "data: the host holds it back")
+        return verdict("host-bound", severity, headline, advise.host_bound_advice())
     not_starving = ""
     if hidden_wait:
         not_starving = (f"; its {pct(stats.data_wait_share)} DataLoader wait is hidden by queued GPU work: "
                         "not starving")
     if stats.compute_share >= COMPUTE_BOUND_SHARE:
         headline = f"compute-bound: compute is {pct(stats.compute_share)} of each step{not_starving}"
-        return Verdict("compute-bound", "info", headline, evidence,
-                       tuple(advise.compute_bound_advice(stats, hidden_wait)))
-    headline = (f"healthy: data {pct(input_share)}, copy {pct(copy_share)}, compute "
+        return verdict("compute-bound", "info", headline,
+                       advise.compute_bound_advice(stats, hidden_wait, context))
+    copy_text = f"copy {pct(copy_share)}" if context.copies_measured else "copy not measured"
+    headline = (f"healthy: data {pct(input_share)}, {copy_text}, compute "
                 f"{pct(stats.compute_share)} of each step{not_starving}")
-    return Verdict("healthy", "info", headline, evidence, tuple(advise.healthy_advice(stats, hidden_wait)))
+    return verdict("healthy", "info", headline, advise.healthy_advice(stats, hidden_wait, context))
+
+
+def context_evidence(context: Context) -> dict[str, Any]:
+    workers = context.workers
+    return {
+        "copies_measured": context.copies_measured,
+        "gpu_rx_bytes_per_s": _round(context.gpu_rx_bytes_per_s, 0),
+        "rx_link_share": _round(context.rx_link_share, 4),
+        "workers_found": workers.count if workers else None,
+        "workers_allowed_cpus": list(workers.allowed_cpus) if workers else None,
+        "workers_cpu_percent": _round(workers.cpu_percent, 1) if workers else None,
+        "workers_cores_busy_percent": _round(workers.allowed_cores_busy_percent, 1) if workers else None,
+        "pinned_host_share": _round(context.memory.pinned_share, 4) if context.memory else None,
+    }
 
 
 def rank_verdict(
@@ -168,10 +219,21 @@ def rank_verdict(
     warmup_steps: int = WARMUP_STEPS,
 ) -> Verdict:
     """The verdict on one rank's most recent steps (oldest first, as RankState.steps holds them)."""
-    stats = window_stats(steps, window_steps=window_steps, warmup_steps=warmup_steps)
+    stats = window_or_early(steps, window_steps=window_steps, warmup_steps=warmup_steps)
     if stats is None:
         return warming_up(len(usable_steps(steps, warmup_steps)))
     return judge(stats, dataloader_workers=dataloader_workers, gpu_busy_share=gpu_busy_share)
+
+
+def window_or_early(steps: Sequence[StepRecord], *, window_steps: int = WINDOW_STEPS,
+                    warmup_steps: int = WARMUP_STEPS) -> WindowStats | None:
+    """The window a verdict rests on: a full one (MIN_WINDOW_STEPS) when there is one, else an early
+    one (EARLY_MIN_STEPS, marked ``early``), else None (warming up)."""
+    stats = window_stats(steps, window_steps=window_steps, warmup_steps=warmup_steps)
+    if stats is None:
+        stats = window_stats(steps, window_steps=window_steps, warmup_steps=warmup_steps,
+                             min_steps=EARLY_MIN_STEPS)
+    return stats
 
 
 def _median_or_none(values: Sequence[Any]) -> Any:
@@ -193,6 +255,8 @@ def median_window(windows: Sequence[WindowStats]) -> WindowStats:
                                     statistics.median(s.p95_ms for s in known)) if known else None
         elif f.name in ("steps", "first_step"):
             values[f.name] = min(column)
+        elif f.name == "early":
+            values[f.name] = any(column)
         elif f.name == "last_step":
             values[f.name] = max(column)
         else:
@@ -241,21 +305,55 @@ def _straggler(judged: Sequence[tuple[RankState, WindowStats]]) -> Verdict | Non
 
 
 def job_verdict(ranks: Sequence[RankState],
-                gpu_busy_share_by_pid: Mapping[int, float] | None = None) -> Verdict:
+                gpu_busy_share_by_pid: Mapping[int, float] | None = None, *,
+                stats_by_pid: Mapping[int, WindowStats | None] | None = None,
+                contexts: Mapping[int, Context] | None = None) -> Verdict:
     """The verdict on a job: a straggler if one rank holds the others back, else the rules applied to
-    the median rank. Ranks still warming up are left out until they have a full window.
+    the median rank. Ranks still warming up are left out until they have a window (early or full).
 
     ``gpu_busy_share_by_pid``: each rank's GPU busy fraction from outside the step clock (NVML
-    utilisation of its GPU, where the rank is that GPU's only user); the median feeds the sync rule."""
-    judged = [(rank, stats) for rank in ranks if (stats := window_stats(rank.steps)) is not None]
+    utilisation of its GPU, where the rank is that GPU's only user); the median feeds the sync rule.
+    ``stats_by_pid``: each rank's window where the caller has it (``window_or_early``); ``contexts``:
+    what else is known of each rank (``analysis.evidence.rank_context``)."""
+    def stats_of(rank: RankState) -> WindowStats | None:
+        if stats_by_pid is not None and rank.pid in stats_by_pid:
+            return stats_by_pid[rank.pid]
+        return window_or_early(rank.steps)
+
+    judged = [(rank, stats) for rank in ranks if (stats := stats_of(rank)) is not None]
     if not judged:
         return warming_up(max((len(usable_steps(r.steps)) for r in ranks), default=0))
-    if len(judged) >= 2 and (straggler := _straggler(judged)) is not None:
+    full = [(rank, stats) for rank, stats in judged if not stats.early]
+    if len(full) >= 2 and (straggler := _straggler(full)) is not None:
         return straggler
     typical = median_window([stats for _, stats in judged])
     workers = _median_or_none([rank.dataloader_workers for rank, _ in judged])
-    busy = _median_or_none([(gpu_busy_share_by_pid or {}).get(rank.pid) for rank, _ in judged])
+    busy_by_pid = dict(gpu_busy_share_by_pid or {})
+    for pid, context in (contexts or {}).items():
+        if context.gpu_busy_share is not None:
+            busy_by_pid.setdefault(pid, context.gpu_busy_share)
+    busy = _median_or_none([busy_by_pid.get(rank.pid) for rank, _ in judged])
+    typical_context = _job_context([(contexts or {}).get(rank.pid) for rank, _ in judged])
     verdict = judge(typical, dataloader_workers=None if workers is None else int(workers),
-                    gpu_busy_share=busy)
+                    gpu_busy_share=busy, context=typical_context)
     evidence = {**verdict.evidence, "ranks": len(judged)}
     return Verdict(verdict.kind, verdict.severity, verdict.headline, evidence, verdict.advice)
+
+
+def _job_context(contexts: Sequence[Context | None]) -> Context | None:
+    """One rank's context as it is; for several, the typical one: medians of the GPU figures, copies
+    measured only if measured on every rank, the first rank's workers."""
+    known = [c for c in contexts if c is not None]
+    if not known:
+        return None
+    if len(known) == 1:
+        return known[0]
+    return Context(
+        on_gpu=any(c.on_gpu for c in known),
+        copies_measured=all(c.copies_measured for c in known),
+        gpu_busy_share=_median_or_none([c.gpu_busy_share for c in known]),
+        gpu_rx_bytes_per_s=_median_or_none([c.gpu_rx_bytes_per_s for c in known]),
+        link_bytes_per_s=_median_or_none([c.link_bytes_per_s for c in known]),
+        workers=known[0].workers,
+        memory=known[0].memory,
+    )

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from xfertop.analysis.job_analysis import Analysis, JobAnalysis, RankAnalysis, analyse, analyse_job
 from xfertop.analysis.pcie_link import gpus_under_load, link_bytes_per_s, link_warning, throughput_label
 from xfertop.analysis.placement import placement_warnings
-from xfertop.analysis.job_analysis import Analysis, JobAnalysis, RankAnalysis, analyse, analyse_job
 from xfertop.model.gpu import GpuSnapshot, GpuState
 from xfertop.model.host import HostState
 from xfertop.model.jobs import JobsState, JobState
@@ -79,7 +79,7 @@ def snapshot_dict(gpu: GpuState | None, host: HostState | None, jobs: JobsState 
     """The whole snapshot. ``gpus`` is [] with ``driver.error`` saying why when NVML is unavailable.
     ``analysis``: the snapshot's analysis where the caller keeps one (frozen verdicts of ended jobs)."""
     if analysis is None:
-        analysis = analyse(jobs, gpu)
+        analysis = analyse(jobs, gpu, host=host)
     driver = {
         "driver_version": gpu.driver_version if gpu else None,
         "cuda_driver_version": gpu.cuda_driver_version if gpu else None,

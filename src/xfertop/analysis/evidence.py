@@ -1,0 +1,163 @@
+"""What the verdict knows about a rank beyond its own steps: the GPU it runs on (NVML utilisation and
+PCIe RX, only where the rank is that GPU's only user and still steps), where its DataLoader workers may
+run and how busy those cores are, and the host's memory. Each advice line names the evidence it uses.
+
+Pure: snapshots in, a ``Context`` per rank out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xfertop.analysis.pcie_link import link_bytes_per_s
+from xfertop.analysis.rank_gpu import rank_gpu
+from xfertop.analysis.steps import WindowStats
+from xfertop.analysis.thresholds import (
+    CORES_SATURATED_PERCENT,
+    NVML_FRESH_MIN_S,
+    NVML_FRESH_STEPS,
+    PINNED_RAM_WARN_SHARE,
+    SWAPPING_AVAILABLE_SHARE,
+)
+from xfertop.model.gpu import GpuSnapshot, GpuState
+from xfertop.model.host import HostState, ProcessStats
+from xfertop.model.jobs import RankState
+
+
+@dataclass(frozen=True)
+class WorkersEvidence:
+    """The rank's DataLoader workers as the host source sees them (children of the rank's process)."""
+
+    #: Worker processes found (children of the rank).
+    count: int
+    #: The cores they may run on (the union of their affinities), sorted.
+    allowed_cpus: tuple[int, ...]
+    #: Their CPU use, percent of one core, summed; None before the second host sample.
+    cpu_percent: float | None
+    #: How busy the allowed cores are (anyone's work), percent averaged over them; None if unknown.
+    allowed_cores_busy_percent: float | None
+
+    @property
+    def saturated(self) -> bool:
+        return self.allowed_cores_busy_percent is not None and \
+            self.allowed_cores_busy_percent >= CORES_SATURATED_PERCENT
+
+
+@dataclass(frozen=True)
+class MemoryEvidence:
+    pinned_bytes: int
+    mem_total_bytes: int
+    mem_available_bytes: int
+    swap_used_bytes: int
+
+    @property
+    def pinned_share(self) -> float:
+        return self.pinned_bytes / self.mem_total_bytes if self.mem_total_bytes else 0.0
+
+    @property
+    def swapping(self) -> bool:
+        return self.swap_used_bytes > 0 and self.mem_total_bytes > 0 and \
+            self.mem_available_bytes / self.mem_total_bytes < SWAPPING_AVAILABLE_SHARE
+
+    @property
+    def worth_a_warning(self) -> bool:
+        return self.pinned_share >= PINNED_RAM_WARN_SHARE or (self.swapping and self.pinned_bytes > 0)
+
+
+@dataclass(frozen=True)
+class Context:
+    #: The rank computes on a GPU (its device is cuda:N); False for a CPU job (no PCIe to tune).
+    on_gpu: bool = True
+    #: Copies were timed (`xfertop run`), or some step of the window made or marked one: a copy share
+    #: of 0 means no copy. False: nobody looked ("copies not measured").
+    copies_measured: bool = True
+    #: NVML utilisation of the rank's GPU as a fraction, while the rank steps and is its only user.
+    gpu_busy_share: float | None = None
+    #: PCIe RX of the rank's GPU (bytes/s) and what its link carries now, on the same condition.
+    gpu_rx_bytes_per_s: float | None = None
+    link_bytes_per_s: float | None = None
+    workers: WorkersEvidence | None = None
+    memory: MemoryEvidence | None = None
+
+    @property
+    def rx_link_share(self) -> float | None:
+        if self.gpu_rx_bytes_per_s is None or not self.link_bytes_per_s:
+            return None
+        return self.gpu_rx_bytes_per_s / self.link_bytes_per_s
+
+
+def stepping_now(rank: RankState, stats: WindowStats | None) -> bool:
+    """The rank runs and its last step ended recently: what the GPU does now is what this rank does."""
+    if rank.status != "live":
+        return False
+    typical_s = stats.wall.p50_ms / 1000 if stats is not None else 0.0
+    return rank.heartbeat_age_s <= max(NVML_FRESH_MIN_S, NVML_FRESH_STEPS * typical_s)
+
+
+def sole_user_gpu(rank: RankState, gpu_state: GpuState | None) -> GpuSnapshot | None:
+    """The rank's GPU where the rank is its only process (NVML lists exactly this pid), else None."""
+    gpus = gpu_state.gpus if gpu_state is not None else ()
+    gpu = rank_gpu(rank, gpus)
+    if gpu is None or {proc.pid for proc in gpu.processes} != {rank.pid}:
+        return None
+    return gpu
+
+
+def _find(processes: Sequence[ProcessStats], pid: int) -> ProcessStats | None:
+    for process in processes:
+        if process.pid == pid:
+            return process
+        found = _find(process.children, pid)
+        if found is not None:
+            return found
+    return None
+
+
+def workers_evidence(rank: RankState, host: HostState | None) -> WorkersEvidence | None:
+    if host is None or not rank.dataloader_workers:
+        return None
+    process = _find(host.processes, rank.pid)
+    if process is None or not process.children:
+        return None
+    workers = process.children
+    allowed = sorted({cpu for w in workers for cpu in (w.cpus_allowed or ())})
+    if not allowed:
+        return None
+    known = [w.cpu_percent for w in workers if w.cpu_percent is not None]
+    cores = host.cpu_per_core_percent
+    busy = [cores[cpu] for cpu in allowed if cpu < len(cores)]
+    return WorkersEvidence(
+        count=len(workers),
+        allowed_cpus=tuple(allowed),
+        cpu_percent=sum(known) if known else None,
+        allowed_cores_busy_percent=sum(busy) / len(busy) if busy and len(busy) == len(allowed) else None,
+    )
+
+
+def memory_evidence(ranks: Sequence[RankState], host: HostState | None) -> MemoryEvidence | None:
+    """Pinned host memory of the ranks on this host (the reporter's figure), against its RAM."""
+    if host is None or not host.mem_total_bytes:
+        return None
+    pinned = sum(r.pinned_host_bytes or 0 for r in ranks
+                 if r.status != "finished" and r.host == host.hostname)
+    return MemoryEvidence(pinned, host.mem_total_bytes, host.mem_available_bytes, host.swap_used_bytes)
+
+
+def rank_context(rank: RankState, stats: WindowStats | None, gpu_state: GpuState | None,
+                 host: HostState | None, memory: MemoryEvidence | None = None) -> Context:
+    # A rank whose device is not known yet (no copy, no CUDA batch) is on a GPU only if its steps are
+    # GPU-timed; otherwise nothing says it has a PCIe link to tune.
+    on_gpu = rank.device.startswith("cuda") or (
+        not rank.device and stats is not None and stats.clock == "gpu")
+    copies_measured = rank.copy_timing or (stats is not None and stats.copied_step_fraction > 0)
+    busy = rx = link = None
+    if on_gpu and stepping_now(rank, stats):
+        gpu = sole_user_gpu(rank, gpu_state)
+        if gpu is not None:
+            busy = gpu.util_gpu_percent / 100 if gpu.util_gpu_percent is not None else None
+            rx = gpu.pcie.rx_bytes_per_s
+            link = link_bytes_per_s(gpu.link.gen_current, gpu.link.width_current)
+    return Context(on_gpu=on_gpu, copies_measured=copies_measured, gpu_busy_share=busy,
+                   gpu_rx_bytes_per_s=rx, link_bytes_per_s=link,
+                   workers=workers_evidence(rank, host), memory=memory)

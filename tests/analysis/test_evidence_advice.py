@@ -1,0 +1,165 @@
+"""Advice that agrees with all the evidence: where the workers may run and how busy those cores are,
+epoch-start waits, copies nobody timed (and the GPU's link that saw them), NVML only while a rank steps,
+no PCIe advice for a CPU job, pinned memory against RAM."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tests.analysis.window_fixtures import load_window
+from tests.ui.sample_states import gpu_state, host_state
+
+from xfertop.analysis.job_analysis import analyse
+from xfertop.analysis.verdict import Verdict
+from xfertop.model.gpu import GpuState
+from xfertop.model.host import HostState, ProcessStats
+from xfertop.model.jobs import JobsState, JobState, RankState, StepRecord
+
+GIB = 2**30
+
+
+def _verdict(rank: RankState, gpu: GpuState | None = None, host: HostState | None = None) -> Verdict:
+    jobs = JobsState(timestamp=0.0, jobs=(JobState(rank.job_key, "train.py", (rank,)),), ring_dir="/x")
+    return analyse(jobs, gpu, host=host).jobs[0].verdict
+
+
+def _advice(verdict: Verdict) -> str:
+    return " ".join(verdict.advice)
+
+
+def _host_with_workers(rank: RankState, allowed: tuple[int, ...], core_busy: float, workers: int = 4,
+                       cores: int = 16) -> HostState:
+    base = host_state(cores)
+    kids = tuple(ProcessStats(pid=rank.pid + 1 + i, name="python", user="alice", cpu_percent=90.0,
+                              rss_bytes=GIB, num_threads=2, pinned_bytes=None, cpus_allowed=allowed)
+                 for i in range(workers))
+    trainer = ProcessStats(pid=rank.pid, name="python", user="alice", cpu_percent=100.0, rss_bytes=4 * GIB,
+                           num_threads=20, pinned_bytes=None, children=kids, cpus_allowed=tuple(range(cores)))
+    per_core = tuple(core_busy if i in allowed else 5.0 for i in range(cores))
+    return dataclasses.replace(base, processes=(trainer,), cpu_per_core_percent=per_core,
+                               hostname=rank.host)
+
+
+def _starved(workers: int = 4) -> RankState:
+    return dataclasses.replace(load_window("input_bound_gpu").ranks[0], dataloader_workers=workers,
+                               device="cuda:0")
+
+
+def test_workers_confined_to_fewer_cores_than_workers_are_not_told_to_add_workers() -> None:
+    rank = _starved(workers=4)
+    verdict = _verdict(rank, host=_host_with_workers(rank, allowed=(3,), core_busy=100.0))
+    assert verdict.kind == "input-bound"
+    advice = _advice(verdict)
+    assert "may run on only 1 core (CPU affinity 3)" in advice
+    assert "Raise num_workers" not in advice and "prefetch_factor" not in advice
+    assert verdict.evidence["workers_allowed_cpus"] == [3]
+
+
+def test_workers_on_saturated_cores_are_not_told_to_add_workers() -> None:
+    rank = _starved(workers=4)
+    verdict = _verdict(rank, host=_host_with_workers(rank, allowed=(0, 1, 2, 3, 4, 5, 6, 7), core_busy=97.0))
+    advice = _advice(verdict)
+    assert "are 97% busy: more workers cannot help" in advice
+    assert "Raise num_workers" not in advice
+
+
+def test_workers_with_idle_cores_are_told_to_add_workers_and_why() -> None:
+    rank = _starved(workers=2)
+    host = _host_with_workers(rank, allowed=tuple(range(16)), core_busy=20.0, workers=2)
+    verdict = _verdict(rank, host=host)
+    assert "Raise num_workers above 2 (16 cores allowed, 20% busy)" in _advice(verdict)
+
+
+def _epoch_steps(count: int = 60, every: int = 10) -> tuple[StepRecord, ...]:
+    steps = []
+    for i in range(count):
+        start = i % every == 0
+        wait = 120.0 if start else 1.0
+        steps.append(StepRecord(step=i + 10, wall_ms=wait + 20.0, data_wait_ms=wait, copy_cpu_ms=0.0,
+                                copy_gpu_ms=None, compute_gpu_ms=None, gpu_idle_ms=None, h2d_bytes=0,
+                                samples=32, pinned=False, pageable_non_blocking=False, epoch_start=start,
+                                workers_started=start))
+    return tuple(steps)
+
+
+def test_waits_at_epoch_starts_with_non_persistent_workers_call_for_persistent_workers() -> None:
+    rank = dataclasses.replace(_starved(workers=4), steps=_epoch_steps(), device="cpu")
+    verdict = _verdict(rank)
+    assert verdict.kind == "input-bound"
+    advice = _advice(verdict)
+    assert "set persistent_workers=True" in advice and "first step of each epoch" in advice
+    assert "Raise num_workers" not in advice and "prefetch_factor" not in advice
+
+
+def _untimed_copies() -> RankState:
+    """A GPU-timed window whose copies nobody marked (xfertop.watch, no copy timing): the copy is inside
+    compute on the GPU clock, and NVML (kernels only) reads the GPU nearly idle."""
+    rank = load_window("sync_bound").ranks[0]
+    steps = tuple(dataclasses.replace(s, copy_gpu_ms=None, h2d_bytes=0, copied=False,
+                                      compute_gpu_ms=(s.compute_gpu_ms or 0) + (s.copy_gpu_ms or 0))
+                  for s in rank.steps)
+    return dataclasses.replace(rank, steps=steps, device="cuda:0", copy_timing=False)
+
+
+def _sole_user(rank: RankState, util: float, rx: float) -> GpuState:
+    state = gpu_state(util=util, rx=rx)
+    first = state.gpus[0]
+    proc = dataclasses.replace(first.processes[0], pid=rank.pid)
+    return dataclasses.replace(state, gpus=(dataclasses.replace(first, processes=(proc,)),))
+
+
+def test_a_gpu_whose_link_is_busy_while_its_kernels_idle_is_copy_bound_when_copies_are_not_timed() -> None:
+    rank = _untimed_copies()
+    verdict = _verdict(rank, _sole_user(rank, util=5.0, rx=9.0e9))
+    assert verdict.kind == "copy-bound", verdict.headline
+    assert "did not time" in verdict.headline and "9.0 GB/s" in verdict.headline
+    assert "pin_memory=True" in _advice(verdict)
+    assert "Do not tune PCIe" not in _advice(verdict)
+
+
+def test_a_gpu_idle_without_link_traffic_is_host_bound_with_both_causes_named() -> None:
+    rank = _untimed_copies()
+    verdict = _verdict(rank, _sole_user(rank, util=30.0, rx=0.05e9))
+    assert verdict.kind == "host-bound"
+    advice = _advice(verdict)
+    assert "loss.item()" in advice and "torch.compile" in advice and "CUDA graphs" in advice
+
+
+def test_nvml_speaks_for_a_rank_only_while_it_steps() -> None:
+    rank = dataclasses.replace(_untimed_copies(), heartbeat_age_s=4.0)  # typical step 22 ms: tearing down
+    verdict = _verdict(rank, _sole_user(rank, util=0.0, rx=0.0))
+    assert verdict.kind == "compute-bound"
+    assert verdict.evidence["gpu_busy_share"] != 0.0
+
+
+def test_a_cpu_job_is_not_told_about_pcie() -> None:
+    rank = load_window("recorded_cpu_compute_bound").ranks[0]
+    verdict = _verdict(dataclasses.replace(rank, device="cpu", copy_timing=True))
+    assert "PCIe" not in _advice(verdict)
+
+
+def test_copies_nobody_measured_are_not_called_zero() -> None:
+    rank = dataclasses.replace(load_window("healthy_gpu").ranks[0], device="cuda:0", copy_timing=False)
+    rank = dataclasses.replace(rank, steps=tuple(dataclasses.replace(s, copied=False, h2d_bytes=0,
+                                                                     copy_gpu_ms=None)
+                                                 for s in rank.steps))
+    verdict = _verdict(rank)
+    assert "only 0%" not in _advice(verdict) and "copy 0%" not in verdict.headline
+    assert verdict.evidence["copies_measured"] is False
+
+
+def test_copies_the_step_clock_missed_are_named_against_the_gpus_rx() -> None:
+    rank = dataclasses.replace(load_window("compute_bound_hidden_wait").ranks[0], device="cuda:0",
+                               copy_timing=True)
+    verdict = _verdict(rank, _sole_user(rank, util=99.0, rx=1.5e9))
+    assert verdict.kind == "compute-bound"
+    assert "The GPU's link receives 1.5 GB/s but the step clock saw copies of only" in _advice(verdict)
+
+
+def test_pinned_memory_large_against_ram_is_warned_of() -> None:
+    rank = dataclasses.replace(_starved(workers=2), pinned_host_bytes=40 * GIB, host="h200-box")
+    host = dataclasses.replace(host_state(), mem_total_bytes=128 * GIB, hostname="h200-box")
+    advice = _advice(_verdict(rank, host=host))
+    assert "Pinned host memory is 40.0 GiB of 128 GiB RAM (31%)" in advice
+    small = dataclasses.replace(rank, pinned_host_bytes=2 * GIB)
+    assert "Pinned host memory" not in _advice(_verdict(small, host=host))
