@@ -51,7 +51,9 @@ def _xfertop_run(tmp_path: Path, script_text: str, *args: str, copy_timing: bool
                  **env: str) -> subprocess.Popen[str]:
     script = tmp_path / "train.py"
     script.write_text(script_text)
-    flags = [] if copy_timing else ["--no-copy-timing"]
+    # --no-summary: these tests compare the job's own output byte for byte (test_run_summary.py checks
+    # that the summary only follows it).
+    flags = ["--no-summary"] if copy_timing else ["--no-summary", "--no-copy-timing"]
     command = [sys.executable, "-m", "xfertop.cli.run", *flags, "--", sys.executable, str(script), *args]
     return subprocess.Popen(command, env=child_env(tmp_path / "rings", **env), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -201,7 +203,8 @@ def test_a_job_on_another_python_gets_xfertop_but_none_of_xfertops_other_package
 
 def test_a_job_killed_by_sigkill_kills_xfertop_the_same_way(tmp_path: Path) -> None:
     # What the OOM killer does: SIGKILL has no handler to reset, and xfertop must still die of it.
-    result = subprocess.run([sys.executable, "-m", "xfertop.cli.run", "--", "sh", "-c", "kill -9 $$"],
+    result = subprocess.run([sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", "sh", "-c",
+                             "kill -9 $$"],
                             env=child_env(tmp_path / "rings"), capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stderr) == (-signal.SIGKILL, "")
 

@@ -71,7 +71,7 @@ if watched:
     print(repr(xfertop.reporter.status()), file=sys.stderr)
 """
 
-RUN = [sys.executable, "-m", "xfertop.cli.run"]
+RUN = [sys.executable, "-m", "xfertop.cli.run", "--no-summary"]  # the job's last stderr line is read
 MODES = {
     "xfertop run": [*RUN, "--"],
     "xfertop run --no-copy-timing": [*RUN, "--no-copy-timing", "--"],

@@ -13,6 +13,10 @@ SIGKILL of xfertop itself cannot be passed on by a handler; the kernel passes it
 kill reached it without xfertop. That is the command only: when it is itself a launcher (torchrun,
 `accelerate launch`, a shell script), its own children are left as a `kill -9` of that launcher leaves
 them without xfertop.
+
+How the command ended is written into the rings of the processes it started (launch/exit_record.py), and
+unless `--no-summary`, a summary of the run follows the job's output on stderr (launch/summary.py,
+docs/summary.md).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from types import FrameType
 import xfertop
 from xfertop import wire
 from xfertop.launch.exit_record import new_launch_token, record_exit, wait_without_reaping
+from xfertop.launch.summary import RunFollower
 from xfertop.sources.ring_reader import remove_ended_rings
 
 BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
@@ -107,7 +112,31 @@ def _wait_and_record(child: subprocess.Popen[bytes], token: str) -> int:
     return child.wait()
 
 
-def run_command(command: list[str], copy_timing: bool = True, summary: bool = False) -> int:
+def _start_follower(summary: bool, token: str) -> RunFollower | None:
+    if not summary:
+        return None
+    with contextlib.suppress(Exception):
+        follower = RunFollower(token)
+        follower.start()
+        return follower
+    return None
+
+
+def _print_summary(follower: RunFollower | None, command: list[str], status: int) -> None:
+    """The end-of-run summary on stderr, after the job's output; any failure of it is silent."""
+    if follower is None:
+        return
+    with contextlib.suppress(Exception):
+        from xfertop.launch.summary_report import build_summary, render_text, write_json
+
+        follower.finish()
+        summary = build_summary(follower, command, status)
+        json_path = write_json(summary, wire.ring_dir_path()) if summary["steps"] else None
+        sys.stderr.write(render_text(summary, json_path))
+        sys.stderr.flush()
+
+
+def run_command(command: list[str], copy_timing: bool = True, summary: bool = True) -> int:
     if command and command[0] == "--":
         command = command[1:]
     if not command:
@@ -115,6 +144,7 @@ def run_command(command: list[str], copy_timing: bool = True, summary: bool = Fa
         return EXIT_USAGE
     started: list[subprocess.Popen[bytes]] = []
     token = new_launch_token()
+    follower: RunFollower | None = None
     early: list[int] = []  # signals that came before the child existed: sent to it once it does
 
     def forward(signum: int, _frame: FrameType | None) -> None:
@@ -137,6 +167,7 @@ def run_command(command: list[str], copy_timing: bool = True, summary: bool = Fa
             started.append(subprocess.Popen(command, env=child_environment(os.environ, copy_timing, token),
                                             close_fds=False,
                                             preexec_fn=_die_with_the_launcher()))
+            follower = _start_follower(summary, token)
             for signum in early:
                 with contextlib.suppress(ProcessLookupError):
                     started[0].send_signal(signum)
@@ -151,6 +182,7 @@ def run_command(command: list[str], copy_timing: bool = True, summary: bool = Fa
             print(f"xfertop run: {command[0]}: permission denied", file=sys.stderr)
             return EXIT_NOT_EXECUTABLE
         status = _wait_and_record(started[0], token)
+        _print_summary(follower, command, status)  # while signals are still forwarded (to no one now)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

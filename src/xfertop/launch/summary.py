@@ -1,0 +1,203 @@
+"""The end-of-run summary of `xfertop run`: where the job's time went over the whole run, its verdicts
+over time and the advice, printed on stderr after the job's own output and kept as JSON.
+
+A daemon thread in the launcher (never in the job) reads the rings of its own command (those carrying its
+launch token) every ``interval_s``: each read folds the steps it has not counted yet into running totals
+and notes the job's verdict, so a run far longer than a ring holds (1024 steps) is still summed whole and
+its verdicts over time survive the ring's wrap-around. A step is folded once it is ``SETTLE_STEPS`` behind
+its rank's newest (its GPU timing, resolved lazily, is in by then), and every step at the end.
+The launcher's exit waits for the thread ``JOIN_TIMEOUT_S`` at most.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from xfertop.model.jobs import JobsState, RankState, StepRecord
+
+#: A live rank's step is counted once it is this many steps behind the rank's newest.
+SETTLE_STEPS = 128
+#: The most the launcher's exit waits for the thread's last read.
+JOIN_TIMEOUT_S = 1.0
+SCHEMA = "xfertop.run-summary/1"
+
+
+@dataclass
+class PhaseTotals:
+    """Sums over the steps of one rank, in milliseconds. ``gpu_*``: the steps that carry GPU timing."""
+
+    steps: int = 0
+    samples: int = 0
+    wall_ms: float = 0.0
+    data_wait_ms: float = 0.0
+    copy_cpu_ms: float = 0.0
+    gpu_steps: int = 0
+    gpu_wall_ms: float = 0.0
+    copy_gpu_ms: float = 0.0
+    compute_gpu_ms: float = 0.0
+    gpu_idle_ms: float = 0.0
+
+    def add(self, step: StepRecord) -> None:
+        self.steps += 1
+        self.samples += step.samples
+        self.wall_ms += step.wall_ms
+        self.data_wait_ms += step.data_wait_ms
+        self.copy_cpu_ms += step.copy_cpu_ms
+        if step.compute_gpu_ms is not None and step.gpu_idle_ms is not None:
+            self.gpu_steps += 1
+            self.gpu_wall_ms += step.wall_ms
+            self.copy_gpu_ms += step.copy_gpu_ms or 0.0
+            self.compute_gpu_ms += step.compute_gpu_ms
+            self.gpu_idle_ms += step.gpu_idle_ms
+
+    def merge(self, other: PhaseTotals) -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def shares(self) -> dict[str, Any]:
+        """Fractions of the step wall time: on the GPU clock where steps carry it, else the CPU clock."""
+        if self.gpu_steps and self.gpu_wall_ms > 0:
+            return {
+                "clock": "gpu",
+                "data_wait": _share(self.data_wait_ms, self.wall_ms),
+                "copy": _share(self.copy_gpu_ms, self.gpu_wall_ms),
+                "compute": _share(self.compute_gpu_ms, self.gpu_wall_ms),
+                "gpu_idle": _share(self.gpu_idle_ms, self.gpu_wall_ms),
+            }
+        compute_ms = max(0.0, self.wall_ms - self.data_wait_ms - self.copy_cpu_ms)
+        return {
+            "clock": "cpu",
+            "data_wait": _share(self.data_wait_ms, self.wall_ms),
+            "copy": _share(self.copy_cpu_ms, self.wall_ms),
+            "compute": _share(compute_ms, self.wall_ms),
+            "gpu_idle": None,
+        }
+
+
+def _share(part: float, whole: float) -> float:
+    return round(part / whole, 4) if whole > 0 else 0.0
+
+
+@dataclass
+class RankTotals:
+    """What is known of one rank (one ring) over the whole run."""
+
+    rank: RankState
+    totals: PhaseTotals = field(default_factory=PhaseTotals)
+    #: Every step below this number has been counted (or was lost to the ring's wrap-around).
+    next_step: int = 0
+    steps_lost: int = 0
+
+    def fold(self, rank: RankState, final: bool) -> None:
+        self.rank = rank
+        if not rank.steps:
+            return
+        newest = rank.steps[-1].step
+        limit = newest + 1 if final or rank.status == "finished" else newest + 1 - SETTLE_STEPS
+        if rank.steps[0].step > self.next_step:  # the ring wrapped between two reads
+            self.steps_lost += rank.steps[0].step - self.next_step
+            self.next_step = rank.steps[0].step
+        for step in rank.steps:
+            if self.next_step <= step.step < limit:
+                self.totals.add(step)
+                self.next_step = step.step + 1
+
+
+@dataclass(frozen=True)
+class VerdictSpan:
+    from_s: float
+    to_s: float
+    kind: str
+    headline: str
+
+
+class RunFollower:
+    """Follows the rings of one `xfertop run` (by its launch token) on a daemon thread."""
+
+    def __init__(self, launch_token: str, interval_s: float = 2.0, ring_dir: str | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.launch_token = launch_token
+        self.interval_s = interval_s
+        self.ring_dir = ring_dir
+        self._clock = clock
+        self.started_s = clock()
+        self.started_unix_s = time.time()
+        self.ranks: dict[str, RankTotals] = {}
+        self.spans: list[VerdictSpan] = []
+        self.last_verdict: dict[str, Any] | None = None
+        self.job_name = ""
+        self._analysis: Any = None
+        self._source: Any = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="xfertop-run-summary", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        # Imported here, on this thread: the job starts without waiting for them.
+        with contextlib.suppress(Exception):
+            from xfertop.sources.jobs import JobsSource
+
+            self._source = JobsSource(ring_dir=self.ring_dir, launch_token=self.launch_token)
+            while not self._stop.is_set():
+                self.read(final=False)
+                self._stop.wait(self.interval_s)
+
+    def read(self, final: bool) -> None:
+        """One read of the rings: fold new steps, note the verdict. Never raises."""
+        with self._lock, contextlib.suppress(Exception):
+            if self._source is None:
+                return
+            state: JobsState = self._source.sample()
+            self._fold(state, final)
+            self._note_verdict(state)
+
+    def _fold(self, state: JobsState, final: bool) -> None:
+        for job in state.jobs:
+            self.job_name = self.job_name or job.name
+            for rank in job.ranks:
+                known = self.ranks.setdefault(rank.ring_path, RankTotals(rank))
+                known.fold(rank, final)
+
+    def _note_verdict(self, state: JobsState) -> None:
+        from xfertop.analysis.job_analysis import analyse
+
+        self._analysis = analyse(state, None, self._analysis)
+        # Live jobs only: an ended job's verdict is frozen. A job too short to be seen live gets the verdict
+        # of its whole ring instead (not frozen: nothing came before it).
+        judged = [job for job in self._analysis.jobs if job.live or (not job.frozen and not self.spans)]
+        if not judged:
+            return
+        verdict = max(judged, key=lambda job: len(job.ranks)).verdict
+        now_s = round(self._clock() - self.started_s, 1)
+        self.last_verdict = verdict.to_dict()
+        if self.spans and self.spans[-1].kind == verdict.kind:
+            last = self.spans[-1]
+            self.spans[-1] = VerdictSpan(last.from_s, now_s, last.kind, verdict.headline)
+        else:
+            from_s = self.spans[-1].to_s if self.spans else 0.0
+            self.spans.append(VerdictSpan(from_s, now_s, verdict.kind, verdict.headline))
+
+    def finish(self) -> None:
+        """Stop the thread (waiting JOIN_TIMEOUT_S at most) and, if it stopped, read everything once more."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(JOIN_TIMEOUT_S)
+        if not self._thread.is_alive():
+            self.read(final=True)
+        if self.spans:  # the last verdict held until the job ended, not only until the last read
+            last = self.spans[-1]
+            self.spans[-1] = VerdictSpan(last.from_s, round(self.duration_s(), 1), last.kind, last.headline)
+        with contextlib.suppress(Exception):
+            if self._source is not None:
+                self._source.close()
+
+    def duration_s(self) -> float:
+        return self._clock() - self.started_s

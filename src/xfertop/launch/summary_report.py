@@ -1,0 +1,137 @@
+"""The end-of-run summary as data (JSON, schema ``xfertop.run-summary/1``) and as a few lines of text, and
+where its JSON is kept: ``<ring directory>/summaries/`` (private like the rings; the newest
+``KEEP_SUMMARIES`` are kept). See docs/summary.md."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from typing import Any
+
+from xfertop.launch.summary import SCHEMA, PhaseTotals, RunFollower
+from xfertop.sources.jobs import job_name
+
+KEEP_SUMMARIES = 50
+SUMMARY_DIR_NAME = "summaries"
+
+
+def ended_how(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exited {returncode}"
+
+
+def build_summary(follower: RunFollower, command: list[str], returncode: int) -> dict[str, Any]:
+    """Everything the summary says, JSON-ready."""
+    whole = PhaseTotals()
+    ranks: list[dict[str, Any]] = []
+    samples_per_s = 0.0
+    for known in follower.ranks.values():
+        whole.merge(known.totals)
+        rank_rate = known.totals.samples / (known.totals.wall_ms / 1000) if known.totals.wall_ms > 0 else 0.0
+        samples_per_s += rank_rate
+        ranks.append({
+            "pid": known.rank.pid,
+            "rank": known.rank.rank,
+            "ring_path": known.rank.ring_path,
+            "steps": known.totals.steps,
+            "steps_lost": known.steps_lost,
+            "samples_per_s": round(rank_rate, 2),
+            "shares": known.totals.shares(),
+            "ended": known.rank.end.describe() if known.rank.end is not None else None,
+        })
+    return {
+        "schema": SCHEMA,
+        "job": follower.job_name or job_name(tuple(command)),
+        "command": list(command),
+        "ended": ended_how(returncode),
+        "returncode": returncode,
+        "started_unix_s": round(follower.started_unix_s, 3),
+        "duration_s": round(follower.duration_s(), 3),
+        "steps": max((known.totals.steps for known in follower.ranks.values()), default=0),
+        "steps_lost": sum(known.steps_lost for known in follower.ranks.values()),
+        "samples_per_s": round(samples_per_s, 2),
+        "shares": whole.shares() if whole.steps else None,
+        "verdicts": [
+            {"from_s": span.from_s, "to_s": span.to_s, "kind": span.kind, "headline": span.headline}
+            for span in follower.spans
+        ],
+        "last_verdict": follower.last_verdict,
+        "ranks": ranks,
+    }
+
+
+def _pct(share: float | None) -> str:
+    return "n/a" if share is None else f"{share * 100:.0f}%"
+
+
+def _seconds(value_s: float) -> str:
+    return f"{value_s:.0f} s" if value_s < 120 else f"{value_s / 60:.1f} min"
+
+
+def render_text(summary: dict[str, Any], json_path: str | None) -> str:
+    """The lines printed on stderr: a one-line note when the job never stepped, else a short report."""
+    head = f"xfertop run: {summary['job']} {summary['ended']} after {_seconds(summary['duration_s'])}"
+    if not summary["steps"]:
+        return (f"{head}; no training step was seen (no DataLoader was iterated under xfertop), "
+                "so there is nothing to summarise.\n")
+    ranks = len(summary["ranks"])
+    lines = [f"{head}: {summary['steps']} steps, {summary['samples_per_s']:.1f} samples/s"
+             + (f" over {ranks} ranks" if ranks > 1 else "")]
+    shares = summary["shares"]
+    lines.append(
+        f"  where the time went ({shares['clock'].upper()} clock, whole run): "
+        f"data wait {_pct(shares['data_wait'])}, copy {_pct(shares['copy'])}, "
+        f"compute {_pct(shares['compute'])}, GPU idle {_pct(shares['gpu_idle'])}"
+    )
+    if summary["steps_lost"]:
+        lines.append(f"  ({summary['steps_lost']} steps were overwritten in the ring before they were read)")
+    spans = summary["verdicts"]
+    if spans:
+        lines.append("  verdicts: " + ", ".join(
+            f"{span['from_s']:.0f}-{span['to_s']:.0f} s {span['kind']}" for span in spans))
+    last = summary["last_verdict"]
+    if last:
+        lines.append(f"  last verdict: {last['headline']}")
+        lines.extend(f"  advice: {line}" for line in last["advice"])
+    if json_path:
+        lines.append(f"  JSON: {json_path}")
+    return "\n".join(lines) + "\n"
+
+
+def write_json(summary: dict[str, Any], ring_dir: str) -> str | None:
+    """Keep the summary in ``<ring_dir>/summaries/`` (0700, file 0600); its path, or None if it cannot."""
+    from xfertop.reporter._ring_writer import RingDirError, open_private_dir
+
+    directory = os.path.join(ring_dir, SUMMARY_DIR_NAME)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(summary["started_unix_s"]))
+    name = f"{stamp}-{os.getpid()}-{summary['job'].replace('/', '_').replace(' ', '_')}.json"
+    try:
+        dir_fd = open_private_dir(directory)
+    except (RingDirError, OSError):
+        return None
+    try:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                     dir_fd=dir_fd)
+        with os.fdopen(fd, "w") as file:
+            json.dump(summary, file, indent=1)
+            file.write("\n")
+        _keep_newest(dir_fd)
+    except OSError:
+        return None
+    finally:
+        os.close(dir_fd)
+    return os.path.join(directory, name)
+
+
+def _keep_newest(dir_fd: int) -> None:
+    names = sorted(name for name in os.listdir(dir_fd) if name.endswith(".json"))
+    for name in names[:-KEEP_SUMMARIES]:
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=dir_fd)

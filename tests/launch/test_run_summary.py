@@ -1,0 +1,166 @@
+"""The end-of-run summary of `xfertop run`: printed on stderr after the job's own output, with the shares
+of the whole run, its verdicts over time and the advice; JSON beside the rings; --no-summary for none."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from ring_test_tools import child_env
+from xfertop.launch.summary import RankTotals
+from xfertop.model.jobs import RankState, StepRecord
+
+# 10 ms of sleep in __getitem__ (num_workers=0: inside the loop's next()), then 10 ms of busy compute:
+# about half of each step waits for data. The job measures the truth itself (time blocked in next() over
+# the loop's wall time), so a loaded machine that stretches the sleeps cannot make the test fail.
+KNOWN_WAIT = """
+import sys, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Slow(Dataset):
+    def __len__(self):
+        return int(sys.argv[1])
+    def __getitem__(self, index):
+        time.sleep(0.010)
+        return torch.ones(4)
+
+print("training", flush=True)
+batches = iter(DataLoader(Slow(), batch_size=1))
+waited = 0.0
+first = time.perf_counter()
+while True:
+    asked = time.perf_counter()
+    try:
+        batch = next(batches)
+    except StopIteration:
+        break
+    waited += time.perf_counter() - asked
+    while time.perf_counter() - asked < 0.020:
+        pass
+print(f"truth data wait {waited / (time.perf_counter() - first):.4f}", file=sys.stderr, flush=True)
+sys.exit(int(sys.argv[2]))
+"""
+
+# Input-bound for ~4 s (16 ms of sleep, then 4 ms of compute a step), then compute-bound for ~4 s: the
+# summary thread reads every 2 s, so each phase is seen live at least once.
+TWO_PHASES = """
+import time
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Phased(Dataset):
+    def __len__(self):
+        return 1200
+    def __getitem__(self, index):
+        if index < 200:
+            time.sleep(0.016)
+        return torch.ones(4)
+
+for batch in DataLoader(Phased(), batch_size=1):
+    began = time.perf_counter()
+    while time.perf_counter() - began < 0.004:
+        pass
+"""
+
+
+def _run(tmp_path: Path, text: str, *args: str,
+         flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(text))
+    return subprocess.run([sys.executable, "-m", "xfertop.cli.run", *flags, "--", sys.executable, str(script),
+                           *args], env=child_env(tmp_path / "rings"), capture_output=True, text=True,
+                          timeout=180)
+
+
+def _plain(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(tmp_path / "train.py"), *args],
+                          env=child_env(tmp_path / "plain-rings"), capture_output=True, text=True,
+                          timeout=180)
+
+
+def _summary_json(err: str) -> dict:
+    [path] = [line.split("JSON: ", 1)[1] for line in err.splitlines() if line.startswith("  JSON: ")]
+    return json.loads(Path(path).read_text())
+
+
+def test_the_summary_follows_the_jobs_own_output_and_its_shares_match_the_known_wait(tmp_path: Path) -> None:
+    wrapped = _run(tmp_path, KNOWN_WAIT, "150", "0")
+    assert (wrapped.returncode, wrapped.stdout) == (0, "training\n")
+    # The job's own stderr (its last line: the truth it measured), then the summary after it.
+    job_err, summary_text = wrapped.stderr.split("xfertop run: ", 1)
+    summary_text = "xfertop run: " + summary_text
+    truth = float(job_err.splitlines()[-1].removeprefix("truth data wait "))
+    assert summary_text.startswith("xfertop run: train.py exited 0 after "), summary_text
+    assert "150 steps" in summary_text
+    assert "where the time went (CPU clock, whole run): data wait " in summary_text
+    summary = _summary_json(summary_text)
+    assert summary["schema"] == "xfertop.run-summary/1"
+    assert (summary["steps"], summary["returncode"], summary["ended"]) == (150, 0, "exited 0")
+    shares = summary["shares"]
+    assert abs(shares["data_wait"] - truth) < 0.03, (shares, truth)
+    assert abs(shares["compute"] - (1 - truth)) < 0.03, (shares, truth)
+    assert 25 < summary["samples_per_s"] < 51  # 20 ms a sample at best
+    assert summary["verdicts"] and summary["verdicts"][-1]["kind"] == "input-bound"
+    assert summary["last_verdict"]["advice"]
+    assert "  advice: " in summary_text
+
+
+def test_no_summary_prints_nothing_and_the_exit_code_is_the_jobs(tmp_path: Path) -> None:
+    quiet = _run(tmp_path, KNOWN_WAIT, "30", "3", flags=("--no-summary",))
+    plain = _plain(tmp_path, "30", "3")
+    assert (quiet.returncode, quiet.stdout) == (3, plain.stdout)
+    # Nothing after the job's last line (its truth, whose value differs from run to run).
+    assert quiet.stderr.splitlines()[:-1] == plain.stderr.splitlines()[:-1]
+    assert quiet.stderr.splitlines()[-1].startswith("truth data wait ") and quiet.stderr.endswith("\n")
+    assert not (tmp_path / "rings" / "summaries").exists()
+
+
+def test_the_summary_of_a_failed_job_says_how_it_ended_and_keeps_its_exit_code(tmp_path: Path) -> None:
+    failed = _run(tmp_path, KNOWN_WAIT, "30", "3")
+    assert failed.returncode == 3
+    assert "xfertop run: train.py exited 3 after " in failed.stderr
+    assert _summary_json(failed.stderr)["ended"] == "exited 3"
+
+
+def test_a_job_that_never_steps_gets_a_one_line_note(tmp_path: Path) -> None:
+    result = _run(tmp_path, "print('no loader here')\n")
+    assert (result.returncode, result.stdout) == (0, "no loader here\n")
+    [note] = result.stderr.splitlines()
+    assert note.startswith("xfertop run: train.py exited 0 after ")
+    assert note.endswith("no training step was seen (no DataLoader was iterated under xfertop), so there is "
+                         "nothing to summarise.")
+
+
+def test_verdicts_over_time_name_both_phases_of_a_job(tmp_path: Path) -> None:
+    result = _run(tmp_path, TWO_PHASES)
+    assert result.returncode == 0, result.stderr
+    kinds = [span["kind"] for span in _summary_json(result.stderr)["verdicts"]]
+    assert "input-bound" in kinds and kinds[-1] == "compute-bound", result.stderr
+    assert kinds.index("input-bound") < len(kinds) - 1
+    assert " input-bound, " in result.stderr and result.stderr.count("compute-bound") >= 1
+
+
+def _rank(first: int, last: int, status: str = "live") -> RankState:
+    steps = tuple(StepRecord(n, 10.0, 4.0, 0.0, None, None, None, 0, 2, False, False)
+                  for n in range(first, last))
+    return RankState(pid=1, host="h", rank=None, local_rank=None, world_size=None, job_key="pid:1",
+                     device="cpu", argv=(), status=status, heartbeat_age_s=0.0, steps=steps,
+                     pinned_host_bytes=None, dataloader_workers=None, reporter_errors=0,
+                     reporter_disabled=False, ring_path="r")
+
+
+def test_a_run_longer_than_its_ring_is_counted_whole_across_reads() -> None:
+    known = RankTotals(_rank(0, 0))
+    known.fold(_rank(0, 1024), final=False)  # settled steps only: the newest are left for later
+    assert known.totals.steps == 1024 - 128
+    known.fold(_rank(1000, 2024), final=False)  # the ring wrapped: steps 0-999 are gone, none counted twice
+    known.fold(_rank(1900, 2924), final=False)  # wrapped past steps never read: lost, and said so
+    known.fold(_rank(1900, 2924, "finished"), final=True)
+    assert known.totals.steps + known.steps_lost == 2924
+    # Lost: the unsettled steps 896-999 of the first read, and 1896-1899.
+    assert known.steps_lost == (1000 - 896) + (1900 - 1896)
+    assert known.totals.shares()["data_wait"] == 0.4
