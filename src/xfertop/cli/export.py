@@ -103,7 +103,12 @@ def _serve(args: argparse.Namespace) -> int:
         state_path=state_path,
         ended_grace_s=args.ended_grace,
     )
-    bound_host, bound_port = exporter.listen(host, port)
+    exporter.start_sources()
+    try:
+        bound_host, bound_port = exporter.listen(host, port)
+    except ExporterError:
+        exporter.stop()
+        raise
     for problem in exporter.problems:
         print(f"xfertop export: {problem}", file=sys.stderr)
     if not is_loopback(host):
@@ -113,7 +118,6 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     signal.signal(signal.SIGTERM, lambda _signum, _frame: exporter.request_stop())
-    exporter.start_sources()
     print(
         f"xfertop export: serving http://{_url_host(bound_host)}:{bound_port}/metrics",
         file=sys.stderr,

@@ -35,8 +35,10 @@ JOB_LABELS = ("host", "job_name", "job_id")
 VERDICT_KINDS: tuple[str, ...] = get_args(VerdictKind)
 RANK_STATUSES: tuple[str, ...] = get_args(RankStatus)
 THROTTLE_REASONS = tuple(THROTTLE_WORDS.values())
+#: A rank with this many steps and no device yet is taken to copy nothing: its gpu_uuid label is "".
+DEVICE_SETTLED_STEPS = 5
 
-#: (metric name without _total, help, RankTotals field, scale to base units)
+#: (metric name without _total, help, RankTotals field)
 RANK_COUNTERS: tuple[tuple[str, str, str], ...] = (
     (
         "xfertop_rank_steps",
@@ -91,6 +93,11 @@ RANK_COUNTERS: tuple[tuple[str, str, str], ...] = (
         "gpu_idle_seconds",
     ),
 )
+
+
+def _unit_of(name: str) -> str:
+    """OpenMetrics' unit of a family: the base unit its name ends with."""
+    return next((unit for unit in ("seconds", "bytes") if name.endswith(f"_{unit}")), "")
 
 
 def _label(value: object) -> str:
@@ -279,7 +286,7 @@ class XfertopCollector(Collector):
     # -- ranks and jobs -----------------------------------------------------------------------------------
     def _rank_families(self, analysis: Analysis, gpu: GpuState | None, host: HostState | None) -> list:
         counters = {
-            field: CounterMetricFamily(name, help_text, labels=RANK_LABELS)
+            field: CounterMetricFamily(name, help_text, labels=RANK_LABELS, unit=_unit_of(name))
             for name, help_text, field in RANK_COUNTERS
         }
         pinned = _gauge(
@@ -324,8 +331,8 @@ class XfertopCollector(Collector):
             for analysed in job.ranks:
                 rank = analysed.rank
                 totals = self._totals.rank_totals(rank.ring_path)
-                if totals is None or not rank.device:
-                    continue  # no ring identity yet, or the device is still unknown (the gpu_uuid label)
+                if totals is None or not _device_settled(rank):
+                    continue  # no ring identity yet, or too early to know its GPU (the gpu_uuid label)
                 if totals.gpu_uuid is None:
                     found = rank_gpu(rank, gpus)
                     totals.gpu_uuid = found.uuid if found is not None else ""
@@ -381,6 +388,16 @@ class XfertopCollector(Collector):
         own.add_metric(labels, process.cpu_percent / 100)
         child_percents = [child.cpu_percent for child in process.children if child.cpu_percent is not None]
         children.add_metric(labels, sum(child_percents) / 100)
+
+
+def _device_settled(rank: RankState) -> bool:
+    """The reporter names the device at the first copy; a rank that took a few steps without one
+    copies nothing (a CPU job)."""
+    return bool(rank.device) or _steps_taken(rank) >= DEVICE_SETTLED_STEPS
+
+
+def _steps_taken(rank: RankState) -> int:
+    return rank.steps[-1].step + 1 if rank.steps else 0
 
 
 def _rank_verdict_kind(analysed: RankAnalysis) -> str:

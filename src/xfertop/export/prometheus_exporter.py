@@ -12,6 +12,7 @@ import contextlib
 import ipaddress
 import os
 import threading
+import time
 from typing import Any
 
 from prometheus_client import start_http_server
@@ -127,9 +128,14 @@ class Exporter:
         bound = self._server.server_address
         return str(bound[0]), int(bound[1])
 
-    def start_sources(self) -> None:
+    def start_sources(self, first_sample_timeout_s: float = 5.0) -> None:
+        """Start sampling and wait (a bounded time) for each source's first snapshot, so the first scrape
+        already has every rank: a scrape without them would mark their series stale."""
         for source in self.sources:
             source.start()
+        deadline = time.monotonic() + first_sample_timeout_s
+        for source in self.sources:
+            source.wait_for_sample(max(0.0, deadline - time.monotonic()))
 
     def wait(self, timeout_s: float | None = None) -> bool:
         return self._stopped.wait(timeout_s)

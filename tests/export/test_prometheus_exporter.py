@@ -1,0 +1,208 @@
+"""The exporter in-process over real rings (a RingWriter in this process) and the recorded H200 (NVML
+faked): each step counted once, counters monotonic across a ring wrap and a restart, ended ranks
+dropped after their grace, GPU PCIe bytes integrated from the full-coverage rates; the exposition as
+prometheus_client's parsers read it."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from pathlib import Path
+
+from prometheus_client.exposition import generate_latest
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
+from prometheus_client.parser import text_string_to_metric_families
+
+from fakes.fake_pynvml import FakePynvml, SteadyTraffic
+from ring_test_tools import wait_until
+from ui.live import fake_gpu_source
+from xfertop import wire
+from xfertop.export.prometheus_collector import RANK_COUNTERS, VERDICT_KINDS
+from xfertop.export.prometheus_exporter import Exporter
+from xfertop.reporter._identity import current_identity
+from xfertop.reporter._ring_writer import RingWriter
+from xfertop.sources.jobs import JobsSource
+
+STEP_NS = 10_000_000
+WAIT_NS = 4_000_000
+
+
+class Ring:
+    """A ring this process writes, ``capacity`` slots, 10 ms steps of which 4 ms wait for data."""
+
+    def __init__(self, ring_dir: Path, capacity: int = 8, **identity: object) -> None:
+        fields = {
+            "pid": os.getpid(),
+            "run_id": "job-1",
+            "rank": 0,
+            "local_rank": 0,
+            "world_size": 1,
+            "argv": ("python", "train.py"),
+            **identity,
+        }
+        self.writer = RingWriter(
+            str(ring_dir), dataclasses.replace(current_identity(), **fields), capacity=capacity
+        )
+        self.writer.set_device("cpu")
+        self.next_step = 0
+
+    def write(self, count: int, flags: int = wire.F_COPIED, gpu: bool = False) -> None:
+        start_ns = time.perf_counter_ns()
+        for _ in range(count):
+            step = self.next_step
+            pending = wire.F_GPU_PENDING if gpu else 0
+            self.writer.write_step(
+                step, start_ns + step * STEP_NS, STEP_NS, WAIT_NS, 1_000_000, 1024, 8, flags | pending
+            )
+            self.next_step += 1
+
+
+def _exporter(ring_dir: Path, state: Path | None = None, **kwargs: object) -> tuple[Exporter, JobsSource]:
+    jobs = JobsSource(ring_dir=str(ring_dir))
+    exporter = Exporter(
+        None, None, jobs, host_label="node-a", state_path=str(state) if state else None, **kwargs
+    )  # type: ignore[arg-type]
+    return exporter, jobs
+
+
+def _samples(exporter: Exporter) -> dict[tuple[str, str], float]:
+    """(sample name, rank label) -> value, from the Prometheus text the exporter serves."""
+    text = generate_latest(exporter.registry).decode()
+    found = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            found[(sample.name, sample.labels.get("rank", ""))] = sample.value
+    return found
+
+
+def test_each_step_counts_once_and_a_wrap_counts_the_steps_it_overwrote(tmp_path: Path) -> None:
+    ring = Ring(tmp_path, capacity=8)
+    exporter, jobs = _exporter(tmp_path)
+    ring.write(5)
+    jobs.sample_once()
+    jobs.sample_once()  # the same steps again: nothing more is counted
+    first = _samples(exporter)
+    assert first[("xfertop_rank_steps_total", "0")] == 5
+    assert first[("xfertop_rank_step_seconds_total", "0")] == 5 * 0.010
+    assert first[("xfertop_rank_data_wait_seconds_total", "0")] == 5 * 0.004
+    # 20 more steps while nobody reads: the 8-slot ring keeps the last 7, the others are overwritten.
+    ring.write(20)
+    jobs.sample_once()
+    second = _samples(exporter)
+    assert second[("xfertop_rank_steps_total", "0")] == 25
+    unseen = second[("xfertop_rank_steps_unseen_total", "0")]
+    assert unseen == 25 - 5 - 7
+    seen = 25 - unseen
+    assert abs(second[("xfertop_rank_step_seconds_total", "0")] - seen * 0.010) < 1e-9
+    assert second[("xfertop_rank_samples_total", "0")] == seen * 8
+    for name, _help, _field in RANK_COUNTERS:
+        assert second[(f"{name}_total", "0")] >= first[(f"{name}_total", "0")], name
+
+
+def test_gpu_times_resolved_after_the_step_are_added_once(tmp_path: Path) -> None:
+    ring = Ring(tmp_path, capacity=64)
+    ring.writer.set_device("cuda:0")
+    exporter, jobs = _exporter(tmp_path)
+    ring.write(3, gpu=True)
+    jobs.sample_once()
+    assert _samples(exporter)[("xfertop_rank_gpu_timed_steps_total", "0")] == 0
+    for step in range(3):
+        ring.writer.patch_gpu(step, 1_000_000, 6_000_000, 3_000_000, wire.F_GPU_RESOLVED, wire.F_GPU_PENDING)
+    jobs.sample_once()
+    jobs.sample_once()
+    found = _samples(exporter)
+    assert found[("xfertop_rank_gpu_timed_steps_total", "0")] == 3
+    assert abs(found[("xfertop_rank_gpu_idle_seconds_total", "0")] - 3 * 0.003) < 1e-9
+    assert abs(found[("xfertop_rank_compute_gpu_seconds_total", "0")] - 3 * 0.006) < 1e-9
+    assert found[("xfertop_rank_steps_total", "0")] == 3
+
+
+def test_a_restarted_exporter_carries_on_from_its_state_file(tmp_path: Path) -> None:
+    rings, state = tmp_path / "rings", tmp_path / "state.json"
+    rings.mkdir(mode=0o700)
+    ring = Ring(rings, capacity=8)
+    ring.write(6)
+    before, jobs = _exporter(rings, state)
+    jobs.sample_once()
+    published = _samples(before)  # a scrape saves the state
+    jobs.stop()
+    ring.write(30)  # the exporter is down and the ring wraps meanwhile
+    after, jobs = _exporter(rings, state)
+    jobs.sample_once()
+    again = _samples(after)
+    for key, value in published.items():
+        if key[0].endswith("_total"):
+            assert again[key] >= value, key
+    assert again[("xfertop_rank_steps_total", "0")] == 36
+    # Without the state file the counters restart from what the ring holds: Prometheus sees a reset.
+    fresh, jobs = _exporter(rings, None)
+    jobs.sample_once()
+    key = ("xfertop_rank_step_seconds_total", "0")
+    assert _samples(fresh)[key] < again[key]
+
+
+def test_created_is_the_ring_creation_while_the_ring_holds_step_zero(tmp_path: Path) -> None:
+    ring = Ring(tmp_path, capacity=8)
+    ring.write(3)
+    exporter, jobs = _exporter(tmp_path)
+    jobs.sample_once()
+    text = generate_openmetrics(exporter.registry).decode()
+    families = {family.name: family for family in parse_openmetrics(text)}
+    steps = families["xfertop_rank_steps"]
+    assert steps.type == "counter"
+    created = next(s.value for s in steps.samples if s.name == "xfertop_rank_steps_created")
+    header_created_s = ring.writer.words[wire.H_CREATED_UNIX_NS] / 1e9
+    assert abs(created - header_created_s) < 1e-3
+    verdict = families["xfertop_rank_verdict"]
+    assert verdict.type == "stateset"
+    states = {s.labels["xfertop_rank_verdict"]: s.value for s in verdict.samples}
+    assert set(states) == set(VERDICT_KINDS)
+    assert sum(states.values()) == 1 and states["warming-up"] == 1
+
+
+def test_ended_ranks_are_dropped_after_the_grace_and_not_counted_again(tmp_path: Path) -> None:
+    ring = Ring(tmp_path, capacity=64)
+    ring.write(10)
+    ring.writer.close()  # the ring says the reporter ended
+    clock = [100.0]
+    jobs = JobsSource(ring_dir=str(tmp_path))
+    exporter = Exporter(None, None, jobs, host_label="node-a", ended_grace_s=30.0)
+    exporter.totals._monotonic = lambda: clock[0]
+    jobs.sample_once()
+    assert ("xfertop_rank_steps_total", "0") in _samples(exporter)
+    clock[0] += 31
+    jobs.sample_once()
+    jobs.sample_once()
+    assert ("xfertop_rank_steps_total", "0") not in _samples(exporter)
+
+
+def test_gpu_series_and_pcie_bytes_integrated_over_full_coverage(tmp_path: Path) -> None:
+    nvml = FakePynvml.h200s(1)
+    nvml.gpus[0].traffic = SteadyTraffic(rx_bytes_per_s=2e9, tx_bytes_per_s=5e8)
+    gpu = fake_gpu_source(nvml, interval_s=0.1)
+    exporter = Exporter(gpu, None, None, host_label="node-a")
+    states: list = []
+    gpu.subscribe(states.append)
+    gpu.start()
+    try:
+        wait_until(lambda: len(states) >= 6, 10.0, "six GPU snapshots")
+    finally:
+        gpu.stop()
+    text = generate_latest(exporter.registry).decode()
+    values = {
+        (s.name, s.labels.get("gpu")): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+    # Every interval after the first snapshot is integrated at the rate measured over it.
+    first, last = states[0], states[-1]
+    elapsed_s = last.timestamp - first.timestamp
+    rx = values[("xfertop_gpu_pcie_rx_bytes_total", "0")]
+    assert last.gpus[0].pcie.method in ("gpm", "counter")
+    assert abs(rx - 2e9 * elapsed_s) / (2e9 * elapsed_s) < 0.15
+    assert values[("xfertop_gpu_pcie_link_generation", "0")] == 5
+    assert values[("xfertop_gpu_pcie_link_capacity_bytes_per_second", "0")] > 60e9
+    assert values[("xfertop_gpu_memory_total_bytes", "0")] > 100e9
+    assert ("xfertop_gpu_sm_clock_hertz", "0") in values
