@@ -75,9 +75,7 @@ CASES = [
     ("a", "kind", ()),
     ("a", "advice", ()),
     ("c", "kind", ()),
-    ("c", "advice", (xfail("advice ignores CPU affinity: 4 workers pinned to 1 core are told 'Raise "
-                           "num_workers above 4' (analysis/advice.py input_bound_advice never sees the "
-                           "workers' allowed CPUs)"),)),
+    ("c", "advice", ()),
     ("d", "kind", ()),
     ("d", "advice", ()),
     ("g", "kind", ()),
@@ -85,10 +83,8 @@ CASES = [
     ("i", "kind", ()),
     ("i", "advice", ()),
     ("j", "kind", ()),
-    ("j", "advice", (xfail("epoch-start waits of non-persistent workers are not recognised with 10-step "
-                           "epochs (spike rule: top 5% of steps must hold half the wait; here 10% of steps "
-                           "are epoch starts, and iter()'s worker start-up is booked as compute), so the "
-                           "advice is 'Raise num_workers' instead of persistent_workers=True"),)),
+    ("j", "advice", ()),
+    ("k", "advice", ()),
     ("k", "kind", ()),
     ("o", "kind", ()),
     ("o", "advice", ()),

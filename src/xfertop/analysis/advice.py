@@ -124,8 +124,9 @@ def input_bound_advice(stats: WindowStats, dataloader_workers: int | None,
                       "or onto the GPU after the copy.")
     elif workers is not None and cannot_help:
         advice += _workers_cannot_help(workers, dataloader_workers)
-    elif not spikes and steady_wait >= INPUT_WARN_SHARE:
-        # Only steady waits call for more workers: between spikes the workers already keep up.
+    elif not spikes and steady_wait >= INPUT_WARN_SHARE and (context.stepping or dataloader_workers is None):
+        # Only steady waits call for more workers: between spikes the workers already keep up. A rank that
+        # stopped stepping (ending) has its workers gone: where they may run is no longer known.
         advice.append(_more_workers(dataloader_workers, workers))
     if is_bursty(stats) and not spikes and not restarts and not cannot_help:
         advice.append(f"Waits are bursty (p95 {stats.data_wait.p95_ms:.0f} ms vs median "

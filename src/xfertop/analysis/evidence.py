@@ -79,6 +79,9 @@ class Context:
     link_bytes_per_s: float | None = None
     workers: WorkersEvidence | None = None
     memory: MemoryEvidence | None = None
+    #: The rank steps now (its last step ended moments ago): host and GPU figures describe its work. A
+    #: rank that stopped stepping (ending, stalled) has workers gone and a GPU gone quiet.
+    stepping: bool = True
 
     @property
     def rx_link_share(self) -> float | None:
@@ -152,7 +155,8 @@ def rank_context(rank: RankState, stats: WindowStats | None, gpu_state: GpuState
         not rank.device and stats is not None and stats.clock == "gpu")
     copies_measured = rank.copy_timing or (stats is not None and stats.copied_step_fraction > 0)
     busy = rx = link = None
-    if on_gpu and stepping_now(rank, stats):
+    stepping = stepping_now(rank, stats)
+    if on_gpu and stepping:
         gpu = sole_user_gpu(rank, gpu_state)
         if gpu is not None:
             busy = gpu.util_gpu_percent / 100 if gpu.util_gpu_percent is not None else None
@@ -160,4 +164,5 @@ def rank_context(rank: RankState, stats: WindowStats | None, gpu_state: GpuState
             link = link_bytes_per_s(gpu.link.gen_current, gpu.link.width_current)
     return Context(on_gpu=on_gpu, copies_measured=copies_measured, gpu_busy_share=busy,
                    gpu_rx_bytes_per_s=rx, link_bytes_per_s=link,
-                   workers=workers_evidence(rank, host), memory=memory)
+                   workers=workers_evidence(rank, host) if stepping else None, memory=memory,
+                   stepping=stepping)

@@ -48,7 +48,8 @@ class JobAnalysis:
     verdict: Verdict
     #: Some rank still runs (live or stalled).
     live: bool
-    #: The verdict is the one of the job's last live window, kept since it ended.
+    #: The verdict is the one of the job's last window while it stepped, kept since it ended or stopped
+    #: stepping (a job tearing down, or stalled).
     frozen: bool
     #: How it ended, one phrase per distinct end ("exited 0", "killed by SIGKILL"); () while live.
     ended_how: tuple[str, ...] = ()
@@ -97,9 +98,11 @@ def analyse_job(job: JobState, gpu: GpuState | None, previous: JobAnalysis | Non
     ends = [rank.end for rank in job.ranks if rank.end is not None]
     ended_how = tuple(dict.fromkeys(end.describe() for end in ends))
     failed = any(end.failed for end in ends)
-    if not live and previous is not None and (previous.live or previous.frozen):
-        # Ended since the last snapshot (or ended earlier and kept): the last live window's verdict.
-        return JobAnalysis(job, ranks, previous.verdict, live=False, frozen=True, ended_how=ended_how,
+    stepping = any(r.context.stepping for r in ranks)
+    if not stepping and previous is not None and (previous.live or previous.frozen):
+        # Ended since the last snapshot, or stopped stepping (tearing down, stalled), or kept so: the
+        # verdict of the last window while it stepped, not one of its workers gone and its GPU quiet.
+        return JobAnalysis(job, ranks, previous.verdict, live=live, frozen=True, ended_how=ended_how,
                            failed=failed)
     verdict = job_verdict(job.ranks, stats_by_pid={r.rank.pid: r.stats for r in ranks},
                           contexts={r.rank.pid: r.context for r in ranks})

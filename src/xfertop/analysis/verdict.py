@@ -356,4 +356,5 @@ def _job_context(contexts: Sequence[Context | None]) -> Context | None:
         link_bytes_per_s=_median_or_none([c.link_bytes_per_s for c in known]),
         workers=known[0].workers,
         memory=known[0].memory,
+        stepping=any(c.stepping for c in known),
     )
