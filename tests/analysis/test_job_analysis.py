@@ -73,3 +73,15 @@ def test_a_rank_whose_steps_did_not_change_keeps_its_statistics() -> None:
     changed = analyse(_jobs(moved), None, previous=first)
     assert changed.jobs[0].ranks[0].stats is not first.jobs[0].ranks[0].stats
     assert again.rank(live) is again.jobs[0].ranks[0]
+
+
+def test_a_job_that_stops_stepping_keeps_the_verdict_of_its_last_stepping_window() -> None:
+    live = load_window("input_bound_gpu").ranks[0]
+    first = analyse(_jobs(live), None)
+    assert first.jobs[0].verdict.kind == "input-bound" and not first.jobs[0].frozen
+    tearing_down = dataclasses.replace(live, heartbeat_age_s=30.0)  # still live, no step for 30 s
+    second = analyse(_jobs(tearing_down), None, previous=first)
+    job = second.jobs[0]
+    assert (job.live, job.frozen) == (True, True) and job.verdict == first.jobs[0].verdict
+    stepping_again = dataclasses.replace(live, steps=live.steps[1:])
+    assert not analyse(_jobs(stepping_again), None, previous=second).jobs[0].frozen
