@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU figure in docs/ comes from this script, run on the lent H200 machine through the device
 # tool from the repository root, with the wheels of the packages that machine lacks in .whl/:
-#   bash benchmarks/h200_batch.sh STAGE      (STAGE: issue10 | scenarios | tests | bench | reporter | viewer | final | final3 | cpu60 | cpu | mid | gpm | diag | retest; RETEST=test ids)
+#   bash benchmarks/h200_batch.sh STAGE      (STAGE: issue10 | issue11 | scenarios | tests | bench | reporter | viewer | final | final3 | cpu60 | cpu | mid | gpm | diag | retest; RETEST=test ids)
 # Results land in $OUT/results-STAGE.tgz (logs and JSON); docs/measurements/ keeps what we quote.
 set -u
 stage=${1:?stage}
@@ -113,6 +113,12 @@ case $stage in
     LIMIT=80 TAILN=4 step demo_run_160x48 python3 benchmarks/demo_screens.py "$res" --columns 160 --rows 48 --phase-seconds 15 --seconds 45
     LIMIT=80 TAILN=4 step demo_run_80x24 python3 benchmarks/demo_screens.py "$res" --columns 80 --rows 24 --phase-seconds 15 --seconds 45
     if [ -f benchmarks/terminal_close.py ]; then LIMIT=200 TAILN=12 step terminal_close python3 benchmarks/terminal_close.py ${TERMINAL_CLOSE_ARGS:-}; fi
+    ;;
+  issue11)
+    # Verdicts (issue 11) after the reporter's epoch-start and evidence changes: the reporter and
+    # fork-safety GPU tests, then the scenarios named by SCENARIOS in SCENARIO_MODES.
+    LIMIT=${PYTEST_LIMIT:-200} TAILN=8 step pytest_gpu python3 -m pytest -m gpu -p no:cacheprovider tests/gpu/test_reporter_gpu.py tests/gpu/test_fork_safety_gpu.py -rfE
+    LIMIT=${SCENARIO_LIMIT:-400} TAILN=45 step scenarios python3 benchmarks/score_scenarios.py --only "${SCENARIOS:-d,e,h,i,m}" --modes "${SCENARIO_MODES:-run,watch}" --seconds "${SCENARIO_SECONDS:-8}" --parallel "${SCENARIO_PARALLEL:-4}" --json "$res/scenarios.json" --logs "$res/scenario_logs"
     ;;
   scenarios)
     # The verdict corpus (issue 11) on the GPU: the scenarios named by SCENARIOS (default: the ones the
