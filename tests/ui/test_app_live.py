@@ -37,7 +37,7 @@ async def test_gpu_pane_shows_what_the_h200_reports() -> None:
         assert app.query_one("#gpu-message").display is False
 
 
-async def test_eight_gpus_fit_at_120x40_two_lines_each() -> None:
+async def test_eight_gpus_fit_at_120x40_two_lines_or_more_each() -> None:
     app, _ = live_app(FakePynvml.h200s(8))
     waiter = MessageWaiter()
     async with app.run_test(size=(120, 40), message_hook=waiter) as pilot:
@@ -47,7 +47,7 @@ async def test_eight_gpus_fit_at_120x40_two_lines_each() -> None:
         assert [pane.index for pane in panes] == list(range(8))
         for pane in panes:
             region = pane.region
-            assert region.height == 2
+            assert region.height >= 2
             assert region.y + region.height <= 40 - 1, "a GPU pane is hidden behind the footer"
 
 

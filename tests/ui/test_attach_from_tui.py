@@ -49,7 +49,7 @@ async def test_s_on_a_process_samples_its_stacks_and_escape_returns() -> None:
             await waiter.wait_for(gpu_update_where(lambda m: bool(m.state.gpus[0].processes)))
             await pilot.pause()
             table = app.query_one(ProcessTable)
-            assert str(job.pid) in table.rows
+            assert str(job.pid) in table.row_keys
             table.focus()
             await pilot.pause()
             footer_keys = {key: active.binding.description for key, active in app.active_bindings.items()

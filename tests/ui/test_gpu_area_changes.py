@@ -29,13 +29,15 @@ def _panes(app: XfertopApp) -> list[GpuPane]:
 
 
 async def _assert_shows(app: XfertopApp, pilot: Pilot, indices: tuple[int, ...]) -> list[GpuPane]:
-    """One pane per GPU, in index order, two lines each one under the other, each showing its GPU."""
+    """One pane per GPU, in index order, one under the other, sharing the area alike, each showing its GPU."""
     await pilot.pause()
     panes = _panes(app)
     assert [pane.index for pane in panes] == list(indices)
     assert [pane.id for pane in panes] == [f"gpu-{index}" for index in indices]
     top = app.gpu_area.region.y
-    assert [pane.region.y for pane in panes] == [top + 2 * row for row in range(len(panes))]
+    rows = panes[0].region.height
+    assert rows >= 2 and all(pane.region.height == rows for pane in panes)
+    assert [pane.region.y for pane in panes] == [top + rows * row for row in range(len(panes))]
     for pane in panes:
         assert pane.render_line(0).text.startswith(f"{pane.index} H200")
     assert not app.query_one("#gpu-message").display
@@ -71,5 +73,5 @@ async def test_a_gpu_back_before_its_old_pane_is_removed_gets_its_pane_once_it_i
         await _assert_shows(app, pilot, (0, 1, 2))
         for indices in ((0,), (0, 1, 2)):
             app.view.apply_gpu(_state(*indices))
-            app.gpu_area.show(app.view.gpu, app.size.height)
+            app.gpu_area.show(app.view.gpu)
         await _assert_shows(app, pilot, (0, 1, 2))

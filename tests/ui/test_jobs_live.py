@@ -55,12 +55,12 @@ async def test_a_live_job_shows_its_rank_verdict_and_detail(demo_job: DemoJob) -
         await pilot.pause()
         table = app.query_one(RankTable)
         assert table.row_count == 1
-        row = dict(zip(table.columns_shown, (str(cell) for cell in table.get_row_at(0)), strict=True))
+        row = table.row(table.row_keys[0])
         assert row["JOB"] == "demo_job.py" and row["STATUS"] == "live"
         assert row["STEP"].endswith("ms") and row["WAIT"].endswith("%") and row["HISTORY"].strip()
-        verdicts = str(app.query_one("#verdicts").render())
+        verdicts = "\n".join(line.plain for line in app.jobs_pane.verdicts.lines)
         assert verdicts.startswith("demo_job.py: ")
-        assert str(demo_job.pid) in app.query_one(ProcessTable).rows
+        assert str(demo_job.pid) in app.query_one(ProcessTable).row_keys
 
         table.focus()
         await pilot.press("enter")
@@ -81,8 +81,7 @@ async def test_a_job_that_ends_is_marked_finished(demo_job: DemoJob) -> None:
                               and m.state.jobs[0].ranks[0].status == "finished", 30)
         await pilot.pause()
         table = app.query_one(RankTable)
-        status = table.get_row_at(0)[table.columns_shown.index("STATUS")]
-        assert str(status) == "finished"
+        assert table.row(table.row_keys[0])["STATUS"] == "finished"
 
 
 async def test_until_a_job_steps_the_pane_says_what_it_was_told_to(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from ui.sample_states import TRAIN_PID, gpu, gpu_state, host_state, jobs_state, 
 from xfertop.analysis.steps import window_stats
 from xfertop.ui import chart, link_text
 from xfertop.ui.format import human_bytes
-from xfertop.ui.gpu_area import lines_per_gpu
+from xfertop.ui.gpu_area import rows_per_gpu
 from xfertop.ui.process_table import COLUMNS, process_rows
 from xfertop.ui.rank_row import rank_flags
 from xfertop.ui.view_state import REFRESH_STEPS_S, ViewState
@@ -25,10 +25,11 @@ def test_area_stacks_rows_top_first() -> None:
     assert chart.area([100.0, 50.0, 0.0], 100.0, 3, 2) == ["█  ", "██ "]
 
 
-def test_stacked_bar_fits_overlapping_shares() -> None:
-    pieces = chart.stacked([(0.8, "red"), (0.4, "green")], 12)
-    assert sum(len(text) for text, _ in pieces) == 12
+def test_stacked_bar_fits_overlapping_shares_and_draws_each_part_in_its_letter() -> None:
+    pieces = chart.stacked([(0.8, "I", "red"), (0.4, "X", "green")], 12)
+    assert "".join(text for text, _ in pieces) == "IIIIIIIIXXXX"
     assert [style for _, style in pieces] == ["red", "green"]
+    assert "".join(text for text, _ in chart.stacked([(0.25, "I", "red")], 8)) == "II······"
 
 
 def test_refresh_steps_stop_at_both_ends() -> None:
@@ -42,10 +43,10 @@ def test_refresh_steps_stop_at_both_ends() -> None:
     assert view.interval_s == REFRESH_STEPS_S[-1]
 
 
-def test_eight_gpus_get_two_lines_at_40_rows_and_one_at_24() -> None:
-    assert lines_per_gpu(8, 40) == 2
-    assert lines_per_gpu(8, 24) == 1
-    assert lines_per_gpu(1, 24) == 2
+def test_the_gpus_share_the_rows_the_other_panes_leave() -> None:
+    assert rows_per_gpu(8, 17) == 2
+    assert rows_per_gpu(8, 7) == 1, "never less than one line each: the area scrolls"
+    assert rows_per_gpu(1, 30) == 30, "one GPU takes them all, for taller charts"
 
 
 def test_process_rows_join_gpu_host_and_job_figures() -> None:
@@ -62,9 +63,9 @@ def test_process_rows_join_gpu_host_and_job_figures() -> None:
 
 def test_flags_name_pageable_non_blocking_and_few_workers() -> None:
     starved = rank(workers=1)
-    assert rank_flags(starved, window_stats(starved.steps)) == ["pageable non_blocking", "1 workers"]
+    assert rank_flags(starved, window_stats(starved.steps)) == ["pageable non_blocking", "few workers"]
     fed = rank(workers=8)
-    assert "8 workers" not in rank_flags(fed, window_stats(fed.steps))
+    assert "few workers" not in rank_flags(fed, window_stats(fed.steps))
 
 
 def test_sampled_figures_are_marked_and_missing_ones_say_na() -> None:

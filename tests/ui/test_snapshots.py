@@ -22,6 +22,7 @@ from ui.sample_states import (
     no_driver_state,
     rank,
 )
+from ui.screen_text import blank_rows, screen_text
 from ui.topology_support import SYNTHETIC_PROC, SYNTHETIC_SYSFS, synthetic_nvml
 from xfertop.model.gpu import GpuState
 from xfertop.model.jobs import JobsState
@@ -33,6 +34,8 @@ from xfertop.ui.messages import GpuStateUpdated, HostStateUpdated, JobsStateUpda
 from xfertop.ui.sources_bundle import Sources
 
 HISTORY_POINTS = 120
+#: One GPU and one job on a big terminal leave at most this many rows empty (issue 12).
+MAX_BLANK_ROWS = 4
 
 
 @pytest.fixture(autouse=True)
@@ -61,10 +64,25 @@ def _feed(app: XfertopApp, gpus: GpuState, jobs: JobsState, gpu_count: int) -> C
     return run_before
 
 
-@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def _fills_the_screen(app: XfertopApp, size: tuple[int, int]) -> None:
+    """From 160x48 up, no more than MAX_BLANK_ROWS of the screen are empty."""
+    if size[0] >= 160:
+        rows = screen_text(app)
+        assert blank_rows(rows) <= MAX_BLANK_ROWS, "\n".join(rows)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48), (200, 50)])
 def test_main_screen(snap_compare, size: tuple[int, int]) -> None:
     app = _app()
-    assert snap_compare(app, terminal_size=size, run_before=_feed(app, gpu_state(1), jobs_state(), 1))
+    feed = _feed(app, gpu_state(1), jobs_state(), 1)
+
+    async def run_before(pilot: Pilot) -> None:
+        await feed(pilot)
+        _fills_the_screen(app, size)
+        rows = screen_text(app)
+        assert any(row.startswith(" train.py: input-bound") for row in rows), "the live verdict is in view"
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
@@ -93,7 +111,7 @@ def test_no_driver(snap_compare) -> None:
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
 
 
-@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+@pytest.mark.parametrize("size", [(80, 24), (160, 48), (200, 50)])
 def test_gpu_detail(snap_compare, size: tuple[int, int]) -> None:
     app = _app()
     feed = _feed(app, gpu_state(1), jobs_state(), 1)
@@ -103,11 +121,13 @@ def test_gpu_detail(snap_compare, size: tuple[int, int]) -> None:
         app.query_one("#gpu-0").focus()
         await pilot.press("enter")
         await pilot.pause()
+        _fills_the_screen(app, size)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
-def test_job_detail(snap_compare) -> None:
+@pytest.mark.parametrize("size", [(160, 48), (200, 50)])
+def test_job_detail(snap_compare, size: tuple[int, int]) -> None:
     app = _app()
     feed = _feed(app, gpu_state(1), jobs_state(), 1)
 
@@ -116,8 +136,9 @@ def test_job_detail(snap_compare) -> None:
         app.query_one("#ranks").focus()
         await pilot.press("enter")
         await pilot.pause()
+        _fills_the_screen(app, size)
 
-    assert snap_compare(app, terminal_size=(160, 48), run_before=run_before)
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
 def test_help(snap_compare) -> None:

@@ -72,7 +72,7 @@ async def test_the_jobs_pane_says_sync_bound(tmp_path: Path) -> None:
             await waiter.wait_for(lambda m: isinstance(m, GpuStateUpdated) and app.view.jobs is not None
                                   and bool(app.view.jobs.jobs))
             await pilot.pause()
-            verdicts = str(app.query_one("#verdicts").render())
+            verdicts = "\n".join(line.plain for line in app.jobs_pane.verdicts.lines)
             assert "host-bound: the GPU is busy only 40%" in verdicts
     finally:
         writer.close()

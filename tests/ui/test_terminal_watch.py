@@ -57,7 +57,7 @@ STUCK_APP = textwrap.dedent("""
     import subprocess, sys, time
     from textual.app import App
     from textual.widgets import Static
-    from xfertop.ui.input_driver import driver_class_for
+    from xfertop.ui.textual_compat import driver_class_for
     from xfertop.ui.terminal_watch import watch_terminal
 
     class Stuck(App[int]):

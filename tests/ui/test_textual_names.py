@@ -15,6 +15,7 @@ import importlib
 import inspect
 import pkgutil
 import textwrap
+from pathlib import Path
 
 from textual.app import App
 from textual.dom import DOMNode
@@ -27,14 +28,10 @@ import xfertop.ui
 #: Deliberate overrides of Textual's private names, each documented where it is made.
 OVERRIDES = {
     (
-        "CellCachedTable",
-        "_render_line_in_row",
-    ): "ui/table_rows.py: DataTable's row renderer with a cache per cell; test_table_rows.py compares "
-    "its lines with DataTable's own",
-    (
         "QuietLinuxDriver",
         "_file",
-    ): "ui/input_driver.py: the writer thread's file, wrapped so that a dead terminal cannot kill the thread",
+    ): "ui/textual_compat.py: the writer thread's file, wrapped so that a dead terminal cannot kill "
+    "the thread",
 }
 
 
@@ -116,7 +113,7 @@ def ui_classes() -> list[type]:
 
 def test_no_ui_class_defines_a_private_name_of_textuals_unless_it_says_why() -> None:
     classes = ui_classes()
-    assert {"XfertopApp", "QuietScreen", "CellCachedTable", "QuietLinuxDriver"} <= {
+    assert {"XfertopApp", "LineTable", "TextLines", "QuietLinuxDriver"} <= {
         c.__name__ for c in classes
     }
     shadowing = set().union(*(shadowed_names(cls) for cls in classes))
@@ -137,3 +134,20 @@ def test_the_walk_finds_a_method_on_textuals_name_in_a_mixin_too() -> None:
             self._dirty_panes: set[str] = set()
 
     assert shadowed_names(Painting) == {("Flushing", "_flush"), ("Painting", "_render")}
+
+
+def test_only_textual_compat_imports_textuals_private_modules() -> None:
+    """Everything but ui/textual_compat.py is built on Textual's public API: no ``textual._x`` or
+    ``textual.widgets._x`` import anywhere else in xfertop."""
+    import xfertop
+
+    offenders = []
+    for path in Path(xfertop.__file__).parent.rglob("*.py"):
+        if path.name == "textual_compat.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                     else [alias.name for alias in node.names] if isinstance(node, ast.Import) else [])
+            offenders += [f"{path.name}: {name}" for name in names
+                          if name.startswith("textual") and any(p.startswith("_") for p in name.split("."))]
+    assert offenders == []

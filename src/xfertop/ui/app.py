@@ -4,10 +4,12 @@ Data flows one way. Each source thread calls our listener with a new snapshot. T
 listeners post one message (coalesced to the latest); the host and jobs listeners put the snapshot in an
 inbox and post a message only for the first one and for a job shape change (a job or rank came, went or
 changed state). The handlers and each repaint move snapshots into the ViewState and mark the panes they
-feed dirty. The panes are repainted at most once per display period, in one frame (ui/frame.py): the GPU
-sample (one per period) is the pulse that repaints whatever is dirty, and a fallback deadline does it when
-no GPU sample comes. The first snapshot of each kind and structural job changes are drawn at once.
-Pausing freezes the display only: sampling and history go on.
+feed dirty. The analysis of the jobs (xfertop.analysis.job_analysis: window statistics, verdicts, how
+ended jobs ended) is computed once per new jobs or GPU snapshot, here, and handed to every pane that
+shows it. The panes are repainted at most once per display period: the GPU sample (one per period) is
+the pulse that repaints whatever is dirty, and a tick (a Textual interval timer) does it when no GPU
+sample came, and moves the header's clock. The first snapshot of each kind and structural job changes
+are drawn at once. Pausing freezes the display only: sampling and history go on.
 """
 
 from __future__ import annotations
@@ -15,28 +17,31 @@ from __future__ import annotations
 import functools
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
 from textual.driver import Driver
+from textual.filter import LineFilter, Monochrome
 from textual.screen import Screen
+from textual.timer import Timer
 
 from xfertop import startup_trace
+from xfertop.analysis.job_analysis import EMPTY, Analysis, analyse
 from xfertop.model.host import HostState
 from xfertop.model.jobs import JobsState
 from xfertop.sources.base import PollingSource
 from xfertop.ui.competing import competing_job
-from xfertop.ui.deadline import Deadline
-from xfertop.ui.frame import Frame
 from xfertop.ui.gpu_area import GpuArea
 from xfertop.ui.gpu_pane import GpuPane
 from xfertop.ui.header import HeaderBar
 from xfertop.ui.help_screen import HelpScreen
 from xfertop.ui.host_pane import HostPane
 from xfertop.ui.jobs_pane import JobsPane
+from xfertop.ui.key_footer import KeyFooter
 from xfertop.ui.messages import (
     GpuStateUpdated,
     HostStateUpdated,
@@ -45,7 +50,7 @@ from xfertop.ui.messages import (
     TopologyUpdated,
 )
 from xfertop.ui.process_table import ProcessTable
-from xfertop.ui.quiet import QuietFooter, QuietHorizontal, QuietScreen
+from xfertop.ui.settings import Settings
 from xfertop.ui.sources_bundle import Sources
 from xfertop.ui.terminal_watch import watch_terminal
 from xfertop.ui.topology_screen import TopologyScreen
@@ -53,8 +58,8 @@ from xfertop.ui.view_state import ViewState
 
 #: Below this width the jobs and host panes stack instead of sitting side by side.
 NARROW_COLUMNS = 180
-#: Below this width the jobs table keeps only its essential columns.
-COMPACT_COLUMNS = 110
+#: Below this many rows ended jobs fold into one line at once: the live job and its verdict stay in view.
+SHORT_ROWS = 30
 
 
 class XfertopApp(App[int]):
@@ -65,12 +70,15 @@ class XfertopApp(App[int]):
         # A monitor is left with ctrl+c as often as with q (Textual would otherwise only hint at ctrl+q).
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("p", "toggle_pause", "Pause"),
-        Binding("plus,equals_sign", "faster", "Faster", key_display="+"),
-        Binding("minus", "slower", "Slower", key_display="-"),
+        # In the help and the palette; the keys line keeps its room for the others.
+        Binding("plus,equals_sign", "faster", "Faster", key_display="+", show=False),
+        Binding("minus", "slower", "Slower", key_display="-", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("b", "benchmarks", "Bench"),
         Binding("a", "acceptance", "Check"),
         Binding("t", "topology", "Topology"),
+        Binding("f", "toggle_ended", "Ended jobs"),
+        Binding("m", "toggle_monochrome", "Mono"),
     ]
 
     def __init__(
@@ -81,10 +89,18 @@ class XfertopApp(App[int]):
         start_sources: bool = True,
         clock: Callable[[], float] = time.time,
         no_jobs_text: str | None = None,
+        settings: Settings | None = None,
     ) -> None:
         """``no_jobs_text``: what the jobs pane says while no training job is found (``xfertop demo``
-        names its demo job, which takes seconds to import torch and build its model)."""
+        names its demo job, which takes seconds to import torch and build its model). ``settings``: the
+        theme, monochrome and ended-job times (default: the user's config file, ui/settings.py)."""
         super().__init__()
+        self.settings = settings if settings is not None else Settings.load()
+        self.monochrome = self.settings.monochrome
+        self._monochrome_filter = Monochrome()
+        #: The analysis of the jobs shown, computed once per new jobs or GPU snapshot (_analyse).
+        self.analysis: Analysis = EMPTY
+        self._analysed: tuple = ()
         self.sources = sources
         self.view = ViewState(interval_s=interval_s)
         self._start_sources = start_sources
@@ -95,15 +111,13 @@ class XfertopApp(App[int]):
         self._jobs_shape: tuple = ()
         #: Panes whose data changed since they were last drawn ("gpus", "host", "jobs", "processes").
         self._dirty_panes: set[str] = set()
-        self._fallback = Deadline(self, self._repaint_dirty)
-        self._header_facts: tuple = ()
+        self._tick: Timer | None = None
+        self._last_repaint = float("-inf")
         # Filled on the source threads (see _subscribe), emptied by _take_inbox on this one.
         self._host_inbox: deque[HostState] = deque()
         self._host_posted = False
         self._jobs_latest: JobsState | None = None
         self._jobs_posted_shape: tuple | None = None
-        #: Open while _paint repaints: the panes' changed lines are painted when it closes (ui/frame.py).
-        self.frame = Frame(self)
 
     # -- layout ---------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -117,28 +131,37 @@ class XfertopApp(App[int]):
         self.process_table = ProcessTable()
         yield self.header_bar
         yield self.gpu_area
-        with QuietHorizontal(id="middle"):
+        with Horizontal(id="middle"):
             yield self.jobs_pane
             yield self.host_pane
         yield self.process_table
-        yield QuietFooter(compact=True)
+        yield KeyFooter()
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's Linux driver, made to let go of a dead terminal and with an input thread that sleeps
-        until a key comes (ui/input_driver.py); Textual's choice elsewhere, or where TEXTUAL_DRIVER names
-        one."""
-        from xfertop.ui.input_driver import driver_class_for
+        until a key comes (ui/textual_compat.py, on the Textual it was written for); Textual's choice
+        elsewhere, or where TEXTUAL_DRIVER names one."""
+        from xfertop.ui.textual_compat import driver_class_for
 
         return driver_class_for(super().get_driver_class())
 
-    def get_default_screen(self) -> Screen:
-        return QuietScreen(id="_default")  # asked for all its lines each frame: see ui/quiet.py
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters (NO_COLOR among them), and grey levels only while monochrome is on (m)."""
+        filters = list(super().get_line_filters())
+        if self.monochrome and not self.no_color:
+            filters.append(self._monochrome_filter)
+        return filters
 
     def on_mount(self) -> None:
         startup_trace.mark("app: mounted (composed, CSS loaded)")
+        if self.settings.theme and self.settings.theme in self.available_themes:
+            self.theme = self.settings.theme
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+        self.jobs_pane.fold_s = self.settings.ended_fold_s
+        self.jobs_pane.forget_s = self.settings.ended_forget_s
         self._subscribe()
         self.sources.set_interval_s(self.view.interval_s)
-        self._fallback.set(self._fallback_s())
+        self._start_tick()
         self._apply_layout(self.size.width)
         self._mounted = True
         self._paint_all()
@@ -156,7 +179,8 @@ class XfertopApp(App[int]):
 
     def on_unmount(self) -> None:
         self._mounted = False
-        self._fallback.cancel()
+        if self._tick is not None:
+            self._tick.stop()
         if self._start_sources:
             self.sources.stop()
 
@@ -167,7 +191,6 @@ class XfertopApp(App[int]):
 
     def _apply_layout(self, columns: int) -> None:
         self.header_bar.screen.set_class(columns < NARROW_COLUMNS, "narrow")
-        self.jobs_pane.rank_table.set_compact(columns < COMPACT_COLUMNS)
 
     # -- data in --------------------------------------------------------------------------------
     def _subscribe(self) -> None:
@@ -242,6 +265,15 @@ class XfertopApp(App[int]):
         self.view.apply_jobs(state)
         return True
 
+    def _analyse(self) -> Analysis:
+        """The analysis of the jobs and GPU snapshots shown: computed again only when one of them is new."""
+        view = self.view
+        inputs = (view.jobs, view.gpu)
+        if len(self._analysed) != 2 or any(a is not b for a, b in zip(inputs, self._analysed, strict=True)):
+            self._analysed = inputs
+            self.analysis = analyse(view.jobs, view.gpu, self.analysis)
+        return self.analysis
+
     def on_gpu_state_updated(self, message: GpuStateUpdated) -> None:
         # One GPU sample per display period: it is the pulse that draws what every source changed.
         startup_trace.mark_once("app: first GPU snapshot received")
@@ -269,18 +301,26 @@ class XfertopApp(App[int]):
             self._jobs_shape = shape
             self._repaint_dirty()
 
-    def _fallback_s(self) -> float:
-        """The fallback repaint comes when no GPU sample came for 1.5 periods (no GPU source, or it is
-        late). Every look at the inbox moves it on, so with GPU samples arriving it never comes and costs
-        no wakeup: one repaint per period."""
-        return 1.5 * self.view.interval_s
+    def _start_tick(self) -> None:
+        """The tick repaints when no GPU sample came for most of a period (no GPU source, or it is late)
+        and moves the clock; it comes at least once a second."""
+        if self._tick is not None:
+            self._tick.stop()
+        self._tick = self.set_interval(min(self.view.interval_s, 1.0), self._on_tick)
+
+    def _on_tick(self) -> None:
+        if time.monotonic() - self._last_repaint >= 0.75 * self.view.interval_s:
+            self._repaint_dirty()
+        elif self._mounted and not self.view.paused:
+            self.header_bar.update_lines()
 
     def _repaint_dirty(self) -> None:
         """Repaint the dirty panes (nothing while paused: they stay dirty, and resuming draws all)."""
         self._take_inbox()  # paused or not: the view keeps the latest snapshots and the history
         if not self._mounted:
             return
-        self._fallback.set(self._fallback_s())
+        self._last_repaint = time.monotonic()
+        self.header_bar.update_lines()
         if self.view.paused or not self._dirty_panes:
             return
         dirty, self._dirty_panes = self._dirty_panes, set()
@@ -304,38 +344,45 @@ class XfertopApp(App[int]):
         """Repaint what a new snapshot changed (each source touches only its panes and the processes)."""
         if self.view.paused or not self._mounted:
             return
-        with self.frame.open():
-            self._refresh_header_facts()
-            self.header_bar.update_lines()  # the clock: repainted only when its second changed
-            if gpus:
-                self.gpu_area.show(self.view.gpu, self.size.height)
-            if host:
-                self.host_pane.update_lines()
-            if jobs:
-                self.jobs_pane.show(self.view.jobs, self.view.gpu)
-            if processes:
-                self.process_table.show(self.view)
-            if len(self.screen_stack) > 1:  # a detail screen on top: its live parts follow the data
-                for widget in self.screen.query(".live"):
-                    widget.refresh()
-
-    def _refresh_header_facts(self) -> None:
-        """Repaint the header when the hostname or driver it shows changed (its clock has a 1 s timer)."""
-        view = self.view
-        facts = (
-            view.host.hostname if view.host else None,
-            view.gpu.driver_version if view.gpu else None,
-            view.gpu is None,
-        )
-        if facts != self._header_facts:
-            self._header_facts = facts
-            self.header_bar.refresh()
+        self.header_bar.update_lines()  # the clock: repainted only when its second changed
+        if gpus:
+            self.gpu_area.show(self.view.gpu)
+        if host:
+            self.host_pane.update_lines()
+        if jobs or gpus:
+            self.jobs_pane.show(self.view.jobs, self._analyse(), fold_now=self.size.height < SHORT_ROWS)
+        if processes:
+            self.process_table.show(self.view)
+        if len(self.screen_stack) > 1:  # a detail screen on top: its live parts follow the data
+            for widget in self.screen.query(".live"):
+                widget.refresh()
 
     # -- actions ----------------------------------------------------------------------------------
     def action_toggle_pause(self) -> None:
         self.view.paused = not self.view.paused
-        self.header_bar.refresh()
         self._paint_all()
+
+    def action_toggle_ended(self) -> None:
+        """Show the ended jobs folded into one line, or fold them again."""
+        self.jobs_pane.show_folded = not self.jobs_pane.show_folded
+        self._paint_all()
+
+    def action_toggle_monochrome(self) -> None:
+        """Grey levels only (the bar's letters carry its meaning); kept for the next run."""
+        self.monochrome = not self.monochrome
+        self.settings = self.settings.with_changes(monochrome=self.monochrome)
+        self.settings.save()
+        self.refresh_css()
+        for screen in self.screen_stack:
+            for widget in screen.walk_children(with_self=True):
+                widget.refresh()
+        self._paint_all()
+
+    def _theme_changed(self, theme: object) -> None:
+        name = self.theme
+        if name != self.settings.theme:
+            self.settings = self.settings.with_changes(theme=name)
+            self.settings.save()
 
     def action_faster(self) -> None:
         self.sources.set_interval_s(self.view.faster())
@@ -346,9 +393,9 @@ class XfertopApp(App[int]):
         self._period_changed()
 
     def _period_changed(self) -> None:
-        self.header_bar.refresh()
         if self._mounted:
-            self._fallback.set(self._fallback_s())
+            self.header_bar.update_lines()
+            self._start_tick()
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -159,8 +159,8 @@ class AttachApp(App[int]):
         self._sampler = sampler
 
     def get_driver_class(self) -> type[Driver]:
-        """The viewer's driver (ui/input_driver.py): it lets go of a terminal that went away."""
-        from xfertop.ui.input_driver import driver_class_for
+        """The viewer's driver (ui/textual_compat.py): it lets go of a terminal that went away."""
+        from xfertop.ui.textual_compat import driver_class_for
 
         return driver_class_for(super().get_driver_class())
 

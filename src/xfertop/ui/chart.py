@@ -62,20 +62,68 @@ def bar(fraction: float | None, width: int) -> str:
     return ("█" * full + partial).ljust(width)
 
 
-def stacked(shares: Sequence[tuple[float, str]], width: int) -> list[tuple[str, str]]:
-    """Cells of a stacked bar as (text, style) pieces; shares are fractions of the whole, in order.
+def stacked(shares: Sequence[tuple[float, str, str]], width: int) -> list[tuple[str, str]]:
+    """Cells of a stacked bar as (text, style) pieces; ``shares`` are (fraction of the whole, the letter
+    its cells are drawn with, style), in order. Each part is drawn in its own letter as well as its
+    colour, so the bar reads the same without colour (a plain-text copy, a monochrome terminal).
 
-    Shares summing above 1 (CPU and GPU clocks overlap) are scaled down to fit.
+    Shares summing above 1 (CPU and GPU clocks overlap) are scaled down to fit; the rest is "·".
     """
-    total = sum(max(share, 0.0) for share, _ in shares)
+    total = sum(max(share, 0.0) for share, _, _ in shares)
     scale = 1.0 / total if total > 1.0 else 1.0
     pieces, used = [], 0
-    for share, style in shares:
+    for share, letter, style in shares:
         cells = round(max(share, 0.0) * scale * width)
         cells = min(cells, width - used)
         if cells > 0:
-            pieces.append(("█" * cells, style))
+            pieces.append((letter * cells, style))
             used += cells
     if used < width:
         pieces.append(("·" * (width - used), "dim"))
     return pieces
+
+
+def _seconds_label(seconds: float) -> str:
+    if seconds >= 120:
+        return f"-{seconds / 60:.0f}m"
+    return f"-{seconds:.0f}s"
+
+
+def time_axis(width: int, seconds_per_point: float) -> str:
+    """The line under a chart ``width`` points wide: how long ago its left edge and middle were, "now"."""
+    if width <= 0:
+        return ""
+    cells = [" "] * width
+    marks = [(0, _seconds_label(width * seconds_per_point)),
+             (width // 2, _seconds_label(width / 2 * seconds_per_point))]
+    for start, label in marks:
+        if start + len(label) <= width - 4:
+            cells[start:start + len(label)] = label
+    if width >= 3:
+        cells[width - 3:] = "now"
+    return "".join(cells)
+
+
+def step_axis(width: int, first_step: int, last_step: int) -> str:
+    """The line under a chart of steps: the first step shown on the left, the last on the right."""
+    left, right = f"step {first_step}", f"step {last_step}"
+    if len(left) + len(right) + 1 > width:
+        return right[-width:].rjust(width) if width > 0 else ""
+    return left + " " * (width - len(left) - len(right)) + right
+
+
+def framed(values: Sequence[float | None], scale_max: float, width: int, rows: int, *, top_label: str,
+           seconds_per_point: float = 1.0, axis: str | None = None) -> tuple[list[str], list[str]]:
+    """A chart ``width`` cells wide, ``rows`` tall plus its x axis: (axis column of each row, plot of
+    each row), the axis column labelled with the top of the scale (``top_label``) and 0 at the bottom;
+    the last row is the x axis: ``axis`` if given, else :func:`time_axis`."""
+    label_width = max(len(top_label), 1)
+    plot_width = max(width - label_width - 1, 0)
+    plot = area(values, scale_max, plot_width, max(rows, 1))
+    column = []
+    for row in range(len(plot)):
+        label = top_label if row == 0 else "0" if row == len(plot) - 1 else ""
+        column.append(label.rjust(label_width) + ("┤" if label else "│"))
+    column.append(" " * label_width + "└")
+    plot.append(time_axis(plot_width, seconds_per_point) if axis is None else axis[:plot_width])
+    return column, plot

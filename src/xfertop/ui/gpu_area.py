@@ -5,30 +5,27 @@ from __future__ import annotations
 from textual.await_remove import AwaitRemove
 from textual.containers import VerticalScroll
 from textual.widget import Widget
+from textual.widgets import Static
 
 from xfertop.model.gpu import GpuState
-from xfertop.ui.frame import FramePainted
 from xfertop.ui.gpu_pane import GpuPane
-from xfertop.ui.quiet import QuietRender, QuietStatic
-
-#: The GPU area may take this share of the terminal before panes drop to one line each.
-_MAX_SHARE_OF_HEIGHT = 0.45
 
 
-def lines_per_gpu(gpu_count: int, terminal_rows: int) -> int:
-    """Two lines each when they fit in under half the screen (8 GPUs at 120x40), else one line each."""
+def rows_per_gpu(gpu_count: int, area_rows: int) -> int:
+    """Each GPU's share of the area's rows (the area takes what the other panes leave): charts from
+    gpu_pane.CHART_ROWS rows on, two lines with sparklines when fewer, one line when less than two."""
     if gpu_count == 0:
         return 2
-    return 2 if gpu_count * 2 <= terminal_rows * _MAX_SHARE_OF_HEIGHT else 1
+    return max(area_rows // gpu_count, 1)
 
 
-class GpuArea(FramePainted, QuietRender, VerticalScroll, can_focus=False):
+class GpuArea(VerticalScroll, can_focus=False):
     def __init__(self) -> None:
         super().__init__(id="gpus")
         self._indices: tuple[int, ...] = ()
         self._height: int | None = None
         self._message_text = ""
-        self._message = QuietStatic("waiting for the first GPU sample…", id="gpu-message")
+        self._message = Static("waiting for the first GPU sample…", id="gpu-message")
         self._panes: list[GpuPane] = []  # kept rather than queried each period
         #: GPUs whose pane is being removed: its id is taken until Textual has pruned it.
         self._leaving: set[int] = set()
@@ -38,29 +35,36 @@ class GpuArea(FramePainted, QuietRender, VerticalScroll, can_focus=False):
     def compose(self):
         yield self._message
 
-    def show(self, state: GpuState | None, terminal_rows: int) -> None:
+    def show(self, state: GpuState | None) -> None:
         """Make the panes match the GPUs in ``state``, in index order, and mark them all for repaint."""
         if state is None:
             return
         indices = self._wanted = tuple(sorted({gpu.index for gpu in state.gpus}))
         if indices != self._indices:
             self._match_panes(indices)
+            self._height = None  # shared again among the panes there are now
         message = state.error or "no GPUs visible to NVML: showing host metrics only"
         if not indices and message != self._message_text:  # an update relayouts the whole screen
             self._message_text = message
             self._message.update(message)
         self._message.display = not indices
-        one_line = lines_per_gpu(len(indices), terminal_rows) == 1
-        self.set_class(one_line, "one-line")
+        self._size_panes()
         for pane in self._panes:
-            pane.set_class(one_line, "one-line")
             pane.update_lines()
-        # The area is as tall as its panes, so the panes below it keep the rest.
-        lines = 1 if one_line else 2
-        height = max(len(indices) * lines, 1)
-        if height != self._height:  # setting it, even unchanged, would relayout the screen
-            self._height = height
-            self.styles.height = height
+
+    def on_resize(self) -> None:
+        self._size_panes()
+
+    def _size_panes(self) -> None:
+        """Share the area's rows among the GPU panes (set only when changed: it relayouts the screen)."""
+        rows = rows_per_gpu(len(self._panes), self.size.height)
+        one_line = rows == 1
+        if rows != self._height:
+            self._height = rows
+            self.set_class(one_line, "one-line")
+            for pane in self._panes:
+                pane.set_class(one_line, "one-line")
+                pane.styles.height = rows
 
     def _match_panes(self, indices: tuple[int, ...]) -> None:
         """Keep the panes of GPUs that stay (no repaint), remove those of GPUs gone, mount new ones in place.
@@ -81,6 +85,9 @@ class GpuArea(FramePainted, QuietRender, VerticalScroll, can_focus=False):
                 if index in self._leaving:
                     continue
                 pane = GpuPane(index)
+                if self._height is not None:
+                    pane.styles.height = self._height
+                    pane.set_class(self._height == 1, "one-line")
                 self.mount(pane, after=anchor)
             panes.append(pane)
             anchor = pane
@@ -92,5 +99,5 @@ class GpuArea(FramePainted, QuietRender, VerticalScroll, can_focus=False):
         self._leaving.difference_update(indices)
         if self._indices != self._wanted:  # a GPU came back meanwhile: its pane now, drawn as it mounts
             self._match_panes(self._wanted)
-            for pane in self._panes:
-                pane.set_class(self.has_class("one-line"), "one-line")
+            self._height = None
+            self._size_panes()

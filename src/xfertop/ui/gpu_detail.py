@@ -9,15 +9,17 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer
 
 from xfertop.model.gpu import GpuSnapshot
-from xfertop.ui import chart, link_text
+from xfertop.ui import link_text
 from xfertop.ui.format import NA, gb, percent
+from xfertop.ui.gpu_pane import chart_block
+from xfertop.ui.history import History
+from xfertop.ui.key_footer import KeyFooter
 
-#: Chart height bounds; the four charts share what the facts above them leave.
-_CHART_ROWS_MIN, _CHART_ROWS_MAX = 1, 6
-_FACT_ROWS = 7
+#: Side by side in pairs (RX | TX over util | mem) from this width on; stacked below it.
+_PAIRED_COLUMNS = 120
+_GAP = 2
 
 
 def _value(value: object, unit: str = "") -> str:
@@ -50,10 +52,40 @@ def _facts(gpu: GpuSnapshot) -> Text:
     return text
 
 
-def _chart(title: str, values: list, scale: float, width: int, rows: int, style: str) -> Text:
-    text = Text(title + "\n", style="bold")
-    text.append("\n".join(chart.area(values, scale, width, rows)), style=style)
-    return text
+def detail_charts(gpu: GpuSnapshot, history: History, width: int, rows: int, interval_s: float) -> list[Text]:
+    """RX, TX, utilisation and memory history filling ``rows`` lines: in two pairs side by side when
+    ``width`` allows, else one under the other."""
+    key = ("gpu", gpu.index)
+    scale = link_text.chart_scale_bytes_per_s(gpu.link) or 0.0
+    top = f"{scale / 1e9:.0f}G" if scale else "?"
+    charts = [
+        (link_text.direction_label("RX", gpu.pcie.rx_bytes_per_s, gpu) + "  host to device", (*key, "rx"),
+         scale, top, "green"),
+        (link_text.direction_label("TX", gpu.pcie.tx_bytes_per_s, gpu) + "  device to host", (*key, "tx"),
+         scale, top, "blue"),
+        (f"utilisation {percent(gpu.util_gpu_percent)}", (*key, "util"), 100.0, "100%", "cyan"),
+        (f"memory {gb(gpu.mem_used_bytes)} of {gb(gpu.mem_total_bytes)} GB", (*key, "mem"), 100.0, "100%",
+         "magenta"),
+    ]
+    paired = width >= _PAIRED_COLUMNS
+    per_row = 2 if paired else 1
+    bands = len(charts) // per_row
+    each_width = (width - _GAP * (per_row - 1)) // per_row
+    lines: list[Text] = []
+    for band in range(bands):
+        band_rows = (rows - len(lines)) // (bands - band)
+        shown = charts[band * per_row:(band + 1) * per_row]
+        blocks = [chart_block(title, history.get(series), chart_scale, top_label, each_width,
+                              max(band_rows, 3), style, interval_s)
+                  for title, series, chart_scale, top_label, style in shown]
+        for row in range(max(band_rows, 3)):
+            line = Text()
+            for index, block in enumerate(blocks):
+                if index:
+                    line.append(" " * _GAP)
+                line.append_text(block[row])
+            lines.append(line)
+    return lines
 
 
 class GpuDetail(Widget):
@@ -68,23 +100,11 @@ class GpuDetail(Widget):
             return Text(f"GPU {self.index} is not in the latest snapshot.", style="yellow")
         if gpu.lost_reason:
             return Text(f"GPU {self.index} lost: {gpu.lost_reason}", style="bold red")
-        width = max(self.content_size.width, 10)
-        history = view.history
-        scale = link_text.chart_scale_bytes_per_s(gpu.link) or 0.0
-        rows = (self.content_size.height - _FACT_ROWS) // 4 - 1
-        rows = min(max(rows, _CHART_ROWS_MIN), _CHART_ROWS_MAX)
-        parts = [
-            _facts(gpu),
-            _chart(link_text.direction_label("RX", gpu.pcie.rx_bytes_per_s, gpu) + "  (host to device)",
-                   history.get(("gpu", self.index, "rx")), scale, width, rows, "green"),
-            _chart(link_text.direction_label("TX", gpu.pcie.tx_bytes_per_s, gpu) + "  (device to host)",
-                   history.get(("gpu", self.index, "tx")), scale, width, rows, "blue"),
-            _chart(f"utilisation {percent(gpu.util_gpu_percent)}",
-                   history.get(("gpu", self.index, "util")), 100.0, width, rows, "cyan"),
-            _chart(f"memory {gb(gpu.mem_used_bytes)} of {gb(gpu.mem_total_bytes)} GB",
-                   history.get(("gpu", self.index, "mem")), 100.0, width, rows, "magenta"),
-        ]
-        return Text("\n").join(parts)
+        width, height = max(self.content_size.width, 10), max(self.content_size.height, 16)
+        facts = _facts(gpu)
+        fact_rows = len(facts.split())
+        charts = detail_charts(gpu, view.history, width, height - fact_rows, view.interval_s)
+        return Text("\n").join([facts, *charts])
 
 
 class GpuDetailScreen(Screen):
@@ -99,4 +119,4 @@ class GpuDetailScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield GpuDetail(self.index)
-        yield Footer()
+        yield KeyFooter()

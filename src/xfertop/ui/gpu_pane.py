@@ -1,7 +1,9 @@
-"""One GPU in one or two lines: utilisation, memory, temperature/power, PCIe RX/TX against the link.
+"""One GPU: utilisation, memory, temperature/power, PCIe RX/TX against the link.
 
-Two lines when there is room (RX/TX charts on the second), one line when many GPUs share a small
-terminal. Focus a pane and press Enter for the detail view.
+As tall as the GPU area gives it (ui/gpu_area.py): from ``CHART_ROWS`` rows on, the RX and TX history
+as charts (the link's capacity as the top line, a time axis, the current value in the title), and beside
+them utilisation and memory history where the terminal is wide; two lines (RX/TX sparklines on the
+second) when less; one line when many GPUs share a small terminal. Enter on a pane: the detail view.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from xfertop.model.gpu import GpuSnapshot
 from xfertop.ui import chart, link_text
 from xfertop.ui.format import gb, percent, truncate
 from xfertop.ui.history import History
-from xfertop.ui.lines import LineView
+from xfertop.ui.text_lines import TextLines
 
 #: Bar and name widths: full on wide terminals, shorter below _NARROW_COLUMNS so a one-line pane keeps
 #: its PCIe figures in view at 80 columns.
@@ -27,6 +29,11 @@ _ONE_LINE_HEALTH_COLUMNS = 140
 _TREND_COLUMNS, _TREND_CELLS = 120, 16
 #: Below this many chart cells the labels drop "sampled" for a "~" to make room.
 _MIN_CHART_CELLS = 6
+#: From this many rows a pane draws its history as charts (first line, title, 2 chart rows, time axis).
+CHART_ROWS = 5
+#: Utilisation and memory charts join RX and TX from this width on.
+_FOUR_CHART_COLUMNS = 140
+_CHART_GAP = 2
 
 
 def _util_style(value: float | None) -> str:
@@ -99,7 +106,53 @@ def _compact_traffic(gpu: GpuSnapshot) -> str:
             f" GB/s {link_text.link_words(link.gen_current, link.width_current)}")
 
 
-class GpuPane(LineView, can_focus=True):
+def chart_block(title: str, values: list, scale: float, top_label: str, width: int, rows: int,
+                 style: str, seconds_per_point: float) -> list[Text]:
+    """A titled chart exactly ``width`` cells wide and ``rows`` tall (title, plot rows, time axis)."""
+    heading = Text(title, style="bold")
+    axis, plot = chart.framed(values, scale, width, rows - 2, top_label=top_label,
+                              seconds_per_point=seconds_per_point)
+    lines = [heading]
+    for index, (left, right) in enumerate(zip(axis, plot, strict=True)):
+        line = Text(left, style="dim")
+        line.append(right, style="dim" if index == len(plot) - 1 else style)
+        lines.append(line)
+    for line in lines:
+        line.truncate(width, overflow="ellipsis")
+        line.pad_right(width - line.cell_len)
+    return lines
+
+
+def chart_rows(gpu: GpuSnapshot, history: History, width: int, rows: int, interval_s: float) -> list[Text]:
+    """``rows`` lines of charts side by side: RX and TX against the link, and utilisation and memory
+    when ``width`` allows."""
+    key = ("gpu", gpu.index)
+    scale = link_text.chart_scale_bytes_per_s(gpu.link) or 0.0
+    top = f"{scale / 1e9:.0f}G" if scale else "?"
+    charts = [
+        (link_text.direction_label("RX", gpu.pcie.rx_bytes_per_s, gpu), (*key, "rx"), scale, top, "green"),
+        (link_text.direction_label("TX", gpu.pcie.tx_bytes_per_s, gpu), (*key, "tx"), scale, top, "blue"),
+    ]
+    if width >= _FOUR_CHART_COLUMNS:
+        memory = f"mem {gb(gpu.mem_used_bytes)} of {gb(gpu.mem_total_bytes)} GB"
+        charts += [(f"util {percent(gpu.util_gpu_percent)}", (*key, "util"), 100.0, "100%", "cyan"),
+                   (memory, (*key, "mem"), 100.0, "100%", "magenta")]
+    count = len(charts)
+    each = (width - 2 - _CHART_GAP * (count - 1)) // count
+    blocks = [chart_block(title, history.get(series), chart_scale, top_label, each, rows, style, interval_s)
+              for title, series, chart_scale, top_label, style in charts]
+    lines = []
+    for row in range(rows):
+        line = Text("  ")
+        for index, block in enumerate(blocks):
+            if index:
+                line.append(" " * _CHART_GAP)
+            line.append_text(block[row])
+        lines.append(line)
+    return lines
+
+
+class GpuPane(TextLines, can_focus=True):
     """Renders GPU ``index`` from the app's ViewState; the app calls ``update_lines`` on each new snapshot."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "detail", "Detail")]
@@ -139,6 +192,15 @@ class GpuPane(LineView, can_focus=True):
             return [first]
         if gpu.lost_reason:
             return [first]
+        rows = self.content_size.height
+        if rows >= CHART_ROWS:
+            if width >= _FOUR_CHART_COLUMNS:  # the util and mem charts take the trend sparklines' place
+                first = _first_line(gpu, width, health=True)
+            if warning:
+                first.append(f"  ⚠ {warning}", style="bold yellow")
+            first.truncate(width)
+            interval_s = self.app.view.interval_s  # type: ignore[attr-defined]
+            return [first, *chart_rows(gpu, history, width, rows - 1, interval_s)]
         second = _traffic_line(gpu, history, width)
         if warning:
             first.append(f"  ⚠ {warning}", style="bold yellow")

@@ -7,7 +7,7 @@ from rich.text import Text
 from xfertop.model.host import HostState
 from xfertop.ui import chart
 from xfertop.ui.format import human_bytes
-from xfertop.ui.lines import LineView
+from xfertop.ui.text_lines import TextLines
 
 _BAR_CELLS = 12
 
@@ -41,7 +41,7 @@ def host_lines(host: HostState, width: int) -> list[Text]:
     return lines
 
 
-class HostPane(LineView):
+class HostPane(TextLines):
     def __init__(self) -> None:
         super().__init__(id="host")
         self.border_title = "host"

@@ -9,69 +9,85 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer
 
-from xfertop.analysis.steps import window_stats
-from xfertop.model.gpu import GpuState
-from xfertop.model.jobs import JobState, RankState
+from xfertop.analysis.job_analysis import Analysis, JobAnalysis, RankAnalysis
+from xfertop.model.jobs import RankState
 from xfertop.ui import chart
-from xfertop.ui.format import human_bytes, ms, rate_gb_per_s
-from xfertop.ui.rank_row import SEGMENT_STYLES, breakdown_bar, rank_flags, rank_label
-from xfertop.ui.verdicts import verdict_line, verdict_of
+from xfertop.ui.format import NA, ms, rate_gb_per_s
+from xfertop.ui.jobs_pane import verdict_line
+from xfertop.ui.key_footer import KeyFooter
+from xfertop.ui.process_table import pinned_text
+from xfertop.ui.rank_row import breakdown_bar, legend, rank_flags, rank_label
 from xfertop.ui.view_state import ViewState
 
-_CHART_ROWS = 5
+#: Each of the two charts is at least this tall; they share what the facts above them leave.
+_CHART_ROWS_MIN = 3
 
 
-def _find(view: ViewState, job_key: str, pid: int) -> tuple[JobState, RankState] | None:
-    for job in view.jobs.jobs if view.jobs else ():
-        for rank in job.ranks:
-            if job.job_key == job_key and rank.pid == pid:
-                return job, rank
-    return None
+def _find(analysis: Analysis, job_key: str, pid: int) -> tuple[JobAnalysis, RankAnalysis] | None:
+    job = analysis.job(job_key)
+    if job is None:
+        return None
+    found = next((rank for rank in job.ranks if rank.rank.pid == pid), None)
+    return None if found is None else (job, found)
 
 
-def _legend() -> Text:
-    text = Text("   ")
-    for name, style in SEGMENT_STYLES.items():
-        text.append("█ ", style=style)
-        text.append(f"{name}  ")
-    return text
+def _step_chart(rank: RankState, values: list[float], scale: float, top: str, width: int, rows: int,
+                style: str) -> list[Text]:
+    """``rows`` lines: a chart of one value per step, the newest step on the right, then its step axis."""
+    shown = rank.steps[-max(width - len(top) - 1, 0):]
+    axis = chart.step_axis(width - len(top) - 1, shown[0].step, shown[-1].step) if shown else ""
+    column, plot = chart.framed(values, scale, width, rows - 1, top_label=top, axis=axis)
+    lines = []
+    for index, (left, right) in enumerate(zip(column, plot, strict=True)):
+        line = Text(left, style="dim")
+        line.append(right, style="dim" if index == len(plot) - 1 else style)
+        lines.append(line)
+    return lines
 
 
-def rank_detail(job: JobState, rank: RankState, width: int, gpu: GpuState | None = None) -> Text:
-    stats = window_stats(rank.steps)
-    text = Text()
-    text.append(f"{job.name}  rank {rank_label(rank)}  pid {rank.pid}  {rank.device}  {rank.status}\n",
-                style="bold")
-    text.append(" ".join(rank.argv) + "\n", style="dim")
-    verdict = verdict_of(job, gpu)
-    text.append_text(verdict_line(job, verdict, with_advice=False))
-    for advice in verdict.advice:
-        text.append(f"\n  - {advice}")
-    text.append("\n")
+def rank_detail(job: JobAnalysis, found: RankAnalysis, view: ViewState, width: int, height: int) -> Text:
+    """Everything about one rank, its two charts as tall as ``height`` rows leave room for."""
+    rank, stats = found.rank, found.stats
+    lines: list[Text] = []
+    status = rank.status if job.live else ", ".join(job.ended_how) or rank.status
+    lines.append(Text(f"{job.job.name}  rank {rank_label(rank)}  pid {rank.pid}  {rank.device}  {status}",
+                      style="bold"))
+    lines.append(Text(" ".join(rank.argv), style="dim"))
+    lines.append(verdict_line(job.job.name, job, with_advice=False))
+    lines += [Text(f"  - {advice}") for advice in job.verdict.advice]
+    workers = rank.dataloader_workers
+    flags = ", ".join(rank_flags(rank, stats))
     if stats is None:
-        text.append(f"warming up: {len(rank.steps)} steps recorded, not yet a full window", style="dim")
-        return text
-    idle = ms(stats.gpu_idle.p50_ms) if stats.gpu_idle else "n/a (no GPU timing)"
-    text.append(f"median step {ms(stats.wall.p50_ms)} (p95 {ms(stats.wall.p95_ms)})  "
-                f"wait {ms(stats.data_wait.p50_ms)}  copy {ms(stats.copy.p50_ms)}  "
-                f"compute {ms(stats.compute.p50_ms)}  GPU idle {idle}"
-                f"   steps {stats.first_step}-{stats.last_step}, {stats.clock} clock\n")
-    text.append_text(breakdown_bar(stats, min(width, 60)))
-    text.append_text(_legend())
-    text.append(f"\n{stats.samples_per_s:.0f} samples/s   H2D {rate_gb_per_s(stats.h2d_bytes_per_s)}"
-                f"   pinned {human_bytes(rank.pinned_host_bytes)}"
-                f"   workers {rank.dataloader_workers if rank.dataloader_workers is not None else 'n/a'}"
-                f"   {', '.join(rank_flags(rank, stats))}\n")
+        warming = f"warming up: {len(rank.steps)} steps recorded, not yet a full window"
+        lines.append(Text(warming, style="dim"))
+    else:
+        idle = ms(stats.gpu_idle.p50_ms) if stats.gpu_idle else "n/a (no GPU timing)"
+        lines.append(Text(f"median step {ms(stats.wall.p50_ms)} (p95 {ms(stats.wall.p95_ms)})  "
+                          f"wait {ms(stats.data_wait.p50_ms)}  copy {ms(stats.copy.p50_ms)}  "
+                          f"compute {ms(stats.compute.p50_ms)}  GPU idle {idle}"
+                          f"   steps {stats.first_step}-{stats.last_step}, {stats.clock} clock"))
+        bar = breakdown_bar(stats, min(width, 60))
+        bar.append("  ")
+        bar.append_text(legend())
+        lines.append(bar)
+        lines.append(Text(f"{stats.samples_per_s:.0f} samples/s   H2D {rate_gb_per_s(stats.h2d_bytes_per_s)}"
+                          f"   pinned {pinned_text(view, rank.pid, rank.pinned_host_bytes)}"
+                          f"   DataLoader workers {NA if workers is None else workers}"
+                          + (f"   flags: {flags}" if flags else "")))
     walls = [step.wall_ms for step in rank.steps]
     waits = [step.data_wait_ms for step in rank.steps]
     scale = max(walls) if walls else 1.0
-    text.append(f"step time per step (top {ms(scale)})\n", style="bold")
-    text.append("\n".join(chart.area(walls, scale, width, _CHART_ROWS)) + "\n", style="cyan")
-    text.append("data wait per step (same scale)\n", style="bold")
-    text.append("\n".join(chart.area(waits, scale, width, _CHART_ROWS)), style="red")
-    return text
+    for line in lines:
+        line.no_wrap = True
+        line.truncate(width, overflow="ellipsis")
+    rows = max((height - len(lines) - 2) // 2, _CHART_ROWS_MIN)
+    top = ms(scale)
+    lines.append(Text(f"step time per step (newest on the right, top {top})", style="bold"))
+    lines += _step_chart(rank, walls, scale, top, width, rows, "cyan")
+    lines.append(Text("data wait per step (same scale)", style="bold"))
+    lines += _step_chart(rank, waits, scale, top, width, max(height - len(lines), _CHART_ROWS_MIN), "red")
+    return Text("\n").join(lines)
 
 
 class JobDetail(Widget):
@@ -80,11 +96,12 @@ class JobDetail(Widget):
         self.job_key, self.pid = job_key, pid
 
     def render(self) -> Text:
-        view = self.app.view  # type: ignore[attr-defined]
-        found = _find(view, self.job_key, self.pid)
+        app = self.app
+        found = _find(app.analysis, self.job_key, self.pid)  # type: ignore[attr-defined]
         if found is None:
             return Text(f"rank pid {self.pid} of job {self.job_key} is gone.", style="yellow")
-        return rank_detail(*found, max(self.content_size.width, 10), view.gpu)
+        size = self.content_size
+        return rank_detail(*found, app.view, max(size.width, 10), max(size.height, 12))  # type: ignore[attr-defined]
 
 
 class JobDetailScreen(Screen):
@@ -96,4 +113,4 @@ class JobDetailScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield JobDetail(self.job_key, self.pid)
-        yield Footer()
+        yield KeyFooter()

@@ -1,168 +1,209 @@
-"""Training jobs of this user on this node: one row per rank, then each job's verdict in words."""
+"""Training jobs of this user on this node: one row per rank, then each job's verdict in words.
+
+Live jobs come first. A job that ended is dimmed and says how it ended ("exited 0", "killed by SIGKILL",
+its last live verdict kept); after ``fold_s`` its rows fold into one line ("3 ended jobs: f shows them")
+and after ``forget_s`` it leaves the view (the JSON output and the record files keep it). Two jobs of the
+same name are told apart by their first rank's pid.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.widgets import DataTable
+from textual.widgets import Static
 
-from xfertop.analysis.rank_gpu import gpu_busy_share_by_pid
-from xfertop.model.gpu import GpuState
+from xfertop.analysis.job_analysis import Analysis, JobAnalysis
 from xfertop.model.jobs import JobsState
-from xfertop.ui.process_table import selected_row_key
-from xfertop.ui.quiet import QuietRender, QuietStatic
-from xfertop.ui.rank_row import COLUMNS, COMPACT_COLUMNS, StatsByRank, rank_cells, rank_key
-from xfertop.ui.table_rows import CellCachedTable, update_row
-from xfertop.ui.verdicts import verdict_line, verdict_of
-
-#: Verdicts judge the last 50 steps: at refresh periods under a second they are judged again once a second
-#: (judging them cost the viewer as much as drawing the rest of the jobs pane, at 4 Hz), at once when a
-#: job, rank or rank state, the ring problems, the width or which ranks have a GPU busy share changed.
-VERDICT_PERIOD_S = 1.0
+from xfertop.ui.line_table import Column, LineTable
+from xfertop.ui.rank_row import COLUMNS, rank_cells, rank_key
+from xfertop.ui.text_lines import TextLines
 
 NO_JOBS = (
     "no training jobs of this user found. Start one with `xfertop run -- python train.py` "
     "or try `xfertop demo`."
 )
+#: An ended job's rows fold into one line this long after it ended, and leave the view after this.
+ENDED_FOLD_S = 30.0
+ENDED_FORGET_S = 600.0
+_SEVERITY_STYLES = {"info": "green", "warn": "bold yellow", "critical": "bold red"}
 
 
-def verdict_text(state: JobsState, width: int, gpu: GpuState | None = None) -> Text:
-    """Each job's verdict and first advice, one line each (cut to ``width``), then ring problems."""
+@dataclass(frozen=True)
+class ShownJobs:
+    """Which jobs the pane shows in full and how many ended ones are folded into one line."""
+
+    jobs: tuple[JobAnalysis, ...]
+    folded: int
+
+
+class EndedJobs:
+    """When each job was first seen ended (the viewer's clock): what folding and forgetting count from."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._ended_at: dict[str, float] = {}
+
+    def choose(self, analysis: Analysis, *, fold_s: float, forget_s: float, show_folded: bool) -> ShownJobs:
+        now = self._clock()
+        keys = {job.job.job_key for job in analysis.jobs}
+        for key in self._ended_at.keys() - keys:
+            del self._ended_at[key]
+        live = [job for job in analysis.jobs if job.live]
+        shown_ended, folded = [], 0
+        for job in analysis.jobs:
+            if job.live:
+                self._ended_at.pop(job.job.job_key, None)
+                continue
+            age = now - self._ended_at.setdefault(job.job.job_key, now)
+            if age >= forget_s:
+                continue
+            if age >= fold_s and not show_folded:
+                folded += 1
+            else:
+                shown_ended.append(job)
+        return ShownJobs(tuple(live + shown_ended), folded)
+
+
+def job_names(jobs: Sequence[JobAnalysis]) -> dict[str, str]:
+    """job key -> the name shown: the script's name, and its first rank's pid where two jobs share it."""
+    counts: dict[str, int] = {}
+    for job in jobs:
+        counts[job.job.name] = counts.get(job.job.name, 0) + 1
+    names = {}
+    for job in jobs:
+        name = job.job.name
+        if counts[name] > 1 and job.job.ranks:
+            name = f"{name} [{min(rank.pid for rank in job.job.ranks)}]"
+        names[job.job.job_key] = name
+    return names
+
+
+def verdict_line(name: str, job: JobAnalysis, with_advice: bool = True) -> Text:
+    """ "train.py: input-bound: the GPU sits idle 41% ..."; an ended job: "train.py (exited 0): ..."."""
+    verdict = job.verdict
+    line = Text()
+    if job.live:
+        line.append(f"{name}: ", style="bold")
+        line.append(verdict.headline, style=_SEVERITY_STYLES.get(verdict.severity, "bold"))
+    else:
+        how = ", ".join(job.ended_how) or "ended"
+        line.append(f"{name} ({how}", style="bold red" if job.failed else "bold dim")
+        line.append("; last verdict" if job.frozen else "", style="dim")
+        line.append("): ", style="bold red" if job.failed else "bold dim")
+        line.append(verdict.headline, style="dim")
+    if with_advice and verdict.advice:
+        line.append("  " + " ".join(verdict.advice), style="dim")
+    return line
+
+
+def verdict_lines(shown: ShownJobs, state: JobsState, width: int) -> list[Text]:
+    """Each shown job's verdict and, for live jobs, its first advice; the folded line; ring problems."""
+    names = job_names(shown.jobs)
     lines = []
-    for job in state.jobs:
-        verdict = verdict_of(job, gpu)
-        lines.append(verdict_line(job, verdict, with_advice=False))
-        if verdict.advice:
+    for job in shown.jobs:
+        line = verdict_line(names[job.job.job_key], job, with_advice=False)
+        line.truncate(width, overflow="ellipsis")
+        lines.append(line)
+        if job.live and job.verdict.advice:
             # The first (most important) advice here; Enter on a rank shows all of it.
-            advice = Text(f"  → {verdict.advice[0]}", style="dim")
+            advice = Text(f"  → {job.verdict.advice[0]}", style="dim")
             advice.truncate(width, overflow="ellipsis")
             lines.append(advice)
+    if shown.folded:
+        jobs = "ended job" if shown.folded == 1 else "ended jobs"
+        lines.append(Text(f"{shown.folded} {jobs}: f shows them", style="dim"))
     for problem in state.problems:
         lines.append(Text(problem, style="yellow"))
     if state.error:
         lines.append(Text(state.error, style="red"))
-    return Text("\n").join(lines)
+    return lines
 
 
-def _line_count(text: Text, width: int) -> int | None:
-    """Lines ``text`` takes at ``width``, or None when a line may wrap (then the height is not known)."""
-    lines = text.split()
-    if width <= 0 or any(line.cell_len > width for line in lines):
-        return None
-    return len(lines)
+def _dimmed(cells: Sequence[str | Text]) -> tuple[Text, ...]:
+    out = []
+    for cell in cells:
+        text = cell.copy() if isinstance(cell, Text) else Text(cell)
+        text.stylize("dim")
+        out.append(text)
+    return tuple(out)
 
 
-class RankTable(CellCachedTable):
+def rank_rows(shown: ShownJobs) -> list[tuple[str, tuple[str | Text, ...]]]:
+    names = job_names(shown.jobs)
+    rows = []
+    for job in shown.jobs:
+        for rank in job.ranks:
+            cells = rank_cells(names[job.job.job_key], rank.rank, rank.stats)
+            rows.append((rank_key(rank.rank), cells if job.live else _dimmed(cells)))
+    return rows
+
+
+class RankTable(LineTable):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "sample_stacks", "Stacks", tooltip="Sample its Python stacks with py-spy")
     ]
 
-    def __init__(self) -> None:
-        super().__init__(id="ranks", cursor_type="row")
-        self.columns_shown: tuple[str, ...] = COLUMNS
-        self._stats = StatsByRank()
-
-    def on_mount(self) -> None:
-        self._add_columns()
-
-    def _add_columns(self) -> None:
-        for name in self.columns_shown:
-            self.add_column(name, key=name)
-
-    def set_compact(self, compact: bool) -> None:
-        """Fewer columns on narrow terminals; rows are rebuilt on the next show()."""
-        wanted = COMPACT_COLUMNS if compact else COLUMNS
-        if wanted != self.columns_shown:
-            self.columns_shown = wanted
-            self.clear(columns=True)
-            self._add_columns()
-
-    def show(self, state: JobsState) -> None:
-        picks = [COLUMNS.index(name) for name in self.columns_shown]
-        stats = self._stats
-        wanted = {
-            rank_key(rank): tuple(cells[i] for i in picks)
-            for job in state.jobs
-            for rank in job.ranks
-            for cells in (rank_cells(job, rank, stats.of(rank)),)
-        }
-        stats.keep_only(set(wanted))
-        for row_key in list(self.rows):
-            if row_key.value not in wanted:
-                self.remove_row(row_key)
-        for key, cells in wanted.items():
-            if key in self.rows:
-                update_row(self, key, self.columns_shown, cells)
-            else:
-                self.add_row(*cells, key=key)
+    def __init__(self, columns: Sequence[Column] = COLUMNS) -> None:
+        super().__init__(columns, id="ranks")
 
     def action_sample_stacks(self) -> None:
         """py-spy on the rank under the cursor and the other ranks of its job (the attach screen)."""
-        key = selected_row_key(self)
+        key = self.cursor_key
         if key is not None:
             self.app.sample_stacks(int(key.rpartition("|")[2]))  # type: ignore[attr-defined]
 
 
-class JobsPane(QuietRender, Vertical):
-    def __init__(self, no_jobs_text: str = NO_JOBS) -> None:
+class VerdictLines(TextLines):
+    AUTO_HEIGHT = True
+
+    def __init__(self) -> None:
+        super().__init__(id="verdicts")
+        self.shown: tuple[ShownJobs, JobsState] | None = None
+
+    def build_lines(self, width: int) -> list[Text]:
+        return [] if self.shown is None else verdict_lines(*self.shown, width)
+
+
+class JobsPane(Vertical):
+    def __init__(self, no_jobs_text: str = NO_JOBS, clock: Callable[[], float] = time.monotonic) -> None:
         """``no_jobs_text``: what the pane says while it has no job to show."""
         super().__init__(id="jobs")
         self.border_title = "jobs"
         self.rank_table = RankTable()
-        # Kept rather than queried: a DOM query each period cost as much as drawing a changed row.
-        self._empty = QuietStatic(no_jobs_text, id="jobs-empty")
-        self._verdicts_widget = QuietStatic("", id="verdicts")
-        self._verdicts: Text | None = None
-        self._judged: tuple = ()  # what the verdicts shown were judged on, besides the steps
-        self._judged_at = float("-inf")
+        self.ended = EndedJobs(clock)
+        self._empty = Static(no_jobs_text, id="jobs-empty")
+        self.verdicts = VerdictLines()
+        self.fold_s, self.forget_s = ENDED_FOLD_S, ENDED_FORGET_S
+        self.show_folded = False
 
     def compose(self):
         yield self._empty
         yield self.rank_table
-        yield self._verdicts_widget
+        yield self.verdicts
 
-    def show(self, state: JobsState | None, gpu: GpuState | None = None) -> None:
+    def show(self, state: JobsState | None, analysis: Analysis, fold_now: bool = False) -> None:
+        """``fold_now``: fold ended jobs at once (a short terminal keeps the live job's verdict in view)."""
         if state is None or not self._empty.is_attached:  # a snapshot landed before compose or in teardown
             return
-        has_jobs = bool(state.jobs)
-        self._empty.display = not has_jobs
-        table = self.rank_table
-        table.display = has_jobs
-        table.show(state)
-        width = self.content_size.width or 80
-        ranks = [rank for job in state.jobs for rank in job.ranks]
-        judged = (
-            width,
-            state.problems,
-            state.error,
-            tuple(sorted(gpu_busy_share_by_pid(ranks, gpu))),
-            tuple((job.job_key, tuple((rank.pid, rank.status) for rank in job.ranks)) for job in state.jobs),
-        )
-        now = time.monotonic()
-        if judged != self._judged or now - self._judged_at >= VERDICT_PERIOD_S:
-            self._judged, self._judged_at = judged, now
-            self._show_verdicts(verdict_text(state, width, gpu))
+        shown = self.ended.choose(analysis, fold_s=0.0 if fold_now else self.fold_s, forget_s=self.forget_s,
+                                  show_folded=self.show_folded)
+        has_jobs = bool(shown.jobs) or bool(shown.folded)
+        if self._empty.display == has_jobs:
+            self._empty.display = not has_jobs
+        if self.rank_table.display != bool(shown.jobs):
+            self.rank_table.display = bool(shown.jobs)
+        self.rank_table.set_rows(rank_rows(shown))
+        self.verdicts.shown = (shown, state)
+        self.verdicts.update_lines()
 
-    def _show_verdicts(self, verdicts: Text) -> None:
-        """Repaint the verdict lines only when they changed, and relayout only when their count did."""
-        if verdicts == self._verdicts:
-            return
-        widget = self._verdicts_widget
-        widget.display = bool(verdicts.plain)
-        width = widget.content_size.width
-        lines = _line_count(verdicts, width)
-        same_height = (
-            lines is not None and self._verdicts is not None and lines == _line_count(self._verdicts, width)
-        )
-        self._verdicts = verdicts
-        widget.update(verdicts, layout=not same_height)
-
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_line_table_row_selected(self, event: LineTable.RowSelected) -> None:
         from xfertop.ui.job_detail import JobDetailScreen
 
-        job_key, _, pid = str(event.row_key.value).rpartition("|")
+        job_key, _, pid = event.key.rpartition("|")
         self.app.push_screen(JobDetailScreen(job_key, int(pid)))

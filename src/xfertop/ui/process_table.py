@@ -9,16 +9,25 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable
 
 from xfertop.model.host import ProcessStats
 from xfertop.ui.format import NA, gb, human_bytes
-from xfertop.ui.table_rows import CellCachedTable, update_row
+from xfertop.ui.line_table import Column, LineTable
 from xfertop.ui.view_state import ViewState
 
-COLUMNS = ("GPU", "PID", "USER", "GPU MEM", "CPU%", "RSS", "WORKERS", "PINNED", "COMMAND")
-#: Columns that widen to a new value (the others keep the width their first values gave them).
-_GROWS = frozenset({"COMMAND"})
+#: When the columns do not fit, the highest ``drop_order`` goes first; COMMAND takes what is left.
+TABLE_COLUMNS = (
+    Column("GPU"),
+    Column("PID"),
+    Column("USER", drop_order=3),
+    Column("GPU MEM", drop_order=1),
+    Column("CPU%"),
+    Column("RSS", drop_order=2),
+    Column("WORKERS", drop_order=4),
+    Column("PINNED", drop_order=5),
+    Column("COMMAND", fill=True, min_width=7),
+)
+COLUMNS = tuple(column.name for column in TABLE_COLUMNS)
 
 
 @dataclass
@@ -29,6 +38,8 @@ class _Row:
     command: str | None = None
     pinned_bytes: int | None = None
     workers: int | None = None
+    #: A training rank whose process ended: no figures of a live process to show.
+    ended: bool = False
 
 
 def _add_gpu_processes(view: ViewState, rows: dict[int, _Row]) -> None:
@@ -45,8 +56,11 @@ def _add_gpu_processes(view: ViewState, rows: dict[int, _Row]) -> None:
 def _add_job_ranks(view: ViewState, rows: dict[int, _Row]) -> None:
     for job in view.jobs.jobs if view.jobs else ():
         for rank in job.ranks:
+            if rank.status == "finished" and rank.pid not in rows:
+                continue  # an ended rank is no process any more: the jobs pane says how it ended
             row = rows.setdefault(rank.pid, _Row(gpus=[]))
-            row.command = row.command or " ".join(rank.argv)
+            # The script and its arguments, not the interpreter's path NVML names the process by.
+            row.command = " ".join(rank.argv) or row.command
             row.pinned_bytes = rank.pinned_host_bytes
             row.workers = rank.dataloader_workers
 
@@ -68,6 +82,12 @@ def _pinned(row: _Row, proc: ProcessStats | None) -> str:
     if proc is not None and proc.shmem_rss_bytes:
         return "≤" + human_bytes(proc.shmem_rss_bytes)
     return NA
+
+
+def pinned_text(view: ViewState, pid: int, reported_bytes: int | None) -> str:
+    """PINNED as the process table shows it for ``pid`` (the job detail says the same)."""
+    stats = next((p for p in view.host.processes if p.pid == pid), None) if view.host else None
+    return _pinned(_Row(gpus=[], pinned_bytes=reported_bytes), stats)
 
 
 def process_rows(view: ViewState) -> list[tuple[str, tuple[str, ...]]]:
@@ -97,41 +117,21 @@ def process_rows(view: ViewState) -> list[tuple[str, tuple[str, ...]]]:
     return result
 
 
-def selected_row_key(table: DataTable) -> str | None:
-    """The key of the row under the cursor, or None for an empty table."""
-    if not table.row_count:
-        return None
-    return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-
-
-class ProcessTable(CellCachedTable):
+class ProcessTable(LineTable):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "sample_stacks", "Stacks", tooltip="Sample its Python stacks with py-spy")
     ]
 
     def __init__(self) -> None:
-        super().__init__(id="processes", cursor_type="row", zebra_stripes=False)
+        super().__init__(TABLE_COLUMNS, id="processes")
         self.border_title = "processes"
 
-    def on_mount(self) -> None:
-        for name in COLUMNS:
-            self.add_column(name, key=name)
-
     def show(self, view: ViewState) -> None:
-        wanted = process_rows(view)
-        keys = {key for key, _ in wanted}
-        for row_key in list(self.rows):
-            if row_key.value not in keys:
-                self.remove_row(row_key)
-        for key, cells in wanted:
-            if key in self.rows:
-                update_row(self, key, COLUMNS, cells, width_columns=_GROWS)
-            else:
-                self.add_row(*cells, key=key)
+        self.set_rows(process_rows(view))
 
     def action_sample_stacks(self) -> None:
         """py-spy on the process under the cursor (the attach screen)."""
-        key = selected_row_key(self)
+        key = self.cursor_key
         if key is None:
             self.notify("no process to sample: the table is empty.", severity="warning")
             return

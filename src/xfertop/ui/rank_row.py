@@ -4,19 +4,37 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from xfertop.analysis.steps import WindowStats, window_stats
-from xfertop.model.jobs import JobState, RankState
+from xfertop.analysis.steps import WindowStats
+from xfertop.model.jobs import RankState
 from xfertop.ui import chart
 from xfertop.ui.format import NA, human_bytes, ms, rate_gb_per_s
+from xfertop.ui.line_table import Column
 
-# Flags come before the throughput figures: on a narrow terminal they are what must stay in view.
-COLUMNS = ("JOB", "RANK", "STATUS", "STEP", "HISTORY", "BREAKDOWN", "WAIT", "COPY", "COMPUTE", "GPU IDLE",
-           "FLAGS", "SAMPLES/S", "H2D", "PINNED")
-#: What an 80-column terminal keeps: where the time goes and the flags that say why.
-COMPACT_COLUMNS = ("JOB", "RANK", "STATUS", "STEP", "BREAKDOWN", "WAIT", "GPU IDLE", "FLAGS")
-#: Colours of the stacked bar and its legend, shared by the detail view. The first segment is the GPU
-#: idle gap when the steps carry GPU timing, else the host's data wait: what the step lost to input.
-SEGMENT_STYLES = {"input": "red", "copy": "yellow", "compute": "green"}
+#: The rank table's columns, in order. When they do not fit, the highest ``drop_order`` goes first, whole:
+#: an 80-column terminal keeps where the time goes and the flags that say why (FLAGS takes what is left).
+COLUMNS = (
+    Column("JOB"),
+    Column("RANK"),
+    Column("STATUS"),
+    Column("STEP"),
+    Column("HISTORY", drop_order=6),
+    Column("BREAKDOWN"),
+    Column("WAIT", drop_order=1),
+    Column("COPY", drop_order=4),
+    Column("COMPUTE", drop_order=5),
+    Column("GPU IDLE", drop_order=2),
+    Column("SAMPLES/S", drop_order=7),
+    Column("H2D", drop_order=8),
+    Column("PINNED", drop_order=9),
+    # Wide enough for its longest single flag, so figures go before a flag is cut.
+    Column("FLAGS", fill=True, min_width=len("pageable non_blocking")),
+)
+COLUMN_NAMES = tuple(column.name for column in COLUMNS)
+#: The parts of the stacked bar: name, the letter its cells are drawn with, colour. The first part is
+#: the GPU idle gap when the steps carry GPU timing, else the host's data wait: what the step lost to
+#: input. Letters as well as colours: the bar reads the same without colour (docs/ui.md).
+SEGMENTS = (("input", "I", "bold black on red"), ("copy", "C", "bold black on yellow"),
+            ("compute", "X", "bold black on green"))
 BAR_CELLS = 16
 #: Recent steps in the HISTORY column: step time, scaled to the slowest of them.
 HISTORY_CELLS = 16
@@ -25,35 +43,24 @@ _FEW_WORKERS = 2
 _WAIT_WORTH_FLAGGING = 0.2
 
 
-class StatsByRank:
-    """``window_stats`` of each rank, computed again only when the rank's steps changed: the jobs source
-    hands over the very same steps tuple while a ring has no new steps (a stalled, finished or slow rank)."""
-
-    def __init__(self) -> None:
-        self._stats: dict[str, tuple[tuple, WindowStats | None]] = {}
-
-    def of(self, rank: RankState) -> WindowStats | None:
-        key = rank_key(rank)
-        found = self._stats.get(key)
-        if found is not None and found[0] is rank.steps:
-            return found[1]
-        stats = window_stats(rank.steps)
-        self._stats[key] = (rank.steps, stats)
-        return stats
-
-    def keep_only(self, keys: set[str]) -> None:
-        """Forget the ranks that are gone."""
-        for key in self._stats.keys() - keys:
-            del self._stats[key]
-
-
 def breakdown_bar(stats: WindowStats | None, width: int = BAR_CELLS) -> Text:
     if stats is None:
         return Text("·" * width, style="dim")
-    pieces = chart.stacked([(stats.input_share, SEGMENT_STYLES["input"]),
-                            (stats.copy_share, SEGMENT_STYLES["copy"]),
-                            (stats.compute_share, SEGMENT_STYLES["compute"])], width)
+    shares = (stats.input_share, stats.copy_share, stats.compute_share)
+    pieces = chart.stacked([(share, letter, style) for share, (_, letter, style) in zip(shares, SEGMENTS,
+                                                                                        strict=True)], width)
     return Text.assemble(*pieces)
+
+
+def legend() -> Text:
+    """ "I input  C copy  X compute  · rest", each letter in its part's colour."""
+    text = Text()
+    for name, letter, style in SEGMENTS:
+        text.append(letter, style=style)
+        text.append(f" {name}  ")
+    text.append("·", style="dim")
+    text.append(" rest")
+    return text
 
 
 def step_history(rank: RankState, cells: int = HISTORY_CELLS) -> Text:
@@ -70,7 +77,7 @@ def rank_flags(rank: RankState, stats: WindowStats | None) -> list[str]:
     workers = rank.dataloader_workers
     if (workers is not None and workers < _FEW_WORKERS and stats is not None
             and stats.data_wait_share >= _WAIT_WORTH_FLAGGING):
-        flags.append(f"{workers} workers")
+        flags.append("few workers")
     if rank.reporter_disabled:
         flags.append("reporter off")
     return flags
@@ -92,16 +99,16 @@ def rank_label(rank: RankState) -> str:
     return f"{rank.rank}/{rank.world_size}" if rank.world_size else str(rank.rank)
 
 
-def rank_cells(job: JobState, rank: RankState, stats: WindowStats | None) -> tuple[str | Text, ...]:
-    """The row's cells, ``stats`` being ``window_stats(rank.steps)`` (``StatsByRank`` keeps them)."""
+def rank_cells(job_name: str, rank: RankState, stats: WindowStats | None) -> tuple[str | Text, ...]:
+    """The row's cells, in ``COLUMNS`` order; ``stats`` from the app's analysis (None: warming up)."""
     flags = rank_flags(rank, stats)
+    flag_text: str | Text = Text(", ".join(flags), style="yellow") if flags else ""
     if stats is None:
         # Too few steps for a window yet: say so rather than show figures from a handful of steps.
-        return (job.name, rank_label(rank), _status(rank), "warming up", step_history(rank),
-                breakdown_bar(None), NA, NA, NA, NA, ", ".join(flags), NA, NA,
-                human_bytes(rank.pinned_host_bytes))
+        return (job_name, rank_label(rank), _status(rank), "warming up", step_history(rank),
+                breakdown_bar(None), NA, NA, NA, NA, NA, NA, human_bytes(rank.pinned_host_bytes), flag_text)
     return (
-        job.name,
+        job_name,
         rank_label(rank),
         _status(rank),
         ms(stats.wall.p50_ms),
@@ -111,10 +118,10 @@ def rank_cells(job: JobState, rank: RankState, stats: WindowStats | None) -> tup
         _share(stats.copy_share),
         _share(stats.compute_share),
         _share(stats.gpu_idle_share),
-        Text(", ".join(flags), style="yellow") if flags else "",
         f"{stats.samples_per_s:.0f}",
         rate_gb_per_s(stats.h2d_bytes_per_s),
         human_bytes(rank.pinned_host_bytes),
+        flag_text,
     )
 
 

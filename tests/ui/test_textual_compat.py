@@ -1,4 +1,4 @@
-"""The viewer's driver (ui/input_driver.py): an input thread that sleeps until a key comes (the parser's
+"""The viewer's driver (ui/textual_compat.py): an input thread that sleeps until a key comes (the parser's
 deadline, and the real viewer in a pseudo-terminal: keys, a lone Escape, no thread ticking ten times a
 second), and the pieces that let go of a dead terminal (tests/ui/test_terminal_watch.py hangs it up)."""
 
@@ -16,7 +16,7 @@ import pytest
 from textual._xterm_parser import XTermParser
 from textual.app import App
 
-from xfertop.ui.input_driver import (
+from xfertop.ui.textual_compat import (
     FALLBACK_TICK_S,
     QuietLinuxDriver,
     TerminalOutput,

@@ -1,5 +1,11 @@
-"""Textual's Linux driver, made to let go of a terminal that went away, with an input thread that sleeps
-until a key comes.
+"""The one place xfertop leans on Textual's internals: its Linux driver, made to let go of a terminal that
+went away, with an input thread that sleeps until a key comes.
+
+Written against Textual 8.2 (``SUPPORTED_MAJOR``): on any other major version, or where the internals it
+reads are missing, ``driver_class_for`` hands back Textual's own driver and nothing here runs (a viewer
+that then loses its terminal still leaves by ui/terminal_watch.py's deadline). The private names used:
+``LinuxDriver._file`` (the writer thread's file), ``LinuxDriver._debug``, ``textual._xterm_parser``
+(``XTermParser``, its ``_timeout_time``) and ``textual._time.get_time``.
 
 **A terminal that goes away** (a dropped SSH session, ``tmux kill-session``). The kernel hangs the
 terminal up: reads give end of file, writes fail with EIO, and the session leader gets SIGHUP and then
@@ -41,10 +47,18 @@ import threading
 from codecs import getincrementaldecoder
 from typing import TextIO
 
-from textual._time import get_time
-from textual._xterm_parser import XTermParser
+import textual
 from textual.driver import Driver
 from textual.drivers.linux_driver import LinuxDriver
+
+try:  # private modules: where they moved, Textual's own driver is used (driver_class_for)
+    from textual._time import get_time
+    from textual._xterm_parser import XTermParser
+except ImportError:  # pragma: no cover - another Textual
+    XTermParser = None  # type: ignore[assignment,misc]
+
+#: The Textual major version this module was written and tested against.
+SUPPORTED_MAJOR = 8
 
 #: Textual's own tick, used when the parser's deadline cannot be read.
 FALLBACK_TICK_S = 0.1
@@ -52,12 +66,24 @@ FALLBACK_TICK_S = 0.1
 _SUSPEND_SIGNALS = (signal.SIGTSTP, signal.SIGCONT)
 
 
+def supported(version: str = textual.__version__) -> bool:
+    """Whether this Textual is one the driver below was written against (and its internals are there)."""
+    major = version.split(".", 1)[0]
+    return (
+        major.isdigit()
+        and int(major) == SUPPORTED_MAJOR
+        and XTermParser is not None
+        and hasattr(XTermParser(False), "_timeout_time")
+        and "_file" in LinuxDriver.__init__.__code__.co_names
+    )
+
+
 def driver_class_for(textual_choice: type[Driver]) -> type[Driver]:
-    """``QuietLinuxDriver`` where Textual would pick its own Linux driver; Textual's choice otherwise
-    (another platform, or a driver named by TEXTUAL_DRIVER)."""
+    """``QuietLinuxDriver`` where Textual would pick its own Linux driver and this Textual is supported;
+    Textual's choice otherwise (another platform or version, or a driver named by TEXTUAL_DRIVER)."""
     from textual import constants
 
-    if constants.DRIVER is None and textual_choice is LinuxDriver:
+    if constants.DRIVER is None and textual_choice is LinuxDriver and supported():
         return QuietLinuxDriver
     return textual_choice
 

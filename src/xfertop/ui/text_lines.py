@@ -1,0 +1,107 @@
+"""Panes drawn line by line on Textual's Line API: only the rows whose text changed are rendered again.
+
+A ``TextLines`` widget shows ``build_lines(width)``, one Rich ``Text`` per row. ``update_lines()`` builds
+them again, compares them with the rows shown and refreshes only the regions of the rows that differ
+(``refresh(Region)``); ``render_line`` turns a row into a ``Strip`` once and keeps it, keyed by the row's
+text and the widget's width and style (Toolong's way: textual:docs/guide/widgets.md "Line API"). A row
+longer than the widget is cut, never wrapped. Everything here is Textual's public API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+from rich.console import Console
+from rich.style import Style
+from rich.text import Text
+from textual.cache import LRUCache
+from textual.geometry import Region, Size
+from textual.strip import Strip
+from textual.widget import Widget
+
+
+def text_strip(text: Text, width: int, base: Style, console: Console) -> Strip:
+    """One row of ``text`` on ``base`` (the widget's style), cut or padded to ``width`` cells."""
+    text = text.copy()
+    text.stylize_before(base)
+    text.no_wrap, text.overflow = True, "crop"
+    return Strip(text.render(console, end=""), text.cell_len).crop_extend(0, width, base)
+
+
+def text_key(text: Text) -> Hashable:
+    """What a row shows, hashable and compared by value."""
+    return (text.plain, tuple(text.spans), str(text.style))
+
+
+class TextLines(Widget):
+    """A widget showing ``build_lines(width)``: one Text per row, repainted row by row."""
+
+    #: Whether the widget is as tall as its lines (``height: auto`` in its CSS).
+    AUTO_HEIGHT = False
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._lines: list[Text] = []
+        self._keys: list[Hashable] = []
+        self._built_width = -1
+        self._base: Style | None = None
+        self._strips: LRUCache[tuple, Strip] = LRUCache(256)
+
+    def build_lines(self, width: int) -> Sequence[Text]:
+        raise NotImplementedError
+
+    @property
+    def lines(self) -> list[Text]:
+        """The rows shown (what tests and the plain-text view read)."""
+        return list(self._lines)
+
+    def render(self) -> Text:
+        return Text("\n").join(self.build_lines(self.content_size.width))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        if width != self._built_width:
+            self._set_lines(self.build_lines(width), width)
+        return max(len(self._lines), 1)
+
+    def on_resize(self) -> None:
+        self.update_lines()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._base = None  # the theme or the widget's colours changed: every strip is drawn again
+        self._strips.clear()
+
+    def update_lines(self) -> None:
+        """Build the lines from the app's data again; repaint only the rows whose text changed."""
+        if not self.is_mounted:
+            return
+        width = self.content_size.width
+        old_count = len(self._lines)
+        changed = self._set_lines(self.build_lines(width), width)
+        if self.AUTO_HEIGHT and len(self._lines) != old_count:
+            self.refresh(layout=True)
+        elif changed:
+            self.refresh(*(Region(0, y, width, 1) for y in changed))
+
+    def _set_lines(self, lines: Sequence[Text], width: int) -> list[int]:
+        keys = [text_key(line) for line in lines]
+        old = self._keys if width == self._built_width else []
+        changed = [y for y in range(max(len(old), len(keys))) if y >= len(old) or y >= len(keys)
+                   or old[y] != keys[y]]
+        self._lines, self._keys, self._built_width = list(lines), keys, width
+        return changed
+
+    def render_line(self, y: int) -> Strip:
+        width = self.content_size.width
+        if width != self._built_width:
+            self._set_lines(self.build_lines(width), width)
+        base = self._base
+        if base is None:
+            base = self._base = self.rich_style
+        if y >= len(self._lines):
+            return Strip.blank(width, base)
+        key = (self._keys[y], width)
+        strip = self._strips.get(key)
+        if strip is None:
+            strip = self._strips[key] = text_strip(self._lines[y], width, base, self.app.console)
+        return strip
