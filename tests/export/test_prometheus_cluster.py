@@ -241,3 +241,21 @@ def _counter_values(text: str) -> dict[tuple[str, str], float]:
         if match:
             values[(match.group(1), match.group(2))] = float(match.group(3))
     return values
+
+
+async def test_the_live_view_over_prometheus_shows_the_cluster_job_and_its_straggler(cluster: Cluster) -> None:
+    from ui.live import MessageWaiter
+    from xfertop.ui.app import XfertopApp
+    from xfertop.ui.jobs_pane import RankTable
+    from xfertop.ui.messages import JobsStateUpdated
+    from xfertop.ui.sources_bundle import Sources
+
+    jobs = PrometheusJobsSource(cluster.prometheus.url, interval_s=0.5, window_s=30)
+    app = XfertopApp(Sources(jobs=jobs))
+    waiter = MessageWaiter()
+    async with app.run_test(size=(160, 48), message_hook=waiter) as pilot:
+        await waiter.wait_for(lambda m: isinstance(m, JobsStateUpdated) and bool(m.state.jobs), 30)
+        await pilot.pause()
+        assert app.query_one(RankTable).row_count == 2
+        verdicts = "\n".join(line.plain for line in app.jobs_pane.verdicts.lines)
+        assert verdicts.startswith("train.py: straggler: rank 0"), verdicts
