@@ -243,7 +243,9 @@ def _counter_values(text: str) -> dict[tuple[str, str], float]:
     return values
 
 
-async def test_the_live_view_over_prometheus_shows_the_cluster_job_and_its_straggler(cluster: Cluster) -> None:
+async def test_the_live_view_over_prometheus_shows_the_cluster_job_and_its_straggler(
+    cluster: Cluster,
+) -> None:
     from ui.live import MessageWaiter
     from xfertop.ui.app import XfertopApp
     from xfertop.ui.jobs_pane import RankTable
