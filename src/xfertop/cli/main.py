@@ -13,7 +13,7 @@ import sys
 from typing import NoReturn
 
 from xfertop import startup_trace
-from xfertop.cli import attach, bench, demo, export, run
+from xfertop.cli import attach, bench, demo, export, record, replay, run
 from xfertop.cli.viewer import ViewerError
 from xfertop.sources.gpu import PCIE_CHOICES
 
@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the jobs of every node Prometheus scrapes (`xfertop export` on each), "
                              "read from Prometheus at URL, e.g. http://localhost:9090; GPU panes stay local")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for module in (demo, run, bench, attach, export):
+    for module in (demo, run, bench, attach, export, record, replay):
         module.register(subparsers)
     return parser
 
