@@ -14,6 +14,7 @@ from typing import NoReturn
 
 from xfertop import startup_trace
 from xfertop.cli import attach, bench, demo, export, record, replay, run
+from xfertop.cli.version import VersionAction
 from xfertop.cli.viewer import ViewerError
 from xfertop.sources.gpu import PCIE_CHOICES
 
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "GPU idle gaps and PCIe throughput per GPU and per training rank.",
         epilog="Start with `xfertop demo`. Keys in the live view: q quit, p pause, +/- refresh, t topology, "
                "s py-spy stacks of a process, ? help.")
+    parser.add_argument("--version", action=VersionAction)
     parser.add_argument("--interval", type=float, default=1.0, metavar="SECONDS",
                         help="refresh period in seconds (default 1.0; + and - change it live)")
     parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
