@@ -145,3 +145,21 @@ def test_a_rank_of_another_launcher_is_left_alone(tmp_path: Path) -> None:
     codes = sorted(rank.end.exit_code for job in state.jobs for rank in job.ranks if rank.end is not None)
     assert codes == [0, 3]
     assert len(os.listdir(tmp_path / "rings")) == 2
+
+
+def test_a_zombie_counts_as_running_until_it_is_reaped() -> None:
+    # What the launcher's ordering rests on: between waitid(WNOWAIT) and the reap, the command is a zombie,
+    # and the viewer must not take its ring for final yet.
+    from xfertop.launch.exit_record import wait_without_reaping
+    from xfertop.sources.ring_reader import process_alive
+    from xfertop.wire import process_start_ticks
+
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit(7)"],
+                             stdin=subprocess.PIPE)
+    ticks = process_start_ticks(child.pid)
+    assert child.stdin is not None
+    child.stdin.close()
+    assert wait_without_reaping(child.pid) == 7
+    assert process_alive(child.pid, ticks)  # a zombie: /proc still shows its pid and start time
+    assert child.wait() == 7
+    assert not process_alive(child.pid, ticks)
