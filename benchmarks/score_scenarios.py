@@ -196,7 +196,9 @@ def _poll_from_verdict(t: float, verdict: dict[str, Any], jobs: int, ranks: int,
     evidence = verdict.get("evidence") or {}
     shares = {k: evidence.get(k) for k in ("data_wait_share", "copy_share", "compute_share", "gpu_idle_share",
                                            "gpu_busy_share", "dataloader_workers", "steps", "source",
-                                           "main_loading_share", "sync_share", "other_share")
+                                           "main_loading_share", "sync_share", "other_share",
+                                           "copies_measured", "gpu_rx_bytes_per_s", "rx_link_share",
+                                           "early", "worker_start_wait_share")
               if k in evidence}
     return Poll(t=t, kind=verdict.get("kind"), severity=verdict.get("severity"),
                 headline=verdict.get("headline", ""), advice=list(verdict.get("advice") or []),
@@ -455,7 +457,8 @@ def score_mode(run: JobRun, plain: JobRun | None, expect: Expect) -> dict[str, A
         "last_shares": last.shares if last else {},
         "gpu_util_final": [p.gpu_util for p in final],
         "timed_out": run.timed_out,
-        "timeline": [[round(p.t, 1), p.kind] for p in run.polls],
+        "timeline": [[round(p.t, 1), p.kind, p.shares.get("gpu_busy_share"),
+                      p.shares.get("gpu_rx_bytes_per_s")] for p in run.polls],
         "errors": sorted({p.error for p in run.polls if p.error})[:3],
     }
 

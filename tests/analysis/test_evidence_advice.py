@@ -113,6 +113,7 @@ def test_a_gpu_whose_link_is_busy_while_its_kernels_idle_is_copy_bound_when_copi
     verdict = _verdict(rank, _sole_user(rank, util=5.0, rx=9.0e9))
     assert verdict.kind == "copy-bound", verdict.headline
     assert "did not time" in verdict.headline and "9.0 GB/s" in verdict.headline
+    assert verdict.headline.startswith("copy-bound (likely): ")
     assert "pin_memory=True" in _advice(verdict)
     assert "Do not tune PCIe" not in _advice(verdict)
 
@@ -163,3 +164,13 @@ def test_pinned_memory_large_against_ram_is_warned_of() -> None:
     assert "Pinned host memory is 40.0 GiB of 128 GiB RAM (31%)" in advice
     small = dataclasses.replace(rank, pinned_host_bytes=2 * GIB)
     assert "Pinned host memory" not in _advice(_verdict(small, host=host))
+
+
+def test_untimed_pageable_copies_read_as_copy_bound_at_the_rate_an_h200_showed() -> None:
+    """Scenario d under xfertop.watch on the H200: 100 MB pageable batches, 74% of each step copying by
+    the synchronised truth, NVML 36%, the link receiving ~5.3 GB/s: 8% of Gen5 x16, 35% if pageable."""
+    rank = _untimed_copies()
+    verdict = _verdict(rank, _sole_user(rank, util=36.0, rx=5.3e9))
+    assert verdict.kind == "copy-bound"
+    low, high = verdict.evidence["untimed_copy_share_range"]
+    assert low < 0.10 <= 0.30 <= high

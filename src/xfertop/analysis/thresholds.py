@@ -57,10 +57,15 @@ WORKER_START_WAIT_SHARE = 0.3
 NVML_FRESH_STEPS = 3
 NVML_FRESH_MIN_S = 1.5
 
-#: Copies not timed, GPU not busy, no data wait: the GPU's PCIe RX (its only user being this rank) as a
-#: share of the link's capacity is a lower bound on the time spent copying. At this share or above, the
-#: verdict is copy-bound (from the link) rather than host-bound.
-RX_COPY_BOUND_LINK_SHARE = 0.10
+#: Copies not timed, GPU not busy, no data wait: the GPU's PCIe RX (its only user being this rank) gives
+#: the time spent copying, between RX / link capacity (pinned copies at full speed: a lower bound) and
+#: RX / PAGEABLE_H2D_MAX_BYTES_PER_S (pageable copies, the common untimed case). Copy-bound (likely)
+#: when the lower bound reaches COPY_WARN_SHARE or the pageable estimate this share.
+RX_COPY_BOUND_PAGEABLE_SHARE = 0.30
+#: The fastest pageable host-to-device copy measured through PyTorch on an H200 (GPU-FACTS.md: 14.3 GB/s
+#: at 16 MiB; 7 GB/s at 256 MiB and above). A pageable 100 MB batch read 5.3 GB/s on the link while its
+#: copies took 74% of each step (docs/scenarios.md, scenario d under xfertop.watch).
+PAGEABLE_H2D_MAX_BYTES_PER_S = 15e9
 #: The step clock saw copies at less than this fraction of what the GPU's link received: copies made
 #: where the clock does not look (a framework's own .to()).
 H2D_SEEN_OF_RX_MIN = 0.5

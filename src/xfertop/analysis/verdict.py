@@ -24,7 +24,8 @@ from xfertop.analysis.thresholds import (
     HIDDEN_WAIT_MIN_SHARE,
     INPUT_CRITICAL_SHARE,
     INPUT_WARN_SHARE,
-    RX_COPY_BOUND_LINK_SHARE,
+    PAGEABLE_H2D_MAX_BYTES_PER_S,
+    RX_COPY_BOUND_PAGEABLE_SHARE,
     STRAGGLER_CRITICAL_EXCESS_SHARE,
     STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE,
     STRAGGLER_WARN_EXCESS_SHARE,
@@ -171,14 +172,16 @@ def _judge(stats: WindowStats, dataloader_workers: int | None, gpu_busy_share: f
         severity: Severity = "critical" if busy_share < SYNC_GPU_BUSY_CRITICAL_SHARE else "warn"
         rx_share = context.rx_link_share
         rx = context.gpu_rx_bytes_per_s
-        if not context.copies_measured and rx is not None and rx_share is not None \
-                and rx_share >= RX_COPY_BOUND_LINK_SHARE:
-            # NVML counts kernels only: a GPU busy copying reads idle. Its link says otherwise.
-            headline = (f"copy-bound: copies the step clock did not time fill at least {pct(rx_share)} of "
-                        f"each step (the GPU's link receives {rx / 1e9:.1f} GB/s); "
-                        f"kernels run only {pct(busy_share)}")
-            return verdict("copy-bound", _severity(rx_share, COPY_CRITICAL_SHARE), headline,
-                           advise.untimed_copy_advice())
+        if not context.copies_measured and rx is not None and rx_share is not None:
+            pageable_share = min(1.0, rx / PAGEABLE_H2D_MAX_BYTES_PER_S)
+            if rx_share >= COPY_WARN_SHARE or pageable_share >= RX_COPY_BOUND_PAGEABLE_SHARE:
+                # NVML counts kernels only: a GPU busy copying reads idle. Its link says otherwise.
+                evidence["untimed_copy_share_range"] = [_round(rx_share, 4), _round(pageable_share, 4)]
+                headline = (f"copy-bound (likely): the GPU's link receives {rx / 1e9:.1f} GB/s, copies the "
+                            f"step clock did not time: {pct(rx_share)} of each step at full link speed, "
+                            f"{pct(pageable_share)} if pageable; kernels run only {pct(busy_share)}")
+                return verdict("copy-bound", _severity(pageable_share, COPY_CRITICAL_SHARE), headline,
+                               advise.untimed_copy_advice())
         headline = (f"host-bound: the GPU is busy only {pct(busy_share)} of each step yet never waits for "
                     "data: the host holds it back")
         return verdict("host-bound", severity, headline, advise.host_bound_advice())
