@@ -23,7 +23,7 @@ def test_the_text_shows_shares_workers_and_the_verdict() -> None:
     assert text.startswith("input-bound:")
     assert f"rank 0  pid {window.root_pid}" in text
     assert "waiting for data" in text and "loading in the main process" in text
-    assert "workers: 2 of 2 busy" in text
+    assert "2 workers, 2 busy over half the window; each busy " in text
 
 
 def test_before_the_first_window_it_says_it_is_sampling() -> None:

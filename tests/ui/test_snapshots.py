@@ -55,7 +55,9 @@ def _feed(app: XfertopApp, gpus: GpuState, jobs: JobsState, gpu_count: int) -> C
     async def run_before(pilot: Pilot) -> None:
         for i in range(HISTORY_POINTS):
             wave = 1 + math.sin(i / 6)
-            app.view.apply_gpu(gpu_state(gpu_count, rx=27e9 * wave, tx=2.5e9 * wave, util=40 * wave))
+            sample = gpu_state(gpu_count, rx=27e9 * wave, tx=2.5e9 * wave, util=40 * wave)
+            # One sample a second, as at 1 Hz: each is a point of the charts.
+            app.view.apply_gpu(dataclasses.replace(sample, timestamp=FROZEN_TIME - HISTORY_POINTS + i))
         app.post_message(GpuStateUpdated(gpus))
         app.post_message(HostStateUpdated(host_state()))
         app.post_message(JobsStateUpdated(jobs))

@@ -53,6 +53,7 @@ from xfertop.ui.process_table import ProcessTable
 from xfertop.ui.settings import Settings
 from xfertop.ui.sources_bundle import Sources
 from xfertop.ui.terminal_watch import watch_terminal
+from xfertop.ui.text_lines import TextLines
 from xfertop.ui.topology_screen import TopologyScreen
 from xfertop.ui.view_state import ViewState
 
@@ -355,7 +356,10 @@ class XfertopApp(App[int]):
             self.process_table.show(self.view)
         if len(self.screen_stack) > 1:  # a detail screen on top: its live parts follow the data
             for widget in self.screen.query(".live"):
-                widget.refresh()
+                if isinstance(widget, TextLines):
+                    widget.update_lines()
+                else:
+                    widget.refresh()
 
     # -- actions ----------------------------------------------------------------------------------
     def action_toggle_pause(self) -> None:

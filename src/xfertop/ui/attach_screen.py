@@ -72,7 +72,9 @@ def _rank_text(label: str, rank: RankStacks) -> Text:
         text.append(CLASS_LABELS[cls])
     if rank.workers:
         loads = " ".join(f"{w.busy_share * 100:.0f}%" for w in rank.workers)
-        text.append(f"\n  workers: {rank.workers_busy} of {len(rank.workers)} busy  ({loads})")
+        # "busy" means busy more than half of the window (RankStacks.workers_busy): say so beside the loads.
+        text.append(f"\n  {len(rank.workers)} workers, {rank.workers_busy} busy over half the window;"
+                    f" each busy {loads} of it")
     else:
         text.append("\n  workers: none seen (num_workers=0, or not sampled)", style="dim")
     if rank.pin_busy_share is not None:

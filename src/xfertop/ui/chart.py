@@ -3,7 +3,7 @@ so a flat line at 10% really means the link is mostly idle."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 _BLOCKS = " ▁▂▃▄▅▆▇█"
 _LEVELS = len(_BLOCKS) - 1
@@ -48,6 +48,13 @@ def area(values: Sequence[float | None], scale_max: float, width: int, height: i
             cells.append(_BLOCKS[min(max(eighths, 0), _LEVELS)])
         rows.append("".join(cells))
     return rows
+
+
+def column(value: float | None, scale_max: float, rows: int) -> tuple[str, ...]:
+    """One point of :func:`area`: its glyph in each row, top row first."""
+    eighths_total = round(_fraction(value, scale_max) * rows * _LEVELS)
+    return tuple(_BLOCKS[min(max(eighths_total - row * _LEVELS, 0), _LEVELS)]
+                 for row in range(rows - 1, -1, -1))
 
 
 def bar(fraction: float | None, width: int) -> str:
@@ -112,14 +119,19 @@ def step_axis(width: int, first_step: int, last_step: int) -> str:
     return left + " " * (width - len(left) - len(right)) + right
 
 
-def framed(values: Sequence[float | None], scale_max: float, width: int, rows: int, *, top_label: str,
-           seconds_per_point: float = 1.0, axis: str | None = None) -> tuple[list[str], list[str]]:
+def framed(values: Sequence[float | None] | Callable[[int, int], list[str]], scale_max: float, width: int,
+           rows: int, *, top_label: str, seconds_per_point: float = 1.0,
+           axis: str | None = None) -> tuple[list[str], list[str]]:
     """A chart ``width`` cells wide, ``rows`` tall plus its x axis: (axis column of each row, plot of
     each row), the axis column labelled with the top of the scale (``top_label``) and 0 at the bottom;
-    the last row is the x axis: ``axis`` if given, else :func:`time_axis`."""
+    the last row is the x axis: ``axis`` if given, else :func:`time_axis`. ``values`` may be a function
+    (width, rows) -> the plot's rows (``History.area``, which keeps each point's glyphs)."""
     label_width = max(len(top_label), 1)
     plot_width = max(width - label_width - 1, 0)
-    plot = area(values, scale_max, plot_width, max(rows, 1))
+    if callable(values):
+        plot = values(plot_width, max(rows, 1))
+    else:
+        plot = area(values, scale_max, plot_width, max(rows, 1))
     column = []
     for row in range(len(plot)):
         label = top_label if row == 0 else "0" if row == len(plot) - 1 else ""

@@ -8,14 +8,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widget import Widget
 
 from xfertop.model.gpu import GpuSnapshot
 from xfertop.ui import link_text
 from xfertop.ui.format import NA, gb, percent
-from xfertop.ui.gpu_pane import chart_block
+from xfertop.ui.gpu_pane import chart_block, gpu_series, side_by_side
 from xfertop.ui.history import History
 from xfertop.ui.key_footer import KeyFooter
+from xfertop.ui.text_lines import Pieces, Row, TextLines
 
 #: Side by side in pairs (RX | TX over util | mem) from this width on; stacked below it.
 _PAIRED_COLUMNS = 120
@@ -52,59 +52,51 @@ def _facts(gpu: GpuSnapshot) -> Text:
     return text
 
 
-def detail_charts(gpu: GpuSnapshot, history: History, width: int, rows: int, interval_s: float) -> list[Text]:
+def detail_charts(gpu: GpuSnapshot, history: History, width: int, rows: int,
+                  point_s: float) -> list[Pieces]:
     """RX, TX, utilisation and memory history filling ``rows`` lines: in two pairs side by side when
     ``width`` allows, else one under the other."""
-    key = ("gpu", gpu.index)
     scale = link_text.chart_scale_bytes_per_s(gpu.link) or 0.0
     top = f"{scale / 1e9:.0f}G" if scale else "?"
     charts = [
-        (link_text.direction_label("RX", gpu.pcie.rx_bytes_per_s, gpu) + "  host to device", (*key, "rx"),
-         scale, top, "green"),
-        (link_text.direction_label("TX", gpu.pcie.tx_bytes_per_s, gpu) + "  device to host", (*key, "tx"),
-         scale, top, "blue"),
-        (f"utilisation {percent(gpu.util_gpu_percent)}", (*key, "util"), 100.0, "100%", "cyan"),
-        (f"memory {gb(gpu.mem_used_bytes)} of {gb(gpu.mem_total_bytes)} GB", (*key, "mem"), 100.0, "100%",
-         "magenta"),
+        (link_text.direction_label("RX", gpu.pcie.rx_bytes_per_s, gpu) + "  host to device",
+         gpu_series(gpu, "rx"), scale, top, "green"),
+        (link_text.direction_label("TX", gpu.pcie.tx_bytes_per_s, gpu) + "  device to host",
+         gpu_series(gpu, "tx"), scale, top, "blue"),
+        (f"utilisation {percent(gpu.util_gpu_percent)}", gpu_series(gpu, "util"), 100.0, "100%", "cyan"),
+        (f"memory {gb(gpu.mem_used_bytes)} of {gb(gpu.mem_total_bytes)} GB", gpu_series(gpu, "mem"), 100.0,
+         "100%", "magenta"),
     ]
-    paired = width >= _PAIRED_COLUMNS
-    per_row = 2 if paired else 1
+    per_row = 2 if width >= _PAIRED_COLUMNS else 1
     bands = len(charts) // per_row
     each_width = (width - _GAP * (per_row - 1)) // per_row
-    lines: list[Text] = []
+    lines: list[Pieces] = []
     for band in range(bands):
-        band_rows = (rows - len(lines)) // (bands - band)
+        band_rows = max((rows - len(lines)) // (bands - band), 3)
         shown = charts[band * per_row:(band + 1) * per_row]
-        blocks = [chart_block(title, history.get(series), chart_scale, top_label, each_width,
-                              max(band_rows, 3), style, interval_s)
-                  for title, series, chart_scale, top_label, style in shown]
-        for row in range(max(band_rows, 3)):
-            line = Text()
-            for index, block in enumerate(blocks):
-                if index:
-                    line.append(" " * _GAP)
-                line.append_text(block[row])
-            lines.append(line)
+        lines += side_by_side([chart_block(title, history, series, chart_scale, top_label, each_width,
+                                           band_rows, style, point_s)
+                               for title, series, chart_scale, top_label, style in shown], _GAP)
     return lines
 
 
-class GpuDetail(Widget):
+class GpuDetail(TextLines):
     def __init__(self, index: int) -> None:
         super().__init__(id="gpu-detail", classes="live")
         self.index = index
 
-    def render(self) -> Text:
+    def build_lines(self, width: int) -> list[Row]:
         view = self.app.view  # type: ignore[attr-defined]
         gpu = next((g for g in view.gpu.gpus if g.index == self.index), None) if view.gpu else None
         if gpu is None:
-            return Text(f"GPU {self.index} is not in the latest snapshot.", style="yellow")
+            return [Text(f"GPU {self.index} is not in the latest snapshot.", style="yellow")]
         if gpu.lost_reason:
-            return Text(f"GPU {self.index} lost: {gpu.lost_reason}", style="bold red")
-        width, height = max(self.content_size.width, 10), max(self.content_size.height, 16)
-        facts = _facts(gpu)
-        fact_rows = len(facts.split())
-        charts = detail_charts(gpu, view.history, width, height - fact_rows, view.interval_s)
-        return Text("\n").join([facts, *charts])
+            return [Text(f"GPU {self.index} lost: {gpu.lost_reason}", style="bold red")]
+        height = max(self.content_size.height, 16)
+        facts = _facts(gpu).split()
+        for line in facts:
+            line.truncate(width, overflow="ellipsis")
+        return [*facts, *detail_charts(gpu, view.history, width, height - len(facts), view.chart_point_s)]
 
 
 class GpuDetailScreen(Screen):

@@ -8,6 +8,7 @@ second) when less; one line when many GPUs share a small terminal. Enter on a pa
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import ClassVar
 
 from rich.text import Text
@@ -17,7 +18,8 @@ from xfertop.model.gpu import GpuSnapshot
 from xfertop.ui import chart, link_text
 from xfertop.ui.format import gb, percent, truncate
 from xfertop.ui.history import History
-from xfertop.ui.text_lines import TextLines
+from xfertop.ui.text_lines import Pieces, Row, TextLines
+from xfertop.ui.view_state import chart_key
 
 #: Bar and name widths: full on wide terminals, shorter below _NARROW_COLUMNS so a one-line pane keeps
 #: its PCIe figures in view at 80 columns.
@@ -106,50 +108,62 @@ def _compact_traffic(gpu: GpuSnapshot) -> str:
             f" GB/s {link_text.link_words(link.gen_current, link.width_current)}")
 
 
-def chart_block(title: str, values: list, scale: float, top_label: str, width: int, rows: int,
-                 style: str, seconds_per_point: float) -> list[Text]:
+def _fit(text: str, width: int) -> str:
+    return text[: width - 1] + "…" if len(text) > width else text.ljust(width)
+
+
+def chart_block(title: str, history: History, series: Hashable, scale: float, top_label: str, width: int,
+                rows: int, style: str, seconds_per_point: float) -> list[Pieces]:
     """A titled chart exactly ``width`` cells wide and ``rows`` tall (title, plot rows, time axis)."""
-    heading = Text(title, style="bold")
-    axis, plot = chart.framed(values, scale, width, rows - 2, top_label=top_label,
-                              seconds_per_point=seconds_per_point)
-    lines = [heading]
+    axis, plot = chart.framed(lambda w, h: history.area(series, scale, w, h), scale, width, rows - 2,
+                              top_label=top_label, seconds_per_point=seconds_per_point)
+    plot_width = width - len(axis[0])
+    lines: list[Pieces] = [((_fit(title, width), "bold"),)]
+    last = len(plot) - 1
     for index, (left, right) in enumerate(zip(axis, plot, strict=True)):
-        line = Text(left, style="dim")
-        line.append(right, style="dim" if index == len(plot) - 1 else style)
-        lines.append(line)
-    for line in lines:
-        line.truncate(width, overflow="ellipsis")
-        line.pad_right(width - line.cell_len)
+        plot_style = "dim" if index == last else style
+        lines.append(((left, "dim"), (right.ljust(plot_width)[:plot_width], plot_style)))
     return lines
 
 
-def chart_rows(gpu: GpuSnapshot, history: History, width: int, rows: int, interval_s: float) -> list[Text]:
+def side_by_side(blocks: list[list[Pieces]], gap: int, indent: str = "") -> list[Pieces]:
+    """Rows of charts of the same height, one after the other on each row."""
+    rows = []
+    for row in range(len(blocks[0]) if blocks else 0):
+        pieces: list[tuple[str, str]] = [(indent, "")] if indent else []
+        for index, block in enumerate(blocks):
+            if index:
+                pieces.append((" " * gap, ""))
+            pieces.extend(block[row])
+        rows.append(tuple(pieces))
+    return rows
+
+
+def gpu_series(gpu: GpuSnapshot, name: str) -> tuple:
+    """The chart series of one GPU figure ("rx", "tx", "util", "mem")."""
+    return chart_key(("gpu", gpu.index, name))
+
+
+def chart_rows(gpu: GpuSnapshot, history: History, width: int, rows: int, point_s: float) -> list[Pieces]:
     """``rows`` lines of charts side by side: RX and TX against the link, and utilisation and memory
-    when ``width`` allows."""
-    key = ("gpu", gpu.index)
+    when ``width`` allows; ``point_s``: seconds per chart point."""
     scale = link_text.chart_scale_bytes_per_s(gpu.link) or 0.0
     top = f"{scale / 1e9:.0f}G" if scale else "?"
     charts = [
-        (link_text.direction_label("RX", gpu.pcie.rx_bytes_per_s, gpu), (*key, "rx"), scale, top, "green"),
-        (link_text.direction_label("TX", gpu.pcie.tx_bytes_per_s, gpu), (*key, "tx"), scale, top, "blue"),
+        (link_text.direction_label("RX", gpu.pcie.rx_bytes_per_s, gpu), gpu_series(gpu, "rx"), scale, top,
+         "green"),
+        (link_text.direction_label("TX", gpu.pcie.tx_bytes_per_s, gpu), gpu_series(gpu, "tx"), scale, top,
+         "blue"),
     ]
     if width >= _FOUR_CHART_COLUMNS:
         memory = f"mem {gb(gpu.mem_used_bytes)} of {gb(gpu.mem_total_bytes)} GB"
-        charts += [(f"util {percent(gpu.util_gpu_percent)}", (*key, "util"), 100.0, "100%", "cyan"),
-                   (memory, (*key, "mem"), 100.0, "100%", "magenta")]
+        charts += [(f"util {percent(gpu.util_gpu_percent)}", gpu_series(gpu, "util"), 100.0, "100%", "cyan"),
+                   (memory, gpu_series(gpu, "mem"), 100.0, "100%", "magenta")]
     count = len(charts)
     each = (width - 2 - _CHART_GAP * (count - 1)) // count
-    blocks = [chart_block(title, history.get(series), chart_scale, top_label, each, rows, style, interval_s)
+    blocks = [chart_block(title, history, series, chart_scale, top_label, each, rows, style, point_s)
               for title, series, chart_scale, top_label, style in charts]
-    lines = []
-    for row in range(rows):
-        line = Text("  ")
-        for index, block in enumerate(blocks):
-            if index:
-                line.append(" " * _CHART_GAP)
-            line.append_text(block[row])
-        lines.append(line)
-    return lines
+    return side_by_side(blocks, _CHART_GAP, indent="  ")
 
 
 class GpuPane(TextLines, can_focus=True):
@@ -167,7 +181,7 @@ class GpuPane(TextLines, can_focus=True):
             return None
         return next((gpu for gpu in state.gpus if gpu.index == self.index), None)
 
-    def build_lines(self, width: int) -> list[Text]:
+    def build_lines(self, width: int) -> list[Row]:
         gpu = self.snapshot()
         if gpu is None:
             return [Text(f"{self.index} gone from the last snapshot", style="dim")]
@@ -199,8 +213,8 @@ class GpuPane(TextLines, can_focus=True):
             if warning:
                 first.append(f"  ⚠ {warning}", style="bold yellow")
             first.truncate(width)
-            interval_s = self.app.view.interval_s  # type: ignore[attr-defined]
-            return [first, *chart_rows(gpu, history, width, rows - 1, interval_s)]
+            point_s = self.app.view.chart_point_s  # type: ignore[attr-defined]
+            return [first, *chart_rows(gpu, history, width, rows - 1, point_s)]
         second = _traffic_line(gpu, history, width)
         if warning:
             first.append(f"  ⚠ {warning}", style="bold yellow")

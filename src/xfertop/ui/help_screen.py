@@ -17,6 +17,7 @@ HELP_TEXT = """\
   b      benchmarks               a      acceptance check (selected GPU)
   t      topology: GPU links, PCIe paths, NUMA nodes, where ranks run
   s      py-spy stacks of the process or job rank under the cursor
+  f      show / fold ended jobs   m      monochrome (kept for next time)
   enter  detail of the focused GPU or rank     escape  back
   tab    between GPUs, jobs and processes      ctrl+p  command palette
 
@@ -24,8 +25,8 @@ HELP_TEXT = """\
   RX is host to device, TX device to host, against what the link carries
   now: "RX 54.9 GB/s of 63.0 (Gen5 x16)". "sampled" (or "~" on one line)
   marks a 20 ms NVML sample instead of counters covering all the time.
-  A rank's bar splits each step into [red]input[/red] (GPU idle gap, or the data wait
-  without GPU timing), [yellow]copy[/yellow] and [green]compute[/green].
+  A rank's bar splits each step into [black on red]I[/] input (GPU idle gap, or the
+  data wait without GPU timing), [black on yellow]C[/] copy, [black on green]X[/] compute, · the rest.
   GPU memory is in decimal GB, host memory in binary units.
 
 escape or ? closes this help"""

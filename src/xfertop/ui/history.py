@@ -20,6 +20,8 @@ class History:
         self._added: dict[Hashable, int] = {}  # points ever added to each series
         #: (key, scale, width) -> (points added when drawn, chart.spark of them)
         self._sparks: dict[tuple, tuple[int, str]] = {}
+        #: (key, scale, rows) -> (points added when last extended, each point's column of glyphs)
+        self._columns: dict[tuple, tuple[int, deque[tuple[str, ...]]]] = {}
 
     def add(self, key: Hashable, value: float | None) -> None:
         series = self._series.get(key)
@@ -49,6 +51,32 @@ class History:
             self._sparks.clear()  # widths or scales came and went
         self._sparks[slot] = (added, line)
         return line
+
+    def area(self, key: Hashable, scale_max: float, width: int, rows: int) -> list[str]:
+        """``chart.area`` of the series' last ``width`` points: each point's column of glyphs is drawn once
+        (it depends on its value and the scale alone) and kept while the point is in the series; a new
+        frame only joins them into rows."""
+        if width <= 0 or rows <= 0:
+            return []
+        added = self._added.get(key, 0)
+        series = self._series.get(key, ())
+        slot = (key, scale_max, rows)
+        found = self._columns.get(slot)
+        if found is None or added - found[0] > len(series):
+            columns: deque[tuple[str, ...]] = deque(maxlen=self._points)
+            new = list(series)
+        else:
+            columns = found[1]
+            new = [series[i] for i in range(len(series) - (added - found[0]), len(series))]
+        columns.extend(chart.column(value, scale_max, rows) for value in new)
+        if len(self._columns) > 64:
+            self._columns.clear()  # scales or heights came and went
+        self._columns[slot] = (added, columns)
+        shown = list(columns)[-width:]
+        pad = width - len(shown)
+        if not shown:
+            return [" " * width] * rows
+        return [" " * pad + "".join(row) for row in zip(*shown, strict=True)]
 
     def get(self, key: Hashable) -> list[float | None]:
         return list(self._series.get(key, ()))

@@ -67,9 +67,10 @@ def rank_detail(job: JobAnalysis, found: RankAnalysis, view: ViewState, width: i
                           f"wait {ms(stats.data_wait.p50_ms)}  copy {ms(stats.copy.p50_ms)}  "
                           f"compute {ms(stats.compute.p50_ms)}  GPU idle {idle}"
                           f"   steps {stats.first_step}-{stats.last_step}, {stats.clock} clock"))
-        bar = breakdown_bar(stats, min(width, 60))
+        key = legend()
+        bar = breakdown_bar(stats, max(min(width - key.cell_len - 2, 60), 10))
         bar.append("  ")
-        bar.append_text(legend())
+        bar.append_text(key)
         lines.append(bar)
         lines.append(Text(f"{stats.samples_per_s:.0f} samples/s   H2D {rate_gb_per_s(stats.h2d_bytes_per_s)}"
                           f"   pinned {pinned_text(view, rank.pid, rank.pinned_host_bytes)}"

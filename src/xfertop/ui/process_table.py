@@ -5,6 +5,7 @@ Rows are keyed by pid and diffed, so a refresh touches only the cells that chang
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -60,9 +61,22 @@ def _add_job_ranks(view: ViewState, rows: dict[int, _Row]) -> None:
                 continue  # an ended rank is no process any more: the jobs pane says how it ended
             row = rows.setdefault(rank.pid, _Row(gpus=[]))
             # The script and its arguments, not the interpreter's path NVML names the process by.
-            row.command = " ".join(rank.argv) or row.command
+            row.command = command_text(rank.argv) or row.command
             row.pinned_bytes = rank.pinned_host_bytes
             row.workers = rank.dataloader_workers
+
+
+def command_text(argv: tuple[str, ...]) -> str:
+    """The command as a person typed it: "python3 train.py --epochs 3", not the interpreter's full path
+    and the script's (a ring records ``sys.executable`` and ``sys.argv``)."""
+    if not argv:
+        return ""
+    words = list(argv)
+    if os.path.basename(words[0]).startswith("python"):
+        words[0] = os.path.basename(words[0])
+        if len(words) > 1 and words[1].endswith(".py"):
+            words[1] = os.path.basename(words[1])
+    return " ".join(words)
 
 
 #: Marks a PINNED figure read from /proc/<pid>/smaps rather than reported by the process itself.

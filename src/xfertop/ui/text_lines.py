@@ -4,20 +4,61 @@ A ``TextLines`` widget shows ``build_lines(width)``, one Rich ``Text`` per row. 
 them again, compares them with the rows shown and refreshes only the regions of the rows that differ
 (``refresh(Region)``); ``render_line`` turns a row into a ``Strip`` once and keeps it, keyed by the row's
 text and the widget's width and style (Toolong's way: textual:docs/guide/widgets.md "Line API"). A row
-longer than the widget is cut, never wrapped. Everything here is Textual's public API.
+longer than the widget is cut, never wrapped. A row may also be ``Pieces``, (text, style) pairs turned
+into a strip's segments directly (charts: tens of rows that all change each period, where going through
+Rich's Text rendering cost most of a frame). Everything here is Textual's public API.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
+from rich.cells import cell_len
 from rich.console import Console
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.cache import LRUCache
 from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
+
+#: A row as (text, Rich style string) pairs: cheaper than a Text where every row changes every period.
+Pieces = tuple[tuple[str, str], ...]
+Row = Text | Pieces
+
+
+def pieces_text(pieces: Pieces) -> Text:
+    return Text.assemble(*pieces)
+
+
+class StyleCache:
+    """Rich style strings parsed once and combined with a widget's base style once."""
+
+    def __init__(self) -> None:
+        self._combined: dict[tuple[Style, str], Style] = {}
+
+    def clear(self) -> None:
+        self._combined.clear()
+
+    def on(self, base: Style, style: str, console: Console) -> Style:
+        found = self._combined.get((base, style))
+        if found is None:
+            found = self._combined[(base, style)] = base + console.get_style(style) if style else base
+        return found
+
+
+def pieces_strip(pieces: Pieces, width: int, base: Style, console: Console, styles: StyleCache) -> Strip:
+    """One row of ``pieces`` on ``base``, cut or padded to ``width`` cells."""
+    segments = [Segment(text, styles.on(base, style, console)) for text, style in pieces if text]
+    length = sum(cell_len(text) for text, _ in pieces)
+    if length == width:  # a chart row: built to the width, nothing to cut or pad
+        return Strip(segments, width)
+    return Strip(segments, length).crop_extend(0, width, base)
+
+
+def row_key(row: Row) -> Hashable:
+    return row if isinstance(row, tuple) else text_key(row)
 
 
 def text_strip(text: Text, width: int, base: Style, console: Console) -> Strip:
@@ -41,22 +82,24 @@ class TextLines(Widget):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._lines: list[Text] = []
+        self._lines: list[Row] = []
         self._keys: list[Hashable] = []
         self._built_width = -1
         self._base: Style | None = None
         self._strips: LRUCache[tuple, Strip] = LRUCache(256)
+        self._styles = StyleCache()
 
-    def build_lines(self, width: int) -> Sequence[Text]:
+    def build_lines(self, width: int) -> Sequence[Row]:
         raise NotImplementedError
 
     @property
     def lines(self) -> list[Text]:
         """The rows shown (what tests and the plain-text view read)."""
-        return list(self._lines)
+        return [pieces_text(line) if isinstance(line, tuple) else line for line in self._lines]
 
     def render(self) -> Text:
-        return Text("\n").join(self.build_lines(self.content_size.width))
+        rows = self.build_lines(self.content_size.width)
+        return Text("\n").join(pieces_text(row) if isinstance(row, tuple) else row for row in rows)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         if width != self._built_width:
@@ -70,6 +113,7 @@ class TextLines(Widget):
         super().notify_style_update()
         self._base = None  # the theme or the widget's colours changed: every strip is drawn again
         self._strips.clear()
+        self._styles.clear()
 
     def update_lines(self) -> None:
         """Build the lines from the app's data again; repaint only the rows whose text changed."""
@@ -83,8 +127,8 @@ class TextLines(Widget):
         elif changed:
             self.refresh(*(Region(0, y, width, 1) for y in changed))
 
-    def _set_lines(self, lines: Sequence[Text], width: int) -> list[int]:
-        keys = [text_key(line) for line in lines]
+    def _set_lines(self, lines: Sequence[Row], width: int) -> list[int]:
+        keys = [row_key(line) for line in lines]
         old = self._keys if width == self._built_width else []
         changed = [y for y in range(max(len(old), len(keys))) if y >= len(old) or y >= len(keys)
                    or old[y] != keys[y]]
@@ -103,5 +147,10 @@ class TextLines(Widget):
         key = (self._keys[y], width)
         strip = self._strips.get(key)
         if strip is None:
-            strip = self._strips[key] = text_strip(self._lines[y], width, base, self.app.console)
+            line = self._lines[y]
+            if isinstance(line, tuple):
+                strip = pieces_strip(line, width, base, self.app.console, self._styles)
+            else:
+                strip = text_strip(line, width, base, self.app.console)
+            self._strips[key] = strip
         return strip

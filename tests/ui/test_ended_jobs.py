@@ -1,0 +1,90 @@
+"""Jobs that end: live jobs first; an ended job dimmed, saying how it ended and keeping its last live
+verdict; folded into one line after a while (f shows it again), then gone from the view; two jobs of the
+same name told apart; at 80x24 the live job's verdict always in view."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ui.sample_states import FROZEN_TIME, TRAIN_PID, gpu_state, host_state, jobs_state, rank
+from ui.screen_text import screen_text
+from xfertop.model.jobs import JobsState, JobState, RankEnd
+from xfertop.ui.app import XfertopApp
+from xfertop.ui.jobs_pane import EndedJobs
+from xfertop.ui.messages import GpuStateUpdated, HostStateUpdated, JobsStateUpdated
+from xfertop.ui.sources_bundle import Sources
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _jobs(*jobs: JobState) -> JobsState:
+    return dataclasses.replace(jobs_state(), jobs=jobs)
+
+
+def _job(key: str, pid: int, ended: RankEnd | None = None) -> JobState:
+    one = dataclasses.replace(rank(), pid=pid, job_key=key, ring_path=f"/tmp/xfertop-1000/{pid}.ring")
+    if ended is not None:
+        one = dataclasses.replace(one, status="finished", end=ended)
+    return JobState(job_key=key, name="train.py", ranks=(one,))
+
+
+OLD, NEW = TRAIN_PID + 10, TRAIN_PID + 20
+
+
+def _verdict_rows(app: XfertopApp) -> list[str]:
+    return [line.plain for line in app.jobs_pane.verdicts.lines]
+
+
+async def test_an_ended_job_is_dimmed_says_how_it_ended_folds_and_goes() -> None:
+    app = XfertopApp(Sources(), start_sources=False, clock=lambda: FROZEN_TIME)
+    clock = Clock()
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.jobs_pane.ended = EndedJobs(clock)
+        app.post_message(GpuStateUpdated(gpu_state(1)))
+        app.post_message(HostStateUpdated(host_state()))
+        app.post_message(JobsStateUpdated(_jobs(_job("old", OLD), _job("new", NEW))))
+        await pilot.pause()
+        table = app.jobs_pane.rank_table
+        # Both live, same name: told apart by pid.
+        assert [table.row(key)["JOB"] for key in table.row_keys] == [f"train.py [{OLD}]", f"train.py [{NEW}]"]
+        killed = RankEnd(closed_ring=False, signal=9)
+        app.post_message(JobsStateUpdated(_jobs(_job("old", OLD, killed), _job("new", NEW))))
+        await pilot.pause()
+        # The live job first; the ended one after it, with how it ended and its last live verdict.
+        assert table.row_keys == [f"new|{NEW}", f"old|{OLD}"]
+        rows = _verdict_rows(app)
+        assert rows[0].startswith(f"train.py [{NEW}]: input-bound")
+        [ended] = [row for row in rows if row.startswith(f"train.py [{OLD}]")]
+        assert ended.startswith(f"train.py [{OLD}] (killed by SIGKILL; last verdict): input-bound")
+        assert f"{OLD}" not in app.process_table.row_keys, "an ended rank is no process: no row of n/a"
+        clock.now += 30
+        app.post_message(GpuStateUpdated(gpu_state(1)))
+        await pilot.pause()
+        assert table.row_keys == [f"new|{NEW}"]
+        assert "1 ended job: f shows them" in _verdict_rows(app)
+        await pilot.press("f")
+        await pilot.pause()
+        assert table.row_keys == [f"new|{NEW}", f"old|{OLD}"]
+        clock.now += app.jobs_pane.forget_s
+        app.post_message(GpuStateUpdated(gpu_state(1)))
+        await pilot.pause()
+        assert table.row_keys == [f"new|{NEW}"]
+        assert not any("ended job" in row for row in _verdict_rows(app))
+
+
+async def test_at_80x24_the_live_jobs_verdict_shows_however_many_jobs_ended() -> None:
+    app = XfertopApp(Sources(), start_sources=False, clock=lambda: FROZEN_TIME)
+    ended = [_job(f"old{i}", OLD + i, RankEnd(closed_ring=True, exit_code=0)) for i in range(3)]
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(GpuStateUpdated(gpu_state(1)))
+        app.post_message(JobsStateUpdated(_jobs(*ended, _job("new", NEW))))
+        await pilot.pause()
+        rows = screen_text(app)
+        assert any(row.startswith(" train.py: input-bound") for row in rows), "\n".join(rows)
+        assert any("3 ended jobs: f shows them" in row for row in rows), "\n".join(rows)
