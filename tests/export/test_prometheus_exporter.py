@@ -18,9 +18,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from fakes.fake_pynvml import FakePynvml, SteadyTraffic
 from ring_test_tools import wait_until
 from ui.live import fake_gpu_source
+from ui.sample_states import gpu_state
 from xfertop import wire
 from xfertop.export.prometheus_collector import RANK_COUNTERS, VERDICT_KINDS
 from xfertop.export.prometheus_exporter import Exporter
+from xfertop.export.prometheus_totals import TotalsState
+from xfertop.model.gpu import GpuState, PcieErrors
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
 from xfertop.sources.jobs import JobsSource
@@ -206,3 +209,21 @@ def test_gpu_series_and_pcie_bytes_integrated_over_full_coverage(tmp_path: Path)
     assert values[("xfertop_gpu_pcie_link_capacity_bytes_per_second", "0")] > 60e9
     assert values[("xfertop_gpu_memory_total_bytes", "0")] > 100e9
     assert ("xfertop_gpu_sm_clock_hertz", "0") in values
+
+
+def test_pcie_error_counters_add_up_across_exporter_runs() -> None:
+    def with_errors(replays: int, correctable: int) -> GpuState:
+        state = gpu_state(1)
+        return dataclasses.replace(
+            state, gpus=(dataclasses.replace(state.gpus[0], errors=PcieErrors(replays, correctable)),)
+        )
+
+    first_run = TotalsState()
+    first_run.on_gpu(with_errors(3, 1))
+    first_run.on_gpu(with_errors(5, 1))
+    uuid = gpu_state(1).gpus[0].uuid
+    assert (first_run.pcie[uuid].replay_errors, first_run.pcie[uuid].correctable_errors) == (5, 1)
+    second_run = TotalsState()
+    second_run.load_json(first_run.to_json())
+    second_run.on_gpu(with_errors(2, 0))  # a new GPU source counts from zero again
+    assert (second_run.pcie[uuid].replay_errors, second_run.pcie[uuid].correctable_errors) == (7, 1)

@@ -198,12 +198,12 @@ class XfertopCollector(Collector):
         )
         replay = CounterMetricFamily(
             "xfertop_gpu_pcie_replay_errors",
-            "PCIe replays since the exporter started watching the GPU",
+            "PCIe replays (NVML replay counter) while an exporter watched the GPU",
             labels=GPU_LABELS,
         )
         correctable = CounterMetricFamily(
             "xfertop_gpu_pcie_correctable_errors",
-            "PCIe correctable errors since the exporter started watching the GPU",
+            "PCIe correctable errors while an exporter watched the GPU",
             labels=GPU_LABELS,
         )
         throttle = StateSetMetricFamily(
@@ -219,10 +219,10 @@ class XfertopCollector(Collector):
             if pcie is not None and gpu.pcie.method in ("counter", "gpm"):
                 rx.add_metric(labels, pcie.rx_bytes, created=pcie.counting_since_unix_s)
                 tx.add_metric(labels, pcie.tx_bytes, created=pcie.counting_since_unix_s)
-            if gpu.errors.replay_delta is not None:
-                replay.add_metric(labels, gpu.errors.replay_delta)
-            if gpu.errors.correctable_delta is not None:
-                correctable.add_metric(labels, gpu.errors.correctable_delta)
+            if pcie is not None and gpu.errors.replay_delta is not None:
+                replay.add_metric(labels, pcie.replay_errors, created=pcie.counting_since_unix_s)
+            if pcie is not None and gpu.errors.correctable_delta is not None:
+                correctable.add_metric(labels, pcie.correctable_errors, created=pcie.counting_since_unix_s)
             active = set(gpu.throttle_reasons)
             states = {reason: reason in active for reason in (*THROTTLE_REASONS, *sorted(active))}
             throttle.add_metric(labels, states)

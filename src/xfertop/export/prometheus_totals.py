@@ -136,6 +136,20 @@ class PcieTotals:
     counting_since_unix_s: float = 0.0
     #: The GPU snapshot the last interval ended at (unix seconds).
     last_timestamp: float | None = None
+    #: PCIe replays and correctable errors, summed over every run of the exporter. The GPU source gives
+    #: counts since it started watching; ``*_seen`` is what this run's source had said last.
+    replay_errors: int = 0
+    correctable_errors: int = 0
+    replay_seen: int = 0
+    correctable_seen: int = 0
+
+    def add_errors(self, replay_delta: int | None, correctable_delta: int | None) -> None:
+        if replay_delta is not None:
+            self.replay_errors += max(0, replay_delta - self.replay_seen)
+            self.replay_seen = replay_delta
+        if correctable_delta is not None:
+            self.correctable_errors += max(0, correctable_delta - self.correctable_seen)
+            self.correctable_seen = correctable_delta
 
 
 def ring_created_unix_s(path: str) -> float | None:
@@ -220,7 +234,8 @@ class TotalsState:
             return self.ranks.get(path)
 
     def on_gpu(self, state: GpuState) -> None:
-        """Integrate each GPU's full-coverage PCIe throughput over the interval since its last snapshot."""
+        """Integrate each GPU's full-coverage PCIe throughput over the interval since its last snapshot,
+        and add its new PCIe errors."""
         with self.lock:
             for gpu in state.gpus:
                 totals = self.pcie.get(gpu.uuid)
@@ -233,6 +248,7 @@ class TotalsState:
                     totals.rx_bytes += (pcie.rx_bytes_per_s or 0.0) * interval_s
                     totals.tx_bytes += (pcie.tx_bytes_per_s or 0.0) * interval_s
                 totals.last_timestamp = state.timestamp if full else None
+                totals.add_errors(gpu.errors.replay_delta, gpu.errors.correctable_delta)
 
     # -- persistence --------------------------------------------------------------------------------
     def to_json(self) -> str:
@@ -259,6 +275,7 @@ class TotalsState:
             raise ValueError(f"damaged ({type(exc).__name__}: {exc})") from None
         for totals in pcie.values():
             totals.last_timestamp = None  # the exporter was down meanwhile: that traffic is unknown
+            totals.replay_seen = totals.correctable_seen = 0  # a new GPU source counts from zero
         with self.lock:
             self.ranks, self.pcie = ranks, pcie
 
