@@ -166,12 +166,14 @@ def test_created_is_the_ring_creation_while_the_ring_holds_step_zero(tmp_path: P
 
 
 def test_ended_ranks_are_dropped_after_the_grace_and_not_counted_again(tmp_path: Path) -> None:
-    ring = Ring(tmp_path, capacity=64)
+    rings, state = tmp_path / "rings", tmp_path / "state.json"
+    rings.mkdir(mode=0o700)
+    ring = Ring(rings, capacity=64)
     ring.write(10)
     ring.writer.close()  # the ring says the reporter ended
     clock = [100.0]
-    jobs = JobsSource(ring_dir=str(tmp_path))
-    exporter = Exporter(None, None, jobs, host_label="node-a", ended_grace_s=30.0)
+    jobs = JobsSource(ring_dir=str(rings))
+    exporter = Exporter(None, None, jobs, host_label="node-a", state_path=str(state), ended_grace_s=30.0)
     exporter.totals._monotonic = lambda: clock[0]
     jobs.sample_once()
     assert ("xfertop_rank_steps_total", "0") in _samples(exporter)
@@ -179,6 +181,10 @@ def test_ended_ranks_are_dropped_after_the_grace_and_not_counted_again(tmp_path:
     jobs.sample_once()
     jobs.sample_once()
     assert ("xfertop_rank_steps_total", "0") not in _samples(exporter)
+    # A restarted exporter keeps it dropped while the ring is still there.
+    restarted, jobs = _exporter(rings, state)
+    jobs.sample_once()
+    assert ("xfertop_rank_steps_total", "0") not in _samples(restarted)
 
 
 def test_gpu_series_and_pcie_bytes_integrated_over_full_coverage(tmp_path: Path) -> None:

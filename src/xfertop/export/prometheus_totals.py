@@ -257,6 +257,7 @@ class TotalsState:
                 "version": STATE_VERSION,
                 "ranks": {path: asdict(totals) for path, totals in self.ranks.items()},
                 "pcie": {uuid: asdict(totals) for uuid, totals in self.pcie.items()},
+                "dropped": sorted(self.dropped),
             }
         return json.dumps(document, separators=(",", ":"))
 
@@ -276,8 +277,11 @@ class TotalsState:
         for totals in pcie.values():
             totals.last_timestamp = None  # the exporter was down meanwhile: that traffic is unknown
             totals.replay_seen = totals.correctable_seen = 0  # a new GPU source counts from zero
+        dropped = document.get("dropped", [])
         with self.lock:
             self.ranks, self.pcie = ranks, pcie
+            # Ended ranks already dropped stay dropped while their rings are still listed.
+            self.dropped = {path for path in dropped if isinstance(path, str)}
 
 
 def _build(cls: type[T], values: dict) -> T:
