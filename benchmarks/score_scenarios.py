@@ -131,6 +131,10 @@ class Poll:
     error: str = ""
     #: NVML utilisation of each GPU in the snapshot (percent), what the sync-bound rule reads.
     gpu_util: list[float | None] = field(default_factory=list)
+    #: Some rank of the job stepped moments ago. A poll of a job that stopped stepping (tearing down
+    #: after its loop) is not scored: the live view keeps the verdict of the last stepping window there
+    #: (analysis.job_analysis), which a one-shot `--once` cannot know.
+    stepping: bool = True
 
 
 @dataclass
@@ -192,6 +196,13 @@ def _job_of(snapshot: dict[str, Any]) -> tuple[dict[str, Any] | None, int]:
     return best, len(items)
 
 
+def _stepping(rank: dict[str, Any]) -> bool:
+    """As xfertop.analysis.evidence.stepping_now: live, last step no older than 3 typical steps (1.5 s)."""
+    window = rank.get("window") or {}
+    typical_s = ((window.get("wall") or {}).get("p50_ms") or 0.0) / 1000
+    return rank.get("status") == "live" and (rank.get("heartbeat_age_s") or 0.0) <= max(1.5, 3 * typical_s)
+
+
 def _poll_from_verdict(t: float, verdict: dict[str, Any], jobs: int, ranks: int, steps: int) -> Poll:
     evidence = verdict.get("evidence") or {}
     shares = {k: evidence.get(k) for k in ("data_wait_share", "copy_share", "compute_share", "gpu_idle_share",
@@ -247,6 +258,7 @@ class Poller(threading.Thread):
                         self.first_step_mono_ns = ns
         steps = max((r.get("steps_recorded") or 0 for r in ranks), default=0)
         poll = _poll_from_verdict(t, job.get("verdict") or {}, jobs, len(ranks), steps)
+        poll.stepping = any(_stepping(rank) for rank in ranks)
         poll.gpu_util = [g.get("util_gpu_percent") for g in snapshot.get("gpus") or []]
         return poll
 
@@ -410,7 +422,7 @@ def samples_per_s(result_line: str) -> float | None:
 
 def score_mode(run: JobRun, plain: JobRun | None, expect: Expect) -> dict[str, Any]:
     seen = [p for p in run.polls if p.kind is not None]
-    final = seen[-FINAL_POLLS:]
+    final = [p for p in seen if p.stepping][-FINAL_POLLS:] or seen[-FINAL_POLLS:]
     counts = collections.Counter(p.kind for p in final)
     majority = None
     if counts:

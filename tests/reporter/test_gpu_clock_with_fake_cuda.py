@@ -194,3 +194,36 @@ def test_a_late_copy_seen_by_copy_timing_does_not_stretch_the_steps_copy(
     assert len(timed) >= 20
     assert all(2.0 <= s.copy_gpu_ms <= 2.2 for s in timed), [s.copy_gpu_ms for s in timed]
     assert all(s.h2d_bytes == 4096 * 2 + 8 for s in timed)
+
+
+def test_a_prefetching_loaders_copy_of_the_next_batch_is_not_this_steps_copy(
+        clock: StepClock, gpu: FakeCuda, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Seen on the H200: an HF Trainer job (accelerate's DataLoaderShard) read "copy-bound: 100%" under
+    # `xfertop run`. The shard moves batch k+1 to the GPU *before* the boundary that yields batch k, so
+    # inside one clock step the compute of batch k comes first and the copy of batch k+1 last.
+    clock_module = importlib.import_module("xfertop.reporter._clock")
+    host_ns = [10**12]
+    monkeypatch.setattr(clock_module, "_now_ns", lambda: host_ns[0])
+
+    def host(ms: float) -> None:
+        gpu.host_work(ms)
+        host_ns[0] += int(ms * 1e6)
+
+    for _ in range(30):
+        clock.before_next()
+        host(0.2)
+        clock.after_next([0] * 4)  # batch k+1 fetched; batch k is trained now
+        gpu.launch(20.0)  # forward and backward of batch k
+        host(21.0)
+        clock.copied(4096, False, False, 100_000, None, seen=True)  # send_to_device(batch k+1)
+        gpu.launch(0.5)
+        host(0.5)
+    host(100.0)
+    clock.resolve_pending()
+    steps = _steps(clock)[2:]
+    assert all(s.h2d_bytes == 4096 for s in steps)  # the bytes still count
+    timed = [s for s in steps if s.compute_gpu_ms is not None]
+    assert len(timed) >= 20
+    # No copy mark: the copy sits inside compute, which is ~all of the step, instead of a copy of ~20 ms.
+    assert all(s.copy_gpu_ms is None for s in timed), [s.copy_gpu_ms for s in timed]
+    assert all(s.compute_gpu_ms >= 20.0 for s in timed)

@@ -44,6 +44,12 @@ GPU_TIME_EVERY_STEP_ABOVE_NS = 5_000_000
 #: does not move the step's copy mark. Measured on the H200: an HF Trainer job read "copy-bound: 100% of
 #: each step" when every late .to() moved the mark to the end of the step.
 COPY_BURST_GAP_NS = 2_000_000
+#: Copy timing: a step's first seen copy that begins later than this share of the previous step's wall
+#: after the batch arrived is the NEXT batch's copy, made by a prefetching loader before the boundary
+#: (accelerate's DataLoaderShard moves batch k+1 to the device before yielding batch k): it counts its
+#: bytes and host time but sets no copy mark, so this step's compute is not booked as copy. Seen on the
+#: H200: an HF Trainer job read "copy-bound: 100% of each step" (docs/scenarios.md).
+LATE_FIRST_COPY_SHARE = 0.5
 
 _now_ns = time.perf_counter_ns  # CLOCK_MONOTONIC on Linux: comparable across processes of one host
 
@@ -81,6 +87,9 @@ class StepClock:
         self._last_exit_ns = 0
         self._last_target: Any = None
         self._last_copy_end_ns = 0  # when the step's last copy of its first burst ended (0: none yet)
+        self._opened_ns = 0  # when the open step's batch arrived (next() returned)
+        self._last_wall_ns = 0  # the wall time of the step closed last
+        self._late_copies = False  # the open step's first seen copy came late: no mark this step
         self._block_depth = 0  # step() blocks open around the current step (0: not theirs)
         self._next_tick_ns = 0
         self._ticks = 0
@@ -217,8 +226,13 @@ class StepClock:
             self._any_pageable = self._any_pageable or any_pageable
             self._flags |= wire.F_COPIED | (wire.F_PAGEABLE_NON_BLOCKING if pageable_non_blocking else 0)
             now = _now_ns()
-            in_burst = not seen or self._last_copy_end_ns == 0 or \
-                now - copy_cpu_ns - self._last_copy_end_ns <= COPY_BURST_GAP_NS
+            began = now - copy_cpu_ns
+            late_after_ns = max(COPY_BURST_GAP_NS, self._last_wall_ns * LATE_FIRST_COPY_SHARE)
+            if seen and self._last_copy_end_ns == 0 and self._last_wall_ns and \
+                    began - self._opened_ns > late_after_ns:
+                self._late_copies = True
+            in_burst = not seen or (not self._late_copies and (
+                self._last_copy_end_ns == 0 or began - self._last_copy_end_ns <= COPY_BURST_GAP_NS))
             gpu = self.gpu
             if gpu is not None and self._ready is not None and in_burst:
                 if self._copied is None:
@@ -243,6 +257,8 @@ class StepClock:
         self._any_pageable = False
         self._copied = None
         self._last_copy_end_ns = 0
+        self._late_copies = False
+        self._opened_ns = start_ns + wait_ns
         self._samples = 0
         if batch is not None:
             leaf = _first_leaf(batch)
@@ -263,6 +279,7 @@ class StepClock:
 
     def _close(self, now: int) -> None:
         self._open = False
+        self._last_wall_ns = now - self._start_ns
         writer = self.writer
         if writer is None:
             return
