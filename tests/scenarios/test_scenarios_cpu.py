@@ -90,8 +90,7 @@ CASES = [
     ("o", "advice", ()),
     ("p", "kind", ()),
     ("p", "advice", ()),
-    ("q", "kind", (xfail("xfertop run only wraps DataLoader.__iter__ (launch/autopatch.py patch_dataloader): "
-                         "a loop without a DataLoader writes no ring and gets no verdict at all"),)),
+    ("q", "kind", ()),
 ]
 
 

@@ -74,11 +74,29 @@ def patch_dataloader(torch: Any) -> None:
     data_loader.__iter__ = __iter__
 
 
+def watch_optimizer_steps(torch: Any) -> None:
+    """Optimizer steps as the step boundaries of a loop with no DataLoader (a public, global hook)."""
+    import importlib
+
+    from xfertop.reporter import note_optimizer_step
+
+    register = getattr(importlib.import_module("torch.optim.optimizer"), "register_optimizer_step_post_hook",
+                       None)
+    if register is None:  # torch < 2.0: no global hook; such loops stay unobserved, as before
+        return
+
+    def after_optimizer_step(_optimizer: Any, _args: Any, _kwargs: Any) -> None:
+        note_optimizer_step()
+
+    register(after_optimizer_step)
+
+
 def install(copy_timing: bool = False) -> None:
     def on_torch(torch: ModuleType) -> None:
         patch_dataloader(torch)
         if copy_timing:
             install_copy_timing(torch)
+        watch_optimizer_steps(torch)
 
     torch = sys.modules.get("torch")
     if torch is not None and hasattr(torch, "utils"):

@@ -304,6 +304,28 @@ def note_tensor_copy(source: Any, moved: Any, non_blocking: bool, copy_cpu_ns: i
         clock.fail(exc)
 
 
+# -- optimizer steps -------------------------------------------------------------------------------------
+def note_optimizer_step() -> None:
+    """For `xfertop run`: an optimizer finished a step. In a loop that iterates no DataLoader (data already
+    on the device, sliced per step) this is the step boundary; once a loader is watched, its next() calls
+    are the boundaries and this does nothing. Every optimizer counts: two of them in one loop (a GAN)
+    make two steps per iteration."""
+    clock = _clock
+    if clock is None:
+        if _in_forked_child:
+            return
+        clock = _get_clock()  # None in a DataLoader worker
+        if clock is None:
+            return
+    if clock.disabled or clock.has_loop_boundaries():
+        return
+    try:
+        clock.before_next()
+        clock.after_next(None)
+    except Exception as exc:
+        clock.fail(exc)
+
+
 # -- step() --------------------------------------------------------------------------------------------
 class StepBlock:
     """``with step():`` marks one step of a loop that has no DataLoader to watch."""

@@ -141,6 +141,10 @@ class StepClock:
         if writer is not None:
             writer.set_word(wire.H_STATE_FLAGS, writer.words[wire.H_STATE_FLAGS] | flag)
 
+    def has_loop_boundaries(self) -> bool:
+        """A watched loader's next() calls, or step() blocks, mark this process's steps."""
+        return bool(self.longest_iteration or self._block_depth)
+
     def count_iteration_step(self, steps: int, workers: int | None) -> None:
         """An iteration over a loader reached ``steps`` steps: the longest one so far names the workers."""
         if steps > self.longest_iteration:

@@ -1,0 +1,64 @@
+"""A loop with no DataLoader under the real `xfertop run`: optimizer steps are its step boundaries; a loop
+with a DataLoader keeps the loader's boundaries (one step per batch, not two)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from ring_test_tools import child_env, ranks
+from xfertop.sources.jobs import JobsSource
+
+NO_LOADER = """
+import time, torch
+model = torch.nn.Linear(8, 8)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+data = torch.randn(40 * 16, 8)
+for start in range(0, len(data), 16):
+    loss = model(data[start:start + 16]).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    spin = time.perf_counter()
+    while time.perf_counter() - spin < 0.003:
+        pass
+print("done")
+"""
+
+WITH_LOADER = """
+import torch
+from torch.utils.data import DataLoader
+model = torch.nn.Linear(8, 8)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for batch in DataLoader(torch.randn(30 * 4, 8), batch_size=4):
+    loss = model(batch).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+print("done")
+"""
+
+
+def _run(tmp_path: Path, code: str) -> list:
+    rings = tmp_path / "rings"
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(code))
+    result = subprocess.run([sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", sys.executable,
+                             str(script)], env=child_env(rings), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout == "done\n", result.stderr
+    return ranks(JobsSource(ring_dir=str(rings)))
+
+
+def test_a_loop_without_a_dataloader_is_stepped_by_its_optimizer(tmp_path: Path) -> None:
+    (rank,) = _run(tmp_path, NO_LOADER)
+    # 40 optimizer steps: the first opens a step, each next one closes the one before.
+    assert len(rank.steps) == 39
+    assert all(s.data_wait_ms < 1.0 for s in rank.steps)
+    assert all(s.wall_ms >= 3.0 for s in rank.steps)
+
+
+def test_a_loop_with_a_dataloader_keeps_the_loaders_boundaries(tmp_path: Path) -> None:
+    (rank,) = _run(tmp_path, WITH_LOADER)
+    assert len(rank.steps) == 30
