@@ -1,5 +1,5 @@
 """On a real GPU: the topology in `--once --json` and on the `t` screen, and a job that stalls its GPU
-from the host read as sync-bound once NVML utilisation joins the step clock.
+from the host read as host-bound once NVML utilisation joins the step clock.
 
 Run on the GPU machine: `XFERTOP_RESULTS_DIR=$OUT pytest -m gpu tests/gpu/test_topology_and_sync_gpu.py`.
 """
@@ -107,7 +107,7 @@ def test_a_job_that_stalls_its_gpu_from_the_host_is_sync_bound(tmp_path: Path) -
         verdict = document["jobs"]["items"][0]["verdict"]
         write_result("sync_bound_real_gpu", {"verdict": verdict, "gpu_util_percent": [
             g.util_gpu_percent for g in gpu_state.gpus]})
-        assert verdict["kind"] == "sync-bound", verdict["headline"]
+        assert verdict["kind"] == "host-bound", verdict["headline"]
         assert verdict["evidence"]["gpu_busy_share"] < 0.5
     finally:
         job.terminate()  # xfertop run passes it on to the job

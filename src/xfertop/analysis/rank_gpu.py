@@ -1,6 +1,6 @@
 """Which GPU a training rank computes on, joined from the GPU and jobs snapshots.
 
-Pure: snapshots in, answers out. The join serves the sync-bound verdict (NVML utilisation of the
+Pure: snapshots in, answers out. The join serves the host-bound verdict (NVML utilisation of the
 rank's GPU as its busy share) and the topology (which GPU a rank's CPUs should sit next to).
 """
 

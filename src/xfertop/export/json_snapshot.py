@@ -52,7 +52,7 @@ def rank_dict(analysed: RankAnalysis) -> dict[str, Any]:
 
 
 def job_dict(job: JobState | JobAnalysis, gpu: GpuState | None = None) -> dict[str, Any]:
-    """The job, its ranks and its verdict: from its analysis, or analysed here (sync-bound needs ``gpu``:
+    """The job, its ranks and its verdict: from its analysis, or analysed here (host-bound needs ``gpu``:
     NVML utilisation of each rank's GPU)."""
     analysed = job if isinstance(job, JobAnalysis) else analyse_job(job, gpu)
     return {
