@@ -74,7 +74,21 @@ def test_a_state_whose_windows_all_failed_reports_the_reason() -> None:
     assert summaries == () and verdict.headline.startswith("process 5 is not running")
 
 
-def test_a_healthy_verdict_says_when_most_samples_are_unrecognised() -> None:
-    verdict = sampled_verdict([(None, rank_with(other=70, compute=30))])
+def test_a_healthy_verdict_says_when_many_samples_are_unrecognised() -> None:
+    verdict = sampled_verdict([(None, rank_with(other=40, compute=50, data_wait=5, copy=5))])
     assert verdict.kind == "healthy"
-    assert "70% of samples are outside the training phases" in verdict.headline
+    assert "40% of samples are outside the training phases" in verdict.headline
+
+
+def test_a_window_mostly_outside_the_training_loop_gets_no_verdict() -> None:
+    # The CPU corpus: windows at a job's start and end read 84-100% "other" and were judged "healthy".
+    verdict = sampled_verdict([(None, rank_with(other=84, compute=16))])
+    assert verdict.kind == "warming-up"
+    assert verdict.headline.startswith("not in a training loop: 84% of samples")
+
+
+def test_sampled_advice_never_claims_pcie_is_irrelevant() -> None:
+    # Samples see host time only: a pinned non_blocking copy costs the host nothing.
+    verdict = sampled_verdict([(None, rank_with(compute=95, data_wait=3, copy=2))])
+    assert verdict.kind == "compute-bound"
+    assert not any("PCIe" in line for line in verdict.advice)

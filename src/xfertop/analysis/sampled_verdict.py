@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from xfertop.analysis.advice import pct, sync_bound_advice
+from xfertop.analysis.evidence import Context
 from xfertop.analysis.stack_classify import LineText, RankStacks, summarise_window
 from xfertop.analysis.steps import Spread, WindowStats
 from xfertop.analysis.thresholds import (
@@ -36,6 +37,10 @@ WORKER_SATURATED_SHARE = 0.8
 WORKER_IDLE_SHARE = 0.3
 #: A healthy verdict names the unrecognised ("other") share when it is at least this.
 OTHER_NOTE_SHARE = 0.2
+#: At least this share of the main thread's samples outside every phase xfertop recognises: the window
+#: is not of a training loop (start-up, teardown, evaluation, checkpointing) and gets no verdict. On the
+#: CPU corpus the windows of a job's start and end read 84-100% "other" and were judged "healthy".
+OUTSIDE_LOOP_SHARE = 0.6
 SAMPLED_SUFFIX = " (py-spy samples)"
 UNKNOWN_PINNING_ADVICE = (
     "py-spy cannot see whether batches are pinned: set pin_memory=True in the DataLoader and copy with "
@@ -93,6 +98,11 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         headline = rank.error or f"warming-up: {samples} of the {MIN_SAMPLES} samples a verdict needs"
         return Verdict("warming-up", "info", headline, _evidence(rank, ranks))
     stats = _window_stats(rank)
+    other_share = rank.shares.share("other")
+    if other_share >= OUTSIDE_LOOP_SHARE:
+        headline = (f"not in a training loop: {pct(other_share)} of samples are outside the phases xfertop "
+                    "recognises (start-up, teardown, evaluation, checkpointing, or a loop it does not know)")
+        return _labelled(Verdict("warming-up", "info", headline), rank, ranks, [])
     sync_share = rank.shares.share("gpu_sync")
     if sync_share >= SYNC_WARN_SHARE and sync_share > max(stats.input_share, stats.copy_share):
         headline = (f"sync-bound: the main thread waits for the GPU (.item(), .cpu(), synchronize) in "
@@ -101,9 +111,10 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         verdict = Verdict("sync-bound", severity, headline, advice=tuple(sync_bound_advice()))
         return _labelled(verdict, rank, ranks, [])
     workers = len(rank.workers) if rank.workers else (0 if rank.shares.share("main_loading") > 0 else None)
-    verdict = judge(stats, dataloader_workers=workers)
+    # Samples show host time only: a pinned, non_blocking copy costs the host nothing, so a small copy
+    # share proves nothing about PCIe (no "Do not tune PCIe"), and the GPU's own figures are not here.
+    verdict = judge(stats, dataloader_workers=workers, context=Context(on_gpu=False))
     extra = _worker_advice(rank) if verdict.kind == "input-bound" else []
-    other_share = rank.shares.share("other")
     if verdict.kind == "healthy" and other_share >= OTHER_NOTE_SHARE:
         # The engine's "healthy" reads data/copy/compute only; say where the rest of the samples went.
         verdict = Verdict(verdict.kind, verdict.severity,
