@@ -120,6 +120,26 @@ case $stage in
     LIMIT=${PYTEST_LIMIT:-200} TAILN=8 step pytest_gpu python3 -m pytest -m gpu -p no:cacheprovider tests/gpu/test_reporter_gpu.py tests/gpu/test_fork_safety_gpu.py -rfE
     LIMIT=${SCENARIO_LIMIT:-400} TAILN=45 step scenarios python3 benchmarks/score_scenarios.py --only "${SCENARIOS:-d,e,h,i,m}" --modes "${SCENARIO_MODES:-run,watch}" --seconds "${SCENARIO_SECONDS:-8}" --parallel "${SCENARIO_PARALLEL:-4}" --json "$res/scenarios.json" --logs "$res/scenario_logs"
     ;;
+  issue14)
+    # Two GPUs of one host (issue 14), on nvidia-h200-x2: the DDP job over NCCL (NVLink multicast off)
+    # slowed and balanced, under xfertop run and attach; --once --json with both GPUs, also with
+    # CUDA_VISIBLE_DEVICES reversed; bench case k (every GPU at once); the topology matrix beside
+    # nvidia-smi topo -m; every GPU test.
+    export NCCL_NVLS_ENABLE=0
+    TAILN=30 LIMIT=30 step topo_nvidia_smi nvidia-smi topo -m
+    TAILN=40 LIMIT=40 step topology_once bash -c "python3 -m xfertop --once --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps(d[\"topology\"], indent=1)[:6000])'"
+    LIMIT=300 TAILN=30 step ddp_scenarios python3 benchmarks/score_scenarios.py --only o,o0 --modes run,attach --seconds 15 --parallel 1 --json "$res/ddp.json" --logs "$res/ddp_logs"
+    LIMIT=120 TAILN=20 step once_two_gpus bash -c 'rm -rf /tmp/xd && export XFERTOP_DIR=/tmp/xd; python3 -m xfertop run --no-summary -- python3 benchmarks/scenarios/ddp_straggler.py --seconds 30 & sleep 25; python3 -m xfertop --once --json > /tmp/once.json; CUDA_VISIBLE_DEVICES=1,0 python3 -m xfertop --once --json > /tmp/once_rev.json; wait; python3 - <<EOF
+import json
+for name in ("/tmp/once.json", "/tmp/once_rev.json"):
+    d = json.load(open(name))
+    print(name, [(g["index"], g["bus_id"], [p["pid"] for p in g["processes"]]) for g in d["gpus"]])
+    for j in d["jobs"]["items"]:
+        print(" ", j["name"], j["verdict"]["headline"], [(r["rank"], r["pid"], r["device"]) for r in j["ranks"]])
+EOF'
+    LIMIT=200 TAILN=20 step bench_all_gpus python3 -m xfertop bench all_gpus --json --no-save
+    LIMIT=300 TAILN=20 step pytest_gpu python3 -m pytest -m gpu -p no:cacheprovider tests/gpu -rfE
+    ;;
   scenarios)
     # The verdict corpus (issue 11) on the GPU: the scenarios named by SCENARIOS (default: the ones the
     # H200 trial got wrong, and their neighbours) under xfertop run and an injected xfertop.watch, with

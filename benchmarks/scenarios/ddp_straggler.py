@@ -9,7 +9,9 @@ environment. Backend: nccl with one GPU per rank when there are at least 2 GPUs;
 with a single GPU both ranks use it through gloo, since NCCL cannot put two ranks on one device).
 Rank 0 prints the result line (or, with --truth, every rank's truth gathered).
 
-    python benchmarks/scenarios/ddp_straggler.py [--seconds 20] [--truth]
+    python benchmarks/scenarios/ddp_straggler.py [--seconds 20] [--truth] [--balanced]
+
+``--balanced`` (scenario o0): both ranks at 0.1 ms per sample, the control run: no straggler.
 """
 
 from __future__ import annotations
@@ -68,7 +70,8 @@ def launch() -> int:
 
 
 def rank_main() -> None:
-    args = parse_args("A 2-rank DDP job with one slow rank.")
+    args = parse_args("A 2-rank DDP job with one slow rank.", extra=lambda parser: parser.add_argument(
+        "--balanced", action="store_true", help="both ranks load at rank 0's speed (no straggler)"))
     rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
     gpus = torch.cuda.device_count() if args.device != "cpu" else 0
     if gpus >= WORLD:
@@ -85,7 +88,7 @@ def rank_main() -> None:
     # Small on purpose, on a GPU too: with gloo (one GPU) the all-reduce of a large model goes through the
     # host and becomes the bottleneck itself (an earlier 1024x4096 version read compute-bound there).
     features, width = 256, 512
-    dataset = Shard(65536, features, LATENCY_S[rank])
+    dataset = Shard(65536, features, LATENCY_S[0 if args.balanced else rank])
     loader = DataLoader(dataset, batch_size=32, sampler=DistributedSampler(dataset), num_workers=2,
                         pin_memory=gpu, persistent_workers=True, drop_last=True)
     model = nn.Sequential(nn.Linear(features, width), nn.GELU(), nn.Linear(width, width), nn.GELU(),
