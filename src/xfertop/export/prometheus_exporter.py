@@ -9,6 +9,7 @@ at exit, so a restarted exporter continues its counters (docs/exporter.md: reset
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
 import os
 import threading
@@ -117,7 +118,7 @@ class Exporter:
             self._server, _thread = start_http_server(port, addr=host, registry=self.registry)
         except OSError as exc:
             where = f"{host}:{port}"
-            if getattr(exc, "errno", None) == 98:  # EADDRINUSE
+            if exc.errno == errno.EADDRINUSE:
                 raise ExporterError(
                     f"{where} is already in use (another exporter?): pick another port "
                     f"with --listen HOST:PORT"
