@@ -126,7 +126,7 @@ class XfertopCollector(Collector):
 
     def collect(self) -> Iterator:
         gpu, host, jobs = self._latest()
-        analysis = analyse(jobs, gpu, self._previous)
+        analysis = analyse(jobs, gpu, self._previous, host=host)
         self._previous = analysis
         families = [
             *self._gpu_families(gpu),

@@ -269,10 +269,10 @@ class XfertopApp(App[int]):
     def _analyse(self) -> Analysis:
         """The analysis of the jobs and GPU snapshots shown: computed again only when one of them is new."""
         view = self.view
-        inputs = (view.jobs, view.gpu)
-        if len(self._analysed) != 2 or any(a is not b for a, b in zip(inputs, self._analysed, strict=True)):
+        inputs = (view.jobs, view.gpu, view.host)
+        if len(self._analysed) != 3 or any(a is not b for a, b in zip(inputs, self._analysed, strict=True)):
             self._analysed = inputs
-            self.analysis = analyse(view.jobs, view.gpu, self.analysis)
+            self.analysis = analyse(view.jobs, view.gpu, self.analysis, host=view.host)
         return self.analysis
 
     def on_gpu_state_updated(self, message: GpuStateUpdated) -> None:
