@@ -55,6 +55,12 @@ def test_workers_confined_to_fewer_cores_than_workers_are_not_told_to_add_worker
     assert verdict.evidence["workers_allowed_cpus"] == [3]
 
 
+def test_workers_outnumbering_idle_cores_wait_on_storage_and_may_still_gain_from_more() -> None:
+    rank = _starved(workers=4)
+    verdict = _verdict(rank, host=_host_with_workers(rank, allowed=(3,), core_busy=10.0))
+    assert "Raise num_workers above 4 (1 core allowed, 10% busy)" in _advice(verdict)
+
+
 def test_workers_on_saturated_cores_are_not_told_to_add_workers() -> None:
     rank = _starved(workers=4)
     verdict = _verdict(rank, host=_host_with_workers(rank, allowed=(0, 1, 2, 3, 4, 5, 6, 7), core_busy=97.0))

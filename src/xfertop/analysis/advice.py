@@ -14,6 +14,7 @@ from xfertop.analysis.thresholds import (
     BURSTY_P95_OVER_P50,
     H2D_SEEN_OF_RX_MIN,
     INPUT_WARN_SHARE,
+    OVERSUBSCRIBED_BUSY_PERCENT,
     PCIE_IRRELEVANT_COPY_SHARE,
     PINNED_MIN_STEP_FRACTION,
     RX_CROSS_CHECK_MIN_BYTES_PER_S,
@@ -75,7 +76,8 @@ def _more_workers(dataloader_workers: int | None, workers: WorkersEvidence | Non
     cores = ""
     if workers is not None:
         busy = workers.allowed_cores_busy_percent
-        cores = f" ({len(workers.allowed_cpus)} cores allowed" + \
+        count = len(workers.allowed_cpus)
+        cores = f" ({count} core{'s' if count != 1 else ''} allowed" + \
             (f", {busy:.0f}% busy)" if busy is not None else ")")
     if dataloader_workers is not None:
         return (f"Raise num_workers above {dataloader_workers}{cores} until samples/s stops improving; past "
@@ -115,8 +117,12 @@ def input_bound_advice(stats: WindowStats, dataloader_workers: int | None,
                       "persistent_workers=True so the workers are not restarted every epoch.")
     steady_wait = stats.input_share * (1 - stats.worker_start_wait_share) if restarts else stats.input_share
     workers = context.workers
-    cannot_help = workers is not None and (
-        (dataloader_workers or workers.count) > len(workers.allowed_cpus) or workers.saturated)
+    # More workers than their cores only hurts when those cores are busy: workers waiting on storage
+    # (network file systems, object stores) can outnumber their cores and still gain from more.
+    cannot_help = workers is not None and (workers.saturated or (
+        (dataloader_workers or workers.count) > len(workers.allowed_cpus)
+        and (workers.allowed_cores_busy_percent is None
+             or workers.allowed_cores_busy_percent >= OVERSUBSCRIBED_BUSY_PERCENT)))
     if dataloader_workers == 0:
         advice.append("num_workers=0: every batch is loaded and decoded inside the training loop. "
                       "Set num_workers to 2-4 per GPU and raise it until samples/s stops improving.")

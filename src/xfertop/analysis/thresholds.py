@@ -74,6 +74,9 @@ RX_CROSS_CHECK_MIN_BYTES_PER_S = 0.5e9
 
 #: DataLoader workers' allowed cores busier than this (percent, averaged over those cores): saturated.
 CORES_SATURATED_PERCENT = 85.0
+#: More workers than allowed cores, with those cores at least this busy: more workers cannot help. Below
+#: it the workers mostly wait (storage latency), and more of them may still help.
+OVERSUBSCRIBED_BUSY_PERCENT = 50.0
 
 #: Pinned host memory of a host's ranks at or above this share of its RAM: a warning (it cannot be
 #: swapped or reclaimed; workers x prefetch_factor x batch size pinned buffers add up).
