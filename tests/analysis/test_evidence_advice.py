@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from tests.analysis.window_fixtures import load_window
-from tests.ui.sample_states import gpu_state, host_state
-
+from analysis.window_fixtures import load_window
+from ui.sample_states import gpu_state, host_state
 from xfertop.analysis.job_analysis import analyse
 from xfertop.analysis.verdict import Verdict
 from xfertop.model.gpu import GpuState

@@ -5,9 +5,8 @@ from __future__ import annotations
 import dataclasses
 import signal
 
-from tests.analysis.window_fixtures import load_window
-from tests.ui.sample_states import gpu_state
-
+from analysis.window_fixtures import load_window
+from ui.sample_states import gpu_state
 from xfertop.analysis.job_analysis import analyse
 from xfertop.model.jobs import JobsState, JobState, RankEnd, RankState
 
