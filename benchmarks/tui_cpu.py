@@ -8,12 +8,17 @@ both tools have a busy GPU and a job to show.
 
     python benchmarks/tui_cpu.py --seconds 45 --out benchmarks/results \
         --load "python -m xfertop.launch.demo_job --phase-seconds 600 --device cuda"
+
+With ``--before TREE`` (a checkout of an older commit, e.g. ``git worktree add /tmp/xt_before OLD``) an
+"xfertop-before" row runs that tree's xfertop (``PYTHONPATH=TREE/src``) beside this one and nvitop, each
+rate in turn, in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -32,8 +37,9 @@ def cpu_seconds(process: psutil.Process) -> float:
     return times.user + times.system
 
 
-def measure(argv: list[str], seconds: float, warmup_s: float, columns: int, rows: int) -> dict:
-    tui = PtyProcess(argv, columns=columns, rows=rows)
+def measure(argv: list[str], seconds: float, warmup_s: float, columns: int, rows: int,
+            env: dict[str, str] | None = None) -> dict:
+    tui = PtyProcess(argv, columns=columns, rows=rows, env=env)
     try:
         tui.read_for(warmup_s)
         if tui.process.poll() is not None:
@@ -81,6 +87,7 @@ def main() -> int:
     parser.add_argument("--load", help="a command to run in the background for the whole benchmark")
     parser.add_argument("--xfertop-args", default="", help="more xfertop options, e.g. '--pcie counters'")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    parser.add_argument("--before", type=Path, help="an older tree whose xfertop runs beside this one")
     args = parser.parse_args()
     columns, rows = (int(part) for part in args.size.split("x"))
     load = subprocess.Popen(shlex.split(args.load), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -91,8 +98,13 @@ def main() -> int:
     try:
         for rate_hz in (float(rate) for rate in args.rates_hz.split(",")):
             row: dict = {"rate_hz": rate_hz}
-            for name, argv in commands(1.0 / rate_hz, not args.no_nvitop, args.xfertop_args).items():
-                row[name] = measure(argv, args.seconds, args.warmup, columns, rows)
+            runs = [(name, argv, None) for name, argv
+                    in commands(1.0 / rate_hz, not args.no_nvitop, args.xfertop_args).items()]
+            if args.before is not None:
+                before_env = {**os.environ, "PYTHONPATH": str(args.before.resolve() / "src")}
+                runs.insert(1, ("xfertop-before", runs[0][1], before_env))
+            for name, argv, env in runs:
+                row[name] = measure(argv, args.seconds, args.warmup, columns, rows, env)
                 figure = row[name].get("cpu_percent_of_one_core", row[name].get("error"))
                 print(f"{rate_hz:g} Hz  {name:8s} CPU % of one core: {figure}")
             mine = row["xfertop"].get("cpu_percent_of_one_core")
@@ -109,6 +121,7 @@ def main() -> int:
     path = args.out / f"tui_cpu-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps({"size": args.size, "seconds": args.seconds, "load": args.load,
                                 "xfertop_args": args.xfertop_args,
+                                "before": str(args.before) if args.before else None,
                                 "context": context, "cpu_count": psutil.cpu_count(), "results": results},
                                indent=2))
     print(f"wrote {path}")

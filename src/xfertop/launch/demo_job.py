@@ -143,5 +143,12 @@ def worker_count(load_ms: float, compute_ms: float, cores: int | None = None) ->
     return max(2, min(cap, int(wanted) + 1))
 
 
+def fixed_load_ms(load_ms: float, compute_ms: float, workers: int) -> float:
+    """A batch's load time in the fixed phase: the starved phase's, unless the workers (capped at the
+    cores) could not keep up with it; then storage reads ahead (a page-cache hit), as fast as those
+    workers need to deliver a batch in FIXED_DELIVERY_OVER_COMPUTE of a step's compute."""
+    return min(load_ms, workers * compute_ms * FIXED_DELIVERY_OVER_COMPUTE)
+
+
 if __name__ == "__main__":
     sys.exit(main())

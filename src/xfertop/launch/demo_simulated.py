@@ -19,6 +19,7 @@ from xfertop.launch.demo_job import (
     PhaseEnd,
     StopFlag,
     announce,
+    fixed_load_ms,
     worker_count,
 )
 
@@ -27,7 +28,11 @@ LOAD_MS = STARVED_LOAD_OVER_COMPUTE * COMPUTE_MS
 
 
 def load_batch() -> int:
-    time.sleep(LOAD_MS / 1000.0)
+    return load_batch_in(LOAD_MS)
+
+
+def load_batch_in(load_ms: float) -> int:
+    time.sleep(load_ms / 1000.0)
     return 1
 
 
@@ -49,14 +54,17 @@ def starved_phase(end: PhaseEnd, stop: StopFlag) -> bool:
 
 def fixed_phase(end: PhaseEnd, stop: StopFlag) -> bool:
     workers = worker_count(LOAD_MS, COMPUTE_MS)
-    announce(f"phase 2, fixed: {workers} loader threads, {workers * FIXED_PREFETCH_FACTOR} batches ahead.")
+    load_ms = fixed_load_ms(LOAD_MS, COMPUTE_MS, workers)
+    read_ahead = f", storage read-ahead: a batch loads in {load_ms:.0f} ms" if load_ms < LOAD_MS else ""
+    announce(f"phase 2, fixed: {workers} loader threads, {workers * FIXED_PREFETCH_FACTOR} batches ahead"
+             f"{read_ahead}.")
     clock = PhaseClock(end)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="demo-loader") as pool:
-        ahead: deque[Future[int]] = deque(pool.submit(load_batch)
+        ahead: deque[Future[int]] = deque(pool.submit(load_batch_in, load_ms)
                                           for _ in range(workers * FIXED_PREFETCH_FACTOR))
         while True:
             ahead.popleft().result()
-            ahead.append(pool.submit(load_batch))
+            ahead.append(pool.submit(load_batch_in, load_ms))
             with xfertop.step():
                 compute()
             if stop.is_set() or clock.step_done():

@@ -17,6 +17,8 @@ from xfertop.launch.demo_job import (
     PhaseEnd,
     StopFlag,
     announce,
+    fixed_load_ms,
+    usable_cores,
     worker_count,
 )
 
@@ -145,8 +147,12 @@ def run_torch(requested_device: str, starved_end: PhaseEnd, fixed_end: PhaseEnd,
     del starved
 
     workers = worker_count(load_ms, compute_ms)
-    announce(f"phase 2, fixed: num_workers={workers}, pin_memory={device.type == 'cuda'}, "
-             f"non_blocking copies, prefetch_factor={FIXED_PREFETCH_FACTOR}, persistent_workers.")
+    dataset.load_ms = fixed_load_ms(load_ms, compute_ms, workers)
+    read_ahead = (f", storage read-ahead: a batch loads in {dataset.load_ms:.0f} ms"
+                  if dataset.load_ms < load_ms else "")
+    announce(f"phase 2, fixed: num_workers={workers} (cores: {usable_cores()}), "
+             f"pin_memory={device.type == 'cuda'}, non_blocking copies, "
+             f"prefetch_factor={FIXED_PREFETCH_FACTOR}, persistent_workers{read_ahead}.")
     fixed = DataLoader(dataset, batch_size=None, num_workers=workers, pin_memory=device.type == "cuda",
                        prefetch_factor=FIXED_PREFETCH_FACTOR, persistent_workers=True)
     if train_phase(fixed, model, optimizer, passes, device, fixed_end, stop):
