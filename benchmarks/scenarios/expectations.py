@@ -58,8 +58,10 @@ class Scenario:
         return self.cuda if device == "cuda" else self.cpu
 
 
-_INPUT_WORKERS = Expect(("input-bound",), required=("num_workers",), forbidden=("persistent_workers=True",),
-                        why="the loader cannot keep up; more (or any) workers is the fix")
+_INPUT_WORKERS = Expect(("input-bound",), required=(("num_workers", "more workers cannot help"),),
+                        forbidden=("persistent_workers=True",),
+                        why="the loader cannot keep up; more (or any) workers is the fix, unless the cores "
+                            "they may use are saturated already (the 2-core VM), which the advice must say")
 _COMPUTE = Expect(("compute-bound",), forbidden=("num_workers", "pin_memory=True"),
                   why="the step itself is the cost; the input pipeline keeps up")
 
