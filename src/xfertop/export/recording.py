@@ -339,7 +339,6 @@ def recording_schema() -> dict[str, Any]:
     parts["jobs"] = {"anyOf": [{"$ref": "#/$defs/RecordedJobsState"}, {"type": "null"}]}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://github.com/xfertop/xfertop/docs/recording.schema.json",
         "title": f"One line of an xfertop recording ({SCHEMA}): a header, then frames",
         "oneOf": [{"$ref": "#/$defs/Header"}, {"$ref": "#/$defs/Frame"}],
         "$defs": {
