@@ -49,7 +49,8 @@ class ReplayStatus(Static):
     """
 
     def __init__(self, player: ReplayPlayer) -> None:
-        super().__init__(player.status())
+        self._shown = player.status()
+        super().__init__(self._shown)
         self._player = player
 
     def on_mount(self) -> None:
@@ -57,7 +58,10 @@ class ReplayStatus(Static):
         self._player.on_move(self.show_status)  # moves come from the keys, on this (the app's) thread
 
     def show_status(self) -> None:
-        self.update(self._player.status())
+        status = self._player.status()
+        if status != self._shown:  # a paused replay repaints nothing
+            self._shown = status
+            self.update(status)
 
 
 class ReplayApp(XfertopApp):
