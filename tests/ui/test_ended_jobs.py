@@ -11,6 +11,7 @@ from ui.screen_text import screen_text
 from xfertop.model.jobs import JobsState, JobState, RankEnd
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.jobs_pane import EndedJobs
+from xfertop.ui.key_footer import KeyFooter
 from xfertop.ui.messages import GpuStateUpdated, HostStateUpdated, JobsStateUpdated
 from xfertop.ui.sources_bundle import Sources
 
@@ -53,6 +54,8 @@ async def test_an_ended_job_is_dimmed_says_how_it_ended_folds_and_goes() -> None
         table = app.jobs_pane.rank_table
         # Both live, same name: told apart by pid.
         assert [table.row(key)["JOB"] for key in table.row_keys] == [f"train.py [{OLD}]", f"train.py [{NEW}]"]
+        keys = app.screen.query_one(KeyFooter)
+        assert "Ended jobs" not in dict(keys.labels()).values(), "f shows only once a job has ended"
         killed = RankEnd(closed_ring=False, signal=9)
         app.post_message(JobsStateUpdated(_jobs(_job("old", OLD, killed), _job("new", NEW))))
         await pilot.pause()
@@ -62,6 +65,7 @@ async def test_an_ended_job_is_dimmed_says_how_it_ended_folds_and_goes() -> None
         assert rows[0].startswith(f"train.py [{NEW}]: input-bound")
         [ended] = [row for row in rows if row.startswith(f"train.py [{OLD}]")]
         assert ended.startswith(f"train.py [{OLD}] (killed by SIGKILL; last verdict): input-bound")
+        assert ("f", "Ended jobs") in keys.labels()
         assert f"{OLD}" not in app.process_table.row_keys, "an ended rank is no process: no row of n/a"
         clock.now += 30
         app.post_message(GpuStateUpdated(gpu_state(1)))

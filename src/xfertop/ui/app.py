@@ -272,8 +272,20 @@ class XfertopApp(App[int]):
         inputs = (view.jobs, view.gpu, view.host)
         if len(self._analysed) != 3 or any(a is not b for a, b in zip(inputs, self._analysed, strict=True)):
             self._analysed = inputs
+            had_ended = self._has_ended_jobs()
             self.analysis = analyse(view.jobs, view.gpu, self.analysis, host=view.host)
+            if self._has_ended_jobs() != had_ended:
+                self.refresh_bindings()  # `f` shows only while there are ended jobs
         return self.analysis
+
+    def _has_ended_jobs(self) -> bool:
+        return any(not job.live for job in self.analysis.jobs)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`f` only while some job has ended (hidden from the keys line otherwise)."""
+        if action == "toggle_ended":
+            return self._has_ended_jobs()
+        return True
 
     def on_gpu_state_updated(self, message: GpuStateUpdated) -> None:
         # One GPU sample per display period: it is the pulse that draws what every source changed.
