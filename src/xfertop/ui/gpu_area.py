@@ -48,6 +48,8 @@ class GpuArea(VerticalScroll, can_focus=False):
             self._message_text = message
             self._message.update(message)
         self._message.display = not indices
+        # No GPU: the area is one line and the process table takes the free rows (xfertop.tcss).
+        self.screen.set_class(not indices, "no-gpus")
         self._size_panes()
         for pane in self._panes:
             pane.update_lines()
