@@ -33,8 +33,9 @@ Result = dict[str, Any]
 T = TypeVar("T")
 
 
-def timed_calls(call: Callable[[], T], samples: int, rate_hz: float,
-                first_at: float) -> Iterator[tuple[float, T]]:
+def timed_calls(
+    call: Callable[[], T], samples: int, rate_hz: float, first_at: float
+) -> Iterator[tuple[float, T]]:
     """Call ``call`` ``samples`` times, one period of ``rate_hz`` apart from ``first_at`` (monotonic) on,
     and yield the CPU seconds each call took (``time.thread_time``: user + system of this thread, so the
     kernel's work counts and sleeps do not) with what it returned."""
@@ -47,8 +48,15 @@ def timed_calls(call: Callable[[], T], samples: int, rate_hz: float,
         yield time.thread_time() - before, returned
 
 
-def run_in_trees(name: str, code: str, trees: Sequence[Path], args: Sequence[str], rate_hz: float,
-                 start_delay_s: float, role: str = "sampler") -> list[Result]:
+def run_in_trees(
+    name: str,
+    code: str,
+    trees: Sequence[Path],
+    args: Sequence[str],
+    rate_hz: float,
+    start_delay_s: float,
+    role: str = "sampler",
+) -> list[Result]:
     """Run ``code`` once per tree, taking turns at ``rate_hz``, and return each tree's JSON, in order.
 
     The first sample is ``start_delay_s`` from now (time for every subprocess's imports). Exits with
@@ -57,11 +65,15 @@ def run_in_trees(name: str, code: str, trees: Sequence[Path], args: Sequence[str
     """
     first_at = time.monotonic() + start_delay_s
     turn_s = 1.0 / rate_hz / len(trees)
-    processes = [subprocess.Popen(
-        [sys.executable, "-c", code, *args, str(first_at + i * turn_s)],
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree / "src"), str(HERE)])),
-        stdout=subprocess.PIPE, text=True)
-        for i, tree in enumerate(trees)]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, *args, str(first_at + i * turn_s)],
+            env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree / "src"), str(HERE)])),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i, tree in enumerate(trees)
+    ]
     try:
         return [_result(name, role, tree, process) for tree, process in zip(trees, processes, strict=True)]
     finally:
@@ -86,8 +98,13 @@ def costs_ms(result: Result) -> list[float]:
     return [cost_s * 1e3 for cost_s in result["costs"]]
 
 
-def print_agreement(trees: Sequence[Path], results: Sequence[Result], facts_described: str,
-                    facts: Callable[[Result], Any], shown: Callable[[Result], Any] | None = None) -> bool:
+def print_agreement(
+    trees: Sequence[Path],
+    results: Sequence[Result],
+    facts_described: str,
+    facts: Callable[[Result], Any],
+    shown: Callable[[Result], Any] | None = None,
+) -> bool:
     """Print whether every tree reported the same ``facts`` ("same <facts_described> in every checkout:
     yes"); where not, each tree's ``shown`` (default: its facts) as JSON. Returns whether they agreed."""
     same = all(facts(result) == facts(results[0]) for result in results)
@@ -113,16 +130,21 @@ class Column:
     cell: Callable[[Result], str]
 
 
-def print_costs(trees: Sequence[Path], results: Sequence[Result],
-                extra_columns: Sequence[Column] = ()) -> None:
+def print_costs(
+    trees: Sequence[Path], results: Sequence[Result], extra_columns: Sequence[Column] = ()
+) -> None:
     """A table: one row per tree with mean / median / p90 / max CPU per call in ms, then the extra columns."""
-    print(f"{'checkout':32s} {'mean':>8s} {'median':>8s} {'p90':>8s} {'max':>8s}",
-          *(f"{column.title:>{column.width}s}" for column in extra_columns))
+    print(
+        f"{'checkout':32s} {'mean':>8s} {'median':>8s} {'p90':>8s} {'max':>8s}",
+        *(f"{column.title:>{column.width}s}" for column in extra_columns),
+    )
     for tree, result in zip(trees, results, strict=True):
         costs = costs_ms(result)
-        print(f"{tree!s:32s} {statistics.mean(costs):8.3f} {statistics.median(costs):8.3f} "
-              f"{percentile(costs, 0.9):8.3f} {max(costs):8.3f}",
-              *(f"{column.cell(result):>{column.width}s}" for column in extra_columns))
+        print(
+            f"{tree!s:32s} {statistics.mean(costs):8.3f} {statistics.median(costs):8.3f} "
+            f"{percentile(costs, 0.9):8.3f} {max(costs):8.3f}",
+            *(f"{column.cell(result):>{column.width}s}" for column in extra_columns),
+        )
 
 
 def print_ratios(trees: Sequence[Path], results: Sequence[Result], reference: int) -> None:

@@ -45,8 +45,9 @@ def child_loop(device_name: str) -> int:
     torch.set_num_threads(1)
     device = torch.device(device_name)
     data = TensorDataset(torch.randn(4096, 256))
-    loader = DataLoader(data, batch_size=64, num_workers=2, persistent_workers=True,
-                        pin_memory=device.type == "cuda")
+    loader = DataLoader(
+        data, batch_size=64, num_workers=2, persistent_workers=True, pin_memory=device.type == "cuda"
+    )
     width = 4096 if device.type == "cpu" else 16384
     model = torch.nn.Sequential(torch.nn.Linear(256, width), torch.nn.ReLU(), torch.nn.Linear(width, 1))
     model = model.to(device)
@@ -105,8 +106,12 @@ def median_or_none(values: list[float]) -> float | None:
 
 
 def run(out_dir: Path, device: str, pairs: int, block_s: float, rate_hz: int, blocking: bool) -> dict:
-    child = subprocess.Popen([sys.executable, __file__, "--child", "--device", device],
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--child", "--device", device],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert child.stdout is not None
         if child.stdout.readline().strip() != CHILD_READY:
@@ -125,23 +130,35 @@ def run(out_dir: Path, device: str, pairs: int, block_s: float, rate_hz: int, bl
                     info = sampled_block(child.pid, block_s, rate_hz, nonblocking=mode == "nonblocking")
                 end_ns = time.monotonic_ns()
                 steps = reader.between(start_ns, end_ns)
-                blocks.append({"pair": pair, "mode": mode, "steps": len(steps),
-                               "median_step_ms": median_or_none(steps),
-                               "mean_step_ms": statistics.mean(steps) if steps else None,
-                               "p95_step_ms": p95_or_none(steps),
-                               "seconds": (end_ns - start_ns) / 1e9, **info})
-                print(f"pair {pair} {mode:>11}: {len(steps):5d} steps, median "
-                      f"{blocks[-1]['median_step_ms'] or float('nan'):.2f} ms, mean "
-                      f"{blocks[-1]['mean_step_ms'] or float('nan'):.2f} ms", flush=True)
+                blocks.append(
+                    {
+                        "pair": pair,
+                        "mode": mode,
+                        "steps": len(steps),
+                        "median_step_ms": median_or_none(steps),
+                        "mean_step_ms": statistics.mean(steps) if steps else None,
+                        "p95_step_ms": p95_or_none(steps),
+                        "seconds": (end_ns - start_ns) / 1e9,
+                        **info,
+                    }
+                )
+                print(
+                    f"pair {pair} {mode:>11}: {len(steps):5d} steps, median "
+                    f"{blocks[-1]['median_step_ms'] or float('nan'):.2f} ms, mean "
+                    f"{blocks[-1]['mean_step_ms'] or float('nan'):.2f} ms",
+                    flush=True,
+                )
     finally:
         child.kill()
         child.wait()
     summary = {}
     for mode in modes:
         mine = [b for b in blocks if b["mode"] == mode and b["steps"]]
-        summary[mode] = {"median_step_ms": median_or_none([b["median_step_ms"] for b in mine]),
-                         "mean_step_ms": median_or_none([b["mean_step_ms"] for b in mine]),
-                         "blocks": len(mine)}
+        summary[mode] = {
+            "median_step_ms": median_or_none([b["median_step_ms"] for b in mine]),
+            "mean_step_ms": median_or_none([b["mean_step_ms"] for b in mine]),
+            "blocks": len(mine),
+        }
     base = summary["unsampled"]
     for mode in modes[1:]:
         for key in ("median_step_ms", "mean_step_ms"):
@@ -149,12 +166,20 @@ def run(out_dir: Path, device: str, pairs: int, block_s: float, rate_hz: int, bl
             ratio_key = key.replace("_step_ms", "_ratio")
             summary[mode][ratio_key] = sampled / unsampled if sampled and unsampled else None
     result = {
-        "benchmark": "attach_cost", "device": device, "rate_hz": rate_hz, "window_s": 2, "block_s": block_s,
+        "benchmark": "attach_cost",
+        "device": device,
+        "rate_hz": rate_hz,
+        "window_s": 2,
+        "block_s": block_s,
         "pairs": pairs,
-        "py_spy": subprocess.run([pyspy_runner.find_pyspy(), "--version"], capture_output=True,
-                                 text=True).stdout.strip(),
-        "python": platform.python_version(), "machine": platform.node(), "cpus": _cpu_count(),
-        "summary": summary, "blocks": blocks,
+        "py_spy": subprocess.run(
+            [pyspy_runner.find_pyspy(), "--version"], capture_output=True, text=True
+        ).stdout.strip(),
+        "python": platform.python_version(),
+        "machine": platform.node(),
+        "cpus": _cpu_count(),
+        "summary": summary,
+        "blocks": blocks,
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "attach_cost.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -163,9 +188,11 @@ def run(out_dir: Path, device: str, pairs: int, block_s: float, rate_hz: int, bl
         if row["median_ratio"] is None:
             print(f"{mode}: no steps measured")
             continue
-        print(f"{mode}: median step {row['median_step_ms']:.2f} ms vs {base['median_step_ms']:.2f} ms "
-              f"unsampled (ratio {row['median_ratio']:.3f}); mean {row['mean_step_ms']:.2f} vs "
-              f"{base['mean_step_ms']:.2f} ms (ratio {row['mean_ratio']:.3f})")
+        print(
+            f"{mode}: median step {row['median_step_ms']:.2f} ms vs {base['median_step_ms']:.2f} ms "
+            f"unsampled (ratio {row['median_ratio']:.3f}); mean {row['mean_step_ms']:.2f} vs "
+            f"{base['mean_step_ms']:.2f} ms (ratio {row['mean_ratio']:.3f})"
+        )
     return result
 
 
@@ -176,8 +203,9 @@ def _cpu_count() -> int | None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("out_dir", type=Path, nargs="?")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--pairs", type=int, default=5)

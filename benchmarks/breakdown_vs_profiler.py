@@ -86,8 +86,15 @@ def gpu_ops_from_chrome_trace(trace: dict[str, Any] | list[Any]) -> list[GpuOp]:
         start = float(event["ts"])
         args = event.get("args") or {}
         size = args.get("bytes", args.get("Bytes"))
-        ops.append(GpuOp(str(event.get("name", "")), str(event["cat"]).lower(), start,
-                         start + float(event.get("dur", 0.0)), int(size) if size is not None else None))
+        ops.append(
+            GpuOp(
+                str(event.get("name", "")),
+                str(event["cat"]).lower(),
+                start,
+                start + float(event.get("dur", 0.0)),
+                int(size) if size is not None else None,
+            )
+        )
     ops.sort(key=lambda op: (op.start_us, op.end_us))
     return ops
 
@@ -114,14 +121,16 @@ def trace_steps(ops: Sequence[GpuOp], min_copy_bytes: int = 0) -> list[TraceStep
         copy = owned[0]
         end = max(op.end_us for op in owned)
         idle = None if previous_end is None else (copy.start_us - previous_end) / 1000
-        steps.append(TraceStep((copy.end_us - copy.start_us) / 1000, (end - copy.end_us) / 1000, idle,
-                               len(owned)))
+        steps.append(
+            TraceStep((copy.end_us - copy.start_us) / 1000, (end - copy.end_us) / 1000, idle, len(owned))
+        )
         previous_end = end
     return steps
 
 
-def pair_steps(reporter_steps: Sequence[Any], traced: Sequence[TraceStep], skip: int,
-               first_step: int | None = None) -> list[dict[str, Any]]:
+def pair_steps(
+    reporter_steps: Sequence[Any], traced: Sequence[TraceStep], skip: int, first_step: int | None = None
+) -> list[dict[str, Any]]:
     """Reporter step ``first_step + k`` against trace step k, for k >= skip; GPU-timed steps only.
 
     ``reporter_steps`` have ``step``, ``copy_gpu_ms``, ``compute_gpu_ms``, ``gpu_idle_ms`` (StepRecord);
@@ -138,15 +147,26 @@ def pair_steps(reporter_steps: Sequence[Any], traced: Sequence[TraceStep], skip:
         trace = traced[index]
         if trace.idle_ms is None or record.gpu_idle_ms is None or record.copy_gpu_ms is None:
             continue
-        pairs.append({"step": record.step,
-                      "reporter": {"copy": record.copy_gpu_ms, "compute": record.compute_gpu_ms,
-                                   "idle": record.gpu_idle_ms},
-                      "trace": {"copy": trace.copy_ms, "compute": trace.compute_ms, "idle": trace.idle_ms}})
+        pairs.append(
+            {
+                "step": record.step,
+                "reporter": {
+                    "copy": record.copy_gpu_ms,
+                    "compute": record.compute_gpu_ms,
+                    "idle": record.gpu_idle_ms,
+                },
+                "trace": {"copy": trace.copy_ms, "compute": trace.compute_ms, "idle": trace.idle_ms},
+            }
+        )
     return pairs
 
 
-def compare(pairs: Sequence[dict[str, Any]], rel_tol: float = COMPUTE_IDLE_REL_TOL,
-            copy_abs_tol_ms: float = COPY_ABS_TOL_MS, min_pairs: int = MIN_PAIRS) -> dict[str, Any]:
+def compare(
+    pairs: Sequence[dict[str, Any]],
+    rel_tol: float = COMPUTE_IDLE_REL_TOL,
+    copy_abs_tol_ms: float = COPY_ABS_TOL_MS,
+    min_pairs: int = MIN_PAIRS,
+) -> dict[str, Any]:
     """Medians of reporter and trace per metric, their ratio and difference, and the verdict."""
     result: dict[str, Any] = {"pairs": len(pairs)}
     for metric in ("copy", "compute", "idle"):
@@ -164,9 +184,12 @@ def compare(pairs: Sequence[dict[str, Any]], rel_tol: float = COMPUTE_IDLE_REL_T
             ok = trace_median > 0 and abs(diff) <= rel_tol * trace_median
             tolerance = f"+-{rel_tol:.0%}"
         result[metric] = {
-            "reporter_median_ms": reporter_median, "trace_median_ms": trace_median,
+            "reporter_median_ms": reporter_median,
+            "trace_median_ms": trace_median,
             "ratio": reporter_median / trace_median if trace_median > 0 else None,
-            "diff_ms": diff, "tolerance": tolerance, "ok": ok,
+            "diff_ms": diff,
+            "tolerance": tolerance,
+            "ok": ok,
             "per_step_diff_median_ms": statistics.median(diffs),
             "per_step_abs_diff_max_ms": max(abs(d) for d in diffs),
         }
@@ -176,8 +199,10 @@ def compare(pairs: Sequence[dict[str, Any]], rel_tol: float = COMPUTE_IDLE_REL_T
 
 
 def table(summary: dict[str, Any]) -> str:
-    lines = [f"{'metric':8} {'reporter ms':>12} {'trace ms':>10} {'ratio':>7} {'diff ms':>9} "
-             f"{'tolerance':>10}  verdict"]
+    lines = [
+        f"{'metric':8} {'reporter ms':>12} {'trace ms':>10} {'ratio':>7} {'diff ms':>9} "
+        f"{'tolerance':>10}  verdict"
+    ]
     for metric in ("copy", "compute", "idle"):
         row = summary[metric]
         if "reporter_median_ms" not in row:
@@ -185,10 +210,15 @@ def table(summary: dict[str, Any]) -> str:
             continue
         ratio = f"{row['ratio']:.3f}" if row["ratio"] is not None else "-"
         verdict = ("ok" if row["ok"] else "OFF") + (" (reported only)" if metric == "copy" else "")
-        lines.append(f"{metric:8} {row['reporter_median_ms']:12.3f} {row['trace_median_ms']:10.3f} "
-                     f"{ratio:>7} {row['diff_ms']:+9.3f} {row['tolerance']:>10}  {verdict}")
-    lines.append(f"{summary['pairs']} steps compared (medians): "
-                 + ("PASS" if summary["pass"] else "FAIL") + ": compute and idle within 5% of the trace")
+        lines.append(
+            f"{metric:8} {row['reporter_median_ms']:12.3f} {row['trace_median_ms']:10.3f} "
+            f"{ratio:>7} {row['diff_ms']:+9.3f} {row['tolerance']:>10}  {verdict}"
+        )
+    lines.append(
+        f"{summary['pairs']} steps compared (medians): "
+        + ("PASS" if summary["pass"] else "FAIL")
+        + ": compute and idle within 5% of the trace"
+    )
     return "\n".join(lines)
 
 
@@ -265,12 +295,22 @@ def run(torch: Any, args: argparse.Namespace, trace_path: Path) -> dict[str, Any
         summary["pass"] = False
         summary["problem"] = f"the trace holds {len(traced)} step copies for {args.steps} steps"
     return {
-        "loop": {"steps": args.steps, "skip": args.skip, "wait_ms": args.wait_ms, "work_ms": args.work_ms,
-                 "matmul_units_per_step": reps, "unit_ms": unit_ms, "batch_mib": args.batch_mib,
-                 "sync_every": args.sync_every, "loop_s": loop_s},
-        "reporter": {"steps_in_ring": len(records),
-                     "gpu_timed_steps": sum(r.compute_gpu_ms is not None for r in records),
-                     "status": reporter.status()},
+        "loop": {
+            "steps": args.steps,
+            "skip": args.skip,
+            "wait_ms": args.wait_ms,
+            "work_ms": args.work_ms,
+            "matmul_units_per_step": reps,
+            "unit_ms": unit_ms,
+            "batch_mib": args.batch_mib,
+            "sync_every": args.sync_every,
+            "loop_s": loop_s,
+        },
+        "reporter": {
+            "steps_in_ring": len(records),
+            "gpu_timed_steps": sum(r.compute_gpu_ms is not None for r in records),
+            "status": reporter.status(),
+        },
         "trace": {"gpu_ops": len(ops), "steps_found": len(traced), "trace_file": trace_path.name},
         "summary": summary,
         "steps": pairs,
@@ -294,25 +334,36 @@ def main() -> int:
         print("torch is not installed: this benchmark needs a CUDA build of torch and an NVIDIA GPU")
         return 2
     if not torch.cuda.is_available():
-        print(f"no CUDA GPU visible to torch: torch {torch.__version__} (CUDA {torch.version.cuda}); "
-              "run this on a machine with an NVIDIA GPU")
+        print(
+            f"no CUDA GPU visible to torch: torch {torch.__version__} (CUDA {torch.version.cuda}); "
+            "run this on a machine with an NVIDIA GPU"
+        )
         return 2
     os.environ["XFERTOP_DIR"] = tempfile.mkdtemp(prefix="xfertop-breakdown-rings-")
     args.out_dir.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {
         "benchmark": "breakdown_vs_profiler",
-        "machine": {"host": platform.node(), "python": platform.python_version(), "torch": torch.__version__,
-                    "gpu": torch.cuda.get_device_name(0)},
-        "tolerances": {"compute_idle_rel": COMPUTE_IDLE_REL_TOL, "copy_abs_ms": COPY_ABS_TOL_MS,
-                       "min_pairs": MIN_PAIRS},
+        "machine": {
+            "host": platform.node(),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "gpu": torch.cuda.get_device_name(0),
+        },
+        "tolerances": {
+            "compute_idle_rel": COMPUTE_IDLE_REL_TOL,
+            "copy_abs_ms": COPY_ABS_TOL_MS,
+            "min_pairs": MIN_PAIRS,
+        },
     }
     result.update(run(torch, args, args.out_dir / "trace.json"))
     (args.out_dir / "breakdown_vs_profiler.json").write_text(json.dumps(result, indent=2))
     loop, reporter_info, trace_info = result["loop"], result["reporter"], result["trace"]
-    print(f"{loop['steps']} steps: wait {loop['wait_ms']} ms, {loop['matmul_units_per_step']} matmul units "
-          f"of {loop['unit_ms']:.3f} ms, {loop['batch_mib']} MiB pinned, .item() every {loop['sync_every']}; "
-          f"reporter: {reporter_info['gpu_timed_steps']}/{reporter_info['steps_in_ring']} steps GPU-timed; "
-          f"trace: {trace_info['steps_found']} step copies, {trace_info['gpu_ops']} GPU ops")
+    print(
+        f"{loop['steps']} steps: wait {loop['wait_ms']} ms, {loop['matmul_units_per_step']} matmul units "
+        f"of {loop['unit_ms']:.3f} ms, {loop['batch_mib']} MiB pinned, .item() every {loop['sync_every']}; "
+        f"reporter: {reporter_info['gpu_timed_steps']}/{reporter_info['steps_in_ring']} steps GPU-timed; "
+        f"trace: {trace_info['steps_found']} step copies, {trace_info['gpu_ops']} GPU ops"
+    )
     print(table(result["summary"]))
     if "problem" in result["summary"]:
         print(f"FAIL: {result['summary']['problem']}")

@@ -71,8 +71,9 @@ def matrix_text(sysfs_root: Path) -> str:
     nvml_error = nvml.init() if sysfs_root == Path("/sys") else "not used for a captured tree"
     topology = read_topology(sysfs_root=sysfs_root, nvml=None if nvml_error else nvml)
     nvml.shutdown()
-    lines = [f"xfertop (GPUs from {topology.gpu_source}; {topology.error or 'ok'}; "
-             f"NVML: {nvml_error or 'ok'})"]
+    lines = [
+        f"xfertop (GPUs from {topology.gpu_source}; {topology.error or 'ok'}; NVML: {nvml_error or 'ok'})"
+    ]
     for gpu, row in zip(topology.gpus, topology.links, strict=True):
         lines.append(f"GPU{gpu.index} {gpu.bus_id} node={gpu.numa_node} " + " ".join(f"{x:>5}" for x in row))
     nvidia_smi = shutil.which("nvidia-smi")

@@ -43,8 +43,12 @@ def main() -> int:
     env = dict(os.environ, TMPDIR=str(log_dir))
     screen = pyte.Screen(args.columns, args.rows)
     stream = pyte.ByteStream(screen)
-    demo = PtyProcess([sys.executable, "-m", "xfertop", "demo", "--phase-seconds", str(args.phase_seconds)],
-                      columns=args.columns, rows=args.rows, env=env)
+    demo = PtyProcess(
+        [sys.executable, "-m", "xfertop", "demo", "--phase-seconds", str(args.phase_seconds)],
+        columns=args.columns,
+        rows=args.rows,
+        env=env,
+    )
     screens: list[str] = []
     first_job_s = None
     fed = 0
@@ -56,8 +60,11 @@ def main() -> int:
             stream.feed(bytes(demo.output[fed:]))
             fed = len(demo.output)
             text = screen_text(screen)
-            if first_job_s is None and re.search(r"demo_job|xfertop\.launch\.demo", text) \
-                    and "no training jobs" not in text:
+            if (
+                first_job_s is None
+                and re.search(r"demo_job|xfertop\.launch\.demo", text)
+                and "no training jobs" not in text
+            ):
                 first_job_s = now - started
             if now >= next_shot:
                 screens.append(f"--- t={now - started:.1f} s ---\n{text}")
@@ -76,8 +83,10 @@ def main() -> int:
     job_log = "".join(p.read_text(errors="replace") for p in sorted(log_dir.glob("xfertop-demo-*.log")))
     job_died = bool(re.search(r"exited unexpectedly|killed by signal|terminate called|Traceback", job_log))
     both_phases = "phase 2" in job_log
-    print(f"{name}: first job row after {first_job_s if first_job_s is None else round(first_job_s, 1)} s; "
-          f"both phases: {both_phases}; job died: {job_died}; viewer exit status {status}")
+    print(
+        f"{name}: first job row after {first_job_s if first_job_s is None else round(first_job_s, 1)} s; "
+        f"both phases: {both_phases}; job died: {job_died}; viewer exit status {status}"
+    )
     print("last output:", tail[-300:].replace("\x1b", "^["))
     if job_log:
         (args.out_dir / f"demo_job_{args.columns}x{args.rows}.log").write_text(job_log)

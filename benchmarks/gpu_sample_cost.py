@@ -75,35 +75,53 @@ def start_processes(count: int) -> list[subprocess.Popen[bytes]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tree", action="append", default=[], type=Path,
-                        help="another checkout to compare (e.g. a `git worktree add /tmp/gpu_base HEAD`)")
+    parser.add_argument(
+        "--tree",
+        action="append",
+        default=[],
+        type=Path,
+        help="another checkout to compare (e.g. a `git worktree add /tmp/gpu_base HEAD`)",
+    )
     parser.add_argument("--samples", type=int, default=120)
     parser.add_argument("--rate-hz", type=float, default=4.0)
     parser.add_argument("--gpus", type=int, default=1)
-    parser.add_argument("--processes", type=int, default=3,
-                        help="compute processes per GPU: this one plus N-1 idle children")
+    parser.add_argument(
+        "--processes", type=int, default=3, help="compute processes per GPU: this one plus N-1 idle children"
+    )
     parser.add_argument("--pcie", default="auto", choices=("auto", "counters"))
     args = parser.parse_args()
     trees = [tree.resolve() for tree in args.tree] + [HERE]
     children = start_processes(max(0, args.processes - 1))
     try:
         pids = [os.getpid(), *(child.pid for child in children)]
-        sampler_args = [str(HERE / "tests"), ",".join(map(str, pids)), str(args.gpus), str(args.samples),
-                        str(args.rate_hz), args.pcie]
-        results = run_in_trees("gpu_sample_cost", SAMPLER, trees, sampler_args, args.rate_hz,
-                               start_delay_s=5.0)  # after every sampler's imports and setup
+        sampler_args = [
+            str(HERE / "tests"),
+            ",".join(map(str, pids)),
+            str(args.gpus),
+            str(args.samples),
+            str(args.rate_hz),
+            args.pcie,
+        ]
+        results = run_in_trees(
+            "gpu_sample_cost", SAMPLER, trees, sampler_args, args.rate_hz, start_delay_s=5.0
+        )  # after every sampler's imports and setup
     finally:
         for child in children:
             child.kill()
             child.wait()
-    print(f"{args.gpus} fake H200(s), {len(pids)} processes each (pids {pids}); pcie {args.pcie}; "
-          f"{args.samples} samples at {args.rate_hz:g} Hz, all checkouts sampling meanwhile, taking turns")
+    print(
+        f"{args.gpus} fake H200(s), {len(pids)} processes each (pids {pids}); pcie {args.pcie}; "
+        f"{args.samples} samples at {args.rate_hz:g} Hz, all checkouts sampling meanwhile, taking turns"
+    )
     print("CPU per GpuSource.sample() (time.thread_time), ms")
     print_costs(trees, results)
     print_ratios(trees, results, reference=-1)
-    same = print_agreement(trees, results,
-                           "GPUs, links, errors, clocks and processes (pids, users, commands)",
-                           lambda result: result["gpus"])
+    same = print_agreement(
+        trees,
+        results,
+        "GPUs, links, errors, clocks and processes (pids, users, commands)",
+        lambda result: result["gpus"],
+    )
     return 0 if same else 1
 
 

@@ -73,8 +73,13 @@ print(json.dumps({"module": xfertop.__file__, "costs": costs, "smaps": smaps,
 
 def start_load(command: str, ring_dir: str) -> subprocess.Popen[bytes]:
     env = dict(os.environ, XFERTOP_DIR=ring_dir)
-    return subprocess.Popen(shlex.split(command), env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    return subprocess.Popen(
+        shlex.split(command),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def wait_for_job(ring_dir: str, timeout_s: float) -> list[int]:
@@ -122,15 +127,24 @@ def costs_without_smaps_ms(result: Result) -> list[float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tree", action="append", default=[], type=Path,
-                        help="another checkout to compare (e.g. a `git worktree add /tmp/host_base HEAD`)")
+    parser.add_argument(
+        "--tree",
+        action="append",
+        default=[],
+        type=Path,
+        help="another checkout to compare (e.g. a `git worktree add /tmp/host_base HEAD`)",
+    )
     parser.add_argument("--samples", type=int, default=60)
     parser.add_argument("--rate-hz", type=float, default=4.0)
     parser.add_argument("--control-device", default="auto")
     parser.add_argument("--load", default=f"{sys.executable} -m xfertop.launch.demo_job --phase-seconds 2")
     parser.add_argument("--startup-timeout", type=float, default=120.0)
-    parser.add_argument("--extra-processes", type=int, default=0,
-                        help="idle processes to start meanwhile, so /proc lists as many as on a server")
+    parser.add_argument(
+        "--extra-processes",
+        type=int,
+        default=0,
+        help="idle processes to start meanwhile, so /proc lists as many as on a server",
+    )
     args = parser.parse_args()
     trees = [tree.resolve() for tree in args.tree] + [HERE]
     with tempfile.TemporaryDirectory(prefix="xfertop-bench-") as ring_dir:
@@ -142,8 +156,9 @@ def main() -> int:
             device = control_device(args.control_device, pids)
             processes = sum(name.isdigit() for name in os.listdir("/proc"))
             sampler_args = [",".join(map(str, pids)), str(args.samples), str(args.rate_hz), device]
-            results = run_in_trees("host_sample_cost", SAMPLER, trees, sampler_args, args.rate_hz,
-                                   start_delay_s=5.0)  # after every sampler's imports
+            results = run_in_trees(
+                "host_sample_cost", SAMPLER, trees, sampler_args, args.rate_hz, start_delay_s=5.0
+            )  # after every sampler's imports
         finally:
             os.killpg(load.pid, 15)
             load.wait(timeout=30)
@@ -151,18 +166,27 @@ def main() -> int:
                 process.kill()
                 process.wait()
     workers = sum(len(p["children"]) for p in results[0]["tree"])
-    print(f"watched pids {pids} with {workers} children; {args.samples} samples at {args.rate_hz:g} Hz, "
-          f"all checkouts sampling meanwhile, taking turns; control device {device}; "
-          f"{processes} processes in /proc")
+    print(
+        f"watched pids {pids} with {workers} children; {args.samples} samples at {args.rate_hz:g} Hz, "
+        f"all checkouts sampling meanwhile, taking turns; control device {device}; "
+        f"{processes} processes in /proc"
+    )
     print("CPU per sample (time.thread_time), ms; 'no smaps': the samples that read no smaps")
-    print_costs(trees, results, extra_columns=[
-        Column("no smaps", 9, lambda result: f"{statistics.mean(costs_without_smaps_ms(result)):.3f}"),
-        Column("smaps reads", 11, lambda result: str(sum(result["smaps"]))),
-    ])
+    print_costs(
+        trees,
+        results,
+        extra_columns=[
+            Column("no smaps", 9, lambda result: f"{statistics.mean(costs_without_smaps_ms(result)):.3f}"),
+            Column("smaps reads", 11, lambda result: str(sum(result["smaps"]))),
+        ],
+    )
     print_ratios(trees, results, reference=0)
-    same = print_agreement(trees, results,
-                           "process tree (pids, names, users, ppids, errors, cudaHostAlloc figures)",
-                           lambda result: result["tree"])
+    same = print_agreement(
+        trees,
+        results,
+        "process tree (pids, names, users, ppids, errors, cudaHostAlloc figures)",
+        lambda result: result["tree"],
+    )
     return 0 if same else 1
 
 

@@ -71,8 +71,12 @@ for _ in xfertop.watch(range(steps) if steps else itertools.count()):
 
 def start_writer(ring_dir: str, steps_per_s: float, steps: int) -> subprocess.Popen[str]:
     env = dict(os.environ, XFERTOP_DIR=ring_dir, PYTHONPATH=str(HERE / "src"))
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(steps_per_s), str(steps)], env=env,
-                            stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(steps_per_s), str(steps)],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
 
 
 def ring_count(ring_dir: str) -> int:
@@ -109,8 +113,13 @@ def without_steps(result: Result) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tree", action="append", default=[], type=Path,
-                        help="another checkout to compare (e.g. a `git worktree add /tmp/src_base HEAD`)")
+    parser.add_argument(
+        "--tree",
+        action="append",
+        default=[],
+        type=Path,
+        help="another checkout to compare (e.g. a `git worktree add /tmp/src_base HEAD`)",
+    )
     parser.add_argument("--samples", type=int, default=120)
     parser.add_argument("--rate-hz", type=float, default=4.0)
     parser.add_argument("--dead", type=int, default=10, help="rings of processes that are gone")
@@ -124,20 +133,33 @@ def main() -> int:
         live = [start_writer(ring_dir, args.steps_per_s, 0) for _ in range(args.live)]
         try:
             wait_for_rings(ring_dir, args.dead + args.live, 60.0)
-            results = run_in_trees("jobs_read_cost", READER, trees,
-                                   [ring_dir, str(args.samples), str(args.rate_hz)], args.rate_hz,
-                                   start_delay_s=3.0, role="reader")  # after every reader's imports
+            results = run_in_trees(
+                "jobs_read_cost",
+                READER,
+                trees,
+                [ring_dir, str(args.samples), str(args.rate_hz)],
+                args.rate_hz,
+                start_delay_s=3.0,
+                role="reader",
+            )  # after every reader's imports
         finally:
             for writer in live:
                 writer.kill()
                 writer.wait(timeout=30)
-    print(f"{args.dead} dead rings, {args.live} live writers at {args.steps_per_s:g} steps/s; "
-          f"{args.samples} samples at {args.rate_hz:g} Hz, all checkouts reading meanwhile, taking turns")
+    print(
+        f"{args.dead} dead rings, {args.live} live writers at {args.steps_per_s:g} steps/s; "
+        f"{args.samples} samples at {args.rate_hz:g} Hz, all checkouts reading meanwhile, taking turns"
+    )
     print("CPU per sample (time.thread_time), ms")
     print_costs(trees, results)
     print_ratios(trees, results, reference=0)
-    same = print_agreement(trees, results, "ranks (pids, statuses, rings, dead ranks' steps) and problems",
-                           lambda result: (result["ranks"], result["problems"]), shown=without_steps)
+    same = print_agreement(
+        trees,
+        results,
+        "ranks (pids, statuses, rings, dead ranks' steps) and problems",
+        lambda result: (result["ranks"], result["problems"]),
+        shown=without_steps,
+    )
     return 0 if same else 1
 
 

@@ -32,8 +32,12 @@ def cost(fn: Any, calls: int = 200) -> dict:
         fn()
         cpus.append(time.thread_time() - c0)
         walls.append(time.perf_counter() - w0)
-    return {"calls": calls, "wall_ms_median": 1e3 * statistics.median(walls), "wall_ms_max": 1e3 * max(walls),
-            "cpu_ms_mean": 1e3 * sum(cpus) / calls}
+    return {
+        "calls": calls,
+        "wall_ms_median": 1e3 * statistics.median(walls),
+        "wall_ms_max": 1e3 * max(walls),
+        "cpu_ms_mean": 1e3 * sum(cpus) / calls,
+    }
 
 
 def call_costs(pynvml: Any, handle: Any) -> dict:
@@ -47,6 +51,7 @@ def call_costs(pynvml: Any, handle: Any) -> dict:
     def raw() -> None:
         values[0].fieldId, values[1].fieldId = 197, 198
         get_fields(handle, ctypes.c_int32(2), values)
+
     results["fields_197_198_raw_ctypes"] = cost(raw)
     results["fields_197_198_pynvml_again"] = cost(lambda: pynvml.nvmlDeviceGetFieldValues(handle, fields))
     queries = {
@@ -64,7 +69,8 @@ def call_costs(pynvml: Any, handle: Any) -> dict:
         "Temperature": lambda: pynvml.nvmlDeviceGetTemperature(handle, 0),
         "ComputeRunningProcesses": lambda: pynvml.nvmlDeviceGetComputeRunningProcesses(handle),
         "fields_batch_10": lambda: pynvml.nvmlDeviceGetFieldValues(
-            handle, [197, 198, 173, 155, 154, 150, 151, 152, 153, 156]),
+            handle, [197, 198, 173, 155, 154, 150, 151, 152, 153, 156]
+        ),
     }
     for name, fn in queries.items():
         try:
@@ -108,10 +114,13 @@ def poller_costs(seconds: float = 5.0) -> dict:
     poller.start()
     time.sleep(seconds)  # a measuring window
     poller.stop()
-    result["poller_thread"] = {"seconds": seconds, "polls": poller.polls,
-                               "interval_ms": poller.interval_s * 1e3,
-                               "cpu_ms_per_poll": 1e3 * poller.cpu_s / max(1, poller.polls),
-                               "cpu_share_of_one_core": poller.cpu_s / seconds}
+    result["poller_thread"] = {
+        "seconds": seconds,
+        "polls": poller.polls,
+        "interval_ms": poller.interval_s * 1e3,
+        "cpu_ms_per_poll": 1e3 * poller.cpu_s / max(1, poller.polls),
+        "cpu_share_of_one_core": poller.cpu_s / seconds,
+    }
     api.shutdown()
     return result
 
@@ -154,14 +163,20 @@ def gpm_phase(pynvml: Any, handle: Any, torch: Any, phase: str, seconds: float) 
     get = pynvml.c_nvmlGpmMetricsGet_t()
     get.version = pynvml.NVML_GPM_METRICS_GET_VERSION
     get.sample1, get.sample2 = s1, s2
-    ids = [pynvml.NVML_GPM_METRIC_PCIE_TX_PER_SEC, pynvml.NVML_GPM_METRIC_PCIE_RX_PER_SEC,
-           pynvml.NVML_GPM_METRIC_SM_UTIL, pynvml.NVML_GPM_METRIC_GRAPHICS_UTIL]
+    ids = [
+        pynvml.NVML_GPM_METRIC_PCIE_TX_PER_SEC,
+        pynvml.NVML_GPM_METRIC_PCIE_RX_PER_SEC,
+        pynvml.NVML_GPM_METRIC_SM_UTIL,
+        pynvml.NVML_GPM_METRIC_GRAPHICS_UTIL,
+    ]
     get.numMetrics = len(ids)
     for i, metric in enumerate(ids):
         get.metrics[i].metricId = metric
     pynvml.nvmlGpmMetricsGet(get)
-    metrics = {str(m): {"value": get.metrics[i].value, "return": get.metrics[i].nvmlReturn}
-               for i, m in enumerate(ids)}
+    metrics = {
+        str(m): {"value": get.metrics[i].value, "return": get.metrics[i].nvmlReturn}
+        for i, m in enumerate(ids)
+    }
     pynvml.nvmlGpmSampleFree(s1)
     pynvml.nvmlGpmSampleFree(s2)
     mib = 2**20
@@ -169,11 +184,18 @@ def gpm_phase(pynvml: Any, handle: Any, torch: Any, phase: str, seconds: float) 
     gpm_rx = get.metrics[1].value * mib
     counter_tx, counter_rx = (c_tx1 - c_tx0) / wall, (c_rx1 - c_rx0) / wall
     payload = (moved1 - moved0) / wall
-    return {"phase": phase, "wall_s": wall, "payload_bytes_per_s": payload,
-            "counter_rx_bytes_per_s": counter_rx, "counter_tx_bytes_per_s": counter_tx,
-            "gpm_rx_bytes_per_s": gpm_rx, "gpm_tx_bytes_per_s": gpm_tx, "gpm_metrics": metrics,
-            "gpm_rx_over_counter_rx": gpm_rx / counter_rx if counter_rx > 1e6 else None,
-            "gpm_tx_over_counter_tx": gpm_tx / counter_tx if counter_tx > 1e6 else None}
+    return {
+        "phase": phase,
+        "wall_s": wall,
+        "payload_bytes_per_s": payload,
+        "counter_rx_bytes_per_s": counter_rx,
+        "counter_tx_bytes_per_s": counter_tx,
+        "gpm_rx_bytes_per_s": gpm_rx,
+        "gpm_tx_bytes_per_s": gpm_tx,
+        "gpm_metrics": metrics,
+        "gpm_rx_over_counter_rx": gpm_rx / counter_rx if counter_rx > 1e6 else None,
+        "gpm_tx_over_counter_tx": gpm_tx / counter_tx if counter_tx > 1e6 else None,
+    }
 
 
 def gpm(pynvml: Any, handle: Any) -> dict:
@@ -191,6 +213,7 @@ def gpm(pynvml: Any, handle: Any) -> dict:
     result["sample_get_cost"] = cost(lambda: pynvml.nvmlGpmSampleGet(handle, sample), calls=50)
     pynvml.nvmlGpmSampleFree(sample)
     import torch
+
     result["phases"] = []
     for phase in ("h2d", "d2h", "idle"):
         try:
@@ -212,13 +235,19 @@ def main() -> int:
     args = parser.parse_args()
     try:
         import pynvml
+
         pynvml.nvmlInit()
     except Exception as exc:
         print(f"nvml_costs: no NVML ({exc})", file=sys.stderr)
         return 2
     handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-    document = {"gpu": pynvml.nvmlDeviceGetName(handle), "driver": pynvml.nvmlSystemGetDriverVersion(),
-                "calls": call_costs(pynvml, handle), "poller": poller_costs(), "gpm": gpm(pynvml, handle)}
+    document = {
+        "gpu": pynvml.nvmlDeviceGetName(handle),
+        "driver": pynvml.nvmlSystemGetDriverVersion(),
+        "calls": call_costs(pynvml, handle),
+        "poller": poller_costs(),
+        "gpm": gpm(pynvml, handle),
+    }
     args.out_dir.mkdir(parents=True, exist_ok=True)
     (args.out_dir / "nvml_costs.json").write_text(json.dumps(document, indent=2, default=str))
     for name, figures in document["calls"].items():

@@ -66,6 +66,7 @@ class BurstyCopyLoop(threading.Thread):
     def payload_bytes_between(self, start_s: float, end_s: float) -> int:
         def moved_at(t_s: float) -> int:
             return max((b for t, b in self.marks if t <= t_s), default=0)
+
         return moved_at(end_s) - moved_at(start_s)
 
 
@@ -93,8 +94,14 @@ def measure(seconds: int, seed: int, polls_per_wrap: float | None = None) -> dic
     index, handle = find_gpu(api, torch)
     if not counters_answer(api, handle):
         fail("this driver has no PCIe byte counters (fields 197/198 need R555 or newer): nothing to compare")
-    gens = [g for g in (api.query("nvmlDeviceGetMaxPcieLinkGeneration", handle),
-                        api.query("nvmlDeviceGetGpuMaxPcieLinkGeneration", handle)) if g]
+    gens = [
+        g
+        for g in (
+            api.query("nvmlDeviceGetMaxPcieLinkGeneration", handle),
+            api.query("nvmlDeviceGetGpuMaxPcieLinkGeneration", handle),
+        )
+        if g
+    ]
     gen = max(gens) if gens else None
     width = api.query("nvmlDeviceGetMaxPcieLinkWidth", handle)
     poller = PcieCounterPoller(api, [PolledGpu(index, handle, link_wire_bytes_per_s(gen, width))])
@@ -114,11 +121,16 @@ def measure(seconds: int, seed: int, polls_per_wrap: float | None = None) -> dic
             end_s = time.perf_counter()
             # What nvitop shows at 1 Hz: one blocking 20 ms sample per refresh.
             sampled_kb_per_s = api.query("nvmlDeviceGetPcieThroughput", handle, PCIE_UTIL_RX)
-            seconds_log.append({
-                "payload_bytes_per_s": loop.payload_bytes_between(tick_s, end_s) / (end_s - tick_s),
-                "counter_rx_bytes_per_s": counter.rx_bytes_per_s, "counter_coverage": counter.coverage,
-                "sampled_rx_bytes_per_s": sampled_kb_per_s * 1000 if sampled_kb_per_s is not None else None,
-            })
+            seconds_log.append(
+                {
+                    "payload_bytes_per_s": loop.payload_bytes_between(tick_s, end_s) / (end_s - tick_s),
+                    "counter_rx_bytes_per_s": counter.rx_bytes_per_s,
+                    "counter_coverage": counter.coverage,
+                    "sampled_rx_bytes_per_s": sampled_kb_per_s * 1000
+                    if sampled_kb_per_s is not None
+                    else None,
+                }
+            )
             tick_s = end_s
     finally:
         loop.halt.set()
@@ -129,17 +141,23 @@ def measure(seconds: int, seed: int, polls_per_wrap: float | None = None) -> dic
     return summarise(seconds_log, poller, wall_s, gen, width)
 
 
-def summarise(log: list[dict[str, Any]], poller: PcieCounterPoller, wall_s: float,
-              gen: int | None, width: int | None) -> dict[str, Any]:
+def summarise(
+    log: list[dict[str, Any]], poller: PcieCounterPoller, wall_s: float, gen: int | None, width: int | None
+) -> dict[str, Any]:
     payload = statistics.fmean(s["payload_bytes_per_s"] for s in log)
 
     def ratios(key: str) -> list[float]:
-        return [s[key] / s["payload_bytes_per_s"] for s in log
-                if s[key] is not None and s["payload_bytes_per_s"] > 0]
+        return [
+            s[key] / s["payload_bytes_per_s"]
+            for s in log
+            if s[key] is not None and s["payload_bytes_per_s"] > 0
+        ]
 
     counter_ratios, sampled_ratios = ratios("counter_rx_bytes_per_s"), ratios("sampled_rx_bytes_per_s")
     return {
-        "link_max": f"Gen{gen} x{width}", "seconds": len(log), "poll_interval_s": poller.interval_s,
+        "link_max": f"Gen{gen} x{width}",
+        "seconds": len(log),
+        "poll_interval_s": poller.interval_s,
         "payload_mean_bytes_per_s": payload,
         "counter": {
             "coverage": statistics.fmean(s["counter_coverage"] for s in log),
@@ -177,16 +195,22 @@ def main() -> None:
     args.out_dir.mkdir(parents=True, exist_ok=True)
     (args.out_dir / "pcie_coverage.json").write_text(json.dumps(result, indent=2))
     counter, sampled = result["counter"], result["sampled_1hz"]
-    print(f"link max {result['link_max']}, {result['seconds']} s, "
-          f"poll every {result['poll_interval_s'] * 1e3:.1f} ms")
+    print(
+        f"link max {result['link_max']}, {result['seconds']} s, "
+        f"poll every {result['poll_interval_s'] * 1e3:.1f} ms"
+    )
     print(f"payload moved: {result['payload_mean_bytes_per_s'] / 1e9:.2f} GB/s on average")
-    print(f"poller CPU: {counter['poller_cpu_share_of_one_core']:.2%} of one core, "
-          f"{counter['poller_cpu_ms_per_poll']:.3f} ms per poll")
+    print(
+        f"poller CPU: {counter['poller_cpu_share_of_one_core']:.2%} of one core, "
+        f"{counter['poller_cpu_ms_per_poll']:.3f} ms per poll"
+    )
     for label, method in (("counter poller", counter), ("20 ms sampler at 1 Hz", sampled)):
-        print(f"{label}: covers {method['coverage']:.1%} of the time, "
-              f"RX {method['rx_mean_bytes_per_s'] / 1e9:.2f} GB/s, per-second RX/payload "
-              f"median {_text(method['per_second_ratio_to_payload_median'])} "
-              f"stdev {_text(method['per_second_ratio_to_payload_stdev'])}")
+        print(
+            f"{label}: covers {method['coverage']:.1%} of the time, "
+            f"RX {method['rx_mean_bytes_per_s'] / 1e9:.2f} GB/s, per-second RX/payload "
+            f"median {_text(method['per_second_ratio_to_payload_median'])} "
+            f"stdev {_text(method['per_second_ratio_to_payload_stdev'])}"
+        )
 
 
 def _text(value: float | None) -> str:

@@ -20,15 +20,23 @@ from collections.abc import Sequence
 
 
 class PtyProcess:
-    def __init__(self, argv: Sequence[str], columns: int = 160, rows: int = 48,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, argv: Sequence[str], columns: int = 160, rows: int = 48, env: dict[str, str] | None = None
+    ) -> None:
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
         child_env = dict(os.environ if env is None else env)
         child_env.setdefault("TERM", "xterm-256color")
         self.started_s = time.perf_counter()
-        self.process = subprocess.Popen(list(argv), stdin=slave, stdout=slave, stderr=slave, env=child_env,
-                                        start_new_session=True, close_fds=True)
+        self.process = subprocess.Popen(
+            list(argv),
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=child_env,
+            start_new_session=True,
+            close_fds=True,
+        )
         os.close(slave)
         self.master = master
         self.output = bytearray()

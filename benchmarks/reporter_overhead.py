@@ -80,8 +80,7 @@ def _clock_counters() -> tuple[int, int]:
     return (0, 0) if clock is None else (clock.steps_written, getattr(clock, "gpu_timed_steps", 0))
 
 
-def side_by_side(variants: dict[str, Loop], steps: int, rounds: int,
-                 fake: Any = None) -> dict[str, Any]:
+def side_by_side(variants: dict[str, Loop], steps: int, rounds: int, fake: Any = None) -> dict[str, Any]:
     """Interleaved rounds (drift hits every variant alike); per variant, the median added ns per step.
 
     With ``fake`` (a FakeCuda with a cost model), also the modelled host ns of its CUDA calls per step.
@@ -102,19 +101,30 @@ def side_by_side(variants: dict[str, Loop], steps: int, rounds: int,
             counted[name][1] += timed_after - timed
             counted[name][2] += (_modelled_ns(fake) - modelled) if fake is not None else 0
     base = per_round["plain"]
-    result: dict[str, Any] = {"steps_per_round": steps, "rounds": rounds,
-                              "plain_ns_per_step": statistics.median(base)}
+    result: dict[str, Any] = {
+        "steps_per_round": steps,
+        "rounds": rounds,
+        "plain_ns_per_step": statistics.median(base),
+    }
     for name, values in per_round.items():
         if name == "plain":
             continue
         added = statistics.median(v - b for v, b in zip(values, base, strict=True))
-        result[name] = {"ns_per_step": statistics.median(values), "added_ns_per_step": added,
-                        "ratio_to_plain": statistics.median(values) / statistics.median(base)}
+        result[name] = {
+            "ns_per_step": statistics.median(values),
+            "added_ns_per_step": added,
+            "ratio_to_plain": statistics.median(values) / statistics.median(base),
+        }
         written, timed, modelled = counted[name]
         clock = xfertop.reporter._clock
         if timed and clock is not None:
-            result[name].update({"gpu_timed_fraction": timed / written, "gpu_every": clock.gpu_every,
-                                 "gpu_cost_ns": clock.gpu_cost_ns})
+            result[name].update(
+                {
+                    "gpu_timed_fraction": timed / written,
+                    "gpu_every": clock.gpu_every,
+                    "gpu_cost_ns": clock.gpu_cost_ns,
+                }
+            )
         if fake is not None and written:
             result[name]["modelled_cuda_ns_per_step"] = modelled / written
     return result
@@ -122,8 +132,11 @@ def side_by_side(variants: dict[str, Loop], steps: int, rounds: int,
 
 def _modelled_ns(fake: Any) -> int:
     costs = fake.costs_ns
-    return (fake.records * costs["record"] + fake.queries * costs["query"]
-            + fake.elapsed_calls * costs["elapsed_time"])
+    return (
+        fake.records * costs["record"]
+        + fake.queries * costs["query"]
+        + fake.elapsed_calls * costs["elapsed_time"]
+    )
 
 
 def fake_cuda_model(steps: int, rounds: int) -> dict[str, Any]:
@@ -166,8 +179,11 @@ def cuda_event_costs(calls: int) -> dict[str, float]:
     def ours() -> None:
         timer.release(timer.record())
 
-    result = {"public_event_record_ns": per_call(public.record), "gpu_timer_record_ns": per_call(ours),
-              "event_query_ns": per_call(public.query)}
+    result = {
+        "public_event_record_ns": per_call(public.record),
+        "gpu_timer_record_ns": per_call(ours),
+        "event_query_ns": per_call(public.query),
+    }
     torch.cuda.synchronize()
     return result
 
@@ -200,8 +216,11 @@ def run_modes(steps: int, rounds: int, device: str) -> dict[str, Any]:
     script = Path(tempfile.mkdtemp(prefix="xfertop-overhead-")) / "loop.py"
     script.write_text(CHILD)
     run = [sys.executable, "-m", "xfertop.cli.run"]
-    modes = {"direct": [], "xfertop run --no-copy-timing": [*run, "--no-copy-timing"],
-             "xfertop run (copy timing, the default)": run}
+    modes = {
+        "direct": [],
+        "xfertop run --no-copy-timing": [*run, "--no-copy-timing"],
+        "xfertop run (copy timing, the default)": run,
+    }
     per_step: dict[str, list[float]] = {name: [] for name in modes}
     process_s: dict[str, list[float]] = {name: [] for name in modes}
     for _ in range(rounds):
@@ -215,9 +234,12 @@ def run_modes(steps: int, rounds: int, device: str) -> dict[str, Any]:
     result: dict[str, Any] = {"steps": steps, "rounds": rounds, "device": device}
     for name in modes:
         median = statistics.median(per_step[name])
-        result[name] = {"ns_per_step": median, "added_ns_per_step": median - base,
-                        "ratio_to_direct": median / base,
-                        "process_wall_s": statistics.median(process_s[name])}
+        result[name] = {
+            "ns_per_step": median,
+            "added_ns_per_step": median - base,
+            "ratio_to_direct": median / base,
+            "process_wall_s": statistics.median(process_s[name]),
+        }
     return result
 
 
@@ -230,9 +252,13 @@ def main() -> int:
     os.environ.setdefault("XFERTOP_DIR", tempfile.mkdtemp(prefix="xfertop-overhead-rings-"))
     result: dict[str, Any] = {
         "benchmark": "reporter_overhead",
-        "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
-                    "torch": torch.__version__,
-                    "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},
+        "machine": {
+            "host": platform.node(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        },
     }
     cpu_batch = torch.ones(8, 64)
     result["in_process_cpu"] = side_by_side(loops(torch.device("cpu"), cpu_batch), steps, rounds)
@@ -249,20 +275,25 @@ def main() -> int:
     print(json.dumps(result, indent=2))
     for name, value in result.get("cuda_event_costs", {}).items():
         print(f"cuda_event_costs {name:28} {value / 1000:7.2f} us/call")
-    sections = [("in_process_cpu", result.get("in_process_cpu", {})),
-                ("in_process_cuda", result.get("in_process_cuda", {})),
-                ("fake_cuda/sampling", result["fake_cuda_model"]["sampling"]),
-                ("fake_cuda/every_step", result["fake_cuda_model"]["every_step"]),
-                ("xfertop_run", result.get("xfertop_run", {}))]
+    sections = [
+        ("in_process_cpu", result.get("in_process_cpu", {})),
+        ("in_process_cuda", result.get("in_process_cuda", {})),
+        ("fake_cuda/sampling", result["fake_cuda_model"]["sampling"]),
+        ("fake_cuda/every_step", result["fake_cuda_model"]["every_step"]),
+        ("xfertop_run", result.get("xfertop_run", {})),
+    ]
     for section, values in sections:
         for name, value in values.items():
             if isinstance(value, dict) and "added_ns_per_step" in value:
                 ratio = value.get("ratio_to_plain", value.get("ratio_to_direct"))
-                line = (f"{section:20} {name:26} +{value['added_ns_per_step'] / 1000:7.2f} us/step "
-                        f"(x{ratio:.3f})")
+                line = (
+                    f"{section:20} {name:26} +{value['added_ns_per_step'] / 1000:7.2f} us/step (x{ratio:.3f})"
+                )
                 if value.get("gpu_cost_ns"):
-                    line += (f"  k={value['gpu_every']} timed {value['gpu_timed_fraction']:.1%}"
-                             f" cuda-calls {value['gpu_cost_ns'] / 1000:.1f} us/timed step")
+                    line += (
+                        f"  k={value['gpu_every']} timed {value['gpu_timed_fraction']:.1%}"
+                        f" cuda-calls {value['gpu_cost_ns'] / 1000:.1f} us/timed step"
+                    )
                 if "modelled_cuda_ns_per_step" in value:
                     line += f"  modelled CUDA calls {value['modelled_cuda_ns_per_step'] / 1000:.2f} us/step"
                 print(line)

@@ -120,25 +120,37 @@ def main() -> int:
     source = MeasuredJobsSource(interval_s=0.1, ring_dir=str(ring_dir))
     checker = Checker()
     source.subscribe(checker)
-    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(args.steps_per_s), str(args.seconds)],
-                                env=env, stdout=subprocess.PIPE, text=True) for _ in range(args.writers)]
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(args.steps_per_s), str(args.seconds)],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(args.writers)
+    ]
     source.start()
     wall_before = time.perf_counter()
     written = [int((w.communicate()[0] or "0").strip() or 0) for w in writers]
     source.stop()
     wall_s = time.perf_counter() - wall_before
     checker(source.sample_once())  # the last steps, after every writer finished
-    lost_in_ring = sum(rank.steps_lost for job in (source.latest() or JobsState(0, (), "")).jobs
-                       for rank in job.ranks)
+    lost_in_ring = sum(
+        rank.steps_lost for job in (source.latest() or JobsState(0, (), "")).jobs for rank in job.ranks
+    )
     seen = sum(record.step + 1 for record in checker.last.values())
     result = {
         "benchmark": "ring_ingest",
         "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
-        "seconds": args.seconds, "writers": args.writers, "target_steps_per_s": args.steps_per_s,
+        "seconds": args.seconds,
+        "writers": args.writers,
+        "target_steps_per_s": args.steps_per_s,
         "steps_written": sum(written),
         "achieved_steps_per_s_per_writer": sum(written) / args.writers / args.seconds,
-        "steps_seen": seen, "steps_checked": checker.checked,
-        "torn_records": checker.torn, "lost_steps": checker.gaps + (sum(written) - seen),
+        "steps_seen": seen,
+        "steps_checked": checker.checked,
+        "torn_records": checker.torn,
+        "lost_steps": checker.gaps + (sum(written) - seen),
         "ring_steps_lost": lost_in_ring,
         "viewer_cpu_share_of_one_core": source.cpu_s / wall_s,
         "viewer_sample_ms_p50": 1000 * statistics.median(source.sample_wall_s),
@@ -150,9 +162,11 @@ def main() -> int:
     args.out_dir.mkdir(parents=True, exist_ok=True)
     (args.out_dir / "ring_ingest.json").write_text(json.dumps(result, indent=2))
     print(json.dumps(result, indent=2))
-    print(f"torn records: {result['torn_records']}, lost steps: {result['lost_steps']}, viewer CPU: "
-          f"{100 * result['viewer_cpu_share_of_one_core']:.1f}% of one core "
-          f"(p50 sample {result['viewer_sample_ms_p50']:.1f} ms)")
+    print(
+        f"torn records: {result['torn_records']}, lost steps: {result['lost_steps']}, viewer CPU: "
+        f"{100 * result['viewer_cpu_share_of_one_core']:.1f}% of one core "
+        f"(p50 sample {result['viewer_sample_ms_p50']:.1f} ms)"
+    )
     ok = result["torn_records"] == 0 and result["lost_steps"] == 0 and result["steps_written"] == seen
     return 0 if ok else 1
 

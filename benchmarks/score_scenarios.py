@@ -191,8 +191,13 @@ def _job_of(snapshot: dict[str, Any]) -> tuple[dict[str, Any] | None, int]:
     items = (snapshot.get("jobs") or {}).get("items") or []
     if not items:
         return None, 0
-    best = max(items, key=lambda j: (len(j.get("ranks") or []),
-                                     sum(r.get("steps_recorded") or 0 for r in j.get("ranks") or [])))
+    best = max(
+        items,
+        key=lambda j: (
+            len(j.get("ranks") or []),
+            sum(r.get("steps_recorded") or 0 for r in j.get("ranks") or []),
+        ),
+    )
     return best, len(items)
 
 
@@ -205,22 +210,55 @@ def _stepping(rank: dict[str, Any]) -> bool:
 
 def _poll_from_verdict(t: float, verdict: dict[str, Any], jobs: int, ranks: int, steps: int) -> Poll:
     evidence = verdict.get("evidence") or {}
-    shares = {k: evidence.get(k) for k in ("data_wait_share", "copy_share", "compute_share", "gpu_idle_share",
-                                           "gpu_busy_share", "dataloader_workers", "steps", "source",
-                                           "main_loading_share", "sync_share", "other_share",
-                                           "copies_measured", "gpu_rx_bytes_per_s", "rx_link_share",
-                                           "early", "worker_start_wait_share")
-              if k in evidence}
-    return Poll(t=t, kind=verdict.get("kind"), severity=verdict.get("severity"),
-                headline=verdict.get("headline", ""), advice=list(verdict.get("advice") or []),
-                jobs=jobs, ranks=ranks, steps=steps, clock=evidence.get("clock"), shares=shares)
+    shares = {
+        k: evidence.get(k)
+        for k in (
+            "data_wait_share",
+            "copy_share",
+            "compute_share",
+            "gpu_idle_share",
+            "gpu_busy_share",
+            "dataloader_workers",
+            "steps",
+            "source",
+            "main_loading_share",
+            "sync_share",
+            "other_share",
+            "copies_measured",
+            "gpu_rx_bytes_per_s",
+            "rx_link_share",
+            "early",
+            "worker_start_wait_share",
+        )
+        if k in evidence
+    }
+    return Poll(
+        t=t,
+        kind=verdict.get("kind"),
+        severity=verdict.get("severity"),
+        headline=verdict.get("headline", ""),
+        advice=list(verdict.get("advice") or []),
+        jobs=jobs,
+        ranks=ranks,
+        steps=steps,
+        clock=evidence.get("clock"),
+        shares=shares,
+    )
 
 
 class Poller(threading.Thread):
     """Polls xfertop while the job runs: ``--once --json`` on the ring directory, or ``attach``."""
 
-    def __init__(self, kind: str, env: dict[str, str], launched: float, interval: float,
-                 proc: subprocess.Popen[bytes], ring_dir: Path, ddp: bool) -> None:
+    def __init__(
+        self,
+        kind: str,
+        env: dict[str, str],
+        launched: float,
+        interval: float,
+        proc: subprocess.Popen[bytes],
+        ring_dir: Path,
+        ddp: bool,
+    ) -> None:
         super().__init__(daemon=True)
         self.kind, self.env, self.launched, self.interval = kind, env, launched, interval
         self.proc, self.ring_dir, self.ddp = proc, ring_dir, ddp
@@ -240,8 +278,9 @@ class Poller(threading.Thread):
                 self.stop_event.wait(left)
 
     def _once(self) -> Poll:
-        out = subprocess.run([_python(), "-m", "xfertop", "--once", "--json"], env=self.env,
-                             capture_output=True, timeout=60)
+        out = subprocess.run(
+            [_python(), "-m", "xfertop", "--once", "--json"], env=self.env, capture_output=True, timeout=60
+        )
         t = time.monotonic() - self.launched
         if out.returncode != 0:
             return Poll(t=t, kind=None, error=out.stderr.decode(errors="replace")[-300:])
@@ -267,8 +306,12 @@ class Poller(threading.Thread):
         if pid is None:
             time.sleep(0.5)
             return Poll(t=time.monotonic() - self.launched, kind=None, error="no rank process yet")
-        out = subprocess.run([_python(), "-m", "xfertop", "attach", str(pid), "--once", "--json", "--seconds",
-                              "2"], env=self.env, capture_output=True, timeout=60)
+        out = subprocess.run(
+            [_python(), "-m", "xfertop", "attach", str(pid), "--once", "--json", "--seconds", "2"],
+            env=self.env,
+            capture_output=True,
+            timeout=60,
+        )
         t = time.monotonic() - self.launched
         if out.returncode != 0:
             return Poll(t=t, kind=None, error=out.stderr.decode(errors="replace")[-300:])
@@ -326,9 +369,18 @@ class RingWatch(threading.Thread):
             time.sleep(0.05)
 
 
-def run_job(scenario: Scenario, mode: str, seconds: float, *, poll_interval: float = 1.0,
-            omp_threads: str | None = None, log_dir: Path | None = None, python: str | None = None,
-            extra_args: tuple[str, ...] = (), env_extra: dict[str, str] | None = None) -> JobRun:
+def run_job(
+    scenario: Scenario,
+    mode: str,
+    seconds: float,
+    *,
+    poll_interval: float = 1.0,
+    omp_threads: str | None = None,
+    log_dir: Path | None = None,
+    python: str | None = None,
+    extra_args: tuple[str, ...] = (),
+    env_extra: dict[str, str] | None = None,
+) -> JobRun:
     """Run one scenario in one mode ("truth", "plain", "run", "runct", "watch", "attach") and poll it.
     ``extra_args`` go to the script (e.g. ``("--device", "cpu")``); ``env_extra`` to every process of the
     run, the pollers included (e.g. CUDA_VISIBLE_DEVICES)."""
@@ -361,14 +413,28 @@ def run_job(scenario: Scenario, mode: str, seconds: float, *, poll_interval: flo
     out_path, err_path = work / "stdout.txt", work / "stderr.txt"
     launched = time.monotonic()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen(command, env=job_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                start_new_session=True, cwd=str(ROOT))
+        proc = subprocess.Popen(
+            command,
+            env=job_env,
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=str(ROOT),
+        )
     poller = None
     ring_watch = RingWatch(ring_dir, proc)
     ring_watch.start()
     if mode != "truth":
-        poller = Poller("attach" if mode == "attach" else "once", poll_env, launched, poll_interval, proc,
-                        ring_dir, scenario.ddp)
+        poller = Poller(
+            "attach" if mode == "attach" else "once",
+            poll_env,
+            launched,
+            poll_interval,
+            proc,
+            ring_dir,
+            scenario.ddp,
+        )
         poller.start()
     timed_out = False
     try:
@@ -397,10 +463,20 @@ def run_job(scenario: Scenario, mode: str, seconds: float, *, poll_interval: flo
         candidates.append(poller.first_step_mono_ns / 1e9 - launched)
     if candidates:
         first_step = max(0.0, min(candidates))
-    run = JobRun(mode=mode, command=command, exit_code=proc.returncode, wall_s=round(wall, 2),
-                 result_line=_last_line(stdout, "result "), skipped=_last_line(stdout, "skipped:"),
-                 truth=truth, polls=poller.polls if poller else [], first_step_s=first_step,
-                 stdout_tail=stdout[-1500:], stderr_tail=_tail(err_path), timed_out=timed_out)
+    run = JobRun(
+        mode=mode,
+        command=command,
+        exit_code=proc.returncode,
+        wall_s=round(wall, 2),
+        result_line=_last_line(stdout, "result "),
+        skipped=_last_line(stdout, "skipped:"),
+        truth=truth,
+        polls=poller.polls if poller else [],
+        first_step_s=first_step,
+        stdout_tail=stdout[-1500:],
+        stderr_tail=_tail(err_path),
+        timed_out=timed_out,
+    )
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
         for name in ("stdout.txt", "stderr.txt"):
@@ -453,15 +529,19 @@ def score_mode(run: JobRun, plain: JobRun | None, expect: Expect) -> dict[str, A
         "jobs_seen_max": max((p.jobs for p in seen), default=0),
         "ranks_max": max((p.ranks for p in seen), default=0),
         "first_step_s": None if first_step is None else round(first_step, 2),
-        "t_first_right_s": (None if first_right is None else
-                            round(first_right - (first_step if first_step is not None else 0.0), 2)),
+        "t_first_right_s": (
+            None
+            if first_right is None
+            else round(first_right - (first_step if first_step is not None else 0.0), 2)
+        ),
         "t_first_right_from_launch_s": None if first_right is None else round(first_right, 2),
         "t_first_verdict_from_launch_s": None if first_verdict is None else round(first_verdict, 2),
         "exit_code": run.exit_code,
         "exit_match": plain is not None and run.exit_code == plain.exit_code,
         "result_line": run.result_line,
-        "result_match": plain is not None and bool(run.result_line)
-                        and masked(run.result_line) == masked(plain.result_line),
+        "result_match": plain is not None
+        and bool(run.result_line)
+        and masked(run.result_line) == masked(plain.result_line),
         "samples_per_s": rate,
         "samples_rel": round(rate / base_rate, 3) if rate and base_rate else None,
         "last_headline": last.headline if last else "",
@@ -469,8 +549,10 @@ def score_mode(run: JobRun, plain: JobRun | None, expect: Expect) -> dict[str, A
         "last_shares": last.shares if last else {},
         "gpu_util_final": [p.gpu_util for p in final],
         "timed_out": run.timed_out,
-        "timeline": [[round(p.t, 1), p.kind, p.shares.get("gpu_busy_share"),
-                      p.shares.get("gpu_rx_bytes_per_s")] for p in run.polls],
+        "timeline": [
+            [round(p.t, 1), p.kind, p.shares.get("gpu_busy_share"), p.shares.get("gpu_rx_bytes_per_s")]
+            for p in run.polls
+        ],
         "errors": sorted({p.error for p in run.polls if p.error})[:3],
     }
 
@@ -501,32 +583,58 @@ def device_kind(python: str | None = None) -> tuple[str, int]:
     return "cpu", 0
 
 
-def score_scenario(scenario: Scenario, modes: list[str], seconds: float, device: str, *,
-                   poll_interval: float = 1.0, omp_threads: str | None = None, log_dir: Path | None = None,
-                   python: str | None = None, progress: Any = None,
-                   env_extra: dict[str, str] | None = None) -> dict[str, Any]:
+def score_scenario(
+    scenario: Scenario,
+    modes: list[str],
+    seconds: float,
+    device: str,
+    *,
+    poll_interval: float = 1.0,
+    omp_threads: str | None = None,
+    log_dir: Path | None = None,
+    python: str | None = None,
+    progress: Any = None,
+    env_extra: dict[str, str] | None = None,
+) -> dict[str, Any]:
     def say(text: str) -> None:
         if progress:
             progress(text)
 
     expect = scenario.expect(device)
-    entry: dict[str, Any] = {"id": scenario.id, "script": scenario.script, "args": list(scenario.args),
-                             "what": scenario.what, "device": device, "modes": {}}
+    entry: dict[str, Any] = {
+        "id": scenario.id,
+        "script": scenario.script,
+        "args": list(scenario.args),
+        "what": scenario.what,
+        "device": device,
+        "modes": {},
+    }
     if expect is None:
         entry["status"] = f"n/a on {device}: {scenario.na.get(device, 'no expectation')}"
         return entry
-    entry["expect"] = {"kinds": list(expect.kinds), "required": [r if isinstance(r, str) else list(r)
-                                                                for r in expect.required],
-                       "forbidden": list(expect.forbidden)}
-    kw = {"poll_interval": poll_interval, "omp_threads": omp_threads, "log_dir": log_dir, "python": python,
-          "env_extra": env_extra}
+    entry["expect"] = {
+        "kinds": list(expect.kinds),
+        "required": [r if isinstance(r, str) else list(r) for r in expect.required],
+        "forbidden": list(expect.forbidden),
+    }
+    kw = {
+        "poll_interval": poll_interval,
+        "omp_threads": omp_threads,
+        "log_dir": log_dir,
+        "python": python,
+        "env_extra": env_extra,
+    }
     if env_extra:
         entry["env"] = dict(env_extra)
     say(f"{scenario.id}: plain")
     plain = run_job(scenario, "plain", seconds, **kw)
-    entry["plain"] = {"exit_code": plain.exit_code, "result_line": plain.result_line, "wall_s": plain.wall_s,
-                      "jobs_seen": max((p.jobs for p in plain.polls), default=0),
-                      "stderr_tail": plain.stderr_tail[-600:] if plain.exit_code else ""}
+    entry["plain"] = {
+        "exit_code": plain.exit_code,
+        "result_line": plain.result_line,
+        "wall_s": plain.wall_s,
+        "jobs_seen": max((p.jobs for p in plain.polls), default=0),
+        "stderr_tail": plain.stderr_tail[-600:] if plain.exit_code else "",
+    }
     if plain.skipped:
         entry["status"] = plain.skipped
         return entry
@@ -539,9 +647,14 @@ def score_scenario(scenario: Scenario, modes: list[str], seconds: float, device:
         return entry
     entry["truth_kind"] = truth_kind(truth, device)
     scored = entry["truth_kind"] in expect.kinds
-    entry["status"] = "scored" if scored else (
-        f"expectation wrong on this machine: the truth reads {entry['truth_kind']}, "
-        f"expected {'/'.join(expect.kinds)}")
+    entry["status"] = (
+        "scored"
+        if scored
+        else (
+            f"expectation wrong on this machine: the truth reads {entry['truth_kind']}, "
+            f"expected {'/'.join(expect.kinds)}"
+        )
+    )
     for mode in modes:
         say(f"{scenario.id}: {mode}")
         run = run_job(scenario, mode, seconds, **kw)
@@ -570,14 +683,27 @@ def _truth_text(entry: dict[str, Any]) -> str:
     truth = (entry.get("truth") or {}).get("truth")
     if not truth:
         return "-"
-    text = (f"d{truth['data_share'] * 100:.0f} c{truth['copy_share'] * 100:.0f} "
-            f"k{truth['compute_share'] * 100:.0f} o{truth['sync_or_host_share'] * 100:.0f}")
+    text = (
+        f"d{truth['data_share'] * 100:.0f} c{truth['copy_share'] * 100:.0f} "
+        f"k{truth['compute_share'] * 100:.0f} o{truth['sync_or_host_share'] * 100:.0f}"
+    )
     return f"{entry.get('truth_kind')} ({text})"
 
 
 def table(entries: list[dict[str, Any]]) -> str:
-    header = ["id", "mode", "truth (% data/copy/compute/other)", "expected", "xfertop said (last 5)",
-              "right", "advice", "d_err", "t_right", "exit/res", "rate"]
+    header = [
+        "id",
+        "mode",
+        "truth (% data/copy/compute/other)",
+        "expected",
+        "xfertop said (last 5)",
+        "right",
+        "advice",
+        "d_err",
+        "t_right",
+        "exit/res",
+        "rate",
+    ]
     rows = [header]
     notes = []
     for e in entries:
@@ -607,13 +733,14 @@ def table(entries: list[dict[str, Any]]) -> str:
             match = f"{r['exit_code']}/{'=' if r['result_match'] else '!='}"
             rate = "-" if r["samples_rel"] is None else f"{r['samples_rel']:.2f}"
             err = "-" if r.get("data_share_error") is None else f"{r['data_share_error']:+.0f}"
-            rows.append([e["id"], mode, _truth_text(e), expected, said, right, advice, err, t_right, match,
-                         rate])
+            rows.append(
+                [e["id"], mode, _truth_text(e), expected, said, right, advice, err, t_right, match, rate]
+            )
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
     widths[6] = min(widths[6], 60)
     lines = []
     for n, row in enumerate(rows):
-        cells = [str(c)[:widths[i]].ljust(widths[i]) for i, c in enumerate(row)]
+        cells = [str(c)[: widths[i]].ljust(widths[i]) for i, c in enumerate(row)]
         lines.append("  ".join(cells).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
@@ -641,16 +768,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--poll", type=float, default=1.0, help="seconds between xfertop polls (default 1)")
     parser.add_argument("--json", dest="json_out", default=None, help="write the full results here")
     parser.add_argument("--logs", default=None, help="keep every job's stdout/stderr in this directory")
-    parser.add_argument("--omp-threads", default="auto",
-                        help="OMP_NUM_THREADS for every job (same in all modes): auto = 1 on a machine "
-                             "with at most 2 cores, else leave unset; 'none' to leave unset")
+    parser.add_argument(
+        "--omp-threads",
+        default="auto",
+        help="OMP_NUM_THREADS for every job (same in all modes): auto = 1 on a machine "
+        "with at most 2 cores, else leave unset; 'none' to leave unset",
+    )
     parser.add_argument("--python", default=None, help="interpreter for the jobs (default: this one)")
-    parser.add_argument("--parallel", type=int, default=1,
-                        help="scenarios at once (default 1). With several GPUs each scenario gets GPUs of "
-                             "its own (CUDA_VISIBLE_DEVICES; 2 for the DDP job) and every scenario may run "
-                             "in parallel; with one GPU only host-bound ones (expectations.Scenario."
-                             "host_bound) share it, the others run alone afterwards. On a small CPU "
-                             "machine any parallelism distorts every truth")
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=1,
+        help="scenarios at once (default 1). With several GPUs each scenario gets GPUs of "
+        "its own (CUDA_VISIBLE_DEVICES; 2 for the DDP job) and every scenario may run "
+        "in parallel; with one GPU only host-bound ones (expectations.Scenario."
+        "host_bound) share it, the others run alone afterwards. On a small CPU "
+        "machine any parallelism distorts every truth",
+    )
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
     unknown = [m for m in modes if m not in MODES]
@@ -667,19 +801,33 @@ def main(argv: list[str] | None = None) -> int:
         omp = None
     device, gpu_count = device_kind(args.python)
     started = time.time()
-    print(f"device={device} modes={','.join(modes)} seconds={args.seconds:g} "
-          f"OMP_NUM_THREADS={omp or 'unset'} parallel={args.parallel}", flush=True)
+    print(
+        f"device={device} modes={','.join(modes)} seconds={args.seconds:g} "
+        f"OMP_NUM_THREADS={omp or 'unset'} parallel={args.parallel}",
+        flush=True,
+    )
     by_id: dict[str, dict[str, Any]] = {}
     lock = threading.Lock()
 
     def document() -> dict[str, Any]:
         done = [by_id[sid] for sid in ids if sid in by_id]
-        return {"schema": "xfertop.scenario-scores/1", "device": device, "modes": modes,
-                "seconds": args.seconds, "omp_num_threads": omp, "python": args.python or sys.executable,
-                "host_cpus": os.cpu_count(), "gpus": gpu_count, "parallel": args.parallel,
-                "command": sys.argv,
-                "started_unix": started, "wall_s": round(time.time() - started, 1),
-                "complete": len(done) == len(ids), "summary": summary_counts(done), "scenarios": done}
+        return {
+            "schema": "xfertop.scenario-scores/1",
+            "device": device,
+            "modes": modes,
+            "seconds": args.seconds,
+            "omp_num_threads": omp,
+            "python": args.python or sys.executable,
+            "host_cpus": os.cpu_count(),
+            "gpus": gpu_count,
+            "parallel": args.parallel,
+            "command": sys.argv,
+            "started_unix": started,
+            "wall_s": round(time.time() - started, 1),
+            "complete": len(done) == len(ids),
+            "summary": summary_counts(done),
+            "scenarios": done,
+        }
 
     def save() -> None:
         if args.json_out:
@@ -709,11 +857,22 @@ def main(argv: list[str] | None = None) -> int:
         env_extra = {"CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus))} if gpus else None
         try:
             entry = score_scenario(
-                SCENARIOS[sid], modes, args.seconds, device, poll_interval=args.poll, omp_threads=omp,
-                log_dir=Path(args.logs) if args.logs else None, python=args.python, env_extra=env_extra,
-                progress=lambda text: print(f"  [{time.time() - started:6.0f}s] {text}"
-                                            + (f" (GPU {','.join(map(str, gpus))})" if gpus else ""),
-                                            file=sys.stderr, flush=True))
+                SCENARIOS[sid],
+                modes,
+                args.seconds,
+                device,
+                poll_interval=args.poll,
+                omp_threads=omp,
+                log_dir=Path(args.logs) if args.logs else None,
+                python=args.python,
+                env_extra=env_extra,
+                progress=lambda text: print(
+                    f"  [{time.time() - started:6.0f}s] {text}"
+                    + (f" (GPU {','.join(map(str, gpus))})" if gpus else ""),
+                    file=sys.stderr,
+                    flush=True,
+                ),
+            )
         finally:
             if gpus:
                 give_gpus(gpus)
@@ -741,8 +900,10 @@ def main(argv: list[str] | None = None) -> int:
     print(table(entries))
     counts = summary_counts(entries)
     for mode, c in counts.items():
-        print(f"{mode}: verdict right {c['verdict_right']}/{c['scored']}, verdict and advice right "
-              f"{c['fully_right']}/{c['scored']}")
+        print(
+            f"{mode}: verdict right {c['verdict_right']}/{c['scored']}, verdict and advice right "
+            f"{c['fully_right']}/{c['scored']}"
+        )
     print(f"total wall time {time.time() - started:.0f} s")
     save()
     return 0

@@ -28,8 +28,9 @@ def visible_chars(output: bytes) -> int:
     return sum(1 for byte in ESCAPES.sub(b"", output) if byte > 0x20)
 
 
-def time_to_first_frame(argv: list[str], min_visible_chars: int, timeout_s: float,
-                        columns: int, rows: int) -> float | None:
+def time_to_first_frame(
+    argv: list[str], min_visible_chars: int, timeout_s: float, columns: int, rows: int
+) -> float | None:
     process = PtyProcess(argv, columns=columns, rows=rows)
     try:
         deadline = process.started_s + timeout_s
@@ -65,11 +66,17 @@ def main() -> int:
     columns, rows = (int(part) for part in args.size.split("x"))
     results: dict[str, dict] = {}
     for name, argv in tools(not args.no_nvitop).items():
-        times = [time_to_first_frame(argv, args.min_visible_chars, args.timeout, columns, rows)
-                 for _ in range(args.runs)]
+        times = [
+            time_to_first_frame(argv, args.min_visible_chars, args.timeout, columns, rows)
+            for _ in range(args.runs)
+        ]
         ok = [t for t in times if t is not None]
-        results[name] = {"argv": argv, "first_frame_s": times, "failed_runs": len(times) - len(ok),
-                         "median_s": statistics.median(ok) if ok else None}
+        results[name] = {
+            "argv": argv,
+            "first_frame_s": times,
+            "failed_runs": len(times) - len(ok),
+            "median_s": statistics.median(ok) if ok else None,
+        }
         print(f"{name:8s} first frame median {results[name]['median_s']} s  runs {times}")
     if "nvitop" not in results:
         print("nvitop not found on PATH (or --no-nvitop): no side-by-side figure")
@@ -79,8 +86,11 @@ def main() -> int:
         print(f"xfertop / nvitop first-frame time: {ratio:.2f}")
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"startup-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps({"size": args.size, "min_visible_chars": args.min_visible_chars,
-                                "results": results}, indent=2))
+    path.write_text(
+        json.dumps(
+            {"size": args.size, "min_visible_chars": args.min_visible_chars, "results": results}, indent=2
+        )
+    )
     print(f"wrote {path}")
     return 0
 

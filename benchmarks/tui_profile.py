@@ -35,8 +35,9 @@ def thread_table(before: dict[int, float], after: dict[int, float], seconds: flo
     rows = sorted(((after[tid] - before.get(tid, 0.0), tid) for tid in after), reverse=True)
     total = sum(cpu for cpu, _ in rows)
     lines = [f"CPU {100 * total / seconds:.2f}% of one core over {seconds:.1f} s; per thread:"]
-    lines += [f"  {100 * cpu / seconds:6.2f}%  {names.get(tid, f'tid {tid}')}"
-              for cpu, tid in rows if cpu > 0]
+    lines += [
+        f"  {100 * cpu / seconds:6.2f}%  {names.get(tid, f'tid {tid}')}" for cpu, tid in rows if cpu > 0
+    ]
     return "\n".join(lines)
 
 
@@ -81,20 +82,53 @@ def main() -> int:
     if py_spy is None:
         print("tui_profile: py-spy is not on PATH", file=sys.stderr)
         return 2
-    load = subprocess.Popen(shlex.split(args.load), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL) if args.load else None
+    load = (
+        subprocess.Popen(
+            shlex.split(args.load),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+        )
+        if args.load
+        else None
+    )
     args.out_dir.mkdir(parents=True, exist_ok=True)
     tag = "-".join(shlex.split(args.xfertop_args)).strip("-")
     raw_path = args.out_dir / f"tui_profile-{args.rate_hz:g}hz{'-' + tag if tag else ''}.txt"
-    tui = PtyProcess([sys.executable, "-m", "xfertop", "--interval", str(1.0 / args.rate_hz),
-                      *shlex.split(args.xfertop_args)])
+    tui = PtyProcess(
+        [
+            sys.executable,
+            "-m",
+            "xfertop",
+            "--interval",
+            str(1.0 / args.rate_hz),
+            *shlex.split(args.xfertop_args),
+        ]
+    )
     try:
         tui.read_for(args.warmup)
         before, started = thread_cpu(tui.pid), time.perf_counter()
-        spy = subprocess.Popen([py_spy, "record", "--pid", str(tui.pid), "--duration", str(args.seconds),
-                                "--rate", str(args.sample_rate), "--format", "raw", "--threads",
-                                "--nonblocking", "-o", str(raw_path)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        spy = subprocess.Popen(
+            [
+                py_spy,
+                "record",
+                "--pid",
+                str(tui.pid),
+                "--duration",
+                str(args.seconds),
+                "--rate",
+                str(args.sample_rate),
+                "--format",
+                "raw",
+                "--threads",
+                "--nonblocking",
+                "-o",
+                str(raw_path),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         while spy.poll() is None:
             tui.read_for(0.5)
         after, seconds = thread_cpu(tui.pid), time.perf_counter() - started

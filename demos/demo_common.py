@@ -17,8 +17,9 @@ def parse_args(description: str, steps: int = 30, load_ms: float = 2.0) -> argpa
     parser.add_argument("--steps", type=int, default=steps, help=f"training steps (default {steps})")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--features", type=int, default=256)
-    parser.add_argument("--load-ms", type=float, default=load_ms,
-                        help=f"time to load one sample, in ms (default {load_ms})")
+    parser.add_argument(
+        "--load-ms", type=float, default=load_ms, help=f"time to load one sample, in ms (default {load_ms})"
+    )
     parser.add_argument("--device", default="auto", help="cpu, cuda or auto (default auto)")
     return parser.parse_args()
 
@@ -54,8 +55,9 @@ def model_for(features: int, device: torch.device) -> tuple[nn.Module, torch.opt
     return model, torch.optim.SGD(model.parameters(), lr=0.01)
 
 
-def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, inputs: torch.Tensor,
-               labels: torch.Tensor) -> None:
+def train_step(
+    model: nn.Module, optimizer: torch.optim.Optimizer, inputs: torch.Tensor, labels: torch.Tensor
+) -> None:
     optimizer.zero_grad(set_to_none=True)
     loss = nn.functional.cross_entropy(model(inputs), labels)
     loss.backward()
@@ -64,5 +66,7 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, inputs: torch
 
 def report(name: str) -> None:
     status = xfertop.reporter.status()
-    print(f"{name}: {status['steps']} steps written to {status['ring_path']} "
-          f"(reporter errors: {status['errors']}). Watch a live run with `xfertop` in another pane.")
+    print(
+        f"{name}: {status['steps']} steps written to {status['ring_path']} "
+        f"(reporter errors: {status['errors']}). Watch a live run with `xfertop` in another pane."
+    )

@@ -1,7 +1,7 @@
 """The starved loop, fixed: worker processes load ahead, batches arrive pinned, copies overlap.
 
-    python demos/fixed_pipeline.py
-    python demos/fixed_pipeline.py --steps 3000 --workers 8
+python demos/fixed_pipeline.py
+python demos/fixed_pipeline.py --steps 3000 --workers 8
 """
 
 from __future__ import annotations
@@ -24,8 +24,14 @@ def main() -> None:
     args = parse_args("The same loop with its input pipeline fixed.")
     device = pick_device(args.device)
     dataset = SlowSamples(args.steps * args.batch_size, args.features, args.load_ms)
-    loader = DataLoader(dataset, batch_size=args.batch_size, num_workers=workers, prefetch_factor=4,
-                        persistent_workers=True, pin_memory=device.type == "cuda")
+    loader = DataLoader(
+        dataset,
+        batch_size=args.batch_size,
+        num_workers=workers,
+        prefetch_factor=4,
+        persistent_workers=True,
+        pin_memory=device.type == "cuda",
+    )
     model, optimizer = model_for(args.features, device)
     for inputs, labels in xfertop.watch(loader):
         inputs, labels = xfertop.to_device((inputs, labels), device, non_blocking=True)

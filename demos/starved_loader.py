@@ -1,7 +1,7 @@
 """A loop starved by its DataLoader: samples load slowly on the main process (num_workers=0).
 
-    python demos/starved_loader.py              # a few seconds on CPU
-    python demos/starved_loader.py --steps 3000 # long enough to watch with `xfertop`
+python demos/starved_loader.py              # a few seconds on CPU
+python demos/starved_loader.py --steps 3000 # long enough to watch with `xfertop`
 """
 
 from __future__ import annotations

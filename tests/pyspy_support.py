@@ -20,8 +20,9 @@ TRAIN_SCRIPT = FIXTURES / "train_cpu.py"
 def fixture_window(name: str) -> StackWindow:
     """A recorded 3 s window of a real training process (see fixtures/pyspy/README.md)."""
     stacks, commands = parse_raw((FIXTURES / f"{name}.raw").read_text())
-    return StackWindow(root_pid=min(commands), started_at=0.0, duration_s=3.0, rate_hz=50, stacks=stacks,
-                       commands=commands)
+    return StackWindow(
+        root_pid=min(commands), started_at=0.0, duration_s=3.0, rate_hz=50, stacks=stacks, commands=commands
+    )
 
 
 def fixture_lines(name: str) -> LineText:
@@ -38,8 +39,12 @@ def ptrace_problem() -> str | None:
         find_pyspy()
     except PySpyError as exc:
         return str(exc)
-    child = subprocess.Popen([sys.executable, "-c", "import sys; print('up', flush=True); sys.stdin.read()"],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; print('up', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert child.stdout is not None
         child.stdout.readline()
@@ -55,8 +60,12 @@ def ptrace_problem() -> str | None:
 @contextmanager
 def training_job(*args: str) -> Iterator[subprocess.Popen[str]]:
     """train_cpu.py running past its warm-up steps (it prints "ready"); killed on exit."""
-    job = subprocess.Popen([sys.executable, str(TRAIN_SCRIPT), *args], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, text=True)
+    job = subprocess.Popen(
+        [sys.executable, str(TRAIN_SCRIPT), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert job.stdout is not None
         assert job.stdout.readline().strip() == "ready", "train_cpu.py exited before its warm-up steps"

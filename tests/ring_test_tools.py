@@ -42,8 +42,13 @@ def start_script(tmp_path: Path, ring_dir: Path, code: str, **env: str) -> subpr
     """Run ``code`` (dedented) as a script in a child Python; stdout/stderr piped as text."""
     script = tmp_path / f"train_{time.monotonic_ns()}.py"
     script.write_text(textwrap.dedent(code))
-    return subprocess.Popen([sys.executable, str(script)], env=child_env(ring_dir, **env),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(script)],
+        env=child_env(ring_dir, **env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def ranks(source: JobsSource) -> list[RankState]:

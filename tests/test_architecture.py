@@ -12,8 +12,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_import_contracts_hold() -> None:
     lint_imports = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
-    result = subprocess.run([lint_imports, "--config", str(ROOT / "pyproject.toml")], cwd=ROOT,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [lint_imports, "--config", str(ROOT / "pyproject.toml")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Contracts: " in result.stdout and " broken" in result.stdout
 

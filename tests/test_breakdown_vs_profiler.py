@@ -65,8 +65,9 @@ def test_device_ops_are_read_and_sorted() -> None:
     assert {op.category for op in ops} == {"kernel", "gpu_memcpy", "gpu_memset"}
     assert len(ops) == 2 + 3 * 4 + 1
     assert ops[2].bytes == BATCH and ops[2].end_us == 1000.0
-    old_spelling = bench.gpu_ops_from_chrome_trace([_op("k", "Kernel", 1.0, 2.0),
-                                                    _op("m", "Memcpy", 4.0, 1.0)])
+    old_spelling = bench.gpu_ops_from_chrome_trace(
+        [_op("k", "Kernel", 1.0, 2.0), _op("m", "Memcpy", 4.0, 1.0)]
+    )
     assert [op.category for op in old_spelling] == ["kernel", "memcpy"]
 
 
@@ -84,8 +85,9 @@ def test_trace_steps_copy_compute_and_idle() -> None:
 
 
 def test_small_copies_do_not_start_a_step_unless_bytes_are_unknown() -> None:
-    ops = bench.gpu_ops_from_chrome_trace([_copy(0.0), _kernel(1000.0, 500.0), _copy(1600.0, 1.0, size=8),
-                                           _kernel(1700.0, 300.0)])
+    ops = bench.gpu_ops_from_chrome_trace(
+        [_copy(0.0), _kernel(1000.0, 500.0), _copy(1600.0, 1.0, size=8), _kernel(1700.0, 300.0)]
+    )
     assert len(bench.trace_steps(ops, min_copy_bytes=1024)) == 1
     assert len(bench.trace_steps(ops)) == 2
     no_size = bench.GpuOp("Memcpy HtoD (Pinned -> Device)", "gpu_memcpy", 0.0, 1.0, None)
@@ -134,8 +136,9 @@ def test_without_cuda_it_says_so_in_one_line_and_exits_2(tmp_path: Path) -> None
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("a CUDA GPU is visible: the benchmark would run")
-    done = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "out")], capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(tmp_path / "out")], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 2
     lines = done.stdout.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("no CUDA GPU visible to torch: ")

@@ -40,7 +40,7 @@ def old_stat_ppid(data: bytes) -> int | None:
     rpar = data.rfind(b")")
     if rpar < 0 or b"(" not in data[:rpar]:
         return None
-    fields = data[rpar + 1:].split(None, 2)
+    fields = data[rpar + 1 :].split(None, 2)
     try:
         return int(fields[1])
     except (IndexError, ValueError):
@@ -49,13 +49,18 @@ def old_stat_ppid(data: bytes) -> int | None:
 
 def old_parse_process_stat(data: bytes) -> _Stat | None:
     rpar = data.rfind(b")")
-    fields = data[rpar + 2:].split()
+    fields = data[rpar + 2 :].split()
     if rpar < 0 or len(fields) < 20:
         return None
     try:
         cpu_s = float(fields[11]) / _CLOCK_TICKS + float(fields[12]) / _CLOCK_TICKS
-        return _Stat(comm=data[data.find(b"(") + 1:rpar], ppid=int(fields[1]), cpu_s=cpu_s,
-                     start_ticks=int(fields[19]), threads=int(fields[17]) if fields[17].isdigit() else None)
+        return _Stat(
+            comm=data[data.find(b"(") + 1 : rpar],
+            ppid=int(fields[1]),
+            cpu_s=cpu_s,
+            start_ticks=int(fields[19]),
+            threads=int(fields[17]) if fields[17].isdigit() else None,
+        )
     except ValueError:
         return None
 
@@ -66,10 +71,10 @@ def old_start_ticks(text: bytes) -> int:
 
 def old_identity(text: bytes) -> bytes | None:
     close = text.rfind(b")")
-    fields = text[close + 2:].split()
+    fields = text[close + 2 :].split()
     if close < 0 or len(fields) < 47 or fields[0] == b"Z":
         return None
-    return b" ".join((text[:close + 1], fields[19], fields[45], fields[46]))
+    return b" ".join((text[: close + 1], fields[19], fields[45], fields[46]))
 
 
 # -- the new views, fed the same bytes -------------------------------------------------------------
@@ -109,15 +114,40 @@ def _live_stats() -> list[bytes]:
 
 def _inputs() -> list[bytes]:
     live = _live_stats()
-    tail = live[0][live[0].rindex(b")") + 1:]
+    tail = live[0][live[0].rindex(b")") + 1 :]
     fields = tail.split()
     counting = b" ".join(b"%d" % n for n in range(2, 60))
-    made = [b"", b")", b"(", b"()", b"1", b"1 (a", b"1 a) S 1", b"1 a) S (x 2", b"1 (a)", b"1 (a) ",
-            b"1 ()) S 1", b"1 (a)X 5 6", b"1 (a)XY 5 6", b"1 (a)\t5 6", b"1 (a)\n", b"(a)(b)",
-            b"1 (a) Z 5" + b" 0" * 50, b"1 (a) \xff\xfe 5", b"1 (a) S +5 1_0 -7 --3",
-            b"1 (a) S \xd9\xa1\xd9\xa2" + b" 3" * 50, b"1 (a) S 2" + b" x" * 50, b"1 (a) S 2" + b" -1" * 50,
-            b"1 (a) S 2" + b" 1.5" * 50, b"1 (a) S 2" + b" 1e3" * 50, b"1 (a) S 2" + b" \xc2\xb2" * 50,
-            b"1 (a)S " + counting, b"1 (a)SX " + counting, b"1 (a)\tS " + counting, b"1 (a) Z " + counting]
+    made = [
+        b"",
+        b")",
+        b"(",
+        b"()",
+        b"1",
+        b"1 (a",
+        b"1 a) S 1",
+        b"1 a) S (x 2",
+        b"1 (a)",
+        b"1 (a) ",
+        b"1 ()) S 1",
+        b"1 (a)X 5 6",
+        b"1 (a)XY 5 6",
+        b"1 (a)\t5 6",
+        b"1 (a)\n",
+        b"(a)(b)",
+        b"1 (a) Z 5" + b" 0" * 50,
+        b"1 (a) \xff\xfe 5",
+        b"1 (a) S +5 1_0 -7 --3",
+        b"1 (a) S \xd9\xa1\xd9\xa2" + b" 3" * 50,
+        b"1 (a) S 2" + b" x" * 50,
+        b"1 (a) S 2" + b" -1" * 50,
+        b"1 (a) S 2" + b" 1.5" * 50,
+        b"1 (a) S 2" + b" 1e3" * 50,
+        b"1 (a) S 2" + b" \xc2\xb2" * 50,
+        b"1 (a)S " + counting,
+        b"1 (a)SX " + counting,
+        b"1 (a)\tS " + counting,
+        b"1 (a) Z " + counting,
+    ]
     for comm in (b"a", b"a b", b"(a) b)", b")", b"(", b"a) (b c) 7", b"a\xffb", b" ) ( ", b"S 1 2"):
         for count in range(53):
             made.append(b"4242 (" + comm + b") " + b" ".join(fields[:count]) + b"\n")
@@ -128,9 +158,14 @@ def _inputs() -> list[bytes]:
 
 INPUTS = _inputs()
 TEXTS = [data.decode("utf-8", "surrogateescape") for data in INPUTS] + [
-    "1 (a) S \u0661\u0662" + " 3" * 50, "1 (a) S\u20035 6", "1 (a) S \u00b2 1" + " \u00b2" * 50,
-    "1 (a)\u00852 3", "1 (a) S 1" + " --5" * 50, "1 (a) S 1" + " -5" * 50,
-    "1 (\u00e9) S 7" + " 8" * 50, "1 (a) S 1" + " 2" * 35 + " \u0663" + " 4" * 20,
+    "1 (a) S \u0661\u0662" + " 3" * 50,
+    "1 (a) S\u20035 6",
+    "1 (a) S \u00b2 1" + " \u00b2" * 50,
+    "1 (a)\u00852 3",
+    "1 (a) S 1" + " --5" * 50,
+    "1 (a) S 1" + " -5" * 50,
+    "1 (\u00e9) S 7" + " 8" * 50,
+    "1 (a) S 1" + " 2" * 35 + " \u0663" + " 4" * 20,
 ]
 
 
@@ -146,12 +181,14 @@ def test_inputs_cover_the_edges() -> None:
 
 
 @pytest.mark.parametrize("data", INPUTS)
-def test_byte_views_match_their_old_parsers(data: bytes, monkeypatch: pytest.MonkeyPatch,
-                                            tmp_path: Path) -> None:
+def test_byte_views_match_their_old_parsers(
+    data: bytes, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     assert _outcome(lambda: proc_placement._stat_ppid(data)) == _outcome(lambda: old_stat_ppid(data))
     assert _outcome(lambda: host._parse_process_stat(data)) == _outcome(lambda: old_parse_process_stat(data))
-    assert (_outcome(lambda: new_start_ticks(data, monkeypatch, tmp_path))
-            == _outcome(lambda: old_start_ticks(data)))
+    assert _outcome(lambda: new_start_ticks(data, monkeypatch, tmp_path)) == _outcome(
+        lambda: old_start_ticks(data)
+    )
     assert _outcome(lambda: new_identity(data, monkeypatch, tmp_path)) == _outcome(lambda: old_identity(data))
 
 

@@ -44,13 +44,23 @@ WARMUP_STEPS = 5
 _NULL = contextlib.nullcontext()
 
 
-def parse_args(description: str, extra: Callable[[argparse.ArgumentParser], None] | None = None,
-               default_seconds: float = 20.0) -> argparse.Namespace:
+def parse_args(
+    description: str,
+    extra: Callable[[argparse.ArgumentParser], None] | None = None,
+    default_seconds: float = 20.0,
+) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--seconds", type=float, default=default_seconds,
-                        help=f"train about this long after the first step (default {default_seconds:g})")
-    parser.add_argument("--truth", action="store_true",
-                        help="synchronise after each phase, time data/copy/compute/other, print JSON")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=default_seconds,
+        help=f"train about this long after the first step (default {default_seconds:g})",
+    )
+    parser.add_argument(
+        "--truth",
+        action="store_true",
+        help="synchronise after each phase, time data/copy/compute/other, print JSON",
+    )
     parser.add_argument("--device", default="auto", help="cpu, cuda or auto (default: cuda if available)")
     if extra is not None:
         extra(parser)
@@ -189,8 +199,9 @@ class Clock:
             out["ms_per_boundary"] = {k: round(1000 * v / counted, 3) for k, v in self.totals.items()}
         return out
 
-    def finish(self, extra: dict[str, Any] | None = None, emit: bool = True,
-               tags: dict[str, str] | None = None) -> dict[str, Any]:
+    def finish(
+        self, extra: dict[str, Any] | None = None, emit: bool = True, tags: dict[str, str] | None = None
+    ) -> dict[str, Any]:
         """Print the result line (or the truth JSON). ``tags`` are fixed words for the result line (e.g.
         which image pipeline ran); ``extra`` goes into the JSON only."""
         out = self.summary()
@@ -209,8 +220,11 @@ def emit_summary(out: dict[str, Any], truth: bool, first_loss: float | None) -> 
         return
     loss = "na" if first_loss is None else f"{first_loss:.3f}"
     tags = "".join(f" {key}={value}" for key, value in sorted(out.get("tags", {}).items()))
-    print(f"result scenario={out['scenario']} device={out['device']}{tags} first_loss={loss} "
-          f"steps={out['steps']} samples_per_s={out['samples_per_s']}", flush=True)
+    print(
+        f"result scenario={out['scenario']} device={out['device']}{tags} first_loss={loss} "
+        f"steps={out['steps']} samples_per_s={out['samples_per_s']}",
+        flush=True,
+    )
 
 
 def skip(reason: str) -> None:

@@ -24,14 +24,15 @@ class TinyLM(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(vocab, d_model)
         self.pos = nn.Parameter(torch.zeros(1, seq, d_model))
-        layer = nn.TransformerEncoderLayer(d_model, heads, 4 * d_model, dropout=0.1, batch_first=True,
-                                           norm_first=True)
+        layer = nn.TransformerEncoderLayer(
+            d_model, heads, 4 * d_model, dropout=0.1, batch_first=True, norm_first=True
+        )
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.head = nn.Linear(d_model, vocab)
         self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(seq), persistent=False)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        h = self.embed(tokens) + self.pos[:, :tokens.shape[1]]
+        h = self.embed(tokens) + self.pos[:, : tokens.shape[1]]
         return self.head(self.encoder(h, mask=self.mask, is_causal=True))
 
 
@@ -46,17 +47,24 @@ def main() -> None:
     scenario = "g" + ("-bf16" if args.bf16 else "") + ("-compile" if args.compile else "")
     clock = Clock(scenario, args, device)
     gpu = device.type == "cuda"
-    vocab, d_model, layers, heads, seq, batch = ((8192, 1024, 8, 16, 256, 32) if gpu
-                                                 else (2048, 128, 2, 4, 32, 16))
+    vocab, d_model, layers, heads, seq, batch = (
+        (8192, 1024, 8, 16, 256, 32) if gpu else (2048, 128, 2, 4, 32, 16)
+    )
     tokens = torch.randint(0, vocab, (4096, seq + 1), generator=torch.Generator().manual_seed(0))
-    loader = DataLoader(TensorDataset(tokens), batch_size=batch, shuffle=True, num_workers=2,
-                        pin_memory=gpu, persistent_workers=True, drop_last=True)
+    loader = DataLoader(
+        TensorDataset(tokens),
+        batch_size=batch,
+        shuffle=True,
+        num_workers=2,
+        pin_memory=gpu,
+        persistent_workers=True,
+        drop_last=True,
+    )
     model: nn.Module = TinyLM(vocab, d_model, layers, heads, seq).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
     if args.compile:
         model = torch.compile(model)
-    autocast = (torch.autocast(device.type, dtype=torch.bfloat16) if args.bf16
-                else contextlib.nullcontext())
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if args.bf16 else contextlib.nullcontext()
     while not clock.done:
         for (chunk,) in clock.timed(loader):
             with clock.phase("copy"):

@@ -31,6 +31,7 @@ DATA_CORE = min(os.sched_getaffinity(0))
 
 def mel_matrix(n_freqs: int = N_FFT // 2 + 1, n_mels: int = N_MELS) -> torch.Tensor:
     """A triangular mel filterbank (HTK formula), (n_freqs, n_mels)."""
+
     def hz_to_mel(hz: torch.Tensor) -> torch.Tensor:
         return 2595 * torch.log10(1 + hz / 700)
 
@@ -50,10 +51,18 @@ class Clips(Dataset):
     def __init__(self, count: int, unique: int = 32, seconds: float = 4.0) -> None:
         g = torch.Generator().manual_seed(0)
         t = torch.arange(int(seconds * SAMPLE_RATE)) / SAMPLE_RATE
-        self.waves = [sum(torch.sin(2 * math.pi * f * t) * a for f, a in
-                          zip(torch.randint(80, 4000, (6,), generator=g).tolist(),
-                              torch.rand(6, generator=g).tolist(), strict=True))
-                      + 0.05 * torch.randn(t.shape, generator=g) for _ in range(unique)]
+        self.waves = [
+            sum(
+                torch.sin(2 * math.pi * f * t) * a
+                for f, a in zip(
+                    torch.randint(80, 4000, (6,), generator=g).tolist(),
+                    torch.rand(6, generator=g).tolist(),
+                    strict=True,
+                )
+            )
+            + 0.05 * torch.randn(t.shape, generator=g)
+            for _ in range(unique)
+        ]
         self.count = count
         self.labels = torch.randint(0, 35, (count,), generator=g)
         self.mel = mel_matrix()
@@ -65,7 +74,7 @@ class Clips(Dataset):
     def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
         wave = self.waves[index % len(self.waves)]
         start = int(torch.randint(0, wave.numel() - CLIP, ()).item())
-        clip = wave[start:start + CLIP] * (0.5 + torch.rand(()))
+        clip = wave[start : start + CLIP] * (0.5 + torch.rand(()))
         decay = torch.exp(-torch.arange(RIR_TAPS) / (RIR_TAPS * (0.1 + 0.3 * torch.rand(()))))
         rir = torch.randn(RIR_TAPS) * decay
         rir[0] = 1.0
@@ -87,13 +96,26 @@ def main() -> None:
     device = pick_device(args.device)
     seed_everything()
     clock = Clock("c", args, device)
-    loader = DataLoader(Clips(8192), batch_size=32, shuffle=True, num_workers=4,
-                        worker_init_fn=pin_to_data_core, persistent_workers=True,
-                        pin_memory=device.type == "cuda", drop_last=True)
+    loader = DataLoader(
+        Clips(8192),
+        batch_size=32,
+        shuffle=True,
+        num_workers=4,
+        worker_init_fn=pin_to_data_core,
+        persistent_workers=True,
+        pin_memory=device.type == "cuda",
+        drop_last=True,
+    )
     width = 256 if device.type == "cuda" else 32
-    model = nn.Sequential(nn.Conv1d(N_MELS, width, 5, stride=2, padding=2), nn.ReLU(),
-                          nn.Conv1d(width, width, 5, stride=2, padding=2), nn.ReLU(),
-                          nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(width, 35)).to(device)
+    model = nn.Sequential(
+        nn.Conv1d(N_MELS, width, 5, stride=2, padding=2),
+        nn.ReLU(),
+        nn.Conv1d(width, width, 5, stride=2, padding=2),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool1d(1),
+        nn.Flatten(),
+        nn.Linear(width, 35),
+    ).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     while not clock.done:
         for x, y in clock.timed(loader):

@@ -58,96 +58,245 @@ class Scenario:
         return self.cuda if device == "cuda" else self.cpu
 
 
-_INPUT_WORKERS = Expect(("input-bound",), required=(("num_workers", "more workers cannot help"),),
-                        forbidden=("persistent_workers=True",),
-                        why="the loader cannot keep up; more (or any) workers is the fix, unless the cores "
-                            "they may use are saturated already (the 2-core VM), which the advice must say")
-_COMPUTE = Expect(("compute-bound",), forbidden=("num_workers", "pin_memory=True"),
-                  why="the step itself is the cost; the input pipeline keeps up")
+_INPUT_WORKERS = Expect(
+    ("input-bound",),
+    required=(("num_workers", "more workers cannot help"),),
+    forbidden=("persistent_workers=True",),
+    why="the loader cannot keep up; more (or any) workers is the fix, unless the cores "
+    "they may use are saturated already (the 2-core VM), which the advice must say",
+)
+_COMPUTE = Expect(
+    ("compute-bound",),
+    forbidden=("num_workers", "pin_memory=True"),
+    why="the step itself is the cost; the input pipeline keeps up",
+)
 
-SCENARIOS: dict[str, Scenario] = {s.id: s for s in [
-    Scenario("a", "slow_getitem.py", (),
-             "slow __getitem__ (1 ms storage latency + JSON parse), num_workers=0",
-             cpu=_INPUT_WORKERS, cuda=_INPUT_WORKERS, host_bound=True),
-    Scenario("b", "image_pipeline.py", (),
-             "image decode + augmentation with too few workers (JPEG+torchvision, or a zlib stand-in)",
-             cpu=_INPUT_WORKERS, cuda=_INPUT_WORKERS, host_bound=True),
-    Scenario("c", "confined_workers.py", (),
-             "4 workers pinned to 1 core by worker_init_fn (log-mel features)",
-             cpu=Expect(("input-bound",), required=(("affinity", "confined", "cores it may use",
-                                                     "allowed cores", "sched_setaffinity"),),
-                        forbidden=("Raise num_workers",),
-                        why="the workers share one core: more of them cannot help, widening their "
-                            "affinity would"),
-             cuda=Expect(("input-bound",), required=(("affinity", "confined", "cores it may use",
-                                                      "allowed cores", "sched_setaffinity"),),
-                         forbidden=("Raise num_workers",)), host_bound=True),
-    Scenario("d", "pageable_copy.py", ("--workers", "0"),
-             "pre-batched pageable batches, non_blocking=True, num_workers=0 (100 MB on GPU, 1.5 MB on CPU)",
-             cpu=Expect(("compute-bound", "healthy"), forbidden=("pin_memory",),
-                        why="no host-to-device copy on a CPU: pinning cannot help"),
-             cuda=Expect(("copy-bound",), required=("pin_memory=True",), forbidden=("Do not tune PCIe",),
-                         why="pageable 100 MB copies are synchronous and slow")),
-    Scenario("e", "pageable_copy.py", ("--workers", "4"),
-             "pre-batched pageable batches, non_blocking=True, num_workers=4",
-             cpu=None,
-             cuda=Expect(("copy-bound",), required=("pin_memory=True",), forbidden=("Do not tune PCIe",)),
-             na={"cpu": "no host-to-device copy on a CPU; what is left is 4 workers' IPC on the VM's cores"}),
-    Scenario("f", "pinned_copy.py", (),
-             "uint8 batches, pin_memory=True, non_blocking=True, normalise on device",
-             cpu=Expect(("healthy", "compute-bound"), forbidden=("pin_memory", "Raise num_workers")),
-             cuda=Expect(("healthy", "compute-bound"), forbidden=("pin_memory=True", "Raise num_workers"),
-                         why="a tuned pipeline: nothing to change in it")),
-    Scenario("g", "compute_bound.py", (), "Transformer LM, in-memory tokens, 2 workers",
-             cpu=Expect(("compute-bound",), required=("torch.compile",), forbidden=_COMPUTE.forbidden),
-             cuda=Expect(("compute-bound",), required=("torch.compile",), forbidden=_COMPUTE.forbidden)),
-    Scenario("n1", "compute_bound.py", ("--bf16",), "(n) the same under bf16 autocast",
-             cpu=_COMPUTE, cuda=_COMPUTE),
-    Scenario("n2", "compute_bound.py", ("--compile",), "(n) the same under torch.compile",
-             cpu=_COMPUTE, cuda=_COMPUTE),
-    Scenario("h", "sync_every_step.py", (), "loss.item() + host-side top-5/confusion bookkeeping every step",
-             cpu=Expect(("compute-bound", "healthy"), forbidden=("Raise num_workers", "pin_memory"),
-                        why="on a CPU the bookkeeping is host compute: there is no device to hold back"),
-             cuda=Expect(("sync-bound", "host-bound"), required=(".item()",),
-                         forbidden=("num_workers", "pin_memory=True"),
-                         why="the GPU idles while the host does its per-step bookkeeping; without a "
-                             "sync seen, host-bound naming the sync is right")),
-    Scenario("i", "launch_bound.py", (), "96 tiny residual blocks, batch 16: launch-bound",
-             cpu=Expect(("compute-bound",), required=("torch.compile",),
-                        forbidden=("num_workers", "pin_memory", "loss.item()")),
-             cuda=Expect(("compute-bound", "host-bound"), required=(("torch.compile", "CUDA graphs"),),
-                         forbidden=("num_workers", "pin_memory"),
-                         why="fewer, bigger kernels (torch.compile / CUDA graphs) is the fix; the GPU "
-                             "waits for the host's launches (host-bound) or the truth's synchronised "
-                             "compute counts the launches (compute-bound)")),
-    Scenario("j", "short_epochs.py", (),
-             "non-persistent workers, 10-step epochs, 4 workers, 1 ms/sample latency",
-             cpu=Expect(("input-bound",), required=("persistent_workers=True",),
-                        forbidden=("Raise num_workers",),
-                        why="the wait sits at epoch starts, where the 4 workers are started again"),
-             cuda=Expect(("input-bound",), required=("persistent_workers=True",),
-                         forbidden=("Raise num_workers",)),
-             host_bound=True),
-    Scenario("k", "train_val.py", (), "train loader + a validation loader every 25 steps, one loop",
-             cpu=Expect(("compute-bound", "healthy"), forbidden=("num_workers=0", "Raise num_workers")),
-             cuda=Expect(("compute-bound", "healthy"), forbidden=("num_workers=0", "Raise num_workers"))),
-    Scenario("l", "lightning_job.py", (), "Lightning Trainer, slow dataset, 2 workers",
-             cpu=_INPUT_WORKERS, cuda=_INPUT_WORKERS, host_bound=True),
-    Scenario("m", "hf_trainer_job.py", (), "Hugging Face Trainer, BERT from a config, data in memory",
-             cpu=_COMPUTE, cuda=_COMPUTE),
-    Scenario("o", "ddp_straggler.py", (), "2-rank DDP (torchrun), rank 1's samples 20x slower to load",
-             cpu=Expect(("straggler",), required=("rank 1",), why="rank 1 holds rank 0 back"),
-             cuda=Expect(("straggler",), required=("rank 1",)), ddp=True, host_bound=True),
-    Scenario("o0", "ddp_straggler.py", ("--balanced",), "(o) the same 2-rank DDP job, balanced: the control",
-             cpu=Expect(("compute-bound", "healthy", "input-bound"), forbidden=("rank 1",),
-                        why="no rank holds the other back: no straggler"),
-             cuda=Expect(("compute-bound", "healthy", "input-bound", "host-bound"), forbidden=("rank 1",)),
-             ddp=True, host_bound=True),
-    Scenario("p", "iterable_dataset.py", (), "IterableDataset: Python tokenisation in 2 workers",
-             cpu=_INPUT_WORKERS, cuda=_INPUT_WORKERS, host_bound=True),
-    Scenario("q", "no_dataloader.py", (), "no DataLoader: data on the device, sliced per step",
-             cpu=Expect(("compute-bound",)), cuda=Expect(("compute-bound",))),
-]}
+SCENARIOS: dict[str, Scenario] = {
+    s.id: s
+    for s in [
+        Scenario(
+            "a",
+            "slow_getitem.py",
+            (),
+            "slow __getitem__ (1 ms storage latency + JSON parse), num_workers=0",
+            cpu=_INPUT_WORKERS,
+            cuda=_INPUT_WORKERS,
+            host_bound=True,
+        ),
+        Scenario(
+            "b",
+            "image_pipeline.py",
+            (),
+            "image decode + augmentation with too few workers (JPEG+torchvision, or a zlib stand-in)",
+            cpu=_INPUT_WORKERS,
+            cuda=_INPUT_WORKERS,
+            host_bound=True,
+        ),
+        Scenario(
+            "c",
+            "confined_workers.py",
+            (),
+            "4 workers pinned to 1 core by worker_init_fn (log-mel features)",
+            cpu=Expect(
+                ("input-bound",),
+                required=(
+                    ("affinity", "confined", "cores it may use", "allowed cores", "sched_setaffinity"),
+                ),
+                forbidden=("Raise num_workers",),
+                why="the workers share one core: more of them cannot help, widening their affinity would",
+            ),
+            cuda=Expect(
+                ("input-bound",),
+                required=(
+                    ("affinity", "confined", "cores it may use", "allowed cores", "sched_setaffinity"),
+                ),
+                forbidden=("Raise num_workers",),
+            ),
+            host_bound=True,
+        ),
+        Scenario(
+            "d",
+            "pageable_copy.py",
+            ("--workers", "0"),
+            "pre-batched pageable batches, non_blocking=True, num_workers=0 (100 MB on GPU, 1.5 MB on CPU)",
+            cpu=Expect(
+                ("compute-bound", "healthy"),
+                forbidden=("pin_memory",),
+                why="no host-to-device copy on a CPU: pinning cannot help",
+            ),
+            cuda=Expect(
+                ("copy-bound",),
+                required=("pin_memory=True",),
+                forbidden=("Do not tune PCIe",),
+                why="pageable 100 MB copies are synchronous and slow",
+            ),
+        ),
+        Scenario(
+            "e",
+            "pageable_copy.py",
+            ("--workers", "4"),
+            "pre-batched pageable batches, non_blocking=True, num_workers=4",
+            cpu=None,
+            cuda=Expect(("copy-bound",), required=("pin_memory=True",), forbidden=("Do not tune PCIe",)),
+            na={"cpu": "no host-to-device copy on a CPU; what is left is 4 workers' IPC on the VM's cores"},
+        ),
+        Scenario(
+            "f",
+            "pinned_copy.py",
+            (),
+            "uint8 batches, pin_memory=True, non_blocking=True, normalise on device",
+            cpu=Expect(("healthy", "compute-bound"), forbidden=("pin_memory", "Raise num_workers")),
+            cuda=Expect(
+                ("healthy", "compute-bound"),
+                forbidden=("pin_memory=True", "Raise num_workers"),
+                why="a tuned pipeline: nothing to change in it",
+            ),
+        ),
+        Scenario(
+            "g",
+            "compute_bound.py",
+            (),
+            "Transformer LM, in-memory tokens, 2 workers",
+            cpu=Expect(("compute-bound",), required=("torch.compile",), forbidden=_COMPUTE.forbidden),
+            cuda=Expect(("compute-bound",), required=("torch.compile",), forbidden=_COMPUTE.forbidden),
+        ),
+        Scenario(
+            "n1",
+            "compute_bound.py",
+            ("--bf16",),
+            "(n) the same under bf16 autocast",
+            cpu=_COMPUTE,
+            cuda=_COMPUTE,
+        ),
+        Scenario(
+            "n2",
+            "compute_bound.py",
+            ("--compile",),
+            "(n) the same under torch.compile",
+            cpu=_COMPUTE,
+            cuda=_COMPUTE,
+        ),
+        Scenario(
+            "h",
+            "sync_every_step.py",
+            (),
+            "loss.item() + host-side top-5/confusion bookkeeping every step",
+            cpu=Expect(
+                ("compute-bound", "healthy"),
+                forbidden=("Raise num_workers", "pin_memory"),
+                why="on a CPU the bookkeeping is host compute: there is no device to hold back",
+            ),
+            cuda=Expect(
+                ("sync-bound", "host-bound"),
+                required=(".item()",),
+                forbidden=("num_workers", "pin_memory=True"),
+                why="the GPU idles while the host does its per-step bookkeeping; without a "
+                "sync seen, host-bound naming the sync is right",
+            ),
+        ),
+        Scenario(
+            "i",
+            "launch_bound.py",
+            (),
+            "96 tiny residual blocks, batch 16: launch-bound",
+            cpu=Expect(
+                ("compute-bound",),
+                required=("torch.compile",),
+                forbidden=("num_workers", "pin_memory", "loss.item()"),
+            ),
+            cuda=Expect(
+                ("compute-bound", "host-bound"),
+                required=(("torch.compile", "CUDA graphs"),),
+                forbidden=("num_workers", "pin_memory"),
+                why="fewer, bigger kernels (torch.compile / CUDA graphs) is the fix; the GPU "
+                "waits for the host's launches (host-bound) or the truth's synchronised "
+                "compute counts the launches (compute-bound)",
+            ),
+        ),
+        Scenario(
+            "j",
+            "short_epochs.py",
+            (),
+            "non-persistent workers, 10-step epochs, 4 workers, 1 ms/sample latency",
+            cpu=Expect(
+                ("input-bound",),
+                required=("persistent_workers=True",),
+                forbidden=("Raise num_workers",),
+                why="the wait sits at epoch starts, where the 4 workers are started again",
+            ),
+            cuda=Expect(
+                ("input-bound",), required=("persistent_workers=True",), forbidden=("Raise num_workers",)
+            ),
+            host_bound=True,
+        ),
+        Scenario(
+            "k",
+            "train_val.py",
+            (),
+            "train loader + a validation loader every 25 steps, one loop",
+            cpu=Expect(("compute-bound", "healthy"), forbidden=("num_workers=0", "Raise num_workers")),
+            cuda=Expect(("compute-bound", "healthy"), forbidden=("num_workers=0", "Raise num_workers")),
+        ),
+        Scenario(
+            "l",
+            "lightning_job.py",
+            (),
+            "Lightning Trainer, slow dataset, 2 workers",
+            cpu=_INPUT_WORKERS,
+            cuda=_INPUT_WORKERS,
+            host_bound=True,
+        ),
+        Scenario(
+            "m",
+            "hf_trainer_job.py",
+            (),
+            "Hugging Face Trainer, BERT from a config, data in memory",
+            cpu=_COMPUTE,
+            cuda=_COMPUTE,
+        ),
+        Scenario(
+            "o",
+            "ddp_straggler.py",
+            (),
+            "2-rank DDP (torchrun), rank 1's samples 20x slower to load",
+            cpu=Expect(("straggler",), required=("rank 1",), why="rank 1 holds rank 0 back"),
+            cuda=Expect(("straggler",), required=("rank 1",)),
+            ddp=True,
+            host_bound=True,
+        ),
+        Scenario(
+            "o0",
+            "ddp_straggler.py",
+            ("--balanced",),
+            "(o) the same 2-rank DDP job, balanced: the control",
+            cpu=Expect(
+                ("compute-bound", "healthy", "input-bound"),
+                forbidden=("rank 1",),
+                why="no rank holds the other back: no straggler",
+            ),
+            cuda=Expect(("compute-bound", "healthy", "input-bound", "host-bound"), forbidden=("rank 1",)),
+            ddp=True,
+            host_bound=True,
+        ),
+        Scenario(
+            "p",
+            "iterable_dataset.py",
+            (),
+            "IterableDataset: Python tokenisation in 2 workers",
+            cpu=_INPUT_WORKERS,
+            cuda=_INPUT_WORKERS,
+            host_bound=True,
+        ),
+        Scenario(
+            "q",
+            "no_dataloader.py",
+            (),
+            "no DataLoader: data on the device, sliced per step",
+            cpu=Expect(("compute-bound",)),
+            cuda=Expect(("compute-bound",)),
+        ),
+    ]
+}
 
 
 def truth_kind(measured: dict[str, Any], device: str) -> str:
@@ -182,8 +331,9 @@ def _straggler(ranks: list[dict[str, Any]]) -> bool:
         return False
     step_ms = 1000 * ranks[worst]["truth_wall_s"] / max(1, ranks[worst]["truth_steps"])
     others = statistics.median(r["ms_per_boundary"]["compute"] for i, r in enumerate(ranks) if i != worst)
-    return (others - ranks[worst]["ms_per_boundary"]["compute"]) / max(step_ms, 1e-9) >= \
-        STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE
+    return (others - ranks[worst]["ms_per_boundary"]["compute"]) / max(
+        step_ms, 1e-9
+    ) >= STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE
 
 
 def advice_findings(advice: list[str], expect: Expect) -> tuple[list[str], list[str]]:

@@ -62,9 +62,15 @@ def main() -> None:
     gpu = device.type == "cuda"
     hidden, layers, seq, batch = (768, 6, 256, 32) if gpu else (128, 2, 64, 16)
     vocab = 8192
-    config = BertConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
-                        num_attention_heads=max(2, hidden // 64), intermediate_size=4 * hidden,
-                        max_position_embeddings=seq, num_labels=4)
+    config = BertConfig(
+        vocab_size=vocab,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=max(2, hidden // 64),
+        intermediate_size=4 * hidden,
+        max_position_embeddings=seq,
+        num_labels=4,
+    )
     model = BertForSequenceClassification(config)
     marks: dict[str, float] = {}
 
@@ -97,12 +103,23 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as out:
         training_args = TrainingArguments(
-            output_dir=out, per_device_train_batch_size=batch, max_steps=10**7, learning_rate=1e-4,
-            logging_strategy="no", save_strategy="no", report_to=[], disable_tqdm=True, seed=0,
-            dataloader_num_workers=2, dataloader_persistent_workers=True, dataloader_pin_memory=gpu,
-            use_cpu=not gpu)
-        trainer = Trainer(model=model, args=training_args, train_dataset=Tokenised(32768, seq, vocab),
-                          callbacks=[Timing()])
+            output_dir=out,
+            per_device_train_batch_size=batch,
+            max_steps=10**7,
+            learning_rate=1e-4,
+            logging_strategy="no",
+            save_strategy="no",
+            report_to=[],
+            disable_tqdm=True,
+            seed=0,
+            dataloader_num_workers=2,
+            dataloader_persistent_workers=True,
+            dataloader_pin_memory=gpu,
+            use_cpu=not gpu,
+        )
+        trainer = Trainer(
+            model=model, args=training_args, train_dataset=Tokenised(32768, seq, vocab), callbacks=[Timing()]
+        )
         trainer.train()
     clock.finish(tags={"transformers": transformers.__version__})
 

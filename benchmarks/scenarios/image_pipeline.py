@@ -59,9 +59,15 @@ class JpegImages(Dataset):
             Image.frombytes("RGB", (size, size), pixels).save(out, format="JPEG", quality=90)
             self.jpegs.append(out.getvalue())
         self.labels = [rng.randrange(100) for _ in range(count)]
-        self.transform = transforms.Compose([
-            transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(),
-            transforms.ColorJitter(0.4, 0.4, 0.4), transforms.ToTensor(), transforms.Normalize(MEAN, STD)])
+        self.transform = transforms.Compose(
+            [
+                transforms.RandomResizedCrop(224),
+                transforms.RandomHorizontalFlip(),
+                transforms.ColorJitter(0.4, 0.4, 0.4),
+                transforms.ToTensor(),
+                transforms.Normalize(MEAN, STD),
+            ]
+        )
 
     def __len__(self) -> int:
         return self.count
@@ -91,9 +97,10 @@ class ZlibImages(Dataset):
         image = image.float() / 255
         crop = random.randint(self.size // 2, self.size)
         top, left = random.randint(0, self.size - crop), random.randint(0, self.size - crop)
-        image = image[:, top:top + crop, left:left + crop]
-        image = F.interpolate(image[None], size=(self.out, self.out), mode="bilinear",
-                              align_corners=False, antialias=True)[0]
+        image = image[:, top : top + crop, left : left + crop]
+        image = F.interpolate(
+            image[None], size=(self.out, self.out), mode="bilinear", align_corners=False, antialias=True
+        )[0]
         if random.random() < 0.5:
             image = image.flip(-1)
         brightness, contrast = 1 + random.uniform(-0.4, 0.4), 1 + random.uniform(-0.4, 0.4)
@@ -103,15 +110,26 @@ class ZlibImages(Dataset):
 
 def small_cnn() -> nn.Module:
     return nn.Sequential(
-        nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
-        nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
-        nn.Conv2d(32, 64, 3, stride=2, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
-        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 100))
+        nn.Conv2d(3, 16, 3, stride=2, padding=1),
+        nn.BatchNorm2d(16),
+        nn.ReLU(),
+        nn.Conv2d(16, 32, 3, stride=2, padding=1),
+        nn.BatchNorm2d(32),
+        nn.ReLU(),
+        nn.Conv2d(32, 64, 3, stride=2, padding=1),
+        nn.BatchNorm2d(64),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(64, 100),
+    )
 
 
 def main() -> None:
-    args = parse_args("An image pipeline with too few DataLoader workers.",
-                      lambda p: p.add_argument("--workers", type=int, default=None))
+    args = parse_args(
+        "An image pipeline with too few DataLoader workers.",
+        lambda p: p.add_argument("--workers", type=int, default=None),
+    )
     device = pick_device(args.device)
     seed_everything()
     clock = Clock("b", args, device)
@@ -123,10 +141,20 @@ def main() -> None:
     else:
         pipeline, dataset = "zlib-standin", ZlibImages(1024)
         model, batch_size = small_cnn(), 32
-    print(f"pipeline: {pipeline} (PIL+torchvision {'found' if HAVE_VISION else 'not importable'}), "
-          f"num_workers={workers}", flush=True)
-    loader = DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=workers,
-                        pin_memory=device.type == "cuda", persistent_workers=True, drop_last=True)
+    print(
+        f"pipeline: {pipeline} (PIL+torchvision {'found' if HAVE_VISION else 'not importable'}), "
+        f"num_workers={workers}",
+        flush=True,
+    )
+    loader = DataLoader(
+        dataset,
+        batch_size=batch_size,
+        shuffle=True,
+        num_workers=workers,
+        pin_memory=device.type == "cuda",
+        persistent_workers=True,
+        drop_last=True,
+    )
     model = model.to(device).to(memory_format=torch.channels_last)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     while not clock.done:

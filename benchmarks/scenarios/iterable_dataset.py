@@ -21,8 +21,30 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 BUCKETS = 1 << 15
 TOKENS = 256
-WORDS = ["error", "warning", "info", "disk", "network", "timeout", "user", "login", "failed", "ok", "retry",
-         "node", "gpu", "memory", "cpu", "request", "served", "latency", "ms", "queue", "full", "empty"]
+WORDS = [
+    "error",
+    "warning",
+    "info",
+    "disk",
+    "network",
+    "timeout",
+    "user",
+    "login",
+    "failed",
+    "ok",
+    "retry",
+    "node",
+    "gpu",
+    "memory",
+    "cpu",
+    "request",
+    "served",
+    "latency",
+    "ms",
+    "queue",
+    "full",
+    "empty",
+]
 _NON_WORD = re.compile(r"[^a-z0-9 ]+")
 _DIGITS = re.compile(r"\d+")
 
@@ -34,8 +56,10 @@ class LogStream(IterableDataset):
     def lines(self, start: int, step: int):  # type: ignore[no-untyped-def]
         for index in range(start, self.records, step):
             rng = random.Random(index)
-            words = [rng.choice(WORDS) + (str(rng.randrange(1000)) if rng.random() < 0.2 else "")
-                     for _ in range(rng.randrange(120, 200))]
+            words = [
+                rng.choice(WORDS) + (str(rng.randrange(1000)) if rng.random() < 0.2 else "")
+                for _ in range(rng.randrange(120, 200))
+            ]
             yield index, "[" + str(index) + "] " + " ".join(words).upper() + "; path=/var/log/x.log"
 
     def __iter__(self):  # type: ignore[no-untyped-def]
@@ -56,12 +80,15 @@ def main() -> None:
     seed_everything()
     clock = Clock("p", args, device)
     gpu = device.type == "cuda"
-    loader = DataLoader(LogStream(10_000_000), batch_size=64, num_workers=2, pin_memory=gpu,
-                        persistent_workers=True)
-    model = nn.ModuleDict({
-        "bag": nn.EmbeddingBag(BUCKETS, 64, mode="mean", sparse=True),
-        "head": nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 7)),
-    }).to(device)
+    loader = DataLoader(
+        LogStream(10_000_000), batch_size=64, num_workers=2, pin_memory=gpu, persistent_workers=True
+    )
+    model = nn.ModuleDict(
+        {
+            "bag": nn.EmbeddingBag(BUCKETS, 64, mode="mean", sparse=True),
+            "head": nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 7)),
+        }
+    ).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)  # handles the bag's sparse gradients
     for ids, y in clock.timed(loader):
         with clock.phase("copy"):

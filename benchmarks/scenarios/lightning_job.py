@@ -58,8 +58,13 @@ def main() -> None:
     class Classifier(L.LightningModule):
         def __init__(self) -> None:
             super().__init__()
-            self.net = nn.Sequential(nn.Linear(features, width), nn.GELU(), nn.Linear(width, width),
-                                     nn.GELU(), nn.Linear(width, 10))
+            self.net = nn.Sequential(
+                nn.Linear(features, width),
+                nn.GELU(),
+                nn.Linear(width, width),
+                nn.GELU(),
+                nn.Linear(width, 10),
+            )
             self.marks: dict[str, float] = {}
 
         def training_step(self, batch, batch_idx):  # type: ignore[no-untyped-def]
@@ -98,11 +103,26 @@ def main() -> None:
                 trainer.should_stop = True
 
     warnings.filterwarnings("ignore", ".*does not have many workers.*")
-    loader = DataLoader(SlowRecords(65536, features), batch_size=64, shuffle=True, num_workers=2,
-                        pin_memory=gpu, persistent_workers=True)
-    trainer = L.Trainer(accelerator="gpu" if gpu else "cpu", devices=1, max_steps=10**7, max_epochs=-1,
-                        logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False, callbacks=[Timing()], num_sanity_val_steps=0)
+    loader = DataLoader(
+        SlowRecords(65536, features),
+        batch_size=64,
+        shuffle=True,
+        num_workers=2,
+        pin_memory=gpu,
+        persistent_workers=True,
+    )
+    trainer = L.Trainer(
+        accelerator="gpu" if gpu else "cpu",
+        devices=1,
+        max_steps=10**7,
+        max_epochs=-1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[Timing()],
+        num_sanity_val_steps=0,
+    )
     trainer.fit(Classifier(), train_dataloaders=loader)
     clock.finish(tags={"lightning": L.__name__})
 

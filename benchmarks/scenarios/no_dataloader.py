@@ -22,15 +22,16 @@ def main() -> None:
     g = torch.Generator().manual_seed(0)
     x_all = torch.randn(65536, features, generator=g).to(device)
     y_all = torch.randint(0, 10, (65536,), generator=g).to(device)
-    model = nn.Sequential(nn.Linear(features, width), nn.GELU(), nn.Linear(width, width), nn.GELU(),
-                          nn.Linear(width, 10)).to(device)
+    model = nn.Sequential(
+        nn.Linear(features, width), nn.GELU(), nn.Linear(width, width), nn.GELU(), nn.Linear(width, 10)
+    ).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     while not clock.done:
         order = torch.randperm(len(x_all), device=device)
         for start in range(0, len(order) - batch + 1, batch):
             clock.manual_step()
             with clock.phase("data"):
-                index = order[start:start + batch]
+                index = order[start : start + batch]
                 x, y = x_all[index], y_all[index]
             with clock.phase("compute"):
                 loss = F.cross_entropy(model(x), y)

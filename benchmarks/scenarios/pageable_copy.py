@@ -37,23 +37,36 @@ class Shards(Dataset):
 
 def patch_model(width: int) -> nn.Module:
     return nn.Sequential(
-        nn.Conv2d(3, width, 8, stride=8), nn.GELU(),
-        nn.Conv2d(width, width, 3, padding=1), nn.GELU(),
-        nn.Conv2d(width, width, 3, stride=2, padding=1), nn.GELU(),
-        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(width, 100))
+        nn.Conv2d(3, width, 8, stride=8),
+        nn.GELU(),
+        nn.Conv2d(width, width, 3, padding=1),
+        nn.GELU(),
+        nn.Conv2d(width, width, 3, stride=2, padding=1),
+        nn.GELU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(width, 100),
+    )
 
 
 def main() -> None:
-    args = parse_args("Pageable batches copied with non_blocking=True.",
-                      lambda p: p.add_argument("--workers", type=int, default=0))
+    args = parse_args(
+        "Pageable batches copied with non_blocking=True.",
+        lambda p: p.add_argument("--workers", type=int, default=0),
+    )
     device = pick_device(args.device)
     seed_everything()
     scenario = "d" if args.workers == 0 else "e"
     clock = Clock(scenario, args, device)
     gpu = device.type == "cuda"
     batch, side = (128, 256) if gpu else (32, 64)
-    loader = DataLoader(Shards(100_000, batch, side), batch_size=None, shuffle=True,
-                        num_workers=args.workers, persistent_workers=args.workers > 0)
+    loader = DataLoader(
+        Shards(100_000, batch, side),
+        batch_size=None,
+        shuffle=True,
+        num_workers=args.workers,
+        persistent_workers=args.workers > 0,
+    )
     model = patch_model(256 if gpu else 32).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     while not clock.done:

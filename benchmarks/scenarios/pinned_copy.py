@@ -53,9 +53,17 @@ class Block(nn.Module):
 
 
 def small_resnet(width: int = 32) -> nn.Module:
-    return nn.Sequential(nn.Conv2d(3, width, 3, stride=2, padding=1), nn.BatchNorm2d(width), nn.ReLU(),
-                         Block(width), nn.Conv2d(width, 2 * width, 3, stride=2, padding=1), Block(2 * width),
-                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2 * width, 100))
+    return nn.Sequential(
+        nn.Conv2d(3, width, 3, stride=2, padding=1),
+        nn.BatchNorm2d(width),
+        nn.ReLU(),
+        Block(width),
+        nn.Conv2d(width, 2 * width, 3, stride=2, padding=1),
+        Block(2 * width),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(2 * width, 100),
+    )
 
 
 def main() -> None:
@@ -66,8 +74,15 @@ def main() -> None:
     gpu = device.type == "cuda"
     batch, side = (128, 224) if gpu else (32, 64)
     workers = 4 if cpu_count() >= 8 else 1
-    loader = DataLoader(Uint8Images(100_000, side), batch_size=batch, shuffle=True, num_workers=workers,
-                        pin_memory=gpu, persistent_workers=True, drop_last=True)
+    loader = DataLoader(
+        Uint8Images(100_000, side),
+        batch_size=batch,
+        shuffle=True,
+        num_workers=workers,
+        pin_memory=gpu,
+        persistent_workers=True,
+        drop_last=True,
+    )
     if gpu and torchvision is not None:
         model: nn.Module = torchvision.models.resnet18(num_classes=100)
     else:

@@ -40,8 +40,9 @@ def main() -> None:
     features, width = (1024, 8192) if gpu else (256, 1024)
     dataset = SlowStore(320, features)
     loader = DataLoader(dataset, batch_size=32, shuffle=True, num_workers=4, pin_memory=gpu)
-    model = nn.Sequential(nn.Linear(features, width), nn.GELU(), nn.Linear(width, width), nn.GELU(),
-                          nn.Linear(width, 10)).to(device)
+    model = nn.Sequential(
+        nn.Linear(features, width), nn.GELU(), nn.Linear(width, width), nn.GELU(), nn.Linear(width, 10)
+    ).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     epochs = 0
     while not clock.done:

@@ -23,8 +23,12 @@ class JsonRecords(Dataset):
 
     def __init__(self, count: int, latency_s: float) -> None:
         rng = random.Random(0)
-        self.records = [json.dumps({"id": i, "x": [round(rng.gauss(0, 1), 4) for _ in range(FEATURES)],
-                                    "y": rng.randrange(10)}) for i in range(count)]
+        self.records = [
+            json.dumps(
+                {"id": i, "x": [round(rng.gauss(0, 1), 4) for _ in range(FEATURES)], "y": rng.randrange(10)}
+            )
+            for i in range(count)
+        ]
         self.latency_s = latency_s
 
     def __len__(self) -> int:

@@ -24,12 +24,21 @@ def main() -> None:
     gpu = device.type == "cuda"
     features, width, batch = (512, 4096, 256) if gpu else (256, 2048, 128)
     g = torch.Generator().manual_seed(0)
-    data = TensorDataset(torch.randn(16384, features, generator=g),
-                         torch.randint(0, CLASSES, (16384,), generator=g))
-    loader = DataLoader(data, batch_size=batch, shuffle=True, num_workers=2, pin_memory=gpu,
-                        persistent_workers=True, drop_last=True)
-    model = nn.Sequential(nn.Linear(features, width), nn.GELU(), nn.Linear(width, width), nn.GELU(),
-                          nn.Linear(width, CLASSES)).to(device)
+    data = TensorDataset(
+        torch.randn(16384, features, generator=g), torch.randint(0, CLASSES, (16384,), generator=g)
+    )
+    loader = DataLoader(
+        data,
+        batch_size=batch,
+        shuffle=True,
+        num_workers=2,
+        pin_memory=gpu,
+        persistent_workers=True,
+        drop_last=True,
+    )
+    model = nn.Sequential(
+        nn.Linear(features, width), nn.GELU(), nn.Linear(width, width), nn.GELU(), nn.Linear(width, CLASSES)
+    ).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     running_loss, seen, top5_hits = 0.0, 0, 0
     confusion = [[0] * CLASSES for _ in range(CLASSES)]

@@ -25,15 +25,26 @@ def main() -> None:
     gpu = device.type == "cuda"
     features, width, batch = (1024, 8192, 512) if gpu else (256, 1536, 256)
     g = torch.Generator().manual_seed(0)
-    train = TensorDataset(torch.randn(32768, features, generator=g),
-                          torch.randint(0, 10, (32768,), generator=g))
-    val = TensorDataset(torch.randn(VAL_BATCHES * batch, features, generator=g),
-                        torch.randint(0, 10, (VAL_BATCHES * batch,), generator=g))
-    train_loader = DataLoader(train, batch_size=batch, shuffle=True, num_workers=2, pin_memory=gpu,
-                              persistent_workers=True, drop_last=True)
+    train = TensorDataset(
+        torch.randn(32768, features, generator=g), torch.randint(0, 10, (32768,), generator=g)
+    )
+    val = TensorDataset(
+        torch.randn(VAL_BATCHES * batch, features, generator=g),
+        torch.randint(0, 10, (VAL_BATCHES * batch,), generator=g),
+    )
+    train_loader = DataLoader(
+        train,
+        batch_size=batch,
+        shuffle=True,
+        num_workers=2,
+        pin_memory=gpu,
+        persistent_workers=True,
+        drop_last=True,
+    )
     val_loader = DataLoader(val, batch_size=batch, num_workers=0, pin_memory=gpu)
-    model = nn.Sequential(nn.Linear(features, width), nn.GELU(), nn.Linear(width, width), nn.GELU(),
-                          nn.Linear(width, 10)).to(device)
+    model = nn.Sequential(
+        nn.Linear(features, width), nn.GELU(), nn.Linear(width, width), nn.GELU(), nn.Linear(width, 10)
+    ).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     val_accuracy = 0.0
     while not clock.done:

@@ -45,8 +45,10 @@ def _stream() -> TextIO:
             _out = sys.stderr if _SETTING == "1" else open(_SETTING, "a", buffering=1)  # noqa: SIM115
         except OSError as exc:
             _out = sys.stderr
-            _out.write(f"# xfertop: cannot write the startup trace to {_SETTING} ({exc.strerror}); "
-                       "tracing to stderr\n")
+            _out.write(
+                f"# xfertop: cannot write the startup trace to {_SETTING} ({exc.strerror}); "
+                "tracing to stderr\n"
+            )
         _out.write(f"# xfertop startup trace, pid {os.getpid()}, argv {sys.argv}\n")
     return _out
 

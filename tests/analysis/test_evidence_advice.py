@@ -26,22 +26,42 @@ def _advice(verdict: Verdict) -> str:
     return " ".join(verdict.advice)
 
 
-def _host_with_workers(rank: RankState, allowed: tuple[int, ...], core_busy: float, workers: int = 4,
-                       cores: int = 16) -> HostState:
+def _host_with_workers(
+    rank: RankState, allowed: tuple[int, ...], core_busy: float, workers: int = 4, cores: int = 16
+) -> HostState:
     base = host_state(cores)
-    kids = tuple(ProcessStats(pid=rank.pid + 1 + i, name="python", user="alice", cpu_percent=90.0,
-                              rss_bytes=GIB, num_threads=2, pinned_bytes=None, cpus_allowed=allowed)
-                 for i in range(workers))
-    trainer = ProcessStats(pid=rank.pid, name="python", user="alice", cpu_percent=100.0, rss_bytes=4 * GIB,
-                           num_threads=20, pinned_bytes=None, children=kids, cpus_allowed=tuple(range(cores)))
+    kids = tuple(
+        ProcessStats(
+            pid=rank.pid + 1 + i,
+            name="python",
+            user="alice",
+            cpu_percent=90.0,
+            rss_bytes=GIB,
+            num_threads=2,
+            pinned_bytes=None,
+            cpus_allowed=allowed,
+        )
+        for i in range(workers)
+    )
+    trainer = ProcessStats(
+        pid=rank.pid,
+        name="python",
+        user="alice",
+        cpu_percent=100.0,
+        rss_bytes=4 * GIB,
+        num_threads=20,
+        pinned_bytes=None,
+        children=kids,
+        cpus_allowed=tuple(range(cores)),
+    )
     per_core = tuple(core_busy if i in allowed else 5.0 for i in range(cores))
-    return dataclasses.replace(base, processes=(trainer,), cpu_per_core_percent=per_core,
-                               hostname=rank.host)
+    return dataclasses.replace(base, processes=(trainer,), cpu_per_core_percent=per_core, hostname=rank.host)
 
 
 def _starved(workers: int = 4) -> RankState:
-    return dataclasses.replace(load_window("input_bound_gpu").ranks[0], dataloader_workers=workers,
-                               device="cuda:0")
+    return dataclasses.replace(
+        load_window("input_bound_gpu").ranks[0], dataloader_workers=workers, device="cuda:0"
+    )
 
 
 def test_workers_confined_to_fewer_cores_than_workers_are_not_told_to_add_workers() -> None:
@@ -80,10 +100,23 @@ def _epoch_steps(count: int = 60, every: int = 10) -> tuple[StepRecord, ...]:
     for i in range(count):
         start = i % every == 0
         wait = 120.0 if start else 1.0
-        steps.append(StepRecord(step=i + 10, wall_ms=wait + 20.0, data_wait_ms=wait, copy_cpu_ms=0.0,
-                                copy_gpu_ms=None, compute_gpu_ms=None, gpu_idle_ms=None, h2d_bytes=0,
-                                samples=32, pinned=False, pageable_non_blocking=False, epoch_start=start,
-                                workers_started=start))
+        steps.append(
+            StepRecord(
+                step=i + 10,
+                wall_ms=wait + 20.0,
+                data_wait_ms=wait,
+                copy_cpu_ms=0.0,
+                copy_gpu_ms=None,
+                compute_gpu_ms=None,
+                gpu_idle_ms=None,
+                h2d_bytes=0,
+                samples=32,
+                pinned=False,
+                pageable_non_blocking=False,
+                epoch_start=start,
+                workers_started=start,
+            )
+        )
     return tuple(steps)
 
 
@@ -100,9 +133,16 @@ def _untimed_copies() -> RankState:
     """A GPU-timed window whose copies nobody marked (xfertop.watch, no copy timing): the copy is inside
     compute on the GPU clock, and NVML (kernels only) reads the GPU nearly idle."""
     rank = load_window("sync_bound").ranks[0]
-    steps = tuple(dataclasses.replace(s, copy_gpu_ms=None, h2d_bytes=0, copied=False,
-                                      compute_gpu_ms=(s.compute_gpu_ms or 0) + (s.copy_gpu_ms or 0))
-                  for s in rank.steps)
+    steps = tuple(
+        dataclasses.replace(
+            s,
+            copy_gpu_ms=None,
+            h2d_bytes=0,
+            copied=False,
+            compute_gpu_ms=(s.compute_gpu_ms or 0) + (s.copy_gpu_ms or 0),
+        )
+        for s in rank.steps
+    )
     return dataclasses.replace(rank, steps=steps, device="cuda:0", copy_timing=False)
 
 
@@ -146,17 +186,19 @@ def test_a_cpu_job_is_not_told_about_pcie() -> None:
 
 def test_copies_nobody_measured_are_not_called_zero() -> None:
     rank = dataclasses.replace(load_window("healthy_gpu").ranks[0], device="cuda:0", copy_timing=False)
-    rank = dataclasses.replace(rank, steps=tuple(dataclasses.replace(s, copied=False, h2d_bytes=0,
-                                                                     copy_gpu_ms=None)
-                                                 for s in rank.steps))
+    rank = dataclasses.replace(
+        rank,
+        steps=tuple(dataclasses.replace(s, copied=False, h2d_bytes=0, copy_gpu_ms=None) for s in rank.steps),
+    )
     verdict = _verdict(rank)
     assert "only 0%" not in _advice(verdict) and "copy 0%" not in verdict.headline
     assert verdict.evidence["copies_measured"] is False
 
 
 def test_copies_the_step_clock_missed_are_named_against_the_gpus_rx() -> None:
-    rank = dataclasses.replace(load_window("compute_bound_hidden_wait").ranks[0], device="cuda:0",
-                               copy_timing=True)
+    rank = dataclasses.replace(
+        load_window("compute_bound_hidden_wait").ranks[0], device="cuda:0", copy_timing=True
+    )
     verdict = _verdict(rank, _sole_user(rank, util=99.0, rx=1.5e9))
     assert verdict.kind == "compute-bound"
     assert "The GPU's link receives 1.5 GB/s but the step clock saw copies of only" in _advice(verdict)

@@ -10,14 +10,17 @@ from xfertop.model.gpu import PcieLink
 GEN5_X16 = PcieLink(gen_current=5, width_current=16, gen_max=5, width_max=16, gen_gpu_max=5)
 
 
-@pytest.mark.parametrize(("gen", "width", "gb_per_s"), [
-    (1, 1, 0.25),  # 2.5 GT/s, 8b/10b
-    (2, 16, 8.0),
-    (3, 16, 15.75),  # 8 GT/s, 128b/130b
-    (4, 8, 15.75),
-    (5, 16, 63.02),
-    (6, 16, 121.0),  # 64 GT/s, FLIT: 242 of 256 bytes
-])
+@pytest.mark.parametrize(
+    ("gen", "width", "gb_per_s"),
+    [
+        (1, 1, 0.25),  # 2.5 GT/s, 8b/10b
+        (2, 16, 8.0),
+        (3, 16, 15.75),  # 8 GT/s, 128b/130b
+        (4, 8, 15.75),
+        (5, 16, 63.02),
+        (6, 16, 121.0),  # 64 GT/s, FLIT: 242 of 256 bytes
+    ],
+)
 def test_theoretical_rate_per_direction(gen: int, width: int, gb_per_s: float) -> None:
     assert link_bytes_per_s(gen, width) == pytest.approx(gb_per_s * 1e9, rel=1e-3)
 
@@ -47,8 +50,10 @@ def test_a_full_speed_link_under_load_is_fine() -> None:
 def test_a_slow_generation_under_load_is_named_with_what_it_could_be() -> None:
     slow = PcieLink(gen_current=3, width_current=16, gen_max=5, width_max=16, gen_gpu_max=5)
     warning = link_warning(slow, rx_bytes_per_s=12e9, tx_bytes_per_s=1e9)
-    assert warning == ("PCIe link runs at Gen3 x16 while moving 12.0 GB/s, below the Gen5 x16 it can "
-                       "reach: check the slot, riser or BIOS PCIe setting")
+    assert warning == (
+        "PCIe link runs at Gen3 x16 while moving 12.0 GB/s, below the Gen5 x16 it can "
+        "reach: check the slot, riser or BIOS PCIe setting"
+    )
 
 
 def test_a_narrow_link_under_load_is_named() -> None:
@@ -60,8 +65,9 @@ def test_a_narrow_link_under_load_is_named() -> None:
 def test_a_slot_cap_is_a_note_not_a_runtime_warning() -> None:
     capped = PcieLink(gen_current=4, width_current=16, gen_max=4, width_max=16, gen_gpu_max=5)
     assert link_warning(capped, rx_bytes_per_s=25e9, tx_bytes_per_s=0) is None
-    assert slot_cap_note(capped) == ("the host slot caps this GPU at Gen4 (the GPU supports Gen5): "
-                                     "at most 31.5 GB/s per direction")
+    assert slot_cap_note(capped) == (
+        "the host slot caps this GPU at Gen4 (the GPU supports Gen5): at most 31.5 GB/s per direction"
+    )
     assert slot_cap_note(GEN5_X16) is None
 
 

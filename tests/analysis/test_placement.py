@@ -19,29 +19,62 @@ def hop(bus_id: str, gen: int = 5, gen_max: int = 5, width: int = 16, width_max:
 
 def gpu(index: int = 0, node: int | None = 0, path: tuple[PcieHop, ...] | None = None) -> GpuTopology:
     bus_id = f"0000:{0x18 + index:02x}:00.0"
-    return GpuTopology(index=index, bus_id=bus_id, host_bridge="pci0000:15", numa_node=node,
-                       numa_source="sysfs" if node is not None else "unknown", local_cpus=(0, 1, 2, 3),
-                       pcie_path=path if path is not None else (hop(bus_id), hop("0000:17:00.0")))
+    return GpuTopology(
+        index=index,
+        bus_id=bus_id,
+        host_bridge="pci0000:15",
+        numa_node=node,
+        numa_source="sysfs" if node is not None else "unknown",
+        local_cpus=(0, 1, 2, 3),
+        pcie_path=path if path is not None else (hop(bus_id), hop("0000:17:00.0")),
+    )
 
 
-def rank(number: int = 3, gpu_index: int = 0, nodes: tuple[int, ...] = (0,),
-         memory: dict[int, int] | None = None,
-         workers: tuple[ProcessPlacement, ...] = ()) -> ProcessPlacement:
-    return ProcessPlacement(pid=4100 + number, name="pt_main_thread", rank=number,
-                            gpu_bus_id=f"0000:{0x18 + gpu_index:02x}:00.0", allowed_cpus=(0, 1, 2, 3),
-                            running_cpus=(0,), running_nodes=nodes, memory_bytes_by_node=memory,
-                            workers=workers)
+def rank(
+    number: int = 3,
+    gpu_index: int = 0,
+    nodes: tuple[int, ...] = (0,),
+    memory: dict[int, int] | None = None,
+    workers: tuple[ProcessPlacement, ...] = (),
+) -> ProcessPlacement:
+    return ProcessPlacement(
+        pid=4100 + number,
+        name="pt_main_thread",
+        rank=number,
+        gpu_bus_id=f"0000:{0x18 + gpu_index:02x}:00.0",
+        allowed_cpus=(0, 1, 2, 3),
+        running_cpus=(0,),
+        running_nodes=nodes,
+        memory_bytes_by_node=memory,
+        workers=workers,
+    )
 
 
 def worker(pid: int, cpus: tuple[int, ...]) -> ProcessPlacement:
-    return ProcessPlacement(pid=pid, name="pt_data_worker", rank=None, gpu_bus_id=None, allowed_cpus=cpus,
-                            running_cpus=cpus[:1], running_nodes=(0,), memory_bytes_by_node={0: 1})
+    return ProcessPlacement(
+        pid=pid,
+        name="pt_data_worker",
+        rank=None,
+        gpu_bus_id=None,
+        allowed_cpus=cpus,
+        running_cpus=cpus[:1],
+        running_nodes=(0,),
+        memory_bytes_by_node={0: 1},
+    )
 
 
-def topology(gpus: tuple[GpuTopology, ...] = (), processes: tuple[ProcessPlacement, ...] = (),
-             nodes: dict[int, tuple[int, ...]] | None = None) -> Topology:
-    return Topology(timestamp=0.0, gpus=gpus, links=(), numa_cpus=nodes if nodes is not None else TWO_NODES,
-                    processes=processes)
+def topology(
+    gpus: tuple[GpuTopology, ...] = (),
+    processes: tuple[ProcessPlacement, ...] = (),
+    nodes: dict[int, tuple[int, ...]] | None = None,
+) -> Topology:
+    return Topology(
+        timestamp=0.0,
+        gpus=gpus,
+        links=(),
+        numa_cpus=nodes if nodes is not None else TWO_NODES,
+        processes=processes,
+    )
 
 
 def messages(t: Topology, under_load: set[int] | None = None) -> list[str]:
@@ -67,7 +100,8 @@ def test_rank_memory_mostly_on_the_other_socket() -> None:
     [warning] = placement_warnings(topology((gpu(0, node=0),), (rank(3, memory={0: 25, 1: 75}),)))
     assert warning.kind == "rank_remote_memory"
     assert warning.message.startswith(
-        "rank 3 keeps 75% of its memory on NUMA node 1, its GPU 0 hangs off node 0")
+        "rank 3 keeps 75% of its memory on NUMA node 1, its GPU 0 hangs off node 0"
+    )
 
 
 def test_workers_crowded_onto_few_cores() -> None:
@@ -95,18 +129,27 @@ def test_slow_link_warns_only_under_load() -> None:
 
 
 def test_narrow_link_above_the_gpu_is_named_by_its_bridge() -> None:
-    narrow_uplink = gpu(0, path=(hop("0000:18:00.0"), hop("0000:17:00.0"), hop("0000:16:00.0", width=8),
-                                 hop("0000:15:01.0", width=8)))
+    narrow_uplink = gpu(
+        0,
+        path=(
+            hop("0000:18:00.0"),
+            hop("0000:17:00.0"),
+            hop("0000:16:00.0", width=8),
+            hop("0000:15:01.0", width=8),
+        ),
+    )
     assert messages(topology((narrow_uplink,)), {0}) == [
         "the link of bridge 0000:16:00.0 above GPU 0 runs at x8 while max is x16 under load: check the "
-        "slot, riser and BIOS PCIe settings"]
+        "slot, riser and BIOS PCIe settings"
+    ]
 
 
 def test_a_gpu_in_a_slower_slot_is_capped_not_slow() -> None:
     capped = gpu(0, path=(hop("0000:18:00.0", gen=4, gen_max=5), hop("0000:17:00.0", gen=4, gen_max=4)))
     warnings = placement_warnings(topology((capped,)), {0})
     assert [(w.kind, w.message) for w in warnings] == [
-        ("link_capped", "GPU 0 can do Gen5 but its slot (0000:17:00.0) tops out at Gen4")]
+        ("link_capped", "GPU 0 can do Gen5 but its slot (0000:17:00.0) tops out at Gen4")
+    ]
 
 
 def test_unknown_numa_node_matters_only_with_several_nodes() -> None:
@@ -114,14 +157,23 @@ def test_unknown_numa_node_matters_only_with_several_nodes() -> None:
     assert messages(topology((unknown,), nodes={0: (0, 1)})) == []
     assert messages(topology((unknown,))) == [
         "GPU 0's NUMA node is unknown (sysfs numa_node = -1, and NVML did not say): xfertop cannot check "
-        "which CPUs should feed it"]
+        "which CPUs should feed it"
+    ]
 
 
 def test_the_synthetic_server_raises_each_planted_problem_once() -> None:
-    t = read_topology(FIXTURES / "sysfs" / "synthetic_2s8g", FIXTURES / "proc" / "synthetic_2s8g",
-                      [WatchedProcess(4101, "0000:18:00.0", 0), WatchedProcess(4104, "0000:3b:00.0", 3)])
+    t = read_topology(
+        FIXTURES / "sysfs" / "synthetic_2s8g",
+        FIXTURES / "proc" / "synthetic_2s8g",
+        [WatchedProcess(4101, "0000:18:00.0", 0), WatchedProcess(4104, "0000:3b:00.0", 3)],
+    )
     kinds = [(w.kind, w.gpu_index, w.pid) for w in placement_warnings(t, gpus_under_load=set(range(8)))]
     assert kinds == [
-        ("numa_unknown", 6, None), ("numa_unknown", 7, None), ("link_capped", 2, None),
-        ("link_slow", 5, None), ("rank_remote_cpu", 3, 4104), ("rank_remote_memory", 3, 4104),
-        ("workers_crowded", None, 4104)]
+        ("numa_unknown", 6, None),
+        ("numa_unknown", 7, None),
+        ("link_capped", 2, None),
+        ("link_slow", 5, None),
+        ("rank_remote_cpu", 3, 4104),
+        ("rank_remote_memory", 3, 4104),
+        ("workers_crowded", None, 4104),
+    ]

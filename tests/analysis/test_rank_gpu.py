@@ -39,8 +39,9 @@ def test_a_pid_on_several_gpus_takes_its_device_and_a_lost_gpu_gives_none() -> N
 
 
 def test_busy_share_is_the_ranks_gpu_utilisation_as_a_fraction() -> None:
-    ranks = [dataclasses.replace(rank(rank_index=i, world=2), pid=500 + i, device=f"cuda:{i}")
-             for i in (0, 1)]
+    ranks = [
+        dataclasses.replace(rank(rank_index=i, world=2), pid=500 + i, device=f"cuda:{i}") for i in (0, 1)
+    ]
     gpus = (_with_processes(gpu(0, util=40.0), 500), _with_processes(gpu(1, util=None), 501))
     state = dataclasses.replace(gpu_state(2), gpus=gpus)  # type: ignore[arg-type]
     assert gpu_busy_share_by_pid(ranks, state) == {500: 0.4}
@@ -67,4 +68,6 @@ def test_watched_processes_are_the_ranks_with_their_gpus_then_other_gpu_processe
     state = dataclasses.replace(gpu_state(2), gpus=(_with_processes(gpu(0), 700, 500), gpu(1)))
     watched = watched_processes(state, jobs_state(worker, finished))
     assert [(w.pid, w.gpu_bus_id, w.rank) for w in watched] == [
-        (500, "00000000:00:00.0", 3), (700, "00000000:00:00.0", None)]
+        (500, "00000000:00:00.0", 3),
+        (700, "00000000:00:00.0", None),
+    ]

@@ -17,8 +17,13 @@ def rank_with(pid: int = 1, **counts: int) -> RankStacks:
 
 
 def test_each_real_bottleneck_gets_its_verdict() -> None:
-    expected = {"starved_w0": "input-bound", "starved_w2": "input-bound", "compute": "compute-bound",
-                "copy": "copy-bound", "native_sync": "sync-bound"}
+    expected = {
+        "starved_w0": "input-bound",
+        "starved_w2": "input-bound",
+        "compute": "compute-bound",
+        "copy": "copy-bound",
+        "native_sync": "sync-bound",
+    }
     for name, kind in expected.items():
         verdict = sampled_verdict([(None, fixture_rank(name))])
         assert verdict.kind == kind, (name, verdict.headline)
@@ -35,8 +40,12 @@ def test_input_bound_advice_says_whether_the_workers_are_saturated() -> None:
 
 
 def test_idle_workers_while_the_main_thread_waits_point_at_transfer_or_pinning() -> None:
-    rank = RankStacks(pid=1, shares=ClassShares(counts={"data_wait": 80, "compute": 20}),
-                      workers=(WorkerLoad(pid=2, busy_share=0.1, samples=100),), pin_busy_share=0.9)
+    rank = RankStacks(
+        pid=1,
+        shares=ClassShares(counts={"data_wait": 80, "compute": 20}),
+        workers=(WorkerLoad(pid=2, busy_share=0.1, samples=100),),
+        pin_busy_share=0.9,
+    )
     verdict = sampled_verdict([(None, rank)])
     assert verdict.kind == "input-bound"
     assert "mostly idle" in verdict.advice[0] and "pin-memory thread is busy 90%" in verdict.advice[0]
@@ -55,8 +64,11 @@ def test_copy_bound_from_samples_does_not_claim_to_know_about_pinning() -> None:
 
 
 def test_one_starved_rank_among_computing_ones_is_a_straggler() -> None:
-    ranks = [(0, rank_with(1, compute=90, data_wait=10)), (1, rank_with(2, compute=40, data_wait=60)),
-             (2, rank_with(3, compute=88, data_wait=12))]
+    ranks = [
+        (0, rank_with(1, compute=90, data_wait=10)),
+        (1, rank_with(2, compute=40, data_wait=60)),
+        (2, rank_with(3, compute=88, data_wait=12)),
+    ]
     verdict = sampled_verdict(ranks)
     assert verdict.kind == "straggler" and "rank 1" in verdict.headline
     assert verdict.evidence["straggler_rank"] == 1
@@ -68,8 +80,12 @@ def test_too_few_samples_is_warming_up() -> None:
 
 
 def test_a_state_whose_windows_all_failed_reports_the_reason() -> None:
-    state = StacksState(timestamp=0.0, targets=(AttachTarget(pid=5),), windows=(),
-                        error="process 5 is not running any more: check the pid.")
+    state = StacksState(
+        timestamp=0.0,
+        targets=(AttachTarget(pid=5),),
+        windows=(),
+        error="process 5 is not running any more: check the pid.",
+    )
     summaries, verdict = judge_stacks(state)
     assert summaries == () and verdict.headline.startswith("process 5 is not running")
 

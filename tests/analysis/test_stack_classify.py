@@ -48,8 +48,11 @@ def test_item_calls_are_gpu_sync_by_their_source_line() -> None:
     rank = summary("sync")
     assert rank.shares.counts["gpu_sync"] > 0
     lines = fixture_lines("sync")
-    at_item = [s for s in fixture_window("sync").stacks
-               if s.is_main_thread and s.frames and "item()" in lines(s.frames[0].filename, s.frames[0].line)]
+    at_item = [
+        s
+        for s in fixture_window("sync").stacks
+        if s.is_main_thread and s.frames and "item()" in lines(s.frames[0].filename, s.frames[0].line)
+    ]
     assert at_item
     assert {classify_stack(s.frames, lines) for s in at_item} == {"gpu_sync"}
 
@@ -66,8 +69,11 @@ def test_a_main_thread_held_in_c_on_a_sync_line_is_gpu_sync() -> None:
     for stack in main:
         text = lines(stack.frames[0].filename, stack.frames[0].line)
         by_line.setdefault(text, set()).add(classify_stack(stack.frames, lines))
-    for text in ("_ = torch.mm(a, b).sum().item()", "_ = torch.mm(a, b).cpu()",
-                 "_ = torch.mm(a, b).sum(0).tolist()"):
+    for text in (
+        "_ = torch.mm(a, b).sum().item()",
+        "_ = torch.mm(a, b).cpu()",
+        "_ = torch.mm(a, b).sum(0).tolist()",
+    ):
         assert by_line.get(text) == {"gpu_sync"}, (text, by_line)
     # Tensor maths written directly in the loop is compute, not "other".
     for text in ("torch.mm(a, b).pow(2).mean()", "_ = a @ b"):
@@ -80,35 +86,63 @@ def test_a_main_thread_held_in_c_on_a_sync_line_is_gpu_sync() -> None:
 def test_the_loss_line_of_a_training_loop_is_compute() -> None:
     # sync fixture: samples inside .pow(2).mean() have the script's `loss = ...` line innermost.
     lines = fixture_lines("sync")
-    at_loss = [s for s in fixture_window("sync").stacks if s.is_main_thread and s.frames
-               and lines(s.frames[0].filename, s.frames[0].line) == "loss = model(batch).pow(2).mean()"]
+    at_loss = [
+        s
+        for s in fixture_window("sync").stacks
+        if s.is_main_thread
+        and s.frames
+        and lines(s.frames[0].filename, s.frames[0].line) == "loss = model(batch).pow(2).mean()"
+    ]
     assert at_loss
     assert {classify_stack(s.frames, lines) for s in at_loss} == {"compute"}
 
 
 def in_loop(text: str) -> str:
     """The class of a sample whose innermost frame is the training script's line holding ``text``."""
-    stack = (Frame(name="main", filename="/job/train.py", line=7),
-             Frame(name="<module>", filename="/job/train.py", line=9))
+    stack = (
+        Frame(name="main", filename="/job/train.py", line=7),
+        Frame(name="<module>", filename="/job/train.py", line=9),
+    )
     return classify_stack(stack, lambda filename, line: text if line == 7 else "")
 
 
 def test_sync_calls_on_the_innermost_line_are_gpu_sync() -> None:
-    for text in ("_ = loss.item()", "total += loss.item()", 'print(f"{loss.item():.3f}")', "x = out.cpu()",
-                 "preds = logits.argmax(-1).tolist()", "arr = t.numpy()", "arr = t.numpy(force=True)",
-                 "torch.cuda.synchronize()", "stream.synchronize()"):
+    for text in (
+        "_ = loss.item()",
+        "total += loss.item()",
+        'print(f"{loss.item():.3f}")',
+        "x = out.cpu()",
+        "preds = logits.argmax(-1).tolist()",
+        "arr = t.numpy()",
+        "arr = t.numpy(force=True)",
+        "torch.cuda.synchronize()",
+        "stream.synchronize()",
+    ):
         assert in_loop(text) == "gpu_sync", text
 
 
 def test_tensor_maths_on_the_innermost_line_is_compute() -> None:
-    for text in ("loss = model(batch).pow(2).mean()", "torch.mm(a, b)", "c = a @ b", "x = torch.relu(h)",
-                 "acc = (pred == y).float().mean()", "p.data.add_(g, alpha=-lr)"):
+    for text in (
+        "loss = model(batch).pow(2).mean()",
+        "torch.mm(a, b)",
+        "c = a @ b",
+        "x = torch.relu(h)",
+        "acc = (pred == y).float().mean()",
+        "p.data.add_(g, alpha=-lr)",
+    ):
         assert in_loop(text) == "compute", text
 
 
 def test_other_lines_stay_other_and_comments_do_not_count() -> None:
-    for text in ("", "for step, batch in enumerate(loader):", 'logger.info("step %d", step)', "seen.add(i)",
-                 "items.sort()", "step += 1  # loss.item() would sync here", 'print("#1")'):
+    for text in (
+        "",
+        "for step, batch in enumerate(loader):",
+        'logger.info("step %d", step)',
+        "seen.add(i)",
+        "items.sort()",
+        "step += 1  # loss.item() would sync here",
+        'print("#1")',
+    ):
         assert in_loop(text) == "other", text
     # String literals are kept (an f-string may call .item()), only a trailing comment is dropped.
     assert in_loop('print(f"{loss.item():.3f}")  # log') == "gpu_sync"
@@ -126,22 +160,39 @@ def test_a_stack_cut_short_by_nonblocking_sampling_is_still_placed() -> None:
 
 
 def test_a_copy_helper_inside_the_dataloader_is_copy_not_waiting() -> None:
-    stack = frames(("send_to_device", "accelerate/utils/operations.py"),
-                   ("DataLoaderShard.__iter__", "accelerate/data_loader.py"), ("main", "train.py"))
+    stack = frames(
+        ("send_to_device", "accelerate/utils/operations.py"),
+        ("DataLoaderShard.__iter__", "accelerate/data_loader.py"),
+        ("main", "train.py"),
+    )
     assert classify_stack(stack) == "copy"
 
 
 def test_cuda_synchronize_is_gpu_sync() -> None:
-    assert classify_stack(frames(("synchronize", "/x/site-packages/torch/cuda/__init__.py"),
-                                 ("main", "train.py"))) == "gpu_sync"
+    assert (
+        classify_stack(
+            frames(("synchronize", "/x/site-packages/torch/cuda/__init__.py"), ("main", "train.py"))
+        )
+        == "gpu_sync"
+    )
 
 
 def test_pin_thread_load_is_the_share_of_its_samples_spent_pinning() -> None:
     # CPU torch has no pin thread; these frames are torch's own _pin_memory_loop as a GPU run shows it.
     loop = ("_pin_memory_loop", "torch/utils/data/_utils/pin_memory.py")
-    pinning = ThreadStack(pid=10, tid=11, thread_name="pt_data_pin", count=30, frames=frames(
-        ("pin_memory", "torch/utils/data/_utils/pin_memory.py"), ("do_one_step", "x"), loop))
-    waiting = ThreadStack(pid=10, tid=11, thread_name="pt_data_pin", count=10, frames=frames(
-        ("Condition.wait", "threading.py"), ("Queue.get", "queue.py"), loop))
+    pinning = ThreadStack(
+        pid=10,
+        tid=11,
+        thread_name="pt_data_pin",
+        count=30,
+        frames=frames(("pin_memory", "torch/utils/data/_utils/pin_memory.py"), ("do_one_step", "x"), loop),
+    )
+    waiting = ThreadStack(
+        pid=10,
+        tid=11,
+        thread_name="pt_data_pin",
+        count=10,
+        frames=frames(("Condition.wait", "threading.py"), ("Queue.get", "queue.py"), loop),
+    )
     window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=40, stacks=(pinning, waiting))
     assert summarise_window(window).pin_busy_share == 0.75

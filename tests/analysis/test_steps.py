@@ -10,17 +10,51 @@ from xfertop.analysis.thresholds import MIN_WINDOW_STEPS, WARMUP_STEPS, WINDOW_S
 from xfertop.model.jobs import StepRecord
 
 
-def cpu_step(step: int, wall_ms: float = 100.0, data_wait_ms: float = 30.0, copy_cpu_ms: float = 5.0,
-             h2d_bytes: int = 0, samples: int = 64, pinned: bool = False,
-             pageable_non_blocking: bool = False) -> StepRecord:
-    return StepRecord(step, wall_ms, data_wait_ms, copy_cpu_ms, None, None, None, h2d_bytes, samples,
-                      pinned, pageable_non_blocking)
+def cpu_step(
+    step: int,
+    wall_ms: float = 100.0,
+    data_wait_ms: float = 30.0,
+    copy_cpu_ms: float = 5.0,
+    h2d_bytes: int = 0,
+    samples: int = 64,
+    pinned: bool = False,
+    pageable_non_blocking: bool = False,
+) -> StepRecord:
+    return StepRecord(
+        step,
+        wall_ms,
+        data_wait_ms,
+        copy_cpu_ms,
+        None,
+        None,
+        None,
+        h2d_bytes,
+        samples,
+        pinned,
+        pageable_non_blocking,
+    )
 
 
-def gpu_step(step: int, idle_ms: float = 10.0, copy_ms: float = 5.0, compute_ms: float = 85.0,
-             data_wait_ms: float = 40.0) -> StepRecord:
-    return StepRecord(step, idle_ms + copy_ms + compute_ms, data_wait_ms, 0.1, copy_ms, compute_ms, idle_ms,
-                      1 << 20, 64, True, False)
+def gpu_step(
+    step: int,
+    idle_ms: float = 10.0,
+    copy_ms: float = 5.0,
+    compute_ms: float = 85.0,
+    data_wait_ms: float = 40.0,
+) -> StepRecord:
+    return StepRecord(
+        step,
+        idle_ms + copy_ms + compute_ms,
+        data_wait_ms,
+        0.1,
+        copy_ms,
+        compute_ms,
+        idle_ms,
+        1 << 20,
+        64,
+        True,
+        False,
+    )
 
 
 def test_percentile_interpolates_like_numpy() -> None:
@@ -97,8 +131,10 @@ def test_too_few_resolved_gpu_steps_fall_back_to_the_cpu_clock() -> None:
 
 
 def test_rates_and_spreads() -> None:
-    steps = [cpu_step(i, wall_ms=50.0, data_wait_ms=float(i % 10), h2d_bytes=1_000_000, samples=64)
-             for i in range(5, 105)]
+    steps = [
+        cpu_step(i, wall_ms=50.0, data_wait_ms=float(i % 10), h2d_bytes=1_000_000, samples=64)
+        for i in range(5, 105)
+    ]
     stats = window_stats(steps, window_steps=100)
     assert stats is not None
     assert stats.samples_per_s == pytest.approx(64 / 0.05)
@@ -109,9 +145,11 @@ def test_rates_and_spreads() -> None:
 
 
 def test_pinned_and_pageable_fractions_count_only_steps_that_copied() -> None:
-    steps = ([cpu_step(i, h2d_bytes=0) for i in range(5, 25)]
-             + [cpu_step(i, h2d_bytes=10, pinned=True) for i in range(25, 35)]
-             + [cpu_step(i, h2d_bytes=10, pageable_non_blocking=True) for i in range(35, 45)])
+    steps = (
+        [cpu_step(i, h2d_bytes=0) for i in range(5, 25)]
+        + [cpu_step(i, h2d_bytes=10, pinned=True) for i in range(25, 35)]
+        + [cpu_step(i, h2d_bytes=10, pageable_non_blocking=True) for i in range(35, 45)]
+    )
     stats = window_stats(steps)
     assert stats is not None
     assert stats.pinned_step_fraction == pytest.approx(0.5)
@@ -159,5 +197,6 @@ def test_the_window_read_newest_first_is_the_window_of_the_whole_ring(seed: int)
         steps.append(step)
     window_steps, min_steps = rng.choice([(50, 20), (20, 20), (10, 30), (1, 1), (100, 5)])
     warmup_steps = rng.choice([0, 5, 300])
-    assert select_window(steps, window_steps=window_steps, min_steps=min_steps, warmup_steps=warmup_steps) \
-        == _select_window_by_filtering(steps, window_steps, min_steps, warmup_steps)
+    assert select_window(
+        steps, window_steps=window_steps, min_steps=min_steps, warmup_steps=warmup_steps
+    ) == _select_window_by_filtering(steps, window_steps, min_steps, warmup_steps)

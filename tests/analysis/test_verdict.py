@@ -18,8 +18,11 @@ def verdict_of(fixture: WindowFixture) -> Verdict:
     if len(fixture.ranks) > 1:
         return job_verdict(fixture.ranks)
     rank = fixture.ranks[0]
-    return rank_verdict(rank.steps, dataloader_workers=rank.dataloader_workers,
-                        gpu_busy_share=fixture.context.get("gpu_busy_share"))
+    return rank_verdict(
+        rank.steps,
+        dataloader_workers=rank.dataloader_workers,
+        gpu_busy_share=fixture.context.get("gpu_busy_share"),
+    )
 
 
 def advice_text(verdict: Verdict) -> str:
@@ -30,17 +33,26 @@ def advice_text(verdict: Verdict) -> str:
 def test_each_recorded_window_gets_its_verdict(name: str) -> None:
     fixture = load_window(name)
     verdict = verdict_of(fixture)
-    assert (verdict.kind, verdict.severity) == (fixture.expected_kind, fixture.expected_severity), \
+    assert (verdict.kind, verdict.severity) == (fixture.expected_kind, fixture.expected_severity), (
         verdict.headline
+    )
     assert verdict.headline.startswith(f"{verdict.kind}: ") or verdict.headline.startswith(
-        f"{verdict.kind} (early, ")
+        f"{verdict.kind} (early, "
+    )
     assert "\n" not in verdict.headline
 
 
 def test_a_window_of_every_kind_is_on_file() -> None:
     kinds = {load_window(name).expected_kind for name in window_names()}
-    assert kinds >= {"input-bound", "copy-bound", "compute-bound", "host-bound", "straggler", "healthy",
-                     "warming-up"}
+    assert kinds >= {
+        "input-bound",
+        "copy-bound",
+        "compute-bound",
+        "host-bound",
+        "straggler",
+        "healthy",
+        "warming-up",
+    }
 
 
 def test_the_demo_job_windows_were_recorded_from_real_runs() -> None:
@@ -73,9 +85,22 @@ def test_epoch_start_spikes_ask_for_persistent_workers_not_more_workers() -> Non
 
 
 def test_bursty_waits_ask_for_a_deeper_prefetch() -> None:
-    steps = [StepRecord(i, 60.0, 40.0 if i % 10 == 0 else 3.0, 0.0, 0.1, 40.0,
-                        (40.0 if i % 10 == 0 else 3.0) + 2.0, 1 << 20, 32, True, False)
-             for i in range(5, 105)]
+    steps = [
+        StepRecord(
+            i,
+            60.0,
+            40.0 if i % 10 == 0 else 3.0,
+            0.0,
+            0.1,
+            40.0,
+            (40.0 if i % 10 == 0 else 3.0) + 2.0,
+            1 << 20,
+            32,
+            True,
+            False,
+        )
+        for i in range(5, 105)
+    ]
     verdict = rank_verdict(steps, dataloader_workers=4)
     assert verdict.kind == "input-bound"
     assert "prefetch_factor" in advice_text(verdict)
@@ -153,16 +178,21 @@ def test_a_gpu_timeline_that_does_not_cover_the_step_is_sync_bound() -> None:
 # -- thresholds -----------------------------------------------------------------------------------------
 def idle_window(idle_share: float) -> list[StepRecord]:
     idle_ms = 100.0 * idle_share
-    return [StepRecord(i, 100.0, idle_ms, 0.0, 0.0, 100.0 - idle_ms, idle_ms, 0, 32, False, False)
-            for i in range(40)]
+    return [
+        StepRecord(i, 100.0, idle_ms, 0.0, 0.0, 100.0 - idle_ms, idle_ms, 0, 32, False, False)
+        for i in range(40)
+    ]
 
 
-@pytest.mark.parametrize(("idle_share", "kind", "severity"), [
-    (INPUT_WARN_SHARE - 0.001, "compute-bound", "info"),
-    (INPUT_WARN_SHARE, "input-bound", "warn"),
-    (INPUT_CRITICAL_SHARE - 0.001, "input-bound", "warn"),
-    (INPUT_CRITICAL_SHARE, "input-bound", "critical"),
-])
+@pytest.mark.parametrize(
+    ("idle_share", "kind", "severity"),
+    [
+        (INPUT_WARN_SHARE - 0.001, "compute-bound", "info"),
+        (INPUT_WARN_SHARE, "input-bound", "warn"),
+        (INPUT_CRITICAL_SHARE - 0.001, "input-bound", "warn"),
+        (INPUT_CRITICAL_SHARE, "input-bound", "critical"),
+    ],
+)
 def test_input_bound_thresholds(idle_share: float, kind: str, severity: str) -> None:
     verdict = rank_verdict(idle_window(idle_share))
     assert (verdict.kind, verdict.severity) == (kind, severity)
@@ -197,8 +227,10 @@ def test_one_slow_rank_that_nobody_waits_for_is_not_a_straggler_nor_a_job_wide_b
     """Independent ranks (no collectives): the others' compute is not inflated, so the median rank
     speaks for the job."""
     starved = load_window("input_bound_gpu").ranks[0]
-    fed_steps = tuple(replace(s, gpu_idle_ms=0.2, data_wait_ms=0.4,
-                              wall_ms=s.wall_ms - s.gpu_idle_ms + 0.2) for s in starved.steps)
+    fed_steps = tuple(
+        replace(s, gpu_idle_ms=0.2, data_wait_ms=0.4, wall_ms=s.wall_ms - s.gpu_idle_ms + 0.2)
+        for s in starved.steps
+    )
     ranks = [replace(starved, rank=r, steps=fed_steps) for r in (0, 1, 3)] + [replace(starved, rank=2)]
     verdict = job_verdict(ranks)
     assert verdict.kind == "compute-bound"
@@ -222,9 +254,22 @@ def test_to_dict_is_the_documented_json_shape() -> None:
     assert set(as_json) == {"kind", "severity", "headline", "evidence", "advice"}
     assert as_json["kind"] == "copy-bound" and as_json["severity"] == "critical"
     assert isinstance(as_json["advice"], list) and all(isinstance(a, str) for a in as_json["advice"])
-    for key in ("data_wait_share", "copy_share", "compute_share", "gpu_idle_share", "data_wait_p50_ms",
-                "data_wait_p95_ms", "copy_p50_ms", "copy_p95_ms", "compute_p50_ms", "compute_p95_ms",
-                "gpu_idle_p50_ms", "gpu_idle_p95_ms", "samples_per_s", "h2d_bytes_per_s"):
+    for key in (
+        "data_wait_share",
+        "copy_share",
+        "compute_share",
+        "gpu_idle_share",
+        "data_wait_p50_ms",
+        "data_wait_p95_ms",
+        "copy_p50_ms",
+        "copy_p95_ms",
+        "compute_p50_ms",
+        "compute_p95_ms",
+        "gpu_idle_p50_ms",
+        "gpu_idle_p95_ms",
+        "samples_per_s",
+        "h2d_bytes_per_s",
+    ):
         assert key in as_json["evidence"], key
 
 

@@ -5,17 +5,51 @@ from __future__ import annotations
 from typing import Any
 
 NUMBER = (int, float)
-GPU_KEYS = {"index": int, "name": str, "uuid": str, "bus_id": str, "pcie": dict, "link": dict, "errors": dict,
-            "processes": list, "throttle_reasons": list, "link_summary": dict}
-HOST_KEYS = {"hostname": str, "cpu_percent": NUMBER, "cpu_per_core_percent": list, "load_avg": list,
-             "mem_total_bytes": int, "mem_used_bytes": int, "swap_total_bytes": int, "processes": list}
+GPU_KEYS = {
+    "index": int,
+    "name": str,
+    "uuid": str,
+    "bus_id": str,
+    "pcie": dict,
+    "link": dict,
+    "errors": dict,
+    "processes": list,
+    "throttle_reasons": list,
+    "link_summary": dict,
+}
+HOST_KEYS = {
+    "hostname": str,
+    "cpu_percent": NUMBER,
+    "cpu_per_core_percent": list,
+    "load_avg": list,
+    "mem_total_bytes": int,
+    "mem_used_bytes": int,
+    "swap_total_bytes": int,
+    "processes": list,
+}
 JOB_KEYS = {"job_key": str, "name": str, "verdict": dict, "ranks": list}
-TOPOLOGY_KEYS = {"gpus": list, "links": list, "numa_cpus": dict, "processes": list, "gpu_source": str,
-                 "warnings": list}
-TOPOLOGY_GPU_KEYS = {"index": int, "bus_id": str, "numa_node": (int, type(None)), "local_cpus": list,
-                     "pcie_path": list}
-RANK_KEYS = {"pid": int, "status": str, "window": (dict, type(None)), "recent_steps": list,
-             "steps_recorded": int}
+TOPOLOGY_KEYS = {
+    "gpus": list,
+    "links": list,
+    "numa_cpus": dict,
+    "processes": list,
+    "gpu_source": str,
+    "warnings": list,
+}
+TOPOLOGY_GPU_KEYS = {
+    "index": int,
+    "bus_id": str,
+    "numa_node": (int, type(None)),
+    "local_cpus": list,
+    "pcie_path": list,
+}
+RANK_KEYS = {
+    "pid": int,
+    "status": str,
+    "window": (dict, type(None)),
+    "recent_steps": list,
+    "steps_recorded": int,
+}
 
 
 def _check(obj: dict[str, Any], keys: dict[str, Any], where: str) -> list[str]:
@@ -30,9 +64,19 @@ def _check(obj: dict[str, Any], keys: dict[str, Any], where: str) -> list[str]:
 
 def schema_problems(document: dict[str, Any]) -> list[str]:
     """Every way ``document`` departs from schema xfertop.snapshot/1 (empty when it conforms)."""
-    problems = _check(document, {"schema": str, "timestamp": NUMBER, "driver": dict, "gpus": list,
-                                 "host": (dict, type(None)), "jobs": dict, "topology": (dict, type(None))},
-                      "top")
+    problems = _check(
+        document,
+        {
+            "schema": str,
+            "timestamp": NUMBER,
+            "driver": dict,
+            "gpus": list,
+            "host": (dict, type(None)),
+            "jobs": dict,
+            "topology": (dict, type(None)),
+        },
+        "top",
+    )
     if problems:
         return problems
     if document["schema"] != "xfertop.snapshot/1":

@@ -18,8 +18,9 @@ from xfertop.sources.pyspy_runner import dump
 from xfertop.sources.stacks import StackSampler
 
 PTRACE_PROBLEM = ptrace_problem()
-needs_ptrace = pytest.mark.skipif(PTRACE_PROBLEM is not None,
-                                  reason=f"py-spy cannot attach here: {PTRACE_PROBLEM}")
+needs_ptrace = pytest.mark.skipif(
+    PTRACE_PROBLEM is not None, reason=f"py-spy cannot attach here: {PTRACE_PROBLEM}"
+)
 
 
 def wait_for_pyspy_child(timeout_s: float) -> bool:
@@ -63,10 +64,21 @@ def test_once_text_diagnoses_a_compute_bound_job(capsys: pytest.CaptureFixture[s
 
 @needs_ptrace
 def test_all_ranks_of_a_torchrun_job_are_sampled_together(capsys: pytest.CaptureFixture[str]) -> None:
-    launcher = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                                 "--nproc_per_node", "2", str(FIXTURES / "ddp_cpu.py")],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                start_new_session=True)
+    launcher = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            str(FIXTURES / "ddp_cpu.py"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
     try:
         assert launcher.stdout is not None
         ready = [launcher.stdout.readline().split() for _ in range(2)]
@@ -89,7 +101,8 @@ def test_a_pid_that_is_not_running_exits_2_with_one_line(capsys: pytest.CaptureF
 
 
 def test_a_missing_pyspy_exits_2_and_says_how_to_install_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
     monkeypatch.setenv("PATH", str(tmp_path))
     assert run_attach("1", "--once") == 2

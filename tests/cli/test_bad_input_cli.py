@@ -17,10 +17,17 @@ XFERTOP = [sys.executable, "-m", "xfertop"]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _run(*args: str, env: dict[str, str] | None = None,
-         timeout_s: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*XFERTOP, *args], capture_output=True, text=True, timeout=timeout_s,
-                          stdin=subprocess.DEVNULL, env=env)
+def _run(
+    *args: str, env: dict[str, str] | None = None, timeout_s: float = 30
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*XFERTOP, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
 
 
 def _assert_one_line_error(result: subprocess.CompletedProcess[str], words: str) -> None:
@@ -41,9 +48,17 @@ def not_python() -> Iterator[int]:
         process.wait()
 
 
-@pytest.mark.parametrize("args", [("--interval", "abc"), ("attach", "abc"), ("--bogus",),
-                                  ("bench", "--gpu", "x"), ("--pcie", "nvlink", "--once")],
-                         ids=["interval-abc", "attach-abc", "unknown-option", "bench-bad-int", "pcie-choice"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--interval", "abc"),
+        ("attach", "abc"),
+        ("--bogus",),
+        ("bench", "--gpu", "x"),
+        ("--pcie", "nvlink", "--once"),
+    ],
+    ids=["interval-abc", "attach-abc", "unknown-option", "bench-bad-int", "pcie-choice"],
+)
 def test_argument_errors_are_one_line(args: tuple[str, ...]) -> None:
     result = _run(*args)
     _assert_one_line_error(result, "--help")
@@ -91,23 +106,40 @@ def test_once_text_shows_unreadable_ring_files(tmp_path: Path) -> None:
     assert "garbage.ring" in result.stdout and "link.ring is a symbolic link" in result.stdout
 
 
-@pytest.mark.parametrize("args", [("--once",), ("--once", "--json"), ("bench", "--json", "--no-save")],
-                         ids=["once", "once-json", "bench-json"])
+@pytest.mark.parametrize(
+    "args",
+    [("--once",), ("--once", "--json"), ("bench", "--json", "--no-save")],
+    ids=["once", "once-json", "bench-json"],
+)
 @pytest.mark.parametrize("unbuffered", ["1", ""], ids=["unbuffered", "buffered"])
 def test_a_full_disk_on_stdout_is_one_line(args: tuple[str, ...], unbuffered: str) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": unbuffered}
     with open("/dev/full", "w") as full:
-        result = subprocess.run([*XFERTOP, *args], stdout=full, stderr=subprocess.PIPE, text=True,
-                                timeout=60, stdin=subprocess.DEVNULL, env=env)
+        result = subprocess.run(
+            [*XFERTOP, *args],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
     assert "Traceback" not in result.stderr and "Exception ignored" not in result.stderr, result.stderr
     assert result.returncode != 0
     assert result.stderr.splitlines()[-1] == "xfertop: [Errno 28] No space left on device", result.stderr
 
 
 def test_once_json_with_stdout_closed_is_not_a_traceback() -> None:
-    result = subprocess.run([*XFERTOP, "--once", "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, timeout=60, stdin=subprocess.DEVNULL, close_fds=True,
-                            preexec_fn=lambda: os.close(1))
+    result = subprocess.run(
+        [*XFERTOP, "--once", "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        close_fds=True,
+        preexec_fn=lambda: os.close(1),
+    )
     assert "Traceback" not in result.stderr, result.stderr
 
 
@@ -120,11 +152,15 @@ def test_attach_to_a_process_that_is_not_python_says_so(not_python: int) -> None
     _assert_one_line_error(result, f"process {not_python} is not a Python process")
 
 
-@pytest.mark.parametrize(("args", "words"), [
-    (("--device", "bogus"), "--device must be auto, cpu, cuda or cuda:N"),
-    (("--phase-seconds", "-5"), "--phase-seconds must be a positive number"),
-    (("--phase-seconds", "nan"), "--phase-seconds must be a positive number"),
-], ids=["device-bogus", "phase-negative", "phase-nan"])
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--device", "bogus"), "--device must be auto, cpu, cuda or cuda:N"),
+        (("--phase-seconds", "-5"), "--phase-seconds must be a positive number"),
+        (("--phase-seconds", "nan"), "--phase-seconds must be a positive number"),
+    ],
+    ids=["device-bogus", "phase-negative", "phase-nan"],
+)
 def test_demo_arguments_are_checked_before_the_demo_starts(args: tuple[str, ...], words: str) -> None:
     # Before: the demo job died at once (or ran no phase) behind an empty live view.
     _assert_one_line_error(_run("demo", *args), words)
@@ -156,8 +192,9 @@ def test_demo_exits_cleanly_and_stops_its_job_when_the_terminal_hangs_up(tmp_pat
     from pty_run import PtyProcess
 
     env = {**os.environ, "XFERTOP_DIR": str(tmp_path / "rings")}
-    tui = PtyProcess([*XFERTOP, "demo", "--phase-seconds", "3", "--device", "cpu"], columns=120, rows=40,
-                     env=env)
+    tui = PtyProcess(
+        [*XFERTOP, "demo", "--phase-seconds", "3", "--device", "cpu"], columns=120, rows=40, env=env
+    )
     try:
         assert tui.wait_for_output(b"processes", timeout_s=60) is not None
         children = psutil.Process(tui.pid).children(recursive=True)
@@ -216,8 +253,14 @@ def test_attach_to_a_process_that_has_exited_but_is_not_reaped_says_so() -> None
 def test_a_closed_stdin_is_no_terminal_not_a_traceback(args: tuple[str, ...], not_python: int) -> None:
     # `xfertop <&-`: sys.stdin is None; before, require_terminal raised AttributeError on .fileno().
     argv = [str(not_python) if arg == "PID" else arg for arg in args]
-    result = subprocess.run([*XFERTOP, *argv], capture_output=True, text=True, timeout=30,
-                            stdin=subprocess.DEVNULL, preexec_fn=lambda: os.close(0))
+    result = subprocess.run(
+        [*XFERTOP, *argv],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=lambda: os.close(0),
+    )
     _assert_one_line_error(result, "needs a terminal")
 
 

@@ -19,8 +19,9 @@ XFERTOP = [sys.executable, "-m", "xfertop"]
 
 
 def _run(*args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*XFERTOP, *args], capture_output=True, text=True, timeout=timeout_s,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [*XFERTOP, *args], capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL
+    )
 
 
 def test_help_lists_the_commands() -> None:
@@ -44,11 +45,14 @@ def test_once_json_is_one_schema_conforming_document() -> None:
         assert topology["error"].startswith("no NVIDIA GPU found")
 
 
-@pytest.mark.parametrize(("args", "words"), [
-    (("--json",), "--json goes with --once"),
-    (("--interval", "0"), "--interval must be at least"),
-    ((), "needs a terminal"),
-])
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--json",), "--json goes with --once"),
+        (("--interval", "0"), "--interval must be at least"),
+        ((), "needs a terminal"),
+    ],
+)
 def test_expected_failures_are_one_line_not_a_traceback(args: tuple[str, ...], words: str) -> None:
     result = _run(*args)
     assert result.returncode == 2
@@ -81,8 +85,10 @@ def test_tui_exits_cleanly_when_the_terminal_hangs_up() -> None:
 
 def test_the_viewer_never_imports_torch() -> None:
     """First frame within a second: torch alone takes ~1.6 s to import, so the viewer must not."""
-    code = ("import sys; import xfertop.cli.main, xfertop.cli.viewer, xfertop.cli.once, xfertop.ui.app; "
-            "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))")
+    code = (
+        "import sys; import xfertop.cli.main, xfertop.cli.viewer, xfertop.cli.once, xfertop.ui.app; "
+        "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "[]", result.stderr
 

@@ -17,8 +17,12 @@ def test_demo_shows_its_job_and_stops_it_on_quit(tmp_path: Path) -> None:
     import os
 
     env = {**os.environ, "XFERTOP_DIR": str(tmp_path / "rings")}
-    tui = PtyProcess([sys.executable, "-m", "xfertop", "demo", "--phase-seconds", "3", "--device", "cpu"],
-                     columns=160, rows=48, env=env)
+    tui = PtyProcess(
+        [sys.executable, "-m", "xfertop", "demo", "--phase-seconds", "3", "--device", "cpu"],
+        columns=160,
+        rows=48,
+        env=env,
+    )
     try:
         assert tui.wait_for_output(b"demo_job", timeout_s=60) is not None, bytes(tui.output[-2000:])
         children = psutil.Process(tui.pid).children(recursive=True)

@@ -13,9 +13,22 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_the_benchmark_measures_xfertop_and_says_why_nvitop_is_skipped(tmp_path: Path) -> None:
     out = tmp_path / "cpu.json"
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "exporter_cpu.py"), "--seconds", "2",
-                           "--scrape", "1", "--no-job", "--json", str(out)],
-                          capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "exporter_cpu.py"),
+            "--seconds",
+            "2",
+            "--scrape",
+            "1",
+            "--no-job",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr
     results = {result["exporter"]: result for result in json.loads(out.read_text())["results"]}
     xfertop = results["xfertop"]

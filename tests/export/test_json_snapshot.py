@@ -44,8 +44,9 @@ def test_missing_values_stay_null() -> None:
 def test_host_processes_carry_the_cuda_host_alloc_figure_read_from_proc() -> None:
     host = host_state()
     trainer = replace(host.processes[0], cuda_host_alloc_bytes=1034 * 1024**2, cuda_host_alloc_age_s=2.5)
-    document = json.loads(json.dumps(snapshot_dict(None, replace(host, processes=(trainer,)), None,
-                                                   timestamp=FROZEN_TIME)))
+    document = json.loads(
+        json.dumps(snapshot_dict(None, replace(host, processes=(trainer,)), None, timestamp=FROZEN_TIME))
+    )
     [process] = document["host"]["processes"]
     assert process["cuda_host_alloc_bytes"] == 1034 * 1024**2 and process["cuda_host_alloc_age_s"] == 2.5
     assert process["shmem_rss_bytes"] is None
@@ -54,8 +55,9 @@ def test_host_processes_carry_the_cuda_host_alloc_figure_read_from_proc() -> Non
 
 
 def test_jobs_carry_a_verdict_a_window_and_recent_steps() -> None:
-    document = snapshot_dict(None, None, jobs_state(rank(), rank(rank_index=1, world=2)),
-                             timestamp=FROZEN_TIME)
+    document = snapshot_dict(
+        None, None, jobs_state(rank(), rank(rank_index=1, world=2)), timestamp=FROZEN_TIME
+    )
     job = document["jobs"]["items"][0]
     assert job["verdict"]["kind"] == "input-bound"
     assert job["verdict"]["headline"]
@@ -67,8 +69,9 @@ def test_jobs_carry_a_verdict_a_window_and_recent_steps() -> None:
 
 def test_topology_carries_the_matrix_paths_placement_and_warnings_in_words() -> None:
     topology = read_topology(SYNTHETIC_SYSFS, SYNTHETIC_PROC, [WatchedProcess(4104, "0000:3b:00.0", rank=3)])
-    document = json.loads(json.dumps(snapshot_dict(gpu_state(1), None, None, timestamp=FROZEN_TIME,
-                                                   topology=topology)))
+    document = json.loads(
+        json.dumps(snapshot_dict(gpu_state(1), None, None, timestamp=FROZEN_TIME, topology=topology))
+    )
     assert schema_problems(document) == []
     part = document["topology"]
     assert part["gpu_source"] == "sysfs" and len(part["gpus"]) == 8
@@ -78,8 +81,14 @@ def test_topology_carries_the_matrix_paths_placement_and_warnings_in_words() -> 
     [rank3] = part["processes"]
     assert rank3["rank"] == 3 and rank3["running_nodes"] == [1] and len(rank3["workers"]) == 8
     kinds = [warning["kind"] for warning in part["warnings"]]
-    assert kinds == ["numa_unknown", "numa_unknown", "link_capped", "rank_remote_cpu", "rank_remote_memory",
-                     "workers_crowded"]  # no link_slow: GPU 5 carries no traffic in this GPU state
+    assert kinds == [
+        "numa_unknown",
+        "numa_unknown",
+        "link_capped",
+        "rank_remote_cpu",
+        "rank_remote_memory",
+        "workers_crowded",
+    ]  # no link_slow: GPU 5 carries no traffic in this GPU state
     assert part["warnings"][2]["message"] == "GPU 2 can do Gen5 but its slot (0000:39:00.0) tops out at Gen4"
 
 

@@ -69,16 +69,18 @@ def _real_snapshots(ring_dir: Path, count: int) -> list[Snapshot]:
     """``count`` snapshots of real sources, read as the live view reads them (only NVML is faked)."""
     gpu = GpuSource(api=NvmlApi(lib=FakePynvml.h200s(2)), first_window_s=0.0)
     host, jobs, topology = HostSource(), JobsSource(ring_dir=str(ring_dir)), TopologySource()
-    wait_until(lambda: any(job.ranks[0].steps for job in jobs.sample_once().jobs), 120,
-               "the job's first steps")
+    wait_until(
+        lambda: any(job.ranks[0].steps for job in jobs.sample_once().jobs), 120, "the job's first steps"
+    )
     snapshots = []
     try:
         topology_state = topology.sample_once()
         for index in range(count):
             # The topology and (every other frame) the host unchanged: frames leave unchanged parts out.
             host_state = host.latest() if index % 2 and host.latest() else host.sample_once()
-            snapshots.append(Snapshot(time.time(), gpu.sample_once(), host_state, jobs.sample_once(),
-                                      topology_state))
+            snapshots.append(
+                Snapshot(time.time(), gpu.sample_once(), host_state, jobs.sample_once(), topology_state)
+            )
             time.sleep(0.05)  # a few steps between frames: the deltas carry new and resolved steps
     finally:
         for source in (gpu, host, jobs, topology):
@@ -86,8 +88,9 @@ def _real_snapshots(ring_dir: Path, count: int) -> list[Snapshot]:
     return snapshots
 
 
-def test_a_recording_of_a_real_job_reads_back_as_the_very_snapshots(demo_job: DemoJob,
-                                                                   tmp_path: Path) -> None:
+def test_a_recording_of_a_real_job_reads_back_as_the_very_snapshots(
+    demo_job: DemoJob, tmp_path: Path
+) -> None:
     recorded = _real_snapshots(demo_job.ring_dir, KEY_EVERY + 12)  # past a second key frame
     path = tmp_path / "run.jsonl.gz"
     writer = RecordingWriter(str(path), interval_s=0.05)
@@ -129,14 +132,28 @@ def test_the_record_cli_records_a_job_under_xfertop_run(tmp_path: Path) -> None:
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(TRAIN))
     env = child_env(tmp_path / "rings")
-    job = subprocess.Popen([sys.executable, "-m", "xfertop", "run", "--no-summary", "--", sys.executable,
-                            str(script)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    job = subprocess.Popen(
+        [sys.executable, "-m", "xfertop", "run", "--no-summary", "--", sys.executable, str(script)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
-        wait_until(lambda: any(job.ranks[0].steps for job in JobsSource(ring_dir=str(tmp_path / "rings"))
-                               .sample_once().jobs), 120, "the job's first steps")
+        wait_until(
+            lambda: any(
+                job.ranks[0].steps for job in JobsSource(ring_dir=str(tmp_path / "rings")).sample_once().jobs
+            ),
+            120,
+            "the job's first steps",
+        )
         path = tmp_path / "run.jsonl.gz"
-        done = subprocess.run([sys.executable, "-m", "xfertop", "record", str(path), "--interval", "0.25",
-                               "--duration", "2"], env=env, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "xfertop", "record", str(path), "--interval", "0.25", "--duration", "2"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         job.kill()
         job.wait()
@@ -167,8 +184,13 @@ def test_rotation_bounds_the_files_and_each_file_replays_alone(demo_job: DemoJob
 
 
 def _replay(path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "xfertop", "replay", str(path), *flags],
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "xfertop", "replay", str(path), *flags],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _a_recording(tmp_path: Path, frames: int = 5) -> Path:
@@ -180,16 +202,19 @@ def _a_recording(tmp_path: Path, frames: int = 5) -> Path:
     return path
 
 
-@pytest.mark.parametrize("damage, expected", [
-    ("missing", "no such file"),
-    ("not gzip", "is not an xfertop recording (not gzip-compressed)"),
-    ("not json", "line 2 is not JSON"),
-    ("not a recording", "is not an xfertop recording (no recording header"),
-    ("future version", "format xfertop.recording/9, which this xfertop does not read"),
-    ("truncated", "is truncated after"),
-    ("wrong shape", "does not fit the snapshot model"),
-    ("corrupt bytes", "is damaged"),
-])
+@pytest.mark.parametrize(
+    "damage, expected",
+    [
+        ("missing", "no such file"),
+        ("not gzip", "is not an xfertop recording (not gzip-compressed)"),
+        ("not json", "line 2 is not JSON"),
+        ("not a recording", "is not an xfertop recording (no recording header"),
+        ("future version", "format xfertop.recording/9, which this xfertop does not read"),
+        ("truncated", "is truncated after"),
+        ("wrong shape", "does not fit the snapshot model"),
+        ("corrupt bytes", "is damaged"),
+    ],
+)
 def test_a_damaged_recording_is_one_clear_line(tmp_path: Path, damage: str, expected: str) -> None:
     good = _a_recording(tmp_path)
     path = tmp_path / "bad.jsonl.gz"
@@ -205,11 +230,15 @@ def test_a_damaged_recording_is_one_clear_line(tmp_path: Path, damage: str, expe
     elif damage == "truncated":
         path.write_bytes(good.read_bytes()[:-20])  # the end of the stream is gone
     elif damage == "wrong shape":
-        path.write_bytes(gzip.compress(lines[0] + b'{"kind":"frame","index":0,"time":1,"key":true,'
-                                       b'"gpu":{"timestamp":"noon"},"host":null,"jobs":null,"topology":null}\n'))
+        path.write_bytes(
+            gzip.compress(
+                lines[0] + b'{"kind":"frame","index":0,"time":1,"key":true,'
+                b'"gpu":{"timestamp":"noon"},"host":null,"jobs":null,"topology":null}\n'
+            )
+        )
     elif damage == "corrupt bytes":
         data = bytearray(good.read_bytes())
-        data[len(data) // 2: len(data) // 2 + 8] = b"\xff" * 8
+        data[len(data) // 2 : len(data) // 2 + 8] = b"\xff" * 8
         path.write_bytes(bytes(data))
     result = _replay(path)
     assert result.returncode == 2

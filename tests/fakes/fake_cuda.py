@@ -44,8 +44,11 @@ def _abort_if_forked(owner_pid: int, getpid=os.getpid, write=os.write, abort=os.
     dies of ``std::terminate``: SIGABRT, with this line on stderr. The os functions are bound early: at
     interpreter shutdown ``os`` may be gone before the last events are freed."""
     if getpid() != owner_pid:
-        write(2, b"terminate called after throwing an instance of 'c10::AcceleratorError'\n"
-                    b"  what():  CUDA error: initialization error (fake CUDA, in a forked child)\n")
+        write(
+            2,
+            b"terminate called after throwing an instance of 'c10::AcceleratorError'\n"
+            b"  what():  CUDA error: initialization error (fake CUDA, in a forked child)\n",
+        )
         abort()
 
 
@@ -79,8 +82,12 @@ class FakeEvent:
         if not (self.enable_timing and end.enable_timing):
             raise RuntimeError("Both events must be recorded with timing enabled")
         host_ms = self._gpu.host_ms
-        if self.done_at_ms is None or end.done_at_ms is None or host_ms < self.done_at_ms \
-                or host_ms < end.done_at_ms:
+        if (
+            self.done_at_ms is None
+            or end.done_at_ms is None
+            or host_ms < self.done_at_ms
+            or host_ms < end.done_at_ms
+        ):
             self._gpu.unfinished_elapsed_calls += 1
             raise RuntimeError("Both events must be completed before calculating elapsed time.")
         return end.done_at_ms - self.done_at_ms

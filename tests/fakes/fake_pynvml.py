@@ -119,8 +119,10 @@ class RecordedTraffic(Traffic):
 
     def bytes_at(self, t_s: float) -> tuple[int, int]:
         loops, within_s = divmod(max(t_s, 0.0), self.length_s)
-        return (int(loops * self.tx[-1] + self._interpolate(self.tx, within_s)),
-                int(loops * self.rx[-1] + self._interpolate(self.rx, within_s)))
+        return (
+            int(loops * self.tx[-1] + self._interpolate(self.tx, within_s)),
+            int(loops * self.rx[-1] + self._interpolate(self.rx, within_s)),
+        )
 
     def _interpolate(self, cumulative: list[int], t_s: float) -> float:
         i = min(max(bisect.bisect_right(self.times_s, t_s) - 1, 0), len(self.times_s) - 2)
@@ -209,9 +211,14 @@ class FakePynvml:
 
     NVMLError = NVMLError
 
-    def __init__(self, gpus: list[FakeGpu] | None = None, clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep, init_error: str | None = None,
-                 missing_in_binding: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        gpus: list[FakeGpu] | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        init_error: str | None = None,
+        missing_in_binding: frozenset[str] = frozenset(),
+    ) -> None:
         self.missing_in_binding = missing_in_binding
         self.gpus = gpus if gpus is not None else [FakeGpu(0)]
         self.clock, self.sleep = clock, sleep
@@ -233,7 +240,8 @@ class FakePynvml:
             gpu = FakeGpu(index)
             gpu.answers["nvmlDeviceGetUUID"] = f"GPU-b8361e20-a5c9-4f2b-b69b-77be6f3fb3{index:02x}"
             gpu.answers["nvmlDeviceGetPciInfo"] = _as_struct(
-                {**CALLS["nvmlDeviceGetPciInfo"]["value"], "busId": f"00000000:{0x18 + index:02x}:00.0"})
+                {**CALLS["nvmlDeviceGetPciInfo"]["value"], "busId": f"00000000:{0x18 + index:02x}:00.0"}
+            )
             gpus.append(gpu)
         return cls(gpus, **kwargs)
 
@@ -260,8 +268,12 @@ class FakePynvml:
     # -- per device: replayed answers ----------------------------------------------------------
     def __getattr__(self, name: str) -> Callable[..., Any]:
         recorded = CALLS.get(ALIASES.get(name, name))
-        if (not name.startswith("nvmlDevice") or recorded is None or name in self.missing_in_binding
-                or recorded.get("error") == "missing in binding"):
+        if (
+            not name.startswith("nvmlDevice")
+            or recorded is None
+            or name in self.missing_in_binding
+            or recorded.get("error") == "missing in binding"
+        ):
             raise AttributeError(name)  # the binding has no such call
         return lambda gpu: self._call(gpu, name)
 
@@ -300,9 +312,15 @@ class FakePynvml:
             self.sleep(FIELD_READ_S)
             now_s = self.clock()
             ret, number = self._field(gpu, field_id, now_s)
-            values.append(SimpleNamespace(fieldId=field_id, nvmlReturn=ret, valueType=1,
-                                          timestamp=int(now_s * 1e6) if ret == 0 else 0,
-                                          value=SimpleNamespace(uiVal=number)))
+            values.append(
+                SimpleNamespace(
+                    fieldId=field_id,
+                    nvmlReturn=ret,
+                    valueType=1,
+                    timestamp=int(now_s * 1e6) if ret == 0 else 0,
+                    value=SimpleNamespace(uiVal=number),
+                )
+            )
         return values
 
     # -- GPM: as the H200 answered (benchmarks/nvml_costs.py): supported, PCIe in MiB/s between samples --
@@ -336,7 +354,7 @@ class FakePynvml:
         self.calls.append("nvmlGpmMetricsGet")
         earlier, later = request.sample1, request.sample2
         seconds = later.t_s - earlier.t_s
-        for metric in request.metrics[:request.numMetrics]:
+        for metric in request.metrics[: request.numMetrics]:
             column = {20: "tx_bytes", 21: "rx_bytes"}.get(metric.metricId)
             if column is None or seconds <= 0:
                 metric.nvmlReturn = CONSTANTS["NVML_ERROR_NOT_SUPPORTED"]
@@ -361,8 +379,12 @@ class TopologyPynvml(FakePynvml):
     """The shared H200 fake plus the topology calls, answering as the H200 did (h200_probe.txt):
     MemoryAffinity [0x1], NvLinkState NOT_SUPPORTED; multi-GPU boards set ``nvlinks``."""
 
-    def __init__(self, gpus: list[FakeGpu], memory_affinity: list[int] | None = None,
-                 nvlinks: dict[int, list[str]] | None = None) -> None:
+    def __init__(
+        self,
+        gpus: list[FakeGpu],
+        memory_affinity: list[int] | None = None,
+        nvlinks: dict[int, list[str]] | None = None,
+    ) -> None:
         super().__init__(gpus)
         self.memory_affinity = memory_affinity or [0x1, 0, 0, 0]
         self.nvlinks = nvlinks or {}
@@ -389,7 +411,8 @@ def gpus_on_buses(*bus_ids: str) -> list[FakeGpu]:
     for index, bus_id in enumerate(bus_ids):
         gpu = FakeGpu(index)
         gpu.answers["nvmlDeviceGetUUID"] = f"GPU-b8361e20-a5c9-4f2b-b69b-77be6f3fb3{index:02x}"
-        gpu.answers["nvmlDeviceGetPciInfo"] = _as_struct({**CALLS["nvmlDeviceGetPciInfo"]["value"],
-                                                          "busId": bus_id})
+        gpu.answers["nvmlDeviceGetPciInfo"] = _as_struct(
+            {**CALLS["nvmlDeviceGetPciInfo"]["value"], "busId": bus_id}
+        )
         gpus.append(gpu)
     return gpus

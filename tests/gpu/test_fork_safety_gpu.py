@@ -48,15 +48,23 @@ if watch:
     print(repr(xfertop.reporter.status()), file=sys.stderr)
 """
 RUN = [sys.executable, "-m", "xfertop.cli.run"]
-LAUNCHERS = {"xfertop run": [*RUN, "--"], "xfertop run --no-copy-timing": [*RUN, "--no-copy-timing", "--"],
-             "xfertop.watch": []}
+LAUNCHERS = {
+    "xfertop run": [*RUN, "--"],
+    "xfertop run --no-copy-timing": [*RUN, "--no-copy-timing", "--"],
+    "xfertop.watch": [],
+}
 
 
 def _job(tmp_path: Path, launcher: list[str], mode: str) -> subprocess.CompletedProcess[str]:
     script = tmp_path / "repro.py"
     script.write_text(JOB)
-    return subprocess.run([*launcher, sys.executable, str(script), mode], env=child_env(tmp_path / "rings"),
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [*launcher, sys.executable, str(script), mode],
+        env=child_env(tmp_path / "rings"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.parametrize("how", LAUNCHERS)

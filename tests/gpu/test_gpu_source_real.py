@@ -24,8 +24,12 @@ COPY_BYTES = 256 * 2**20
 COPIES_PER_SYNC = 4
 #: Wire bytes per payload byte, measured on the H200: the byte counters (GPU-FACTS.md), and GPM
 #: (diag run of 2026-11-29, docs/gpu-source.md), which counts fewer RX overhead bytes than the counters.
-PROTOCOL_OVERHEAD = {("counters", "h2d"): 1.075, ("counters", "d2h"): 1.075,
-                     ("auto", "h2d"): 1.037, ("auto", "d2h"): 1.087}
+PROTOCOL_OVERHEAD = {
+    ("counters", "h2d"): 1.075,
+    ("counters", "d2h"): 1.075,
+    ("auto", "h2d"): 1.037,
+    ("auto", "d2h"): 1.087,
+}
 METHOD = {"counters": "counter", "auto": "gpm"}
 TOLERANCE = 0.05
 MEASURE_S = 2.0
@@ -115,10 +119,14 @@ def measure_against_a_copy_loop(source: GpuSource, direction: str, choice: str) 
     window_s = window_end_s - window_start_s
     poller_cpu_s = source.poller.cpu_s - cpu_before_s if source.poller else None
     result = {
-        "gpu": gpu.name, "driver": state.driver_version,
+        "gpu": gpu.name,
+        "driver": state.driver_version,
         "link": f"Gen{gpu.link.gen_current} x{gpu.link.width_current}",
-        "direction": direction, "method": gpu.pcie.method, "coverage": gpu.pcie.coverage,
-        "payload_bytes_per_s": payload, "rx_bytes_per_s": gpu.pcie.rx_bytes_per_s,
+        "direction": direction,
+        "method": gpu.pcie.method,
+        "coverage": gpu.pcie.coverage,
+        "payload_bytes_per_s": payload,
+        "rx_bytes_per_s": gpu.pcie.rx_bytes_per_s,
         "tx_bytes_per_s": gpu.pcie.tx_bytes_per_s,
         "wire_over_payload": wire / payload if wire else None,
         "poll_interval_s": source.poller.interval_s if source.poller else None,

@@ -30,8 +30,12 @@ print("pinned", flush=True); sys.stdin.readline()
 
 
 def test_pinned_memory_of_a_watched_process_is_shmem_not_locked() -> None:
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(PINNED_BYTES)], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(PINNED_BYTES)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert child.stdin is not None and child.stdout is not None
     try:
         assert child.stdout.readline().strip() == "cuda"
@@ -47,11 +51,18 @@ def test_pinned_memory_of_a_watched_process_is_shmem_not_locked() -> None:
     finally:
         child.stdin.close()
         child.wait(timeout=60)
-    grown = {path: after_smaps[path].get("Rss", 0) - before_smaps.get(path, {}).get("Rss", 0)
-             for path in after_smaps}
-    write_result("host_pinned_real", {
-        "before": before.__dict__ | {"children": None}, "after": after.__dict__ | {"children": None},
-        "rss_growth_by_pathname": {p: b for p, b in grown.items() if b >= 1 << 20}})
+    grown = {
+        path: after_smaps[path].get("Rss", 0) - before_smaps.get(path, {}).get("Rss", 0)
+        for path in after_smaps
+    }
+    write_result(
+        "host_pinned_real",
+        {
+            "before": before.__dict__ | {"children": None},
+            "after": after.__dict__ | {"children": None},
+            "rss_growth_by_pathname": {p: b for p, b in grown.items() if b >= 1 << 20},
+        },
+    )
     assert after.shmem_rss_bytes is not None and before.shmem_rss_bytes is not None
     assert after.shmem_rss_bytes - before.shmem_rss_bytes >= PINNED_BYTES
     assert after.locked_bytes == before.locked_bytes

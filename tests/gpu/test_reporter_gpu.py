@@ -94,9 +94,17 @@ def test_compute_and_idle_gap_match_known_gpu_work(clock: StepClock) -> None:
     idle = statistics.median(s.gpu_idle_ms for s in steps)  # type: ignore[misc]
     wait = statistics.median(s.data_wait_ms for s in steps)
     copy = statistics.median(s.copy_gpu_ms for s in steps)  # type: ignore[misc]
-    write_result("reporter_gpu_known_work", {"compute_gpu_ms": compute, "gpu_idle_ms": idle,
-                                             "data_wait_ms": wait, "copy_gpu_ms": copy,
-                                             "expected_compute_ms": 10.0, "expected_idle_ms": wait})
+    write_result(
+        "reporter_gpu_known_work",
+        {
+            "compute_gpu_ms": compute,
+            "gpu_idle_ms": idle,
+            "data_wait_ms": wait,
+            "copy_gpu_ms": copy,
+            "expected_compute_ms": 10.0,
+            "expected_idle_ms": wait,
+        },
+    )
     assert _within(compute, 10.0, 0.05), compute
     # The GPU had nothing queued during the wait: it felt all of it (plus the launch of the copy).
     assert _within(idle, wait, 0.05), (idle, wait)
@@ -135,8 +143,9 @@ def test_pageable_non_blocking_copies_are_flagged(clock: StepClock) -> None:
     assert len(pageable_steps) == 4 and len(pinned_steps) == 4
     pageable_cpu = statistics.median(s.copy_cpu_ms for s in pageable_steps)
     pinned_cpu = statistics.median(s.copy_cpu_ms for s in pinned_steps)
-    write_result("reporter_gpu_pageable", {"pageable_copy_cpu_ms": pageable_cpu,
-                                           "pinned_copy_cpu_ms": pinned_cpu})
+    write_result(
+        "reporter_gpu_pageable", {"pageable_copy_cpu_ms": pageable_cpu, "pinned_copy_cpu_ms": pinned_cpu}
+    )
     # From pageable memory non_blocking silently turns synchronous: the call lasts the whole copy.
     assert pageable_cpu > 10 * pinned_cpu
 
@@ -196,9 +205,14 @@ def test_xfertop_run_times_a_cuda_job_without_code_change(tmp_path: Path) -> Non
         assert result.returncode == 0, result.stderr
         [rank] = ranks(JobsSource(ring_dir=str(rings)))
         timed = [s for s in rank.steps if s.gpu_idle_ms is not None]
-        write_result(f"reporter_gpu_xfertop_run{'_copy_timing' if copy_timing else ''}",
-                     {"steps": len(rank.steps), "steps_with_gpu_timing": len(timed),
-                      "pinned_steps": sum(s.pinned for s in rank.steps)})
+        write_result(
+            f"reporter_gpu_xfertop_run{'_copy_timing' if copy_timing else ''}",
+            {
+                "steps": len(rank.steps),
+                "steps_with_gpu_timing": len(timed),
+                "pinned_steps": sum(s.pinned for s in rank.steps),
+            },
+        )
         assert len(timed) > 10 and rank.device.startswith("cuda")
         if copy_timing:
             assert sum(s.pinned and s.h2d_bytes == 8 * 64 * 4 for s in rank.steps) > 10

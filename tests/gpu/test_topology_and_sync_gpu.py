@@ -52,8 +52,9 @@ for (batch,) in loader:
 
 
 def test_once_json_carries_the_real_topology() -> None:
-    result = subprocess.run([sys.executable, "-m", "xfertop", "--once", "--json"], capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "xfertop", "--once", "--json"], capture_output=True, text=True, timeout=120
+    )
     document = json.loads(result.stdout)
     topology = document["topology"]
     write_result("topology_once_json", topology)
@@ -93,6 +94,7 @@ def test_a_job_that_stalls_its_gpu_from_the_host_is_sync_bound(tmp_path: Path) -
     jobs = JobsSource(ring_dir=str(rings))
     gpu = GpuSource()
     try:
+
         def gpu_clock_window() -> WindowStats | None:
             for rank_state in (r for job_state in jobs.sample_once().jobs for r in job_state.ranks):
                 stats = window_stats(rank_state.steps)
@@ -105,8 +107,10 @@ def test_a_job_that_stalls_its_gpu_from_the_host_is_sync_bound(tmp_path: Path) -
         gpu_state, jobs_state = gpu.sample_once(), jobs.sample_once()
         document = snapshot_dict(gpu_state, None, jobs_state, timestamp=time.time())
         verdict = document["jobs"]["items"][0]["verdict"]
-        write_result("sync_bound_real_gpu", {"verdict": verdict, "gpu_util_percent": [
-            g.util_gpu_percent for g in gpu_state.gpus]})
+        write_result(
+            "sync_bound_real_gpu",
+            {"verdict": verdict, "gpu_util_percent": [g.util_gpu_percent for g in gpu_state.gpus]},
+        )
         assert verdict["kind"] == "host-bound", verdict["headline"]
         assert verdict["evidence"]["gpu_busy_share"] < 0.5
     finally:

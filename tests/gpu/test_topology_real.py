@@ -42,6 +42,9 @@ def _nvidia_smi_matrix(count: int) -> list[list[str]] | None:
     if nvidia_smi is None:
         return None
     text = subprocess.run([nvidia_smi, "topo", "-m"], capture_output=True, text=True, timeout=60).stdout
-    rows = [line.split()[1:1 + count] for line in text.splitlines() if line.split()[:1] and
-            line.split()[0] in {f"GPU{i}" for i in range(count)}]
+    rows = [
+        line.split()[1 : 1 + count]
+        for line in text.splitlines()
+        if line.split()[:1] and line.split()[0] in {f"GPU{i}" for i in range(count)}
+    ]
     return rows if len(rows) == count else None

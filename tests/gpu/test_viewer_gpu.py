@@ -48,8 +48,9 @@ def busy_link() -> Iterator[None]:
 
 
 def test_once_json_reports_real_gpus_measured_by_counters(busy_link: None) -> None:
-    result = subprocess.run([sys.executable, "-m", "xfertop", "--once", "--json"], capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "xfertop", "--once", "--json"], capture_output=True, text=True, timeout=120
+    )
     document = json.loads(result.stdout)
     assert document["gpus"], document["driver"]["error"]
     busiest = max(document["gpus"], key=lambda gpu: gpu["pcie"]["rx_bytes_per_s"] or 0)
@@ -64,7 +65,8 @@ async def test_gpu_pane_labels_real_traffic_against_the_link(busy_link: None) ->
 
     def hook(message: object) -> None:
         if isinstance(message, GpuStateUpdated) and any(
-                (gpu.pcie.rx_bytes_per_s or 0) > 5e9 for gpu in message.state.gpus):
+            (gpu.pcie.rx_bytes_per_s or 0) > 5e9 for gpu in message.state.gpus
+        ):
             busy.set()
 
     async with app.run_test(size=(160, 48), message_hook=hook) as pilot:

@@ -19,8 +19,9 @@ NAME = "xfertop_test_module_from_a_meta_path_finder"
 class _SourceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Provides one module from memory, as an editable install's finder (after PathFinder) does."""
 
-    def find_spec(self, fullname: str, path: Sequence[str] | None,
-                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         return importlib.util.spec_from_loader(fullname, self) if fullname == NAME else None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:

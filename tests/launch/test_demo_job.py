@@ -22,8 +22,10 @@ TIMEOUT_S = 120.0
 POLL_S = 0.25
 
 #: Runs the demo job as if torch were not installed (an import of it raises ImportError).
-WITHOUT_TORCH = ("import sys; sys.modules['torch'] = None; from xfertop.launch.demo_job import main; "
-                 "sys.exit(main(sys.argv[1:]))")
+WITHOUT_TORCH = (
+    "import sys; sys.modules['torch'] = None; from xfertop.launch.demo_job import main; "
+    "sys.exit(main(sys.argv[1:]))"
+)
 
 
 @pytest.fixture
@@ -51,16 +53,19 @@ def poll_rank(source: JobsSource, job: DemoJob, done: Callable[[RankState, Verdi
         if not job.running:
             break
         time.sleep(POLL_S)
-    pytest.fail(f"the demo job's ring never showed it (exit status {job.process.poll()}); log:\n"
-                f"{job.log_text()}")
+    pytest.fail(
+        f"the demo job's ring never showed it (exit status {job.process.poll()}); log:\n{job.log_text()}"
+    )
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
-def test_demo_job_starves_then_fixes_itself_and_the_verdict_follows(ring_dir: Path, tmp_path: Path,
-                                                                   device: str) -> None:
+def test_demo_job_starves_then_fixes_itself_and_the_verdict_follows(
+    ring_dir: Path, tmp_path: Path, device: str
+) -> None:
     source = JobsSource(ring_dir=str(ring_dir))
-    with start_demo_job(ring_dir=ring_dir, log_path=tmp_path / "demo.log", phase_seconds=12.0,
-                        device=device) as job:
+    with start_demo_job(
+        ring_dir=ring_dir, log_path=tmp_path / "demo.log", phase_seconds=12.0, device=device
+    ) as job:
         starved = poll_rank(source, job, lambda rank, verdict: verdict.kind == "input-bound")
         assert starved.dataloader_workers == 0
         starved_verdict = job_verdict([starved])
@@ -69,8 +74,13 @@ def test_demo_job_starves_then_fixes_itself_and_the_verdict_follows(ring_dir: Pa
             assert starved_verdict.evidence["clock"] == "gpu"
             assert starved_verdict.evidence["pageable_non_blocking_step_fraction"] == 1.0
 
-        fixed = poll_rank(source, job, lambda rank, verdict: bool(rank.dataloader_workers)
-                          and verdict.kind in ("compute-bound", "healthy"))
+        fixed = poll_rank(
+            source,
+            job,
+            lambda rank, verdict: (
+                bool(rank.dataloader_workers) and verdict.kind in ("compute-bound", "healthy")
+            ),
+        )
         assert fixed.device.startswith(device) and fixed.status == "live"
 
         assert job.stop() == 0  # SIGTERM ends it cleanly
@@ -91,16 +101,22 @@ def test_demo_job_exits_cleanly_on_sigint(ring_dir: Path, tmp_path: Path) -> Non
 
 def run_without_torch(ring_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "XFERTOP_DIR": str(ring_dir)}
-    return subprocess.run([sys.executable, "-c", WITHOUT_TORCH, *args], env=env, capture_output=True,
-                          text=True, timeout=TIMEOUT_S)
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT_TORCH, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
 
 
 def test_without_torch_the_demo_simulates_the_same_story(ring_dir: Path) -> None:
     done = run_without_torch(ring_dir, "--phase-seconds", "60", "--phase-steps", "60", "--once-fixed")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0] == ("xfertop demo: torch is not installed, so this is a pure-Python simulation of a "
-                        "training loop.")
+    assert lines[0] == (
+        "xfertop demo: torch is not installed, so this is a pure-Python simulation of a training loop."
+    )
     assert done.stderr == ""
 
     (job,) = JobsSource(ring_dir=str(ring_dir)).sample_once().jobs
@@ -112,12 +128,15 @@ def test_without_torch_the_demo_simulates_the_same_story(ring_dir: Path) -> None
 
 def test_the_demo_job_goes_when_its_parent_goes(ring_dir: Path) -> None:
     """`xfertop demo` may be killed outright; its demo job must not train on forever unseen."""
-    parent = ("import os, subprocess, sys; p = subprocess.Popen([sys.executable, '-c', sys.argv[1], "
-              "'--phase-seconds', '600', '--parent-pid', str(os.getpid())], stdout=subprocess.DEVNULL, "
-              "stderr=subprocess.DEVNULL); print(p.pid)")
+    parent = (
+        "import os, subprocess, sys; p = subprocess.Popen([sys.executable, '-c', sys.argv[1], "
+        "'--phase-seconds', '600', '--parent-pid', str(os.getpid())], stdout=subprocess.DEVNULL, "
+        "stderr=subprocess.DEVNULL); print(p.pid)"
+    )
     env = {**os.environ, "XFERTOP_DIR": str(ring_dir)}
-    started = subprocess.run([sys.executable, "-c", parent, WITHOUT_TORCH], env=env, capture_output=True,
-                             text=True, timeout=60)
+    started = subprocess.run(
+        [sys.executable, "-c", parent, WITHOUT_TORCH], env=env, capture_output=True, text=True, timeout=60
+    )
     orphan_pid = int(started.stdout)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and Path(f"/proc/{orphan_pid}").exists():
@@ -134,8 +153,18 @@ def test_the_demo_job_goes_when_its_parent_goes(ring_dir: Path) -> None:
 
 
 def test_demo_command_passes_the_phase_flags_through() -> None:
-    command = demo_job_command(phase_seconds=3.5, phase_steps=40, device="cuda:1", once_fixed=True,
-                               python="python3")
+    command = demo_job_command(
+        phase_seconds=3.5, phase_steps=40, device="cuda:1", once_fixed=True, python="python3"
+    )
     assert command[:3] == ["python3", "-m", "xfertop.launch.demo_job"]
-    assert command[3:] == ["--phase-seconds", "3.5", "--device", "cuda:1", "--parent-pid", str(os.getpid()),
-                           "--phase-steps", "40", "--once-fixed"]
+    assert command[3:] == [
+        "--phase-seconds",
+        "3.5",
+        "--device",
+        "cuda:1",
+        "--parent-pid",
+        str(os.getpid()),
+        "--phase-steps",
+        "40",
+        "--once-fixed",
+    ]

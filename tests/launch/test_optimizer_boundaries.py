@@ -45,8 +45,13 @@ def _run(tmp_path: Path, code: str) -> list:
     rings = tmp_path / "rings"
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(code))
-    result = subprocess.run([sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", sys.executable,
-                             str(script)], env=child_env(rings), capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", sys.executable, str(script)],
+        env=child_env(rings),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0 and result.stdout == "done\n", result.stderr
     return ranks(JobsSource(ring_dir=str(rings)))
 

@@ -47,23 +47,34 @@ signal.pause()
 """
 
 
-def _xfertop_run(tmp_path: Path, script_text: str, *args: str, copy_timing: bool = True,
-                 **env: str) -> subprocess.Popen[str]:
+def _xfertop_run(
+    tmp_path: Path, script_text: str, *args: str, copy_timing: bool = True, **env: str
+) -> subprocess.Popen[str]:
     script = tmp_path / "train.py"
     script.write_text(script_text)
     # --no-summary: these tests compare the job's own output byte for byte (test_run_summary.py checks
     # that the summary only follows it).
     flags = ["--no-summary"] if copy_timing else ["--no-summary", "--no-copy-timing"]
     command = [sys.executable, "-m", "xfertop.cli.run", *flags, "--", sys.executable, str(script), *args]
-    return subprocess.Popen(command, env=child_env(tmp_path / "rings", **env), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        command,
+        env=child_env(tmp_path / "rings", **env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_run_watches_the_dataloader_and_passes_exit_status_and_output_through(tmp_path: Path) -> None:
     wrapped = _xfertop_run(tmp_path, TRAIN, "3")  # copies timed: the default
     out, err = wrapped.communicate(timeout=120)
-    direct = subprocess.run([sys.executable, str(tmp_path / "train.py"), "3"], capture_output=True, text=True,
-                            env=child_env(tmp_path / "other-rings"), timeout=120)
+    direct = subprocess.run(
+        [sys.executable, str(tmp_path / "train.py"), "3"],
+        capture_output=True,
+        text=True,
+        env=child_env(tmp_path / "other-rings"),
+        timeout=120,
+    )
     assert wrapped.returncode == 3 == direct.returncode
     assert (out, err) == (direct.stdout, direct.stderr)
     [rank] = ranks(JobsSource(ring_dir=str(tmp_path / "rings")))
@@ -79,8 +90,11 @@ def test_a_signal_to_xfertop_reaches_the_job_and_xfertop_dies_the_same_way(tmp_p
     wrapped.send_signal(signal.SIGTERM)
     assert wrapped.wait(timeout=30) == -signal.SIGTERM
     job = wait_until(lambda: ranks(JobsSource(ring_dir=str(tmp_path / "rings"))), 10, "the job's ring")
-    wait_until(lambda: ranks(JobsSource(ring_dir=str(tmp_path / "rings")))[0].status == "finished", 10,
-               "the job to be gone")
+    wait_until(
+        lambda: ranks(JobsSource(ring_dir=str(tmp_path / "rings")))[0].status == "finished",
+        10,
+        "the job to be gone",
+    )
     assert len(job[0].steps) == 4
 
 
@@ -89,7 +103,8 @@ def test_an_existing_sitecustomize_still_runs_and_tensor_to_is_left_alone(tmp_pa
     theirs.mkdir()
     (theirs / "sitecustomize.py").write_text(
         "import os, sys\nprint('their sitecustomize ran in', os.environ.get('XFERTOP_RUN') == '1' and 'job'"
-        " or 'launcher', file=sys.stderr)\n")
+        " or 'launcher', file=sys.stderr)\n"
+    )
     env_path = child_env(tmp_path / "rings")["PYTHONPATH"] + ":" + str(theirs)
     wrapped = _xfertop_run(tmp_path, TRAIN, "0", copy_timing=False, PYTHONPATH=env_path)
     _, err = wrapped.communicate(timeout=120)
@@ -103,8 +118,13 @@ def test_an_existing_sitecustomize_still_runs_and_tensor_to_is_left_alone(tmp_pa
 
 
 def test_a_missing_command_is_a_clear_sentence(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "xfertop.cli.run", "--", "no-such-command-xyz"],
-                            capture_output=True, text=True, env=child_env(tmp_path / "rings"), timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "xfertop.cli.run", "--", "no-such-command-xyz"],
+        capture_output=True,
+        text=True,
+        env=child_env(tmp_path / "rings"),
+        timeout=60,
+    )
     assert result.returncode == 127
     assert "xfertop run: no-such-command-xyz: command not found" in result.stderr
 
@@ -113,8 +133,13 @@ def test_file_descriptors_the_job_inherits_stay_open(tmp_path: Path) -> None:
     # `xfertop run -- cmd 3>log`: the job writes to fd 3 as it would without xfertop.
     log = tmp_path / "fd3.log"
     inner = f"{shlex.quote(sys.executable)} -m xfertop.cli.run -- sh -c 'echo via-fd-3 >&3'"
-    result = subprocess.run(["sh", "-c", f"{inner} 3>{shlex.quote(str(log))}"],
-                            env=child_env(tmp_path / "rings"), capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        ["sh", "-c", f"{inner} 3>{shlex.quote(str(log))}"],
+        env=child_env(tmp_path / "rings"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert (result.returncode, log.read_text()) == (0, "via-fd-3\n"), result.stderr
 
 
@@ -134,8 +159,13 @@ sys.exit(run.run_command(["--", "sleep", "30"]))
 
 
 def test_a_signal_that_arrives_while_the_job_starts_still_reaches_it(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-c", SIGNAL_DURING_START], env=child_env(tmp_path / "rings"),
-                            capture_output=True, text=True, timeout=25)
+    result = subprocess.run(
+        [sys.executable, "-c", SIGNAL_DURING_START],
+        env=child_env(tmp_path / "rings"),
+        capture_output=True,
+        text=True,
+        timeout=25,
+    )
     assert result.returncode == -signal.SIGTERM, result.stderr
 
 
@@ -154,7 +184,8 @@ print("signals", len(seen), flush=True)
 
 @pytest.mark.parametrize("key_signal", [signal.SIGINT, signal.SIGQUIT], ids=["ctrl-c", "ctrl-backslash"])
 def test_a_key_signal_in_the_terminal_reaches_the_job_once_even_with_stdin_redirected(
-        tmp_path: Path, key_signal: signal.Signals) -> None:
+    tmp_path: Path, key_signal: signal.Signals
+) -> None:
     script = tmp_path / "counts.py"
     script.write_text(COUNTS_SIGNALS)
     master, slave = pty.openpty()
@@ -163,10 +194,15 @@ def test_a_key_signal_in_the_terminal_reaches_the_job_once_even_with_stdin_redir
         fcntl.ioctl(1, termios.TIOCSCTTY, 0)
 
     try:
-        job = subprocess.Popen([sys.executable, "-m", "xfertop.cli.run", "--", sys.executable, str(script),
-                                key_signal.name],
-                               env=child_env(tmp_path / "rings"), stdin=subprocess.DEVNULL, stdout=slave,
-                               stderr=slave, start_new_session=True, preexec_fn=take_the_terminal)
+        job = subprocess.Popen(
+            [sys.executable, "-m", "xfertop.cli.run", "--", sys.executable, str(script), key_signal.name],
+            env=child_env(tmp_path / "rings"),
+            stdin=subprocess.DEVNULL,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+            preexec_fn=take_the_terminal,
+        )
         os.close(slave)
         output = b""
         deadline = time.monotonic() + 30
@@ -194,18 +230,25 @@ def test_a_job_on_another_python_gets_xfertop_but_none_of_xfertops_other_package
     env.update(run_module.child_environment(env, copy_timing=False))
     env["XFERTOP_PACKAGE_PARENT"] = str(parent)
     env["XFERTOP_DIR"] = str(tmp_path / "rings")
-    check = ("import importlib.util, sys; print('xfertop.launch.autopatch' in sys.modules, "
-             "importlib.util.find_spec('only_in_xfertops_env') is None)")
-    result = subprocess.run([sys.base_prefix + "/bin/python3", "-c", check], env=env, capture_output=True,
-                            text=True, timeout=60)
+    check = (
+        "import importlib.util, sys; print('xfertop.launch.autopatch' in sys.modules, "
+        "importlib.util.find_spec('only_in_xfertops_env') is None)"
+    )
+    result = subprocess.run(
+        [sys.base_prefix + "/bin/python3", "-c", check], env=env, capture_output=True, text=True, timeout=60
+    )
     assert (result.stdout, result.stderr) == ("True True\n", "")
 
 
 def test_a_job_killed_by_sigkill_kills_xfertop_the_same_way(tmp_path: Path) -> None:
     # What the OOM killer does: SIGKILL has no handler to reset, and xfertop must still die of it.
-    result = subprocess.run([sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", "sh", "-c",
-                             "kill -9 $$"],
-                            env=child_env(tmp_path / "rings"), capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", "sh", "-c", "kill -9 $$"],
+        env=child_env(tmp_path / "rings"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert (result.returncode, result.stderr) == (-signal.SIGKILL, "")
 
 
@@ -214,13 +257,20 @@ def _allow_core_dumps() -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
 
 
-@pytest.mark.skipif(Path("/proc/sys/kernel/core_pattern").read_text().strip() != "core"
-                    or resource.getrlimit(resource.RLIMIT_CORE)[1] == 0,
-                    reason="needs core files written as ./core")
+@pytest.mark.skipif(
+    Path("/proc/sys/kernel/core_pattern").read_text().strip() != "core"
+    or resource.getrlimit(resource.RLIMIT_CORE)[1] == 0,
+    reason="needs core files written as ./core",
+)
 def test_a_crashing_jobs_core_file_is_not_overwritten_by_xfertops_own(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "xfertop.cli.run", "--", "sh", "-c", "kill -SEGV $$"],
-                            env=child_env(tmp_path / "rings"), cwd=tmp_path, preexec_fn=_allow_core_dumps,
-                            capture_output=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "xfertop.cli.run", "--", "sh", "-c", "kill -SEGV $$"],
+        env=child_env(tmp_path / "rings"),
+        cwd=tmp_path,
+        preexec_fn=_allow_core_dumps,
+        capture_output=True,
+        timeout=60,
+    )
     assert result.returncode == -signal.SIGSEGV
     core = tmp_path / "core"
     assert core.exists() and b"xfertop.cli.run" not in core.read_bytes()  # the job's, not xfertop's
@@ -232,6 +282,7 @@ def test_the_bootstrap_on_the_path_twice_under_two_names_starts_python_quietly(t
     env = child_env(tmp_path / "rings")
     env.update(run_module.child_environment(env, copy_timing=False))
     env["PYTHONPATH"] = env["PYTHONPATH"] + os.pathsep + str(alias)
-    result = subprocess.run([sys.executable, "-c", "print('started')"], env=env, capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", "print('started')"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert (result.stdout, result.stderr) == ("started\n", "")

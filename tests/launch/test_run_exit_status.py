@@ -53,8 +53,13 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def _run(tmp_path: Path, *command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", *command],
-                          env=child_env(tmp_path / "rings"), capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", *command],
+        env=child_env(tmp_path / "rings"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _ended_rank(tmp_path: Path) -> RankState:
@@ -112,8 +117,11 @@ def test_a_rank_started_by_a_launcher_gets_the_launchers_status_even_in_a_live_v
     try:
         result = _run(tmp_path, sys.executable, str(launcher), str(train))
         assert (result.returncode, result.stdout) == (1, "rank ended 0\n"), result.stderr
-        final = wait_until(lambda: [r for r in seen[-1:] if r.end and r.end.exit_code is not None], 15,
-                           "the launcher's status in the live viewer")
+        final = wait_until(
+            lambda: [r for r in seen[-1:] if r.end and r.end.exit_code is not None],
+            15,
+            "the launcher's status in the live viewer",
+        )
     finally:
         done.set()
         watcher.join()
@@ -127,8 +135,13 @@ def test_a_rank_started_by_a_launcher_gets_the_launchers_status_even_in_a_live_v
 
 def test_a_rank_killed_without_xfertop_run_ended_without_closing_its_ring(tmp_path: Path) -> None:
     script = _write(tmp_path, "train.py", TRAIN)
-    plain = subprocess.run([sys.executable, str(script), "SIGKILL"], env=child_env(tmp_path / "rings"),
-                           capture_output=True, text=True, timeout=120)
+    plain = subprocess.run(
+        [sys.executable, str(script), "SIGKILL"],
+        env=child_env(tmp_path / "rings"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert plain.returncode == -signal.SIGKILL
     end = _ended_rank(tmp_path).end
     assert end is not None
@@ -154,8 +167,9 @@ def test_a_zombie_counts_as_running_until_it_is_reaped() -> None:
     from xfertop.sources.ring_reader import process_alive
     from xfertop.wire import process_start_ticks
 
-    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit(7)"],
-                             stdin=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit(7)"], stdin=subprocess.PIPE
+    )
     ticks = process_start_ticks(child.pid)
     assert child.stdin is not None
     child.stdin.close()

@@ -42,16 +42,24 @@ def _numbers(signals: tuple[int, ...]) -> str:
     return ",".join(str(int(sig)) for sig in signals)
 
 
-def _start(tmp_path: Path, command: list[str], ignored: tuple[int, ...] = (),
-           blocked: tuple[int, ...] = ()) -> subprocess.Popen[str]:
+def _start(
+    tmp_path: Path, command: list[str], ignored: tuple[int, ...] = (), blocked: tuple[int, ...] = ()
+) -> subprocess.Popen[str]:
     handed_over = [sys.executable, "-c", HANDED_OVER, _numbers(ignored), _numbers(blocked)]
-    return subprocess.Popen([*handed_over, *command], env=child_env(tmp_path / "rings"),
-                            stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return subprocess.Popen(
+        [*handed_over, *command],
+        env=child_env(tmp_path / "rings"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
-def _signal_lines(tmp_path: Path, command: list[str], ignored: tuple[int, ...],
-                  blocked: tuple[int, ...] = ()) -> list[str]:
+def _signal_lines(
+    tmp_path: Path, command: list[str], ignored: tuple[int, ...], blocked: tuple[int, ...] = ()
+) -> list[str]:
     grep = ["grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status"]
     process = _start(tmp_path, [*command, *grep], ignored, blocked)
     out, err = process.communicate(timeout=60)
@@ -72,8 +80,9 @@ def _has(mask: int, sig: int) -> bool:
 
 @pytest.mark.parametrize("ignored", [True, False], ids=["ignored", "default"])
 @pytest.mark.parametrize("sig", FORWARDED_SIGNALS, ids=SIGNAL_IDS)
-def test_the_job_starts_with_the_disposition_it_would_have_had(tmp_path: Path, sig: int,
-                                                               ignored: bool) -> None:
+def test_the_job_starts_with_the_disposition_it_would_have_had(
+    tmp_path: Path, sig: int, ignored: bool
+) -> None:
     handed = (sig,) if ignored else ()
     assert _signal_lines(tmp_path, XFERTOP_RUN, handed) == _signal_lines(tmp_path, [], handed)
 
@@ -106,8 +115,9 @@ def test_a_signal_the_user_ignored_is_ignored_by_xfertop_and_the_job(tmp_path: P
 
 
 @pytest.mark.parametrize("sig", FORWARDED_SIGNALS, ids=SIGNAL_IDS)
-def test_a_signal_that_was_not_ignored_reaches_the_job_and_xfertop_dies_of_it(tmp_path: Path,
-                                                                              sig: int) -> None:
+def test_a_signal_that_was_not_ignored_reaches_the_job_and_xfertop_dies_of_it(
+    tmp_path: Path, sig: int
+) -> None:
     process = _start(tmp_path, [*XFERTOP_RUN, *WAITS_FOR_A_LINE])
     assert process.stdout is not None
     assert process.stdout.readline().startswith("ready ")

@@ -67,19 +67,28 @@ for batch in DataLoader(Phased(), batch_size=1):
 """
 
 
-def _run(tmp_path: Path, text: str, *args: str,
-         flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+def _run(
+    tmp_path: Path, text: str, *args: str, flags: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(text))
-    return subprocess.run([sys.executable, "-m", "xfertop.cli.run", *flags, "--", sys.executable, str(script),
-                           *args], env=child_env(tmp_path / "rings"), capture_output=True, text=True,
-                          timeout=180)
+    return subprocess.run(
+        [sys.executable, "-m", "xfertop.cli.run", *flags, "--", sys.executable, str(script), *args],
+        env=child_env(tmp_path / "rings"),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def _plain(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(tmp_path / "train.py"), *args],
-                          env=child_env(tmp_path / "plain-rings"), capture_output=True, text=True,
-                          timeout=180)
+    return subprocess.run(
+        [sys.executable, str(tmp_path / "train.py"), *args],
+        env=child_env(tmp_path / "plain-rings"),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def _summary_json(err: str) -> dict:
@@ -131,8 +140,10 @@ def test_a_job_that_never_steps_gets_a_one_line_note(tmp_path: Path) -> None:
     assert (result.returncode, result.stdout) == (0, "no loader here\n")
     [note] = result.stderr.splitlines()
     assert note.startswith("xfertop run: train.py exited 0 after ")
-    assert note.endswith("no training step was seen (no DataLoader was iterated under xfertop), so there is "
-                         "nothing to summarise.")
+    assert note.endswith(
+        "no training step was seen (no DataLoader was iterated under xfertop), so there is "
+        "nothing to summarise."
+    )
 
 
 def test_verdicts_over_time_name_both_phases_of_a_job(tmp_path: Path) -> None:
@@ -145,12 +156,27 @@ def test_verdicts_over_time_name_both_phases_of_a_job(tmp_path: Path) -> None:
 
 
 def _rank(first: int, last: int, status: str = "live") -> RankState:
-    steps = tuple(StepRecord(n, 10.0, 4.0, 0.0, None, None, None, 0, 2, False, False)
-                  for n in range(first, last))
-    return RankState(pid=1, host="h", rank=None, local_rank=None, world_size=None, job_key="pid:1",
-                     device="cpu", argv=(), status=status, heartbeat_age_s=0.0, steps=steps,
-                     pinned_host_bytes=None, dataloader_workers=None, reporter_errors=0,
-                     reporter_disabled=False, ring_path="r")
+    steps = tuple(
+        StepRecord(n, 10.0, 4.0, 0.0, None, None, None, 0, 2, False, False) for n in range(first, last)
+    )
+    return RankState(
+        pid=1,
+        host="h",
+        rank=None,
+        local_rank=None,
+        world_size=None,
+        job_key="pid:1",
+        device="cpu",
+        argv=(),
+        status=status,
+        heartbeat_age_s=0.0,
+        steps=steps,
+        pinned_host_bytes=None,
+        dataloader_workers=None,
+        reporter_errors=0,
+        reporter_disabled=False,
+        ring_path="r",
+    )
 
 
 def test_a_run_longer_than_its_ring_is_counted_whole_across_reads() -> None:

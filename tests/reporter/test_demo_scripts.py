@@ -15,9 +15,13 @@ DEMOS = Path(__file__).resolve().parents[2] / "demos"
 def test_single_process_demos_run_on_cpu(tmp_path: Path) -> None:
     names = ("starved_loader", "pageable_copies", "fixed_pipeline")
     children = {
-        name: subprocess.Popen([sys.executable, str(DEMOS / f"{name}.py"), "--steps", "4", "--device", "cpu"],
-                               env=child_env(tmp_path / name), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+        name: subprocess.Popen(
+            [sys.executable, str(DEMOS / f"{name}.py"), "--steps", "4", "--device", "cpu"],
+            env=child_env(tmp_path / name),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for name in names
     }
     for name, child in children.items():

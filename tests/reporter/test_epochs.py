@@ -47,13 +47,18 @@ print(json.dumps({"iter_s": iter_s}))
 
 
 def test_worker_start_up_is_the_first_steps_wait_and_the_training_loader_names_the_workers(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     rings = tmp_path / "rings"
     script = tmp_path / "epochs.py"
     script.write_text(textwrap.dedent(EPOCHS))
-    result = subprocess.run([sys.executable, "-m", "xfertop.cli.run", "--no-copy-timing", "--",
-                             sys.executable, str(script)],
-                            env=child_env(rings), capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "xfertop.cli.run", "--no-copy-timing", "--", sys.executable, str(script)],
+        env=child_env(rings),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     (rank,) = ranks(JobsSource(ring_dir=str(rings)))
     steps = rank.steps
@@ -76,14 +81,21 @@ def test_worker_start_up_is_the_first_steps_wait_and_the_training_loader_names_t
 def test_copy_timing_is_said_in_the_ring(tmp_path: Path) -> None:
     rings = tmp_path / "rings"
     script = tmp_path / "tiny.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import torch
         from torch.utils.data import DataLoader
         for batch in DataLoader(torch.zeros(64, 4), batch_size=8):
             batch = batch.to("cpu")
-    """))
-    result = subprocess.run([sys.executable, "-m", "xfertop.cli.run", "--", sys.executable, str(script)],
-                            env=child_env(rings), capture_output=True, text=True, timeout=120)
+    """)
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "xfertop.cli.run", "--", sys.executable, str(script)],
+        env=child_env(rings),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     (rank,) = ranks(JobsSource(ring_dir=str(rings)))
     assert rank.copy_timing

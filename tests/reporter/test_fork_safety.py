@@ -84,8 +84,9 @@ def _run_job(tmp_path: Path, launcher: list[str], mode: str) -> subprocess.Compl
     script.write_text(JOB)
     env = child_env(tmp_path / "rings", XFERTOP_GPU_SAMPLING="off")  # every step on the GPU clock
     env["PYTHONPATH"] += os.pathsep + TESTS_DIR
-    return subprocess.run([*launcher, sys.executable, str(script), mode], env=env, capture_output=True,
-                          text=True, timeout=240)
+    return subprocess.run(
+        [*launcher, sys.executable, str(script), mode], env=env, capture_output=True, text=True, timeout=240
+    )
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +96,8 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProce
 
 @pytest.mark.parametrize("how", MODES)
 def test_workers_forked_after_gpu_timed_steps_leave_the_job_as_it_was(
-        how: str, plain: subprocess.CompletedProcess[str], tmp_path: Path) -> None:
+    how: str, plain: subprocess.CompletedProcess[str], tmp_path: Path
+) -> None:
     assert plain.returncode == 0, plain.stderr
     assert "done steps 18" in plain.stdout
 

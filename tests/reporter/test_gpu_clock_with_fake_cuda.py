@@ -110,8 +110,9 @@ def test_a_hung_gpu_drops_old_steps_instead_of_growing(clock: StepClock, gpu: Fa
     assert clock.writer.words[wire.H_GPU_DROPPED] >= 30
 
 
-def test_the_stream_object_is_reused_until_another_stream_becomes_current(clock: StepClock,
-                                                                            gpu: FakeCuda) -> None:
+def test_the_stream_object_is_reused_until_another_stream_becomes_current(
+    clock: StepClock, gpu: FakeCuda
+) -> None:
     for _ in range(10):
         _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=1)
     assert gpu.current_stream_objects_made == 1
@@ -134,8 +135,9 @@ def test_the_gpu_in_use_is_found_without_a_copy_but_never_guessed() -> None:
     assert cuda_device_in_use(gpu, None) is None
 
 
-def test_a_failing_cuda_call_is_counted_and_the_loop_goes_on(clock: StepClock, gpu: FakeCuda,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_cuda_call_is_counted_and_the_loop_goes_on(
+    clock: StepClock, gpu: FakeCuda, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def broken_record(self: FakeEvent, stream: object = None) -> None:
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
@@ -162,7 +164,8 @@ def test_a_second_copy_inside_a_cuda_graph_capture_records_nothing(clock: StepCl
 
 
 def test_a_late_copy_seen_by_copy_timing_does_not_stretch_the_steps_copy(
-        clock: StepClock, gpu: FakeCuda, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock: StepClock, gpu: FakeCuda, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Seen on the H200: an HF Trainer job under `xfertop run` read "copy-bound: 100% of each step": a
     # small .to() after the backward pass moved the copy mark to the end of the step. Copies seen by copy
     # timing set the mark only in the step's first burst; their bytes still count.
@@ -197,7 +200,8 @@ def test_a_late_copy_seen_by_copy_timing_does_not_stretch_the_steps_copy(
 
 
 def test_a_prefetching_loaders_copy_of_the_next_batch_is_not_this_steps_copy(
-        clock: StepClock, gpu: FakeCuda, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock: StepClock, gpu: FakeCuda, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Seen on the H200: an HF Trainer job (accelerate's DataLoaderShard) read "copy-bound: 100%" under
     # `xfertop run`. The shard moves batch k+1 to the GPU *before* the boundary that yields batch k, so
     # inside one clock step the compute of batch k comes first and the copy of batch k+1 last.

@@ -41,8 +41,11 @@ def _steps(clock: StepClock) -> list[StepRecord]:
 
 def _modelled_ns(gpu: FakeCuda) -> int:
     costs = gpu.costs_ns
-    return (gpu.records * costs["record"] + gpu.queries * costs["query"]
-            + gpu.elapsed_calls * costs["elapsed_time"])
+    return (
+        gpu.records * costs["record"]
+        + gpu.queries * costs["query"]
+        + gpu.elapsed_calls * costs["elapsed_time"]
+    )
 
 
 _BATCH = SimpleNamespace(shape=(8, 64), is_cuda=False)
@@ -65,8 +68,11 @@ def test_short_steps_keep_the_modelled_gpu_cost_within_budget(tmp_path: Path) ->
     records, queries, elapsed = before
     _short_steps(clock, gpu, 2000)
     steps = 2000
-    modelled = ((gpu.records - records) * H200_COSTS_NS["record"] + (gpu.queries - queries)
-                * H200_COSTS_NS["query"] + (gpu.elapsed_calls - elapsed) * H200_COSTS_NS["elapsed_time"])
+    modelled = (
+        (gpu.records - records) * H200_COSTS_NS["record"]
+        + (gpu.queries - queries) * H200_COSTS_NS["query"]
+        + (gpu.elapsed_calls - elapsed) * H200_COSTS_NS["elapsed_time"]
+    )
     per_step_ns = modelled / steps
     # A timed step costs ~4 records + 1 query + 3 elapsed_time = ~15.7 us in the model: k must be >= 5.
     assert clock.gpu_every >= 5, clock.gpu_every

@@ -22,8 +22,9 @@ def _boom(*args: object, **kwargs: object) -> None:
     raise RuntimeError("injected failure")
 
 
-def test_a_broken_ring_is_counted_and_the_clock_switches_off(fresh_clock: StepClock,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_broken_ring_is_counted_and_the_clock_switches_off(
+    fresh_clock: StepClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     list(xfertop.watch(range(3)))  # starts the ring
     assert fresh_clock.writer is not None
     monkeypatch.setattr(fresh_clock.writer, "write_step", _boom)
@@ -36,8 +37,9 @@ def test_a_broken_ring_is_counted_and_the_clock_switches_off(fresh_clock: StepCl
     assert rank.reporter_disabled and rank.reporter_errors == MAX_ERRORS
 
 
-def test_to_device_still_copies_when_inspection_breaks(fresh_clock: StepClock,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_to_device_still_copies_when_inspection_breaks(
+    fresh_clock: StepClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(torch.Tensor, "is_pinned", _boom)
     batch = {"x": torch.ones(4, 2), "y": [torch.zeros(3), (torch.ones(1),)], "meta": "kept"}
     for _ in xfertop.watch(range(3)):
@@ -60,8 +62,9 @@ def _failing_loader():  # type: ignore[no-untyped-def]
     raise ValueError("loader broke")
 
 
-def test_a_failing_clock_never_raises_from_the_public_api(fresh_clock: StepClock,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_clock_never_raises_from_the_public_api(
+    fresh_clock: StepClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name in ("before_next", "after_next", "enter_step", "exit_step", "copied"):
         monkeypatch.setattr(fresh_clock, name, _boom)
     for _ in xfertop.watch(range(5)):
@@ -71,9 +74,9 @@ def test_a_failing_clock_never_raises_from_the_public_api(fresh_clock: StepClock
     assert fresh_clock.errors > 0
 
 
-def test_an_unusable_ring_dir_turns_the_clock_off_with_a_sentence(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unusable_ring_dir_turns_the_clock_off_with_a_sentence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     target = tmp_path / "elsewhere"
     target.mkdir()
     link = tmp_path / "rings"
@@ -161,7 +164,8 @@ def test_a_spawned_dataloader_worker_gets_no_clock(tmp_path: Path, monkeypatch: 
 
 
 def test_a_process_of_its_own_that_cannot_ask_torch_about_workers_still_gets_a_clock(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XFERTOP_DIR", str(tmp_path / "rings"))
     monkeypatch.setattr(reporter, "_clock", None)
     monkeypatch.setattr(reporter, "_in_forked_child", False)

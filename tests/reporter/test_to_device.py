@@ -24,8 +24,11 @@ def _steps(clock: StepClock) -> list[StepRecord]:
 
 
 def test_nested_batches_keep_their_shape_and_count_every_tensor(fresh_clock: StepClock) -> None:
-    batch = {"pair": Pair(torch.ones(4, 3), torch.zeros(4, dtype=torch.long)),
-             "extra": [torch.ones(2), "caption", 7], "mask": (torch.ones(4),)}
+    batch = {
+        "pair": Pair(torch.ones(4, 3), torch.zeros(4, dtype=torch.long)),
+        "extra": [torch.ones(2), "caption", 7],
+        "mask": (torch.ones(4),),
+    }
     for _ in xfertop.watch(range(2)):
         moved = xfertop.to_device(batch, "meta", non_blocking=False)
     assert isinstance(moved["pair"], Pair) and moved["pair"].labels.device.type == "meta"
@@ -78,7 +81,8 @@ def test_a_tuple_subclass_that_cannot_be_rebuilt_still_moves_and_never_raises(fr
 
 
 def test_a_packed_sequence_moves_by_its_own_to_with_batch_sizes_left_on_the_cpu(
-        fresh_clock: StepClock) -> None:
+    fresh_clock: StepClock,
+) -> None:
     packed = pack_sequence([torch.ones(3, 2), torch.ones(2, 2)])
     for _ in xfertop.watch(range(2)):
         moved = xfertop.to_device(packed, "meta")

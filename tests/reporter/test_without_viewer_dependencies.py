@@ -82,8 +82,9 @@ def test_watch_measures_training_where_the_viewers_packages_are_not_installed(tm
     script.write_text(textwrap.dedent(TRAIN))
     env = child_env(tmp_path / "rings")
     env["PYTHONPATH"] = str(blocker_dir) + os.pathsep + env["PYTHONPATH"]
-    result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "psutil is not installed here",  # the blocker works: the job cannot import it

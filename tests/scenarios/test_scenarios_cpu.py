@@ -61,8 +61,10 @@ def scored() -> Any:
 
 def _explain(result: dict[str, Any]) -> str:
     score, run = result["score"], result["run"]
-    return (f"verdicts of the last polls {score['final_kinds']}; headline {score['last_headline']!r}; "
-            f"advice {score['last_advice']}; exit {run.exit_code}; stderr {run.stderr_tail[-400:]!r}")
+    return (
+        f"verdicts of the last polls {score['final_kinds']}; headline {score['last_headline']!r}; "
+        f"advice {score['last_advice']}; exit {run.exit_code}; stderr {run.stderr_tail[-400:]!r}"
+    )
 
 
 def xfail(reason: str) -> Any:
@@ -96,7 +98,8 @@ CASES = [
 
 @pytest.mark.parametrize(
     ("scenario_id", "aspect"),
-    [pytest.param(sid, aspect, marks=marks, id=f"{sid}-{aspect}") for sid, aspect, marks in CASES])
+    [pytest.param(sid, aspect, marks=marks, id=f"{sid}-{aspect}") for sid, aspect, marks in CASES],
+)
 def test_verdict_under_xfertop_run(scored: Any, scenario_id: str, aspect: str) -> None:
     result = scored(scenario_id)
     run, score = result["run"], result["score"]
@@ -116,8 +119,9 @@ def test_verdict_under_xfertop_run(scored: Any, scenario_id: str, aspect: str) -
 def test_plain_run_is_not_seen_and_matches_the_result_format() -> None:
     """The control: the same script without xfertop leaves the (private) ring directory empty."""
     scenario = SCENARIOS["a"]
-    run = scorer.run_job(scenario, "plain", 3.0, omp_threads="1" if (os.cpu_count() or 1) <= 2 else None,
-                         extra_args=CPU)
+    run = scorer.run_job(
+        scenario, "plain", 3.0, omp_threads="1" if (os.cpu_count() or 1) <= 2 else None, extra_args=CPU
+    )
     assert run.exit_code == 0, run.stderr_tail
     assert run.result_line.startswith("result scenario=a device=cpu "), run.stdout_tail
     assert all(p.kind is None for p in run.polls), [p.kind for p in run.polls]

@@ -7,8 +7,9 @@ from pathlib import Path
 from xfertop.sources.ddp_ranks import job_ranks, read_environ
 
 
-def add_process(proc: Path, pid: int, env: dict[str, str], uid: int = 1000, ppid: int = 1,
-                cmd: str = "python train.py") -> None:
+def add_process(
+    proc: Path, pid: int, env: dict[str, str], uid: int = 1000, ppid: int = 1, cmd: str = "python train.py"
+) -> None:
     folder = proc / str(pid)
     folder.mkdir(parents=True)
     (folder / "environ").write_bytes(b"\0".join(f"{k}={v}".encode() for k, v in env.items()) + b"\0")
@@ -17,8 +18,15 @@ def add_process(proc: Path, pid: int, env: dict[str, str], uid: int = 1000, ppid
 
 
 def elastic(rank: int, run_id: str = "job-a") -> dict[str, str]:
-    return {"PATH": "/usr/bin", "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "3",
-            "TORCHELASTIC_RUN_ID": run_id, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+    return {
+        "PATH": "/usr/bin",
+        "RANK": str(rank),
+        "LOCAL_RANK": str(rank),
+        "WORLD_SIZE": "3",
+        "TORCHELASTIC_RUN_ID": run_id,
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": "29500",
+    }
 
 
 def test_all_ranks_of_a_torchrun_job_are_found_from_any_one_of_them(tmp_path: Path) -> None:

@@ -23,8 +23,10 @@ from xfertop.wire import process_start_ticks
 #: Says "ready" once its program runs: until then its command line may still be empty.
 SLEEPER = "import time; print('ready', flush=True); time.sleep(600)"
 #: Waits for a line on stdin, then runs its argument (a script) in the same process.
-EXEC_AGAIN = ("import os, sys; print('waiting', flush=True); sys.stdin.readline(); "
-              "os.execv(sys.executable, [sys.executable, '-c', sys.argv[1], '--after-exec'])")
+EXEC_AGAIN = (
+    "import os, sys; print('waiting', flush=True); sys.stdin.readline(); "
+    "os.execv(sys.executable, [sys.executable, '-c', sys.argv[1], '--after-exec'])"
+)
 #: Runs a program without address randomisation: its arguments lie where they lay last time.
 SAME_ADDRESSES = ("setarch", "-R")
 NS_LAST_PID = "/proc/sys/kernel/ns_last_pid"
@@ -45,8 +47,9 @@ def start(children: list[subprocess.Popen[bytes]], *argv: str, **kwargs: object)
     return child
 
 
-def start_python(children: list[subprocess.Popen[bytes]], *arguments: str,
-                 launcher: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
+def start_python(
+    children: list[subprocess.Popen[bytes]], *arguments: str, launcher: tuple[str, ...] = ()
+) -> subprocess.Popen[bytes]:
     """A sleeping Python that has started (its program runs, its arguments are in place)."""
     child = start(children, *launcher, sys.executable, "-c", SLEEPER, *arguments, stdout=subprocess.PIPE)
     assert child.stdout is not None and child.stdout.readline() == b"ready\n"
@@ -57,8 +60,9 @@ def gpu_listing(*pids: int) -> list[SimpleNamespace]:
     return [SimpleNamespace(pid=pid, usedGpuMemory=2**30) for pid in pids]
 
 
-def make_source(sources: list[GpuSource], gpu: FakeGpu,
-                host_processes: HostProcesses | None = None) -> GpuSource:
+def make_source(
+    sources: list[GpuSource], gpu: FakeGpu, host_processes: HostProcesses | None = None
+) -> GpuSource:
     source = GpuSource(api=NvmlApi(FakePynvml([gpu])), first_window_s=0, host_processes=host_processes)
     sources.append(source)
     return source
@@ -68,8 +72,9 @@ def listed(source: GpuSource) -> dict[int, GpuProcess]:
     return {process.pid: process for process in source.sample_once().gpus[0].processes}
 
 
-def start_on_pid(children: list[subprocess.Popen[bytes]], pid: int, not_at_ticks: int,
-                 *arguments: str) -> subprocess.Popen[bytes]:
+def start_on_pid(
+    children: list[subprocess.Popen[bytes]], pid: int, not_at_ticks: int, *arguments: str
+) -> subprocess.Popen[bytes]:
     """A new process on ``pid`` (free again), by telling the kernel which pid it handed out last, that
     started on another clock tick than ``not_at_ticks``: a process NVML listed lived longer than a tick."""
     for _ in range(1000):
@@ -87,7 +92,8 @@ def start_on_pid(children: list[subprocess.Popen[bytes]], pid: int, not_at_ticks
 
 
 def test_a_pid_reused_by_a_new_process_shows_the_new_command_not_the_old(
-        sources: list[GpuSource], children: list[subprocess.Popen[bytes]]) -> None:
+    sources: list[GpuSource], children: list[subprocess.Popen[bytes]]
+) -> None:
     if shutil.which(SAME_ADDRESSES[0]) is None:
         pytest.skip(f"{SAME_ADDRESSES[0]} (util-linux) is not installed")
     old = start_python(children, "--old-run", launcher=SAME_ADDRESSES)
@@ -106,10 +112,12 @@ def test_a_pid_reused_by_a_new_process_shows_the_new_command_not_the_old(
 
 
 def test_a_process_that_execs_its_own_program_again_shows_the_new_command(
-        sources: list[GpuSource], children: list[subprocess.Popen[bytes]]) -> None:
+    sources: list[GpuSource], children: list[subprocess.Popen[bytes]]
+) -> None:
     # Same pid, same start time, same name ("python"): only the arguments differ.
-    child = start(children, sys.executable, "-c", EXEC_AGAIN, SLEEPER, stdin=subprocess.PIPE,
-                  stdout=subprocess.PIPE)
+    child = start(
+        children, sys.executable, "-c", EXEC_AGAIN, SLEEPER, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
     assert child.stdin is not None and child.stdout is not None
     assert child.stdout.readline() == b"waiting\n"
     source = make_source(sources, FakeGpu(0, processes=gpu_listing(child.pid)))
@@ -121,7 +129,8 @@ def test_a_process_that_execs_its_own_program_again_shows_the_new_command(
 
 
 def test_a_process_that_ends_while_still_listed_loses_its_command_then_its_owner(
-        sources: list[GpuSource], children: list[subprocess.Popen[bytes]]) -> None:
+    sources: list[GpuSource], children: list[subprocess.Popen[bytes]]
+) -> None:
     child = start_python(children)
     source = make_source(sources, FakeGpu(0, processes=gpu_listing(child.pid)))
     alive = listed(source)[child.pid]
@@ -135,8 +144,9 @@ def test_a_process_that_ends_while_still_listed_loses_its_command_then_its_owner
     assert (gone.pid, gone.user, gone.command, gone.gpu_memory_bytes) == (child.pid, None, None, 2**30)
 
 
-def test_a_pid_no_longer_listed_is_forgotten(sources: list[GpuSource],
-                                             children: list[subprocess.Popen[bytes]]) -> None:
+def test_a_pid_no_longer_listed_is_forgotten(
+    sources: list[GpuSource], children: list[subprocess.Popen[bytes]]
+) -> None:
     child = start_python(children)
     gpu = FakeGpu(0, processes=gpu_listing(os.getpid(), child.pid))
     known = HostProcesses()
@@ -149,7 +159,8 @@ def test_a_pid_no_longer_listed_is_forgotten(sources: list[GpuSource],
 
 
 def test_the_gpu_memory_stays_live_while_the_host_facts_are_kept(
-        children: list[subprocess.Popen[bytes]]) -> None:
+    children: list[subprocess.Popen[bytes]],
+) -> None:
     child = start_python(children)
     known = HostProcesses()
     first = known.join(child.pid, 2**30)

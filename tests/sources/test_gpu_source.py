@@ -17,8 +17,9 @@ H2D_WIRE_BYTES_PER_S = 59.2e9  # what the H200's counters read during a pinned H
 VANISHED_PID = 2**22 + 17  # above the default pid_max: no such process
 
 
-def make_source(sources: list[GpuSource], fake: FakePynvml, first_window_s: float = 0.1,
-                pcie: str = "auto") -> GpuSource:
+def make_source(
+    sources: list[GpuSource], fake: FakePynvml, first_window_s: float = 0.1, pcie: str = "auto"
+) -> GpuSource:
     source = GpuSource(api=NvmlApi(fake), first_window_s=first_window_s, pcie=pcie)
     sources.append(source)
     return source
@@ -35,20 +36,29 @@ def test_no_driver_on_this_machine_gives_no_gpus_and_the_reason(sources: list[Gp
 
 
 def test_one_h200_reads_as_recorded(sources: list[GpuSource]) -> None:
-    fake = FakePynvml([FakeGpu(0, traffic=SteadyTraffic(rx_bytes_per_s=H2D_WIRE_BYTES_PER_S,
-                                                         tx_bytes_per_s=5.15e9))])
+    fake = FakePynvml(
+        [FakeGpu(0, traffic=SteadyTraffic(rx_bytes_per_s=H2D_WIRE_BYTES_PER_S, tx_bytes_per_s=5.15e9))]
+    )
     state = make_source(sources, fake).sample_once()
     assert (state.driver_version, state.cuda_driver_version, state.error) == ("580.159.04", "13.0", None)
     (gpu,) = state.gpus
     assert (gpu.name, gpu.uuid, gpu.bus_id) == (
-        "NVIDIA H200", "GPU-b8361e20-a5c9-4f2b-b69b-77be6f3fb39f", "00000000:00:06.0")
+        "NVIDIA H200",
+        "GPU-b8361e20-a5c9-4f2b-b69b-77be6f3fb39f",
+        "00000000:00:06.0",
+    )
     assert (gpu.mem_used_bytes, gpu.mem_total_bytes) == (644_939_776, 150_754_820_096)
     assert (gpu.util_gpu_percent, gpu.util_mem_percent) == (0.0, 0.0)
     assert (gpu.sm_clock_mhz, gpu.mem_clock_mhz, gpu.temperature_c) == (345, 3201, 30.0)
     assert (gpu.power_w, gpu.power_limit_w) == (pytest.approx(76.681), 700.0)
     assert gpu.throttle_reasons == ("idle",)
-    assert (gpu.link.gen_current, gpu.link.width_current, gpu.link.gen_max, gpu.link.width_max,
-            gpu.link.gen_gpu_max) == (5, 16, 5, 16, 5)
+    assert (
+        gpu.link.gen_current,
+        gpu.link.width_current,
+        gpu.link.gen_max,
+        gpu.link.width_max,
+        gpu.link.gen_gpu_max,
+    ) == (5, 16, 5, 16, 5)
     assert (gpu.errors.replay_delta, gpu.errors.correctable_delta) == (0, 0)
     # The H200 has GPM: one sample per snapshot covers the whole interval, no counter thread.
     assert gpu.pcie.method == "gpm" and gpu.pcie.coverage == 1.0
@@ -67,8 +77,9 @@ def test_where_gpm_answers_the_byte_counters_are_never_read(sources: list[GpuSou
 
 
 def test_pcie_counters_polls_the_byte_counters_even_where_gpm_answers(sources: list[GpuSource]) -> None:
-    fake = FakePynvml([FakeGpu(0, traffic=SteadyTraffic(rx_bytes_per_s=H2D_WIRE_BYTES_PER_S,
-                                                         tx_bytes_per_s=5.15e9))])
+    fake = FakePynvml(
+        [FakeGpu(0, traffic=SteadyTraffic(rx_bytes_per_s=H2D_WIRE_BYTES_PER_S, tx_bytes_per_s=5.15e9))]
+    )
     source = make_source(sources, fake, pcie="counters")
     pcie = source.sample_once().gpus[0].pcie
     assert pcie.method == "counter" and source.poller is not None
@@ -114,16 +125,24 @@ def test_without_byte_counters_it_falls_back_to_20ms_samples_and_says_so(sources
 
 
 def test_neither_counters_nor_sampler_gives_method_none(sources: list[GpuSource]) -> None:
-    gpu = FakeGpu(0, fields_not_supported={197, 198}, not_supported={"nvmlDeviceGetPcieThroughput"},
-                  gpm=False)
+    gpu = FakeGpu(
+        0, fields_not_supported={197, 198}, not_supported={"nvmlDeviceGetPcieThroughput"}, gpm=False
+    )
     pcie = make_source(sources, FakePynvml([gpu])).sample_once().gpus[0].pcie
     assert (pcie.method, pcie.rx_bytes_per_s, pcie.tx_bytes_per_s) == ("none", None, None)
 
 
 def test_unsupported_readings_show_as_none_and_the_rest_still_reads(sources: list[GpuSource]) -> None:
-    gpu = FakeGpu(0, not_supported={"nvmlDeviceGetPowerUsage", "nvmlDeviceGetTemperature",
-                                    "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetPcieReplayCounter"},
-                  fields_not_supported={173})
+    gpu = FakeGpu(
+        0,
+        not_supported={
+            "nvmlDeviceGetPowerUsage",
+            "nvmlDeviceGetTemperature",
+            "nvmlDeviceGetUtilizationRates",
+            "nvmlDeviceGetPcieReplayCounter",
+        },
+        fields_not_supported={173},
+    )
     snapshot = make_source(sources, FakePynvml([gpu])).sample_once().gpus[0]
     assert (snapshot.power_w, snapshot.temperature_c, snapshot.util_gpu_percent) == (None, None, None)
     assert (snapshot.errors.replay_delta, snapshot.errors.correctable_delta) == (None, None)
@@ -178,7 +197,11 @@ def test_a_gpu_lost_mid_run_is_marked_and_the_others_carry_on(sources: list[GpuS
     lost = state.gpus[1]
     assert lost.lost_reason is not None and "fell off the bus" in lost.lost_reason
     assert (lost.name, lost.link.gen_max, lost.mem_used_bytes, lost.pcie.method) == (
-        "NVIDIA H200", 5, None, "none")
+        "NVIDIA H200",
+        5,
+        None,
+        "none",
+    )
     calls_before = len(fake.calls)
     source.sample_once()
     lost_calls = len(fake.calls) - calls_before
@@ -198,8 +221,7 @@ def test_eight_gpus_each_with_their_own_traffic(sources: list[GpuSource]) -> Non
     assert rx_gb_per_s == [5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 35.0, 40.0]
 
 
-def test_processes_are_joined_with_the_host_and_a_vanished_one_has_no_owner(
-        sources: list[GpuSource]) -> None:
+def test_processes_are_joined_with_the_host_and_a_vanished_one_has_no_owner(sources: list[GpuSource]) -> None:
     class Proc:
         def __init__(self, pid: int, used: int | None) -> None:
             self.pid, self.usedGpuMemory = pid, used
@@ -209,7 +231,11 @@ def test_processes_are_joined_with_the_host_and_a_vanished_one_has_no_owner(
     assert (mine.pid, mine.gpu_memory_bytes) == (os.getpid(), 2**30)
     assert mine.user and mine.command and "python" in mine.command.lower()
     assert (vanished.pid, vanished.user, vanished.command, vanished.gpu_memory_bytes) == (
-        VANISHED_PID, None, None, None)
+        VANISHED_PID,
+        None,
+        None,
+        None,
+    )
 
 
 def test_the_thread_publishes_and_stops(sources: list[GpuSource]) -> None:

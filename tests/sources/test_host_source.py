@@ -46,8 +46,9 @@ for w in workers:
 
 @pytest.fixture
 def trainer() -> Iterator[tuple[subprocess.Popen[str], bool]]:
-    process = subprocess.Popen([sys.executable, "-c", TRAINER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", TRAINER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     assert process.stdout is not None
     words = process.stdout.readline().split()
     assert words[0] == "ready", words
@@ -132,8 +133,12 @@ def cuda_like(stand_in: str) -> Iterator[Callable[[int], list[subprocess.Popen[s
 
     def start(count: int) -> list[subprocess.Popen[str]]:
         for _ in range(count):
-            process = subprocess.Popen([sys.executable, "-c", CUDA_LIKE, stand_in], stdin=subprocess.PIPE,
-                                       stdout=subprocess.PIPE, text=True)
+            process = subprocess.Popen(
+                [sys.executable, "-c", CUDA_LIKE, stand_in],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
             started.append(process)
             assert process.stdout is not None and process.stdout.readline() == "ready\n"
         return started[-count:]
@@ -146,7 +151,8 @@ def cuda_like(stand_in: str) -> Iterator[Callable[[int], list[subprocess.Popen[s
 
 
 def test_simulated_cuda_process_shared_anonymous_memory_is_its_cuda_host_alloc_figure(
-        stand_in, cuda_like) -> None:
+    stand_in, cuda_like
+) -> None:
     [process] = cuda_like(1)
     source = HostSource(nvidia_control_device=stand_in)
     source.watch_pids([process.pid])
@@ -173,7 +179,8 @@ def _grow(process: subprocess.Popen[str]) -> None:
 
 
 def test_simulated_cuda_process_figure_is_reused_with_its_age_until_the_smaps_interval_passes(
-        stand_in, cuda_like) -> None:
+    stand_in, cuda_like
+) -> None:
     [process] = cuda_like(1)
     clock = ManualClock()
     source = HostSource(nvidia_control_device=stand_in, smaps_interval_s=2.0, monotonic=clock)
@@ -191,13 +198,15 @@ def test_simulated_cuda_process_figure_is_reused_with_its_age_until_the_smaps_in
 
 
 def test_simulated_cuda_process_whose_shared_memory_did_not_move_is_re_read_only_when_old(
-        stand_in, cuda_like) -> None:
+    stand_in, cuda_like
+) -> None:
     """smaps costs 6-24 ms for a torch process: while RssShmem stays, the last figure stands (with its
     age) until the max age; a move of RssShmem makes it due again after the interval."""
     [process] = cuda_like(1)
     clock = ManualClock()
-    source = HostSource(nvidia_control_device=stand_in, smaps_interval_s=2.0, smaps_max_age_s=10.0,
-                        monotonic=clock)
+    source = HostSource(
+        nvidia_control_device=stand_in, smaps_interval_s=2.0, smaps_max_age_s=10.0, monotonic=clock
+    )
     source.watch_pids([process.pid])
     assert _watched(source.sample_once(), process.pid).cuda_host_alloc_age_s == 0.0
     clock.now += 5.0  # past the interval, RssShmem unmoved: not re-read
@@ -214,7 +223,8 @@ def test_simulated_cuda_process_whose_shared_memory_did_not_move_is_re_read_only
 
 
 def test_simulated_cuda_processes_get_at_most_max_smaps_reads_per_sample_oldest_first(
-        stand_in, cuda_like) -> None:
+    stand_in, cuda_like
+) -> None:
     processes = cuda_like(3)
     pids = [p.pid for p in processes]
     source = HostSource(nvidia_control_device=stand_in, max_smaps_reads=1, smaps_interval_s=60.0)
@@ -284,8 +294,9 @@ print(json.dumps({"uid": os.getuid(), "error": stats.error, "shmem": stats.shmem
 def test_another_users_process_never_raises() -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root to start a viewer as another user")
-    run = subprocess.run([sys.executable, "-c", OTHER_USER_VIEW, str(os.getpid())], capture_output=True,
-                         text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-c", OTHER_USER_VIEW, str(os.getpid())], capture_output=True, text=True, timeout=60
+    )
     assert run.returncode == 0, run.stderr
     seen = json.loads(run.stdout)
     assert seen["uid"] == 65534
@@ -299,6 +310,7 @@ def test_another_users_process_never_raises() -> None:
 
 # The host source reads /proc itself (stat, status, statm) where it used psutil: its figures must be the
 # ones psutil gives for the same processes.
+
 
 def test_process_figures_are_the_ones_psutil_gives(trainer) -> None:
     process, _ = trainer
@@ -319,8 +331,9 @@ def test_a_name_the_kernel_cut_at_15_characters_is_taken_whole_from_the_command_
     long_name = tmp_path / "a_python_with_a_long_name"
     long_name.symlink_to(sys.executable)
     code = "import sys; print('ready', flush=True); sys.stdin.read()"
-    process = subprocess.Popen([str(long_name), "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               text=True)
+    process = subprocess.Popen(
+        [str(long_name), "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert process.stdout is not None and process.stdout.readline() == "ready\n"
         assert Path(f"/proc/{process.pid}/comm").read_text() == "a_python_with_a\n"
@@ -357,8 +370,9 @@ thread.join()
 
 
 def test_a_worker_started_by_another_thread_is_found_and_a_thread_id_lists_no_workers() -> None:
-    process = subprocess.Popen([sys.executable, "-c", THREAD_SPAWNER], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", THREAD_SPAWNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert process.stdout is not None
         worker, tid = map(int, process.stdout.readline().split())
@@ -396,7 +410,8 @@ def test_without_children_files_the_workers_come_from_the_stat_walk(trainer, tmp
     state = copied_source.sample_once()
     copied = _watched(state, process.pid)
     assert [(c.pid, c.name, c.ppid) for c in copied.children] == [
-        (c.pid, c.name, c.ppid) for c in live.children]
+        (c.pid, c.name, c.ppid) for c in live.children
+    ]
     assert len(copied.children) == 2 and copied.name == live.name
     assert _watched(state, 4242).error == "cannot parse /proc/4242/stat"
     assert _watched(state, 4343).error == "process 4343 has exited"
@@ -423,11 +438,14 @@ def test_memory_totals_are_psutils_and_psutil_decides_the_odd_cases(monkeypatch)
     monkeypatch.setattr(host.psutil, "virtual_memory", lambda: stand_in)
     monkeypatch.setattr(host.psutil, "swap_memory", lambda: stand_in)
     for meminfo, expected in (
-            (b"MemTotal: 100 kB\nMemAvailable: 40 kB\nSwapTotal: 10 kB\nSwapFree: 4 kB\n",
-             (102400, 40960, 10240, 6144)),
-            (b"MemTotal: 100 kB\nMemAvailable: 0 kB\nSwapTotal: 10 kB\nSwapFree: 10 kB\n", (7, 3, 10240, 0)),
-            (b"MemTotal: 100 kB\nMemAvailable: 200 kB\n", (7, 3, 7, 1)),
-            (b"MemTotal: 100 kB\nMemFree: 20 kB\nSwapTotal: 0 kB\nSwapFree: 0 kB\n", (7, 3, 0, 0))):
+        (
+            b"MemTotal: 100 kB\nMemAvailable: 40 kB\nSwapTotal: 10 kB\nSwapFree: 4 kB\n",
+            (102400, 40960, 10240, 6144),
+        ),
+        (b"MemTotal: 100 kB\nMemAvailable: 0 kB\nSwapTotal: 10 kB\nSwapFree: 10 kB\n", (7, 3, 10240, 0)),
+        (b"MemTotal: 100 kB\nMemAvailable: 200 kB\n", (7, 3, 7, 1)),
+        (b"MemTotal: 100 kB\nMemFree: 20 kB\nSwapTotal: 0 kB\nSwapFree: 0 kB\n", (7, 3, 0, 0)),
+    ):
         monkeypatch.setattr(host, "read_proc_file", lambda path, data=meminfo: data)
         assert host._memory_totals() == expected, meminfo
 
@@ -462,8 +480,9 @@ second.join()
 
 
 def test_a_worker_of_a_thread_started_after_the_last_sample_is_found_at_the_same_thread_count() -> None:
-    process = subprocess.Popen([sys.executable, "-c", THREAD_SWAPPER], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", THREAD_SWAPPER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert process.stdout is not None and process.stdin is not None
         assert process.stdout.readline() == "ready\n"
@@ -491,14 +510,17 @@ def test_a_proc_record_longer_than_one_read_is_read_whole(tmp_path: Path) -> Non
 
 
 def test_a_worker_confined_to_one_core_shows_its_allowed_cpus() -> None:
-    code = ("import os, subprocess, sys\n"
-            "worker = subprocess.Popen([sys.executable, '-c', "
-            "'import os, sys; os.sched_setaffinity(0, {0}); print(1, flush=True); sys.stdin.read()'], "
-            "stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)\n"
-            "worker.stdout.readline(); print('ready', flush=True); sys.stdin.read(); worker.stdin.close(); "
-            "worker.wait()\n")
-    process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               text=True)
+    code = (
+        "import os, subprocess, sys\n"
+        "worker = subprocess.Popen([sys.executable, '-c', "
+        "'import os, sys; os.sched_setaffinity(0, {0}); print(1, flush=True); sys.stdin.read()'], "
+        "stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)\n"
+        "worker.stdout.readline(); print('ready', flush=True); sys.stdin.read(); worker.stdin.close(); "
+        "worker.wait()\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert process.stdout is not None and process.stdout.readline().strip() == "ready"
         source = HostSource()

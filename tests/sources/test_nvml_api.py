@@ -20,14 +20,17 @@ def test_this_machine_without_a_driver_says_so_in_one_sentence() -> None:
     assert error == NO_DRIVER
 
 
-@pytest.mark.parametrize(("init_error", "words"), [
-    ("NVML_ERROR_LIBRARY_NOT_FOUND", NO_DRIVER),
-    ("NVML_ERROR_DRIVER_NOT_LOADED", "not loaded"),
-    ("NVML_ERROR_NO_PERMISSION", "no permission"),
-    ("NVML_ERROR_UNKNOWN", "unknown reason"),
-    ("NVML_ERROR_LIB_RM_VERSION_MISMATCH", "versions differ"),
-    ("NVML_ERROR_TIMEOUT", "NVML failed to start"),
-])
+@pytest.mark.parametrize(
+    ("init_error", "words"),
+    [
+        ("NVML_ERROR_LIBRARY_NOT_FOUND", NO_DRIVER),
+        ("NVML_ERROR_DRIVER_NOT_LOADED", "not loaded"),
+        ("NVML_ERROR_NO_PERMISSION", "no permission"),
+        ("NVML_ERROR_UNKNOWN", "unknown reason"),
+        ("NVML_ERROR_LIB_RM_VERSION_MISMATCH", "versions differ"),
+        ("NVML_ERROR_TIMEOUT", "NVML failed to start"),
+    ],
+)
 def test_init_failures_become_sentences(init_error: str, words: str) -> None:
     error = NvmlApi(FakePynvml(init_error=init_error)).init()
     assert error is not None and words in error and error.endswith("showing host metrics only")
@@ -49,8 +52,9 @@ def test_unanswered_questions_are_none() -> None:
     assert api.query("nvmlDeviceGetName", gpu) == "NVIDIA H200"
 
 
-@pytest.mark.parametrize("code", ["NVML_ERROR_NO_PERMISSION", "NVML_ERROR_FUNCTION_NOT_FOUND",
-                                  "NVML_ERROR_TIMEOUT"])
+@pytest.mark.parametrize(
+    "code", ["NVML_ERROR_NO_PERMISSION", "NVML_ERROR_FUNCTION_NOT_FOUND", "NVML_ERROR_TIMEOUT"]
+)
 def test_other_errors_of_one_call_are_none(code: str) -> None:
     gpu = FakeGpu(0)
     fake = FakePynvml([gpu])
@@ -64,8 +68,10 @@ def test_other_errors_of_one_call_are_none(code: str) -> None:
     assert api.query("nvmlDeviceGetTemperature", gpu, 0) is None
 
 
-@pytest.mark.parametrize(("code", "words"), [("NVML_ERROR_GPU_IS_LOST", "fell off the bus"),
-                                             ("NVML_ERROR_UNKNOWN", "stopped answering")])
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [("NVML_ERROR_GPU_IS_LOST", "fell off the bus"), ("NVML_ERROR_UNKNOWN", "stopped answering")],
+)
 def test_a_gpu_that_stops_answering_raises_gpu_lost(code: str, words: str) -> None:
     gpu = FakeGpu(0)
     fake = FakePynvml([gpu])
@@ -106,8 +112,12 @@ def test_the_first_of_equivalent_calls_that_answers_wins() -> None:
     gpu = FakeGpu(0)
     gpu.answers["nvmlDeviceGetCurrentClocksThrottleReasons"] = 4
     api = ready(FakePynvml([gpu], missing_in_binding=frozenset({"nvmlDeviceGetCurrentClocksEventReasons"})))
-    assert api.first_answer(("nvmlDeviceGetCurrentClocksEventReasons",
-                             "nvmlDeviceGetCurrentClocksThrottleReasons"), gpu) == 4
+    assert (
+        api.first_answer(
+            ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"), gpu
+        )
+        == 4
+    )
 
 
 def test_bus_id_bytes_from_old_bindings_are_text() -> None:

@@ -88,8 +88,10 @@ def test_each_gpu_keeps_its_own_counts_and_a_lost_one_stops_being_polled() -> No
 def test_the_poll_interval_follows_the_fastest_link() -> None:
     clock = FakeClock()
     fake = FakePynvml([FakeGpu(0), FakeGpu(1)], clock=clock, sleep=clock.sleep)
-    gpus = [PolledGpu(0, fake.gpus[0], link_wire_bytes_per_s(4, 16)),
-            PolledGpu(1, fake.gpus[1], link_wire_bytes_per_s(6, 16))]
+    gpus = [
+        PolledGpu(0, fake.gpus[0], link_wire_bytes_per_s(4, 16)),
+        PolledGpu(1, fake.gpus[1], link_wire_bytes_per_s(6, 16)),
+    ]
     assert PcieCounterPoller(NvmlApi(fake), gpus, clock=clock).interval_s == pytest.approx(0.0168, abs=1e-4)
 
 

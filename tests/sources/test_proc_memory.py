@@ -81,8 +81,10 @@ def test_h200_cuda_pinned_gigabyte_shows_as_shmem_and_not_as_locked() -> None:
     assert status_after.shmem_rss_bytes == status_before.shmem_rss_bytes + (1 << 30)  # type: ignore[operator]
     assert status_after.locked_bytes == 0 and status_after.pinned_vm_bytes == 0
     # The driver's own /dev/nvidiactl mappings did not grow: the buffer is not mapped through it.
-    assert (probe["smaps_after_1GiB_pinned"]["/dev/nvidiactl"]["Rss"]
-            == probe["smaps_after_cuda_init"]["/dev/nvidiactl"]["Rss"])
+    assert (
+        probe["smaps_after_1GiB_pinned"]["/dev/nvidiactl"]["Rss"]
+        == probe["smaps_after_cuda_init"]["/dev/nvidiactl"]["Rss"]
+    )
 
 
 def _status_from_probe(lines: dict[str, str]) -> StatusMemory:
@@ -93,8 +95,10 @@ def _status_from_probe(lines: dict[str, str]) -> StatusMemory:
 def test_numa_maps_counts_pages_per_node_times_page_size() -> None:
     by_node = parse_numa_maps_bytes_by_node((TEXT / "python_single_node.numa_maps").read_text())
     assert list(by_node) == [0] and by_node[0] > 0 and by_node[0] % 4096 == 0
-    huge = ("7f00 default anon=2 dirty=2 N0=1 N1=1 kernelpagesize_kB=2048\n"
-            "7f10 default anon=3 N1=3 kernelpagesize_kB=4")
+    huge = (
+        "7f00 default anon=2 dirty=2 N0=1 N1=1 kernelpagesize_kB=2048\n"
+        "7f10 default anon=3 N1=3 kernelpagesize_kB=4"
+    )
     assert parse_numa_maps_bytes_by_node(huge) == {0: 2 * MIB, 1: 2 * MIB + 3 * 4096}
 
 
@@ -115,9 +119,11 @@ def _probe_sum(mode: str, label: str, pathname: str) -> dict[str, int]:
 
 
 def test_reconstructed_fixtures_carry_the_probes_dev_zero_sums() -> None:
-    for mode, label, name in (("alloc", "after_cuda_init", "h200_host_alloc_after_cuda_init"),
-                              ("alloc", "after_1GiB_pinned", "h200_host_alloc_after_1GiB_pinned"),
-                              ("register", "after_1GiB_pinned", "h200_host_register_after_1GiB_pinned")):
+    for mode, label, name in (
+        ("alloc", "after_cuda_init", "h200_host_alloc_after_cuda_init"),
+        ("alloc", "after_1GiB_pinned", "h200_host_alloc_after_1GiB_pinned"),
+        ("register", "after_1GiB_pinned", "h200_host_register_after_1GiB_pinned"),
+    ):
         by_path = smaps_bytes_by_pathname((TEXT / f"{name}.smaps").read_text())
         recorded = _probe_sum(mode, label, CUDA_HOST_ALLOC_PATHNAME)
         assert by_path[CUDA_HOST_ALLOC_PATHNAME]["mappings"] == recorded["mappings"], name
@@ -137,8 +143,10 @@ def test_one_GiB_of_cudaHostAlloc_pin_memory_adds_one_GiB_in_a_sixth_dev_zero_ma
     before = cuda_host_alloc_bytes((TEXT / "h200_host_alloc_after_cuda_init.smaps").read_text())
     assert cuda_host_alloc_bytes(smaps) - before == 1 << 30
     # The driver's control node did not grow: the buffer is not mapped through it.
-    assert smaps_rss_bytes(smaps, NVIDIA_CONTROL_DEVICE)[0] == _probe_sum(
-        "alloc", "after_cuda_init", NVIDIA_CONTROL_DEVICE)["Rss"]
+    assert (
+        smaps_rss_bytes(smaps, NVIDIA_CONTROL_DEVICE)[0]
+        == _probe_sum("alloc", "after_cuda_init", NVIDIA_CONTROL_DEVICE)["Rss"]
+    )
 
 
 def test_cudaHostRegister_pinned_memory_is_invisible_to_the_figure() -> None:
@@ -158,9 +166,11 @@ def test_a_process_without_nvidiactl_is_not_a_cuda_process() -> None:
 
 
 def test_maps_pathnames_match_whole_names_only() -> None:
-    maps = ("7ff000000000-7ff001756000 rw-s 00000000 00:06 1049                       /dev/nvidiactl-old\n"
-            "7feaaaa00000-7feacaa00000 rw-p 00000000 00:00 0 \n"
-            "7ff0054e0000-7ff0277cb000 rw-p 00000000 00:00 0                          [heap]\n")
+    maps = (
+        "7ff000000000-7ff001756000 rw-s 00000000 00:06 1049                       /dev/nvidiactl-old\n"
+        "7feaaaa00000-7feacaa00000 rw-p 00000000 00:00 0 \n"
+        "7ff0054e0000-7ff0277cb000 rw-p 00000000 00:00 0                          [heap]\n"
+    )
     assert not maps_has_pathname(maps, NVIDIA_CONTROL_DEVICE)
     assert maps_has_pathname(maps, "[heap]") and maps_has_pathname(maps, "")
     assert not maps_has_pathname("", NVIDIA_CONTROL_DEVICE)
@@ -169,20 +179,25 @@ def test_maps_pathnames_match_whole_names_only() -> None:
 # The parsers that jump to the lines holding a name (parse_status, parse_status_value, maps_has_pathname,
 # smaps_rss_bytes) against the line-by-line loops they replaced, kept here verbatim as the reference.
 
+
 def _reference_status(text: str) -> StatusMemory:
     fields = parse_kb_fields(text)
     threads = _reference_status_value(text, "Threads")
-    return StatusMemory(rss_bytes=fields.get("VmRSS"), locked_bytes=fields.get("VmLck"),
-                        pinned_vm_bytes=fields.get("VmPin"), shmem_rss_bytes=fields.get("RssShmem"),
-                        swap_bytes=fields.get("VmSwap"),
-                        threads=int(threads) if threads is not None and threads.isdigit() else None)
+    return StatusMemory(
+        rss_bytes=fields.get("VmRSS"),
+        locked_bytes=fields.get("VmLck"),
+        pinned_vm_bytes=fields.get("VmPin"),
+        shmem_rss_bytes=fields.get("RssShmem"),
+        swap_bytes=fields.get("VmSwap"),
+        threads=int(threads) if threads is not None and threads.isdigit() else None,
+    )
 
 
 def _reference_status_value(text: str, name: str) -> str | None:
     prefix = f"{name}:"
     for line in text.splitlines():
         if line.startswith(prefix):
-            return line[len(prefix):].strip()
+            return line[len(prefix) :].strip()
     return None
 
 
@@ -219,12 +234,28 @@ ODD_SMAPS = (
 )
 
 
-@pytest.mark.parametrize("pathname", ["/dev/zero (deleted)", "/dev/zero", "", "[heap]", "/nowhere",
-                                      "/tmp/x /dev/zero (deleted)", "Rss:", "a\nb"])
+@pytest.mark.parametrize(
+    "pathname",
+    [
+        "/dev/zero (deleted)",
+        "/dev/zero",
+        "",
+        "[heap]",
+        "/nowhere",
+        "/tmp/x /dev/zero (deleted)",
+        "Rss:",
+        "a\nb",
+    ],
+)
 def test_smaps_and_maps_jumps_give_what_the_line_loop_gave(pathname: str) -> None:
-    texts = [ODD_SMAPS] + [(TEXT / name).read_text() for name in (
-        "h200_host_alloc_after_1GiB_pinned.smaps", "h200_host_register_after_1GiB_pinned.smaps",
-        "mlock_1MiB_shared_8MiB.smaps")]
+    texts = [ODD_SMAPS] + [
+        (TEXT / name).read_text()
+        for name in (
+            "h200_host_alloc_after_1GiB_pinned.smaps",
+            "h200_host_register_after_1GiB_pinned.smaps",
+            "mlock_1MiB_shared_8MiB.smaps",
+        )
+    ]
     texts.append(Path(f"/proc/{os.getpid()}/smaps").read_text())
     for text in texts:
         assert smaps_rss_bytes(text, pathname) == _reference_smaps_rss(text, pathname), pathname
@@ -252,12 +283,23 @@ ODD_STATUS = (
 
 
 def test_status_jumps_give_what_the_line_loop_gave() -> None:
-    texts = [ODD_STATUS, "", "Threads:\t7", (TEXT / "mlock_1MiB_shared_8MiB.status").read_text(),
-             Path(f"/proc/{os.getpid()}/status").read_text()]
+    texts = [
+        ODD_STATUS,
+        "",
+        "Threads:\t7",
+        (TEXT / "mlock_1MiB_shared_8MiB.status").read_text(),
+        Path(f"/proc/{os.getpid()}/status").read_text(),
+    ]
     for text in texts:
         assert parse_status(text) == _reference_status(text)
         for name in ("Threads", "Cpus_allowed_list", "Name", "VmRSS", "Nope", ""):
             assert parse_status_value(text, name) == _reference_status_value(text, name), (text, name)
     odd = parse_status(ODD_STATUS)
-    assert odd == StatusMemory(rss_bytes=200 * 1024, locked_bytes=4 * 1024, pinned_vm_bytes=None,
-                               shmem_rss_bytes=8 * 1024, swap_bytes=16 * 1024, threads=None)
+    assert odd == StatusMemory(
+        rss_bytes=200 * 1024,
+        locked_bytes=4 * 1024,
+        pinned_vm_bytes=None,
+        shmem_rss_bytes=8 * 1024,
+        swap_bytes=16 * 1024,
+        threads=None,
+    )

@@ -56,8 +56,9 @@ thread.join()
 @pytest.fixture
 def parent() -> Iterator[tuple[int, int, int, int]]:
     """(parent pid, child of its main thread, child of its second thread, that thread's tid)."""
-    process = subprocess.Popen([sys.executable, "-c", PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     assert process.stdout is not None
     main_child, thread_child, tid = map(int, process.stdout.readline().split())
     yield process.pid, main_child, thread_child, tid
@@ -70,8 +71,9 @@ def _has_children_files() -> bool:
     return Path(f"/proc/self/task/{os.getpid()}/children").exists()
 
 
-needs_children_files = pytest.mark.skipif(not _has_children_files(),
-                                          reason="kernel built without CONFIG_PROC_CHILDREN")
+needs_children_files = pytest.mark.skipif(
+    not _has_children_files(), reason="kernel built without CONFIG_PROC_CHILDREN"
+)
 
 
 @needs_children_files
@@ -109,8 +111,14 @@ def test_a_captured_tree_without_children_files_falls_back_to_the_stat_walk() ->
     assert finder.children(4201) == []
 
 
-def _fake_process(root: Path, pid: int, ppid: int, comm: str = "python", tids: tuple[int, ...] = (),
-                  children: dict[int, str] | None = None) -> None:
+def _fake_process(
+    root: Path,
+    pid: int,
+    ppid: int,
+    comm: str = "python",
+    tids: tuple[int, ...] = (),
+    children: dict[int, str] | None = None,
+) -> None:
     """A /proc/<pid> with a stat line and task/<tid>/ directories, with children files where given."""
     directory = root / str(pid)
     (directory / "task").mkdir(parents=True)

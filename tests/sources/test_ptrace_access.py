@@ -22,7 +22,8 @@ def fake_proc(tmp_path: Path, scope: int | None, owner_uid: int = 1000, parent_p
     proc = tmp_path / "proc"
     (proc / str(TARGET)).mkdir(parents=True)
     (proc / str(TARGET) / "status").write_text(
-        f"Name:\tpython\nPPid:\t{parent_pid}\nUid:\t{owner_uid}\t{owner_uid}\t{owner_uid}\t{owner_uid}\n")
+        f"Name:\tpython\nPPid:\t{parent_pid}\nUid:\t{owner_uid}\t{owner_uid}\t{owner_uid}\t{owner_uid}\n"
+    )
     if scope is not None:
         (proc / "sys" / "kernel" / "yama").mkdir(parents=True)
         (proc / "sys" / "kernel" / "yama" / "ptrace_scope").write_text(f"{scope}\n")
@@ -75,10 +76,13 @@ def test_a_process_that_is_gone_is_named(tmp_path: Path) -> None:
     assert reason is not None and reason.startswith("process 999999 is not running")
 
 
-@pytest.mark.parametrize(("sample", "expected"), [
-    ("process_gone", "is not running"),
-    ("not_python", "not a Python process"),
-])
+@pytest.mark.parametrize(
+    ("sample", "expected"),
+    [
+        ("process_gone", "is not running"),
+        ("not_python", "not a Python process"),
+    ],
+)
 def test_pyspy_failures_are_explained(tmp_path: Path, sample: str, expected: str) -> None:
     proc = fake_proc(tmp_path, 0)
     pid = TARGET if sample == "not_python" else 999_999

@@ -54,10 +54,18 @@ def test_synthetic_server_lists_its_eight_nvidia_gpus_and_ignores_the_nic_and_bm
     topology = read_topology(SYNTHETIC_SYSFS, SYNTHETIC_PROC)
     assert topology.gpu_source == "sysfs" and topology.error is None
     assert [g.bus_id for g in topology.gpus] == [
-        "0000:18:00.0", "0000:19:00.0", "0000:3a:00.0", "0000:3b:00.0",
-        "0000:9a:00.0", "0000:9b:00.0", "0000:bc:00.0", "0000:bd:00.0"]
+        "0000:18:00.0",
+        "0000:19:00.0",
+        "0000:3a:00.0",
+        "0000:3b:00.0",
+        "0000:9a:00.0",
+        "0000:9b:00.0",
+        "0000:bc:00.0",
+        "0000:bd:00.0",
+    ]
     assert [g.host_bridge for g in topology.gpus] == ["pci0000:15"] * 2 + ["pci0000:37"] * 2 + [
-        "pci0000:97"] * 2 + ["pci0000:b7"] * 2
+        "pci0000:97"
+    ] * 2 + ["pci0000:b7"] * 2
     assert [g.numa_node for g in topology.gpus] == [0, 0, 0, 0, 1, 1, None, None]
     assert [g.numa_source for g in topology.gpus][-2:] == ["unknown", "unknown"]
     assert topology.gpus[0].local_cpus == NODE0
@@ -66,8 +74,12 @@ def test_synthetic_server_lists_its_eight_nvidia_gpus_and_ignores_the_nic_and_bm
 
 def test_pcie_path_walks_from_the_gpu_up_to_its_root_port_with_each_link() -> None:
     gpu5 = read_topology(SYNTHETIC_SYSFS).gpus[5]
-    assert [hop.bus_id for hop in gpu5.pcie_path] == ["0000:9b:00.0", "0000:99:01.0", "0000:98:00.0",
-                                                     "0000:97:01.0"]
+    assert [hop.bus_id for hop in gpu5.pcie_path] == [
+        "0000:9b:00.0",
+        "0000:99:01.0",
+        "0000:98:00.0",
+        "0000:97:01.0",
+    ]
     gpu_hop, downstream_port = gpu5.pcie_path[0], gpu5.pcie_path[1]
     assert (gpu_hop.pci_class, gpu_hop.vendor_id, gpu_hop.device_id) == (0x030200, 0x10DE, 0x2335)
     assert (gpu_hop.link_gen_current, gpu_hop.link_gen_max) == (3, 5)
@@ -83,8 +95,11 @@ def test_gpu_matrix_reads_like_nvidia_smi_topo() -> None:
 
 
 def test_ranks_and_their_workers_are_placed_on_numa_nodes() -> None:
-    topology = read_topology(SYNTHETIC_SYSFS, SYNTHETIC_PROC, [
-        WatchedProcess(4101, "0000:18:00.0", rank=0), WatchedProcess(4104, "00000000:3B:00.0", rank=3)])
+    topology = read_topology(
+        SYNTHETIC_SYSFS,
+        SYNTHETIC_PROC,
+        [WatchedProcess(4101, "0000:18:00.0", rank=0), WatchedProcess(4104, "00000000:3B:00.0", rank=3)],
+    )
     rank0, rank3 = topology.processes
     assert rank0.name == "pt_main_thread" and rank0.running_cpus == (2, 5, 64) and rank0.running_nodes == (0,)
     assert rank0.allowed_cpus == NODE0 and rank0.memory_bytes_by_node == {0: 500000 * 4096}
@@ -109,11 +124,17 @@ def test_captured_vm_without_gpu_gives_an_empty_topology_with_the_reason() -> No
 
 def test_this_machine_live_places_a_process_and_its_worker() -> None:
     worker_code = "import sys; print('ready', flush=True); sys.stdin.read()"
-    parent_code = ("import subprocess, sys; w = subprocess.Popen([sys.executable, '-c', sys.argv[1]], "
-                   "stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True); w.stdout.readline(); "
-                   "print('ready', flush=True); sys.stdin.read(); w.stdin.close(); w.wait()")
-    parent = subprocess.Popen([sys.executable, "-c", parent_code, worker_code], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+    parent_code = (
+        "import subprocess, sys; w = subprocess.Popen([sys.executable, '-c', sys.argv[1]], "
+        "stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True); w.stdout.readline(); "
+        "print('ready', flush=True); sys.stdin.read(); w.stdin.close(); w.wait()"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", parent_code, worker_code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert parent.stdout is not None and parent.stdout.readline().strip() == "ready"
         topology = read_topology(processes=[WatchedProcess(parent.pid, rank=0)])
@@ -152,7 +173,9 @@ def test_nvml_lists_the_gpus_and_names_them() -> None:
     topology = read_topology(SYNTHETIC_SYSFS, nvml=_nvml(lib))
     assert topology.gpu_source == "nvml"
     assert [(g.index, g.bus_id, g.name) for g in topology.gpus] == [
-        (0, "0000:18:00.0", "NVIDIA H200"), (1, "0000:19:00.0", "NVIDIA H200")]
+        (0, "0000:18:00.0", "NVIDIA H200"),
+        (1, "0000:19:00.0", "NVIDIA H200"),
+    ]
     assert topology.links == (("X", "PIX"), ("PIX", "X"))  # NvLinkState NOT_SUPPORTED, as recorded
 
 
@@ -169,17 +192,23 @@ def test_nvml_memory_affinity_of_several_nodes_stays_unknown() -> None:
 
 
 def test_direct_nvlinks_and_nvswitch_links_show_as_nv_counts() -> None:
-    direct = TopologyPynvml(_gpus("00000000:18:00.0", "00000000:19:00.0"),
-                            nvlinks={0: ["00000000:19:00.0"] * 4, 1: ["00000000:18:00.0"] * 4})
+    direct = TopologyPynvml(
+        _gpus("00000000:18:00.0", "00000000:19:00.0"),
+        nvlinks={0: ["00000000:19:00.0"] * 4, 1: ["00000000:18:00.0"] * 4},
+    )
     assert read_topology(SYNTHETIC_SYSFS, nvml=_nvml(direct)).links == (("X", "NV4"), ("NV4", "X"))
-    switched = TopologyPynvml(_gpus("00000000:18:00.0", "00000000:9a:00.0"),
-                              nvlinks={0: ["00000000:c1:00.0"] * 18, 1: ["00000000:c2:00.0"] * 18})
+    switched = TopologyPynvml(
+        _gpus("00000000:18:00.0", "00000000:9a:00.0"),
+        nvlinks={0: ["00000000:c1:00.0"] * 18, 1: ["00000000:c2:00.0"] * 18},
+    )
     assert read_topology(SYNTHETIC_SYSFS, nvml=_nvml(switched)).links == (("X", "NV18"), ("NV18", "X"))
 
 
 def test_nvlinks_are_asked_once_per_set_of_gpus_when_cached() -> None:
-    lib = TopologyPynvml(_gpus("00000000:18:00.0", "00000000:19:00.0"),
-                         nvlinks={0: ["00000000:19:00.0"] * 4, 1: ["00000000:18:00.0"] * 4})
+    lib = TopologyPynvml(
+        _gpus("00000000:18:00.0", "00000000:19:00.0"),
+        nvlinks={0: ["00000000:19:00.0"] * 4, 1: ["00000000:18:00.0"] * 4},
+    )
     api, cache = _nvml(lib), {}
     first = read_topology(SYNTHETIC_SYSFS, nvml=api, nvlink_cache=cache)
     asked = lib.nvlink_state_calls
@@ -199,8 +228,9 @@ def test_a_gpu_known_to_nvml_but_missing_in_sysfs_says_so() -> None:
     topology = read_topology(VM_SYSFS, nvml=_nvml(TopologyPynvml(_gpus("00000000:00:06.0"))))
     gpu = topology.gpus[0]
     assert gpu.pcie_path == () and gpu.numa_node == 0 and gpu.numa_source == "nvml"
-    assert gpu.error == (f"GPU 0 (0000:00:06.0) has no entry under {VM_SYSFS}/bus/pci/devices: "
-                         "PCIe path unknown")
+    assert gpu.error == (
+        f"GPU 0 (0000:00:06.0) has no entry under {VM_SYSFS}/bus/pci/devices: PCIe path unknown"
+    )
 
 
 def test_topology_source_publishes_what_read_topology_reads() -> None:

@@ -57,8 +57,10 @@ def do_not_tune_pcie(stats: WindowStats, context: Context | None = None) -> list
         return []
     if not context.copies_measured:
         return cross_check_advice(stats, context)
-    return [f"Do not tune PCIe: host-to-device copies are only {pct(stats.copy_share)} of each step.",
-            *cross_check_advice(stats, context)]
+    return [
+        f"Do not tune PCIe: host-to-device copies are only {pct(stats.copy_share)} of each step.",
+        *cross_check_advice(stats, context),
+    ]
 
 
 def cross_check_advice(stats: WindowStats, context: Context) -> list[str]:
@@ -67,9 +69,11 @@ def cross_check_advice(stats: WindowStats, context: Context) -> list[str]:
     if rx is None or rx < RX_CROSS_CHECK_MIN_BYTES_PER_S or stats.h2d_bytes_per_s >= H2D_SEEN_OF_RX_MIN * rx:
         return []
     seen = stats.h2d_bytes_per_s / 1e9
-    return [f"The GPU's link receives {rx / 1e9:.1f} GB/s but the step clock saw copies of only "
-            f"{seen:.1f} GB/s: copies made where it does not look (a framework's own copy, another "
-            "stream) are not in the copy share; `xfertop run` times Tensor.to/.cuda."]
+    return [
+        f"The GPU's link receives {rx / 1e9:.1f} GB/s but the step clock saw copies of only "
+        f"{seen:.1f} GB/s: copies made where it does not look (a framework's own copy, another "
+        "stream) are not in the copy share; `xfertop run` times Tensor.to/.cuda."
+    ]
 
 
 def _more_workers(dataloader_workers: int | None, workers: WorkersEvidence | None) -> str:
@@ -77,13 +81,18 @@ def _more_workers(dataloader_workers: int | None, workers: WorkersEvidence | Non
     if workers is not None:
         busy = workers.allowed_cores_busy_percent
         count = len(workers.allowed_cpus)
-        cores = f" ({count} core{'s' if count != 1 else ''} allowed" + \
-            (f", {busy:.0f}% busy)" if busy is not None else ")")
+        cores = f" ({count} core{'s' if count != 1 else ''} allowed" + (
+            f", {busy:.0f}% busy)" if busy is not None else ")"
+        )
     if dataloader_workers is not None:
-        return (f"Raise num_workers above {dataloader_workers}{cores} until samples/s stops improving; past "
-                "the core count or the storage's limit more workers make it worse.")
-    return ("Raise num_workers (start at 2-4 per GPU) until samples/s stops improving, and keep decoding "
-            "out of the main process.")
+        return (
+            f"Raise num_workers above {dataloader_workers}{cores} until samples/s stops improving; past "
+            "the core count or the storage's limit more workers make it worse."
+        )
+    return (
+        "Raise num_workers (start at 2-4 per GPU) until samples/s stops improving, and keep decoding "
+        "out of the main process."
+    )
 
 
 def _workers_cannot_help(workers: WorkersEvidence, dataloader_workers: int | None) -> list[str]:
@@ -91,43 +100,62 @@ def _workers_cannot_help(workers: WorkersEvidence, dataloader_workers: int | Non
     count = dataloader_workers or workers.count
     cpus = cpu_ranges(list(workers.allowed_cpus))
     if count > len(workers.allowed_cpus):
-        return [f"The {count} DataLoader workers may run on only {len(workers.allowed_cpus)} "
-                f"core{'s' if len(workers.allowed_cpus) != 1 else ''} (CPU affinity {cpus}): more workers "
-                "cannot help. Give them more cores: widen the affinity (taskset, numactl, a worker_init_fn "
-                "that pins them, the job's cpuset), then size num_workers to the cores."]
+        return [
+            f"The {count} DataLoader workers may run on only {len(workers.allowed_cpus)} "
+            f"core{'s' if len(workers.allowed_cpus) != 1 else ''} (CPU affinity {cpus}): more workers "
+            "cannot help. Give them more cores: widen the affinity (taskset, numactl, a worker_init_fn "
+            "that pins them, the job's cpuset), then size num_workers to the cores."
+        ]
     busy = workers.allowed_cores_busy_percent or 0.0
-    return [f"The cores the workers may use ({cpus}) are {busy:.0f}% busy: more workers cannot help. "
-            "Make each sample cheaper (decode at a smaller size, move augmentation onto the GPU after the "
-            "copy) or give the job more cores."]
+    return [
+        f"The cores the workers may use ({cpus}) are {busy:.0f}% busy: more workers cannot help. "
+        "Make each sample cheaper (decode at a smaller size, move augmentation onto the GPU after the "
+        "copy) or give the job more cores."
+    ]
 
 
-def input_bound_advice(stats: WindowStats, dataloader_workers: int | None,
-                       context: Context | None = None) -> list[str]:
+def input_bound_advice(
+    stats: WindowStats, dataloader_workers: int | None, context: Context | None = None
+) -> list[str]:
     context = context or Context()
     advice: list[str] = []
     spikes = has_spikes(stats)
     restarts = restarts_workers(stats)
     if restarts:
-        advice.append(f"{pct(stats.worker_start_wait_share)} of the wait falls in the first step of each "
-                      f"epoch ({stats.worker_start_steps} of {stats.steps} steps), where the DataLoader "
-                      "starts its workers again: set persistent_workers=True.")
+        advice.append(
+            f"{pct(stats.worker_start_wait_share)} of the wait falls in the first step of each "
+            f"epoch ({stats.worker_start_steps} of {stats.steps} steps), where the DataLoader "
+            "starts its workers again: set persistent_workers=True."
+        )
     elif spikes:
-        advice.append(f"A few steps hold most of the wait (longest {stats.data_wait_max_ms:.0f} ms, median "
-                      f"{stats.data_wait.p50_ms:.0f} ms): if they fall at epoch starts, set "
-                      "persistent_workers=True so the workers are not restarted every epoch.")
+        advice.append(
+            f"A few steps hold most of the wait (longest {stats.data_wait_max_ms:.0f} ms, median "
+            f"{stats.data_wait.p50_ms:.0f} ms): if they fall at epoch starts, set "
+            "persistent_workers=True so the workers are not restarted every epoch."
+        )
     steady_wait = stats.input_share * (1 - stats.worker_start_wait_share) if restarts else stats.input_share
     workers = context.workers
     # More workers than their cores only hurts when those cores are busy: workers waiting on storage
     # (network file systems, object stores) can outnumber their cores and still gain from more.
-    cannot_help = workers is not None and (workers.saturated or (
-        (dataloader_workers or workers.count) > len(workers.allowed_cpus)
-        and (workers.allowed_cores_busy_percent is None
-             or workers.allowed_cores_busy_percent >= OVERSUBSCRIBED_BUSY_PERCENT)))
+    cannot_help = workers is not None and (
+        workers.saturated
+        or (
+            (dataloader_workers or workers.count) > len(workers.allowed_cpus)
+            and (
+                workers.allowed_cores_busy_percent is None
+                or workers.allowed_cores_busy_percent >= OVERSUBSCRIBED_BUSY_PERCENT
+            )
+        )
+    )
     if dataloader_workers == 0:
-        advice.append("num_workers=0: every batch is loaded and decoded inside the training loop. "
-                      "Set num_workers to 2-4 per GPU and raise it until samples/s stops improving.")
-        advice.append("Move decoding and augmentation off the main process: into DataLoader workers, "
-                      "or onto the GPU after the copy.")
+        advice.append(
+            "num_workers=0: every batch is loaded and decoded inside the training loop. "
+            "Set num_workers to 2-4 per GPU and raise it until samples/s stops improving."
+        )
+        advice.append(
+            "Move decoding and augmentation off the main process: into DataLoader workers, "
+            "or onto the GPU after the copy."
+        )
     elif workers is not None and cannot_help:
         advice += _workers_cannot_help(workers, dataloader_workers)
     elif not spikes and steady_wait >= INPUT_WARN_SHARE and (context.stepping or dataloader_workers is None):
@@ -135,12 +163,16 @@ def input_bound_advice(stats: WindowStats, dataloader_workers: int | None,
         # stopped stepping (ending) has its workers gone: where they may run is no longer known.
         advice.append(_more_workers(dataloader_workers, workers))
     if is_bursty(stats) and not spikes and not restarts and not cannot_help:
-        advice.append(f"Waits are bursty (p95 {stats.data_wait.p95_ms:.0f} ms vs median "
-                      f"{stats.data_wait.p50_ms:.0f} ms): raise prefetch_factor (default 2) so more "
-                      "batches are ready ahead.")
+        advice.append(
+            f"Waits are bursty (p95 {stats.data_wait.p95_ms:.0f} ms vs median "
+            f"{stats.data_wait.p50_ms:.0f} ms): raise prefetch_factor (default 2) so more "
+            "batches are ready ahead."
+        )
     if is_pageable(stats) and stats.clock == "gpu":
-        advice.append("Set pin_memory=True in the DataLoader and copy with non_blocking=True, so the copy "
-                      "overlaps compute instead of stalling the loop.")
+        advice.append(
+            "Set pin_memory=True in the DataLoader and copy with non_blocking=True, so the copy "
+            "overlaps compute instead of stalling the loop."
+        )
     return advice + do_not_tune_pcie(stats, context)
 
 
@@ -152,27 +184,35 @@ def restarts_workers(stats: WindowStats) -> bool:
 def copy_bound_advice(stats: WindowStats) -> list[str]:
     advice: list[str] = []
     if asks_non_blocking_from_pageable(stats):
-        advice.append("non_blocking=True is asked of pageable memory, where it silently turns synchronous: "
-                      "set pin_memory=True in the DataLoader so the copy can overlap compute.")
+        advice.append(
+            "non_blocking=True is asked of pageable memory, where it silently turns synchronous: "
+            "set pin_memory=True in the DataLoader so the copy can overlap compute."
+        )
     elif is_pageable(stats):
-        advice.append("Batches are copied from pageable memory: set pin_memory=True in the DataLoader "
-                      "(pinned copies ran ~8x faster than pageable ones on an H200) and non_blocking=True.")
+        advice.append(
+            "Batches are copied from pageable memory: set pin_memory=True in the DataLoader "
+            "(pinned copies ran ~8x faster than pageable ones on an H200) and non_blocking=True."
+        )
     else:
-        advice.append("Copies are already pinned: copy with non_blocking=True and do it a batch ahead "
-                      "(on a side stream) so it overlaps the previous step's compute.")
+        advice.append(
+            "Copies are already pinned: copy with non_blocking=True and do it a batch ahead "
+            "(on a side stream) so it overlaps the previous step's compute."
+        )
     advice.append("Move fewer bytes: send uint8 images or compact dtypes and convert/normalise on the GPU.")
     return advice
 
 
 def compute_bound_advice(stats: WindowStats, hidden_wait: bool, context: Context | None = None) -> list[str]:
-    advice = ["The input pipeline keeps up: more workers, pinning or prefetching will not speed this "
-              "job up."]
+    advice = ["The input pipeline keeps up: more workers, pinning or prefetching will not speed this job up."]
     if hidden_wait:
-        advice.append(f"The loop does wait {pct(stats.data_wait_share)} of each step in next(loader), but "
-                      "queued GPU work hid it: the GPU did not starve.")
+        advice.append(
+            f"The loop does wait {pct(stats.data_wait_share)} of each step in next(loader), but "
+            "queued GPU work hid it: the GPU did not starve."
+        )
     advice += do_not_tune_pcie(stats, context)
-    advice.append("To go faster make the step itself cheaper: mixed precision, torch.compile, or "
-                  "better-shaped kernels.")
+    advice.append(
+        "To go faster make the step itself cheaper: mixed precision, torch.compile, or better-shaped kernels."
+    )
     return advice
 
 
@@ -203,9 +243,11 @@ def pinned_memory_advice(memory: MemoryEvidence | None) -> list[str]:
     gib = memory.pinned_bytes / 2**30
     total = memory.mem_total_bytes / 2**30
     swap = " and the host is swapping" if memory.swapping else ""
-    return [f"Pinned host memory is {gib:.1f} GiB of {total:.0f} GiB RAM ({pct(memory.pinned_share)}){swap}: "
-            "pinned pages cannot be swapped or reclaimed. Each worker pins prefetch_factor batches: "
-            "lower num_workers, prefetch_factor or the batch size before the host runs out."]
+    return [
+        f"Pinned host memory is {gib:.1f} GiB of {total:.0f} GiB RAM ({pct(memory.pinned_share)}){swap}: "
+        "pinned pages cannot be swapped or reclaimed. Each worker pins prefetch_factor batches: "
+        "lower num_workers, prefetch_factor or the batch size before the host runs out."
+    ]
 
 
 def sync_bound_advice() -> list[str]:
@@ -219,8 +261,10 @@ def sync_bound_advice() -> list[str]:
 def healthy_advice(stats: WindowStats, hidden_wait: bool, context: Context | None = None) -> list[str]:
     advice = ["Nothing to tune in the input pipeline."]
     if hidden_wait:
-        advice.append(f"The {pct(stats.data_wait_share)} wait in next(loader) was hidden by queued GPU "
-                      "work: not starvation.")
+        advice.append(
+            f"The {pct(stats.data_wait_share)} wait in next(loader) was hidden by queued GPU "
+            "work: not starvation."
+        )
     return advice + do_not_tune_pcie(stats, context)
 
 

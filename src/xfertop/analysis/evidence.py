@@ -40,8 +40,10 @@ class WorkersEvidence:
 
     @property
     def saturated(self) -> bool:
-        return self.allowed_cores_busy_percent is not None and \
-            self.allowed_cores_busy_percent >= CORES_SATURATED_PERCENT
+        return (
+            self.allowed_cores_busy_percent is not None
+            and self.allowed_cores_busy_percent >= CORES_SATURATED_PERCENT
+        )
 
 
 @dataclass(frozen=True)
@@ -57,8 +59,11 @@ class MemoryEvidence:
 
     @property
     def swapping(self) -> bool:
-        return self.swap_used_bytes > 0 and self.mem_total_bytes > 0 and \
-            self.mem_available_bytes / self.mem_total_bytes < SWAPPING_AVAILABLE_SHARE
+        return (
+            self.swap_used_bytes > 0
+            and self.mem_total_bytes > 0
+            and self.mem_available_bytes / self.mem_total_bytes < SWAPPING_AVAILABLE_SHARE
+        )
 
     @property
     def worth_a_warning(self) -> bool:
@@ -142,17 +147,24 @@ def memory_evidence(ranks: Sequence[RankState], host: HostState | None) -> Memor
     """Pinned host memory of the ranks on this host (the reporter's figure), against its RAM."""
     if host is None or not host.mem_total_bytes:
         return None
-    pinned = sum(r.pinned_host_bytes or 0 for r in ranks
-                 if r.status != "finished" and r.host == host.hostname)
+    pinned = sum(
+        r.pinned_host_bytes or 0 for r in ranks if r.status != "finished" and r.host == host.hostname
+    )
     return MemoryEvidence(pinned, host.mem_total_bytes, host.mem_available_bytes, host.swap_used_bytes)
 
 
-def rank_context(rank: RankState, stats: WindowStats | None, gpu_state: GpuState | None,
-                 host: HostState | None, memory: MemoryEvidence | None = None) -> Context:
+def rank_context(
+    rank: RankState,
+    stats: WindowStats | None,
+    gpu_state: GpuState | None,
+    host: HostState | None,
+    memory: MemoryEvidence | None = None,
+) -> Context:
     # A rank whose device is not known yet (no copy, no CUDA batch) is on a GPU only if its steps are
     # GPU-timed; otherwise nothing says it has a PCIe link to tune.
     on_gpu = rank.device.startswith("cuda") or (
-        not rank.device and stats is not None and stats.clock == "gpu")
+        not rank.device and stats is not None and stats.clock == "gpu"
+    )
     copies_measured = rank.copy_timing or (stats is not None and stats.copied_step_fraction > 0)
     busy = rx = link = None
     stepping = stepping_now(rank, stats)
@@ -162,7 +174,13 @@ def rank_context(rank: RankState, stats: WindowStats | None, gpu_state: GpuState
             busy = gpu.util_gpu_percent / 100 if gpu.util_gpu_percent is not None else None
             rx = gpu.pcie.rx_bytes_per_s
             link = link_bytes_per_s(gpu.link.gen_current, gpu.link.width_current)
-    return Context(on_gpu=on_gpu, copies_measured=copies_measured, gpu_busy_share=busy,
-                   gpu_rx_bytes_per_s=rx, link_bytes_per_s=link,
-                   workers=workers_evidence(rank, host) if stepping else None, memory=memory,
-                   stepping=stepping)
+    return Context(
+        on_gpu=on_gpu,
+        copies_measured=copies_measured,
+        gpu_busy_share=busy,
+        gpu_rx_bytes_per_s=rx,
+        link_bytes_per_s=link,
+        workers=workers_evidence(rank, host) if stepping else None,
+        memory=memory,
+        stepping=stepping,
+    )

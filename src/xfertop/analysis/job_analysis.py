@@ -78,8 +78,13 @@ class Analysis:
 EMPTY = Analysis()
 
 
-def _rank_analysis(rank: RankState, gpu: GpuState | None, host: HostState | None,
-                   memory: MemoryEvidence | None, previous: RankAnalysis | None) -> RankAnalysis:
+def _rank_analysis(
+    rank: RankState,
+    gpu: GpuState | None,
+    host: HostState | None,
+    memory: MemoryEvidence | None,
+    previous: RankAnalysis | None,
+) -> RankAnalysis:
     if previous is not None and previous.rank.steps is rank.steps:
         stats = previous.stats
     else:
@@ -87,8 +92,9 @@ def _rank_analysis(rank: RankState, gpu: GpuState | None, host: HostState | None
     return RankAnalysis(rank, stats, rank_context(rank, stats, gpu, host, memory))
 
 
-def analyse_job(job: JobState, gpu: GpuState | None, previous: JobAnalysis | None = None,
-                host: HostState | None = None) -> JobAnalysis:
+def analyse_job(
+    job: JobState, gpu: GpuState | None, previous: JobAnalysis | None = None, host: HostState | None = None
+) -> JobAnalysis:
     memory = memory_evidence(job.ranks, host)
     ranks = tuple(
         _rank_analysis(rank, gpu, host, memory, previous.rank(rank) if previous is not None else None)
@@ -102,15 +108,24 @@ def analyse_job(job: JobState, gpu: GpuState | None, previous: JobAnalysis | Non
     if not stepping and previous is not None and (previous.live or previous.frozen):
         # Ended since the last snapshot, or stopped stepping (tearing down, stalled), or kept so: the
         # verdict of the last window while it stepped, not one of its workers gone and its GPU quiet.
-        return JobAnalysis(job, ranks, previous.verdict, live=live, frozen=True, ended_how=ended_how,
-                           failed=failed)
-    verdict = job_verdict(job.ranks, stats_by_pid={r.rank.pid: r.stats for r in ranks},
-                          contexts={r.rank.pid: r.context for r in ranks})
+        return JobAnalysis(
+            job, ranks, previous.verdict, live=live, frozen=True, ended_how=ended_how, failed=failed
+        )
+    verdict = job_verdict(
+        job.ranks,
+        stats_by_pid={r.rank.pid: r.stats for r in ranks},
+        contexts={r.rank.pid: r.context for r in ranks},
+    )
     return JobAnalysis(job, ranks, verdict, live=live, frozen=False, ended_how=ended_how, failed=failed)
 
 
-def analyse(jobs: JobsState | None, gpu: GpuState | None, previous: Analysis | None = None, *,
-            host: HostState | None = None) -> Analysis:
+def analyse(
+    jobs: JobsState | None,
+    gpu: GpuState | None,
+    previous: Analysis | None = None,
+    *,
+    host: HostState | None = None,
+) -> Analysis:
     """The analysis of one snapshot; ``previous`` is the one of the snapshot before (or None); ``host``
     (optional) lets the advice see where DataLoader workers may run and the host's memory."""
     if jobs is None:

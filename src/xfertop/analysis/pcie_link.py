@@ -52,8 +52,12 @@ def throughput_label(direction: str, bytes_per_s: float | None, gen: int | None,
     return f"{rate} of {capacity / 1e9:.1f} ({link_name(gen, width)})"
 
 
-def link_warning(link: PcieLink, rx_bytes_per_s: float | None, tx_bytes_per_s: float | None,
-                 busy_bytes_per_s: float = BUSY_BYTES_PER_S) -> str | None:
+def link_warning(
+    link: PcieLink,
+    rx_bytes_per_s: float | None,
+    tx_bytes_per_s: float | None,
+    busy_bytes_per_s: float = BUSY_BYTES_PER_S,
+) -> str | None:
     """A sentence when the link runs below its maximum generation or width while traffic flows.
 
     An idle link that downclocks saves power and is no fault, so without traffic this says nothing.
@@ -68,11 +72,14 @@ def link_warning(link: PcieLink, rx_bytes_per_s: float | None, tx_bytes_per_s: f
     if not slow_gen and not narrow:
         return None
     current = link_name(link.gen_current, link.width_current)
-    best = link_name(gen_max if slow_gen else link.gen_current,
-                     link.width_max if narrow else link.width_current)
+    best = link_name(
+        gen_max if slow_gen else link.gen_current, link.width_max if narrow else link.width_current
+    )
     cause = "the slot, riser or BIOS PCIe setting" if slow_gen else "the slot's wiring or seating"
-    return (f"PCIe link runs at {current} while moving {traffic / 1e9:.1f} GB/s, below the {best} "
-            f"it can reach: check {cause}")
+    return (
+        f"PCIe link runs at {current} while moving {traffic / 1e9:.1f} GB/s, below the {best} "
+        f"it can reach: check {cause}"
+    )
 
 
 def slot_cap_note(link: PcieLink) -> str | None:

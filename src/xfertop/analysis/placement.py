@@ -12,8 +12,9 @@ from typing import Literal
 
 from xfertop.model.topology import GpuTopology, PcieHop, ProcessPlacement, Topology
 
-WarningKind = Literal["numa_unknown", "rank_remote_cpu", "rank_remote_memory", "workers_crowded",
-                      "link_slow", "link_capped"]
+WarningKind = Literal[
+    "numa_unknown", "rank_remote_cpu", "rank_remote_memory", "workers_crowded", "link_slow", "link_capped"
+]
 #: Below this share of a rank's resident memory on its GPU's node, the memory counts as remote.
 LOCAL_MEMORY_SHARE_MIN = 0.5
 
@@ -26,19 +27,23 @@ class PlacementWarning:
     pid: int | None = None
 
 
-def placement_warnings(topology: Topology,
-                       gpus_under_load: Collection[int] = ()) -> tuple[PlacementWarning, ...]:
+def placement_warnings(
+    topology: Topology, gpus_under_load: Collection[int] = ()
+) -> tuple[PlacementWarning, ...]:
     """Every warning for this snapshot, GPUs first, then processes."""
     several_nodes = len(topology.numa_cpus) > 1
     gpu_by_bus = {gpu.bus_id: gpu for gpu in topology.gpus}
     warnings: list[PlacementWarning] = []
     for gpu in topology.gpus:
         if gpu.numa_node is None and several_nodes:
-            warnings.append(PlacementWarning(
-                "numa_unknown",
-                f"GPU {gpu.index}'s NUMA node is unknown (sysfs numa_node = -1, and NVML did not say): "
-                "xfertop cannot check which CPUs should feed it",
-                gpu_index=gpu.index))
+            warnings.append(
+                PlacementWarning(
+                    "numa_unknown",
+                    f"GPU {gpu.index}'s NUMA node is unknown (sysfs numa_node = -1, and NVML did not say): "
+                    "xfertop cannot check which CPUs should feed it",
+                    gpu_index=gpu.index,
+                )
+            )
     warnings.extend(_slow_links(topology.gpus, gpus_under_load))
     for process in topology.processes:
         process_gpu = gpu_by_bus.get(process.gpu_bus_id or "")
@@ -63,22 +68,30 @@ def _numa_warnings(process: ProcessPlacement, gpu: GpuTopology) -> list[Placemen
     found = []
     node = gpu.numa_node
     if process.running_nodes and node not in process.running_nodes:
-        found.append(PlacementWarning(
-            "rank_remote_cpu",
-            f"{who(process)} runs on {_nodes(process.running_nodes)}, its GPU {gpu.index} hangs off node "
-            f"{node}: every copy crosses the socket link; bind it (numactl --cpunodebind={node} "
-            f"--membind={node})",
-            gpu_index=gpu.index, pid=process.pid))
+        found.append(
+            PlacementWarning(
+                "rank_remote_cpu",
+                f"{who(process)} runs on {_nodes(process.running_nodes)}, its GPU {gpu.index} hangs off node "
+                f"{node}: every copy crosses the socket link; bind it (numactl --cpunodebind={node} "
+                f"--membind={node})",
+                gpu_index=gpu.index,
+                pid=process.pid,
+            )
+        )
     memory = process.memory_bytes_by_node or {}
     total = sum(memory.values())
     if total > 0 and node is not None and memory.get(node, 0) / total < LOCAL_MEMORY_SHARE_MIN:
         remote_share = 1 - memory.get(node, 0) / total
         remote_nodes = [n for n, b in memory.items() if n != node and b > 0]
-        found.append(PlacementWarning(
-            "rank_remote_memory",
-            f"{who(process)} keeps {remote_share:.0%} of its memory on {_nodes(remote_nodes)}, its GPU "
-            f"{gpu.index} hangs off node {node}: batches staged there cross the socket link",
-            gpu_index=gpu.index, pid=process.pid))
+        found.append(
+            PlacementWarning(
+                "rank_remote_memory",
+                f"{who(process)} keeps {remote_share:.0%} of its memory on {_nodes(remote_nodes)}, its GPU "
+                f"{gpu.index} hangs off node {node}: batches staged there cross the socket link",
+                gpu_index=gpu.index,
+                pid=process.pid,
+            )
+        )
     return found
 
 
@@ -89,11 +102,14 @@ def _crowded_workers(process: ProcessPlacement) -> list[PlacementWarning]:
     if not cores or len(process.workers) <= len(cores):
         return []
     plural = "core" if len(cores) == 1 else "cores"
-    return [PlacementWarning(
-        "workers_crowded",
-        f"{len(process.workers)} workers of {who(process)} share {len(cores)} {plural} "
-        f"(CPUs {cpu_ranges(sorted(cores))}): widen their CPU affinity or lower num_workers",
-        pid=process.pid)]
+    return [
+        PlacementWarning(
+            "workers_crowded",
+            f"{len(process.workers)} workers of {who(process)} share {len(cores)} {plural} "
+            f"(CPUs {cpu_ranges(sorted(cores))}): widen their CPU affinity or lower num_workers",
+            pid=process.pid,
+        )
+    ]
 
 
 def cpu_ranges(cpus: list[int]) -> str:
@@ -120,9 +136,14 @@ def _slow_links(gpus: tuple[GpuTopology, ...], gpus_under_load: Collection[int])
     for gpu in gpus:
         path = gpu.pcie_path
         if len(path) >= 2 and _gen_or_zero(path[1].link_gen_max) < _gen_or_zero(path[0].link_gen_max):
-            found.append(PlacementWarning(
-                "link_capped", f"GPU {gpu.index} can do Gen{path[0].link_gen_max} but its slot "
-                f"({path[1].bus_id}) tops out at Gen{path[1].link_gen_max}", gpu_index=gpu.index))
+            found.append(
+                PlacementWarning(
+                    "link_capped",
+                    f"GPU {gpu.index} can do Gen{path[0].link_gen_max} but its slot "
+                    f"({path[1].bus_id}) tops out at Gen{path[1].link_gen_max}",
+                    gpu_index=gpu.index,
+                )
+            )
         if gpu.index not in gpus_under_load:
             continue
         for position, hop in enumerate(path):
@@ -131,11 +152,18 @@ def _slow_links(gpus: tuple[GpuTopology, ...], gpus_under_load: Collection[int])
             if shortfall is None or hop.bus_id in warned:
                 continue
             warned.add(hop.bus_id)
-            where = f"GPU {gpu.index}'s link" if position == 0 else (
-                f"the link of bridge {hop.bus_id} above GPU {gpu.index}")
-            found.append(PlacementWarning(
-                "link_slow", f"{where} runs at {shortfall} under load: check the slot, riser and BIOS "
-                "PCIe settings", gpu_index=gpu.index))
+            where = (
+                f"GPU {gpu.index}'s link"
+                if position == 0
+                else (f"the link of bridge {hop.bus_id} above GPU {gpu.index}")
+            )
+            found.append(
+                PlacementWarning(
+                    "link_slow",
+                    f"{where} runs at {shortfall} under load: check the slot, riser and BIOS PCIe settings",
+                    gpu_index=gpu.index,
+                )
+            )
             break
     return found
 

@@ -44,7 +44,8 @@ OUTSIDE_LOOP_SHARE = 0.6
 SAMPLED_SUFFIX = " (py-spy samples)"
 UNKNOWN_PINNING_ADVICE = (
     "py-spy cannot see whether batches are pinned: set pin_memory=True in the DataLoader and copy with "
-    "non_blocking=True (pinned copies ran ~8x faster than pageable ones on an H200).")
+    "non_blocking=True (pinned copies ran ~8x faster than pageable ones on an H200)."
+)
 
 _NO_SPREAD = Spread(p50_ms=0.0, p95_ms=0.0)
 
@@ -54,12 +55,27 @@ def _window_stats(rank: RankStacks) -> WindowStats:
     shares = rank.shares
     samples = shares.total_samples
     return WindowStats(
-        clock="cpu", steps=samples, first_step=0, last_step=samples, wall_ms_total=0.0, wall=_NO_SPREAD,
-        data_wait_share=shares.input_share, data_wait=_NO_SPREAD, data_wait_max_ms=0.0,
-        data_wait_top_share=0.0, copy_share=shares.share("copy"), copy=_NO_SPREAD,
-        copy_cpu_share=shares.share("copy"), compute_share=shares.share("compute"), compute=_NO_SPREAD,
-        gpu_idle_share=None, gpu_idle=None, samples_per_s=0.0, h2d_bytes_per_s=0.0,
-        pinned_step_fraction=None, pageable_non_blocking_step_fraction=None,
+        clock="cpu",
+        steps=samples,
+        first_step=0,
+        last_step=samples,
+        wall_ms_total=0.0,
+        wall=_NO_SPREAD,
+        data_wait_share=shares.input_share,
+        data_wait=_NO_SPREAD,
+        data_wait_max_ms=0.0,
+        data_wait_top_share=0.0,
+        copy_share=shares.share("copy"),
+        copy=_NO_SPREAD,
+        copy_cpu_share=shares.share("copy"),
+        compute_share=shares.share("compute"),
+        compute=_NO_SPREAD,
+        gpu_idle_share=None,
+        gpu_idle=None,
+        samples_per_s=0.0,
+        h2d_bytes_per_s=0.0,
+        pinned_step_fraction=None,
+        pageable_non_blocking_step_fraction=None,
     )
 
 
@@ -75,20 +91,29 @@ def _worker_advice(rank: RankStacks) -> list[str]:
         return []  # the engine's num_workers=0 advice covers it
     mean_busy = statistics.mean(w.busy_share for w in rank.workers)
     if mean_busy >= WORKER_SATURATED_SHARE:
-        return [f"All {len(rank.workers)} DataLoader workers are busy {pct(mean_busy)} of the time: add "
-                "workers (if cores are free) or make __getitem__ / transforms cheaper."]
+        return [
+            f"All {len(rank.workers)} DataLoader workers are busy {pct(mean_busy)} of the time: add "
+            "workers (if cores are free) or make __getitem__ / transforms cheaper."
+        ]
     if mean_busy < WORKER_IDLE_SHARE:
         pin = ""
         if rank.pin_busy_share is not None:
             pin = f"; the pin-memory thread is busy {pct(rank.pin_busy_share)}"
-        return [f"The workers are mostly idle ({pct(mean_busy)} busy) while the main thread waits: suspect "
-                f"inter-process transfer of large batches or the pin-memory thread{pin}."]
+        return [
+            f"The workers are mostly idle ({pct(mean_busy)} busy) while the main thread waits: suspect "
+            f"inter-process transfer of large batches or the pin-memory thread{pin}."
+        ]
     return []
 
 
 def _labelled(verdict: Verdict, rank: RankStacks, ranks: int, extra_advice: list[str]) -> Verdict:
-    return Verdict(kind=verdict.kind, severity=verdict.severity, headline=verdict.headline + SAMPLED_SUFFIX,
-                   evidence=_evidence(rank, ranks), advice=tuple(extra_advice) + verdict.advice)
+    return Verdict(
+        kind=verdict.kind,
+        severity=verdict.severity,
+        headline=verdict.headline + SAMPLED_SUFFIX,
+        evidence=_evidence(rank, ranks),
+        advice=tuple(extra_advice) + verdict.advice,
+    )
 
 
 def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
@@ -100,13 +125,17 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     stats = _window_stats(rank)
     other_share = rank.shares.share("other")
     if other_share >= OUTSIDE_LOOP_SHARE:
-        headline = (f"not in a training loop: {pct(other_share)} of samples are outside the phases xfertop "
-                    "recognises (start-up, teardown, evaluation, checkpointing, or a loop it does not know)")
+        headline = (
+            f"not in a training loop: {pct(other_share)} of samples are outside the phases xfertop "
+            "recognises (start-up, teardown, evaluation, checkpointing, or a loop it does not know)"
+        )
         return _labelled(Verdict("warming-up", "info", headline), rank, ranks, [])
     sync_share = rank.shares.share("gpu_sync")
     if sync_share >= SYNC_WARN_SHARE and sync_share > max(stats.input_share, stats.copy_share):
-        headline = (f"sync-bound: the main thread waits for the GPU (.item(), .cpu(), synchronize) in "
-                    f"{pct(sync_share)} of samples")
+        headline = (
+            f"sync-bound: the main thread waits for the GPU (.item(), .cpu(), synchronize) in "
+            f"{pct(sync_share)} of samples"
+        )
         severity: Severity = "critical" if sync_share >= SYNC_CRITICAL_SHARE else "warn"
         verdict = Verdict("sync-bound", severity, headline, advice=tuple(sync_bound_advice()))
         return _labelled(verdict, rank, ranks, [])
@@ -117,14 +146,24 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     extra = _worker_advice(rank) if verdict.kind == "input-bound" else []
     if verdict.kind == "healthy" and other_share >= OTHER_NOTE_SHARE:
         # The engine's "healthy" reads data/copy/compute only; say where the rest of the samples went.
-        verdict = Verdict(verdict.kind, verdict.severity,
-                          f"{verdict.headline}; {pct(other_share)} of samples are outside the training "
-                          "phases xfertop recognises", verdict.evidence, verdict.advice)
+        verdict = Verdict(
+            verdict.kind,
+            verdict.severity,
+            f"{verdict.headline}; {pct(other_share)} of samples are outside the training "
+            "phases xfertop recognises",
+            verdict.evidence,
+            verdict.advice,
+        )
     if verdict.kind == "copy-bound":
         # Sampling cannot see whether batches are pinned: replace the step clock's claim about it.
         extra = [UNKNOWN_PINNING_ADVICE]
-        verdict = Verdict(verdict.kind, verdict.severity, verdict.headline, verdict.evidence,
-                          tuple(a for a in verdict.advice if "pinned" not in a and "pageable" not in a))
+        verdict = Verdict(
+            verdict.kind,
+            verdict.severity,
+            verdict.headline,
+            verdict.evidence,
+            tuple(a for a in verdict.advice if "pinned" not in a and "pageable" not in a),
+        )
     return _labelled(verdict, rank, ranks, extra)
 
 
@@ -135,18 +174,29 @@ def _straggler(ranks: Sequence[tuple[int | None, RankStacks]]) -> Verdict | None
     label, rank = ranks[worst]
     excess = inputs[worst] - median_input
     others_compute = statistics.median(
-        r.shares.share("compute") for i, (_, r) in enumerate(ranks) if i != worst)
+        r.shares.share("compute") for i, (_, r) in enumerate(ranks) if i != worst
+    )
     victim_excess = others_compute - rank.shares.share("compute")
     if excess < STRAGGLER_WARN_EXCESS_SHARE or victim_excess < STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE:
         return None
     name = f"rank {label}" if label is not None else f"pid {rank.pid}"
-    headline = (f"straggler: {name} waits for data in {pct(inputs[worst])} of samples (median "
-                f"{pct(median_input)}); the other ranks wait for it")
+    headline = (
+        f"straggler: {name} waits for data in {pct(inputs[worst])} of samples (median "
+        f"{pct(median_input)}); the other ranks wait for it"
+    )
     severity: Severity = "critical" if excess >= STRAGGLER_CRITICAL_EXCESS_SHARE else "warn"
-    evidence = {**_evidence(rank, len(ranks)), "straggler_rank": label,
-                "median_input_share": round(median_input, 4)}
-    return Verdict("straggler", severity, headline + SAMPLED_SUFFIX, evidence,
-                   (f"Inspect input loading on {name}: its DataLoader workers, CPU load and storage.",))
+    evidence = {
+        **_evidence(rank, len(ranks)),
+        "straggler_rank": label,
+        "median_input_share": round(median_input, 4),
+    }
+    return Verdict(
+        "straggler",
+        severity,
+        headline + SAMPLED_SUFFIX,
+        evidence,
+        (f"Inspect input loading on {name}: its DataLoader workers, CPU load and storage.",),
+    )
 
 
 def sampled_verdict(ranks: Sequence[tuple[int | None, RankStacks]]) -> Verdict:
@@ -157,16 +207,21 @@ def sampled_verdict(ranks: Sequence[tuple[int | None, RankStacks]]) -> Verdict:
     """
     usable = [(label, r) for label, r in ranks if not r.error and r.shares.total_samples >= MIN_SAMPLES]
     if not usable:
-        return rank_sampled_verdict(ranks[0][1], ranks=len(ranks)) if ranks else Verdict(
-            "warming-up", "info", "warming-up: no samples yet", {"source": "sampled"})
+        return (
+            rank_sampled_verdict(ranks[0][1], ranks=len(ranks))
+            if ranks
+            else Verdict("warming-up", "info", "warming-up: no samples yet", {"source": "sampled"})
+        )
     if len(usable) >= 2 and (straggler := _straggler(usable)) is not None:
         return straggler
     ordered = sorted(usable, key=lambda item: item[1].shares.input_share)
     return rank_sampled_verdict(ordered[len(ordered) // 2][1], ranks=len(usable))
 
 
-def judge_stacks(state: StacksState, line_text_for: Callable[[int], LineText | None] = lambda pid: None,
-                 ) -> tuple[tuple[RankStacks, ...], Verdict]:
+def judge_stacks(
+    state: StacksState,
+    line_text_for: Callable[[int], LineText | None] = lambda pid: None,
+) -> tuple[tuple[RankStacks, ...], Verdict]:
     """Every rank's window summary and the job's sampled verdict, from one StacksState."""
     by_pid = {target.pid: target for target in state.targets}
     summaries = tuple(summarise_window(w, line_text_for(w.root_pid)) for w in state.windows)

@@ -19,7 +19,13 @@ from xfertop.model.stacks import Frame, StackWindow, ThreadStack
 
 SampleClass = Literal["data_wait", "main_loading", "copy", "gpu_sync", "compute", "other"]
 SAMPLE_CLASSES: tuple[SampleClass, ...] = (
-    "data_wait", "main_loading", "copy", "gpu_sync", "compute", "other")
+    "data_wait",
+    "main_loading",
+    "copy",
+    "gpu_sync",
+    "compute",
+    "other",
+)
 CLASS_LABELS: dict[SampleClass, str] = {
     "data_wait": "waiting for data",
     "main_loading": "loading in the main process",
@@ -51,8 +57,15 @@ _LOADING = (
     _rule("torch/utils/data/_utils/fetch.py", "fetch"),
     _rule("torch/utils/data/_utils/collate.py", "*"),
     _rule("torch/utils/data/_utils/pin_memory.py", "pin_memory"),
-    _rule("torch/multiprocessing/reductions.py", "rebuild_storage_fd", "rebuild_storage_filename",
-          "rebuild_tensor", "rebuild_cuda_tensor", "rebuild_nested_tensor", "rebuild_storage_empty"),
+    _rule(
+        "torch/multiprocessing/reductions.py",
+        "rebuild_storage_fd",
+        "rebuild_storage_filename",
+        "rebuild_tensor",
+        "rebuild_cuda_tensor",
+        "rebuild_nested_tensor",
+        "rebuild_storage_empty",
+    ),
     _rule("", "__getitem__", "__getitems__"),
 )
 _COPY = (
@@ -88,13 +101,60 @@ _COPY_LINE = re.compile(r"\.(to|cuda|copy_)\(")
 # lists and sets have too). Checked last, only for stacks no frame rule placed: the thread is inside
 # the C op that line calls.
 _TENSOR_METHODS = (
-    "pow", "sqrt", "rsqrt", "exp", "log", "abs", "neg", "mean", "sum", "prod", "std", "var", "norm",
-    "max", "min", "amax", "amin", "argmax", "argmin", "topk", "cumsum", "softmax", "log_softmax",
-    "relu", "sigmoid", "tanh", "clamp", "clamp_", "mul", "mul_", "add_", "sub",
-    "sub_", "div", "div_", "addmm", "matmul", "mm", "bmm", "einsum", "masked_fill", "masked_fill_",
-    "gather", "scatter", "scatter_add", "index_select", "where", "lerp_", "addcmul_", "addcdiv_")
+    "pow",
+    "sqrt",
+    "rsqrt",
+    "exp",
+    "log",
+    "abs",
+    "neg",
+    "mean",
+    "sum",
+    "prod",
+    "std",
+    "var",
+    "norm",
+    "max",
+    "min",
+    "amax",
+    "amin",
+    "argmax",
+    "argmin",
+    "topk",
+    "cumsum",
+    "softmax",
+    "log_softmax",
+    "relu",
+    "sigmoid",
+    "tanh",
+    "clamp",
+    "clamp_",
+    "mul",
+    "mul_",
+    "add_",
+    "sub",
+    "sub_",
+    "div",
+    "div_",
+    "addmm",
+    "matmul",
+    "mm",
+    "bmm",
+    "einsum",
+    "masked_fill",
+    "masked_fill_",
+    "gather",
+    "scatter",
+    "scatter_add",
+    "index_select",
+    "where",
+    "lerp_",
+    "addcmul_",
+    "addcdiv_",
+)
 _TENSOR_LINE = re.compile(
-    r"\btorch\.[A-Za-z_][\w.]*\(|[\w)\]]\s*@\s*[\w(]|\.(?:" + "|".join(_TENSOR_METHODS) + r")\(")
+    r"\btorch\.[A-Za-z_][\w.]*\(|[\w)\]]\s*@\s*[\w(]|\.(?:" + "|".join(_TENSOR_METHODS) + r")\("
+)
 
 
 def _matches(frame: Frame, rules: Iterable[_Rule]) -> bool:
@@ -204,17 +264,27 @@ class RankStacks:
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "pid": self.pid, **self.shares.to_dict(),
-            "workers": [{"pid": w.pid, "busy_share": round(w.busy_share, 4), "samples": w.samples}
-                        for w in self.workers],
+            "pid": self.pid,
+            **self.shares.to_dict(),
+            "workers": [
+                {"pid": w.pid, "busy_share": round(w.busy_share, 4), "samples": w.samples}
+                for w in self.workers
+            ],
             "workers_busy": self.workers_busy,
             "pin_busy_share": None if self.pin_busy_share is None else round(self.pin_busy_share, 4),
             "error": self.error,
         }
 
 
-_WORKER_LOOP = (_rule("torch/utils/data/_utils/worker.py", "_worker_loop", "_base_worker_loop",
-                      "_process_worker_loop", "_thread_worker_loop"),)
+_WORKER_LOOP = (
+    _rule(
+        "torch/utils/data/_utils/worker.py",
+        "_worker_loop",
+        "_base_worker_loop",
+        "_process_worker_loop",
+        "_thread_worker_loop",
+    ),
+)
 _WORKER_IDLE = (_rule("multiprocessing/queues.py", "get"), _rule("queue.py", "get"))
 _PIN_LOOP = (_rule("torch/utils/data/_utils/pin_memory.py", "_pin_memory_loop"),)
 _PINNING = (_rule("torch/utils/data/_utils/pin_memory.py", "pin_memory"),)
@@ -240,8 +310,9 @@ def worker_loads(stacks: Iterable[ThreadStack], root_pid: int) -> tuple[WorkerLo
             continue
         seen[stack.pid] = seen.get(stack.pid, 0) + stack.count
         busy[stack.pid] = busy.get(stack.pid, 0) + (stack.count if state else 0)
-    return tuple(WorkerLoad(pid=pid, busy_share=busy[pid] / seen[pid], samples=seen[pid])
-                 for pid in sorted(seen))
+    return tuple(
+        WorkerLoad(pid=pid, busy_share=busy[pid] / seen[pid], samples=seen[pid]) for pid in sorted(seen)
+    )
 
 
 def _is_pin_thread(stack: ThreadStack) -> bool:
@@ -262,6 +333,9 @@ def summarise_window(window: StackWindow, line_text: LineText | None = None) -> 
     if window.error:
         return RankStacks(pid=window.root_pid, shares=ClassShares(counts={}), error=window.error)
     main = [s for s in window.stacks if s.pid == window.root_pid and s.is_main_thread]
-    return RankStacks(pid=window.root_pid, shares=class_shares(main, line_text),
-                      workers=worker_loads(window.stacks, window.root_pid),
-                      pin_busy_share=pin_busy_share(window.stacks, window.root_pid))
+    return RankStacks(
+        pid=window.root_pid,
+        shares=class_shares(main, line_text),
+        workers=worker_loads(window.stacks, window.root_pid),
+        pin_busy_share=pin_busy_share(window.stacks, window.root_pid),
+    )

@@ -104,13 +104,23 @@ def select_window(
     # a copy (watch() alone, `xfertop run` without --copy-timing): the copy then sits inside compute, and
     # the idle gap is still the GPU's own. The newest steps usually all have it, and then they are the
     # window: no pass over the whole ring (1024 steps) on every repaint of every rank.
-    newest = steps[-max(window_steps, min_steps):]
+    newest = steps[-max(window_steps, min_steps) :]
     if len(newest) >= min_steps and all(
-            s.step >= warmup_steps and s.wall_ms > 0 and s.compute_gpu_ms is not None
-            and s.gpu_idle_ms is not None for s in newest):
+        s.step >= warmup_steps
+        and s.wall_ms > 0
+        and s.compute_gpu_ms is not None
+        and s.gpu_idle_ms is not None
+        for s in newest
+    ):
         return "gpu", list(newest[-window_steps:])
-    timed = [s for s in steps if s.gpu_idle_ms is not None and s.compute_gpu_ms is not None
-             and s.step >= warmup_steps and s.wall_ms > 0]
+    timed = [
+        s
+        for s in steps
+        if s.gpu_idle_ms is not None
+        and s.compute_gpu_ms is not None
+        and s.step >= warmup_steps
+        and s.wall_ms > 0
+    ]
     if len(timed) >= min_steps:
         return "gpu", timed[-window_steps:]
     # The CPU clock's window: the newest usable steps, read newest first until there are enough.
@@ -160,8 +170,9 @@ def window_stats(
     spike_step_fraction: float = SPIKE_MAX_STEP_FRACTION,
 ) -> WindowStats | None:
     """Statistics of the most recent window, or None when fewer than ``min_steps`` are usable."""
-    clock, window = select_window(steps, window_steps=window_steps, min_steps=min_steps,
-                                  warmup_steps=warmup_steps)
+    clock, window = select_window(
+        steps, window_steps=window_steps, min_steps=min_steps, warmup_steps=warmup_steps
+    )
     if len(window) < min_steps:
         return None
     wall = [s.wall_ms for s in window]

@@ -37,8 +37,14 @@ from xfertop.analysis.thresholds import (
 from xfertop.model.jobs import RankState, StepRecord
 
 VerdictKind = Literal[
-    "input-bound", "copy-bound", "compute-bound", "sync-bound", "host-bound", "straggler", "healthy",
-    "warming-up"
+    "input-bound",
+    "copy-bound",
+    "compute-bound",
+    "sync-bound",
+    "host-bound",
+    "straggler",
+    "healthy",
+    "warming-up",
 ]
 #: "info" for verdicts that need no action (healthy, compute-bound, warming-up).
 Severity = Literal["info", "warn", "critical"]
@@ -84,23 +90,28 @@ def evidence_of(stats: WindowStats) -> dict[str, Any]:
         "gpu_idle_share": _round(stats.gpu_idle_share, 4),
     }
     spreads: dict[str, Spread | None] = {
-        "wall": stats.wall, "data_wait": stats.data_wait, "copy": stats.copy,
-        "compute": stats.compute, "gpu_idle": stats.gpu_idle,
+        "wall": stats.wall,
+        "data_wait": stats.data_wait,
+        "copy": stats.copy,
+        "compute": stats.compute,
+        "gpu_idle": stats.gpu_idle,
     }
     for name, spread in spreads.items():
         evidence[f"{name}_p50_ms"] = _round(spread.p50_ms if spread else None, 3)
         evidence[f"{name}_p95_ms"] = _round(spread.p95_ms if spread else None, 3)
-    evidence.update({
-        "data_wait_max_ms": _round(stats.data_wait_max_ms, 3),
-        "samples_per_s": _round(stats.samples_per_s, 2),
-        "h2d_bytes_per_s": _round(stats.h2d_bytes_per_s, 0),
-        "pinned_step_fraction": _round(stats.pinned_step_fraction, 4),
-        "pageable_non_blocking_step_fraction": _round(stats.pageable_non_blocking_step_fraction, 4),
-        "copied_step_fraction": _round(stats.copied_step_fraction, 4),
-        "worker_start_steps": stats.worker_start_steps,
-        "worker_start_wait_share": _round(stats.worker_start_wait_share, 4),
-        "early": stats.early,
-    })
+    evidence.update(
+        {
+            "data_wait_max_ms": _round(stats.data_wait_max_ms, 3),
+            "samples_per_s": _round(stats.samples_per_s, 2),
+            "h2d_bytes_per_s": _round(stats.h2d_bytes_per_s, 0),
+            "pinned_step_fraction": _round(stats.pinned_step_fraction, 4),
+            "pageable_non_blocking_step_fraction": _round(stats.pageable_non_blocking_step_fraction, 4),
+            "copied_step_fraction": _round(stats.copied_step_fraction, 4),
+            "worker_start_steps": stats.worker_start_steps,
+            "worker_start_wait_share": _round(stats.worker_start_wait_share, 4),
+            "early": stats.early,
+        }
+    )
     return evidence
 
 
@@ -117,8 +128,13 @@ def _severity(share: float, critical: float) -> Severity:
     return "critical" if share >= critical else "warn"
 
 
-def judge(stats: WindowStats, *, dataloader_workers: int | None = None,
-          gpu_busy_share: float | None = None, context: Context | None = None) -> Verdict:
+def judge(
+    stats: WindowStats,
+    *,
+    dataloader_workers: int | None = None,
+    gpu_busy_share: float | None = None,
+    context: Context | None = None,
+) -> Verdict:
     """Apply the rules to one window. ``gpu_busy_share`` (e.g. NVML utilisation as a fraction)
     overrides the busy share derived from the step clock, which cannot see host stalls inside a step.
     ``context``: what else is known of the rank (its GPU's link, its workers' cores, the host's memory);
@@ -131,12 +147,16 @@ def judge(stats: WindowStats, *, dataloader_workers: int | None = None,
     return Verdict(verdict.kind, verdict.severity, headline, verdict.evidence, verdict.advice)
 
 
-def _judge(stats: WindowStats, dataloader_workers: int | None, gpu_busy_share: float | None,
-           context: Context) -> Verdict:
+def _judge(
+    stats: WindowStats, dataloader_workers: int | None, gpu_busy_share: float | None, context: Context
+) -> Verdict:
     evidence = evidence_of(stats)
     # The rule of the house: a CPU wait that the GPU did not feel is not starvation.
-    hidden_wait = (stats.gpu_idle_share is not None and stats.gpu_idle_share < INPUT_WARN_SHARE
-                   and stats.data_wait_share >= HIDDEN_WAIT_MIN_SHARE)
+    hidden_wait = (
+        stats.gpu_idle_share is not None
+        and stats.gpu_idle_share < INPUT_WARN_SHARE
+        and stats.data_wait_share >= HIDDEN_WAIT_MIN_SHARE
+    )
     evidence["hidden_wait"] = hidden_wait
     if gpu_busy_share is None:
         gpu_busy_share = context.gpu_busy_share
@@ -157,8 +177,12 @@ def _judge(stats: WindowStats, dataloader_workers: int | None, gpu_busy_share: f
             headline = f"input-bound: {pct(input_share)} of each step waits for the DataLoader"
         if dataloader_workers == 0:
             headline += " (num_workers=0)"
-        return verdict("input-bound", _severity(input_share, INPUT_CRITICAL_SHARE), headline,
-                       advise.input_bound_advice(stats, dataloader_workers, context))
+        return verdict(
+            "input-bound",
+            _severity(input_share, INPUT_CRITICAL_SHARE),
+            headline,
+            advise.input_bound_advice(stats, dataloader_workers, context),
+        )
     if copy_share >= COPY_WARN_SHARE:
         source = ""
         if advise.asks_non_blocking_from_pageable(stats):
@@ -166,8 +190,12 @@ def _judge(stats: WindowStats, dataloader_workers: int | None, gpu_busy_share: f
         elif advise.is_pageable(stats):
             source = " (pageable memory)"
         headline = f"copy-bound: host-to-device copies take {pct(copy_share)} of each step{source}"
-        return verdict("copy-bound", _severity(copy_share, COPY_CRITICAL_SHARE), headline,
-                       advise.copy_bound_advice(stats))
+        return verdict(
+            "copy-bound",
+            _severity(copy_share, COPY_CRITICAL_SHARE),
+            headline,
+            advise.copy_bound_advice(stats),
+        )
     if stats.clock == "gpu" and busy_share is not None and busy_share < SYNC_GPU_BUSY_WARN_SHARE:
         severity: Severity = "critical" if busy_share < SYNC_GPU_BUSY_CRITICAL_SHARE else "warn"
         rx_share = context.rx_link_share
@@ -177,25 +205,37 @@ def _judge(stats: WindowStats, dataloader_workers: int | None, gpu_busy_share: f
             if rx_share >= COPY_WARN_SHARE or pageable_share >= RX_COPY_BOUND_PAGEABLE_SHARE:
                 # NVML counts kernels only: a GPU busy copying reads idle. Its link says otherwise.
                 evidence["untimed_copy_share_range"] = [_round(rx_share, 4), _round(pageable_share, 4)]
-                headline = (f"copy-bound (likely): the GPU's link receives {rx / 1e9:.1f} GB/s, copies the "
-                            f"step clock did not time: {pct(rx_share)} of each step at full link speed, "
-                            f"{pct(pageable_share)} if pageable; kernels run only {pct(busy_share)}")
-                return verdict("copy-bound", _severity(pageable_share, COPY_CRITICAL_SHARE), headline,
-                               advise.untimed_copy_advice())
-        headline = (f"host-bound: the GPU is busy only {pct(busy_share)} of each step yet never waits for "
-                    "data: the host holds it back")
+                headline = (
+                    f"copy-bound (likely): the GPU's link receives {rx / 1e9:.1f} GB/s, copies the "
+                    f"step clock did not time: {pct(rx_share)} of each step at full link speed, "
+                    f"{pct(pageable_share)} if pageable; kernels run only {pct(busy_share)}"
+                )
+                return verdict(
+                    "copy-bound",
+                    _severity(pageable_share, COPY_CRITICAL_SHARE),
+                    headline,
+                    advise.untimed_copy_advice(),
+                )
+        headline = (
+            f"host-bound: the GPU is busy only {pct(busy_share)} of each step yet never waits for "
+            "data: the host holds it back"
+        )
         return verdict("host-bound", severity, headline, advise.host_bound_advice())
     not_starving = ""
     if hidden_wait:
-        not_starving = (f"; its {pct(stats.data_wait_share)} DataLoader wait is hidden by queued GPU work: "
-                        "not starving")
+        not_starving = (
+            f"; its {pct(stats.data_wait_share)} DataLoader wait is hidden by queued GPU work: not starving"
+        )
     if stats.compute_share >= COMPUTE_BOUND_SHARE:
         headline = f"compute-bound: compute is {pct(stats.compute_share)} of each step{not_starving}"
-        return verdict("compute-bound", "info", headline,
-                       advise.compute_bound_advice(stats, hidden_wait, context))
+        return verdict(
+            "compute-bound", "info", headline, advise.compute_bound_advice(stats, hidden_wait, context)
+        )
     copy_text = f"copy {pct(copy_share)}" if context.copies_measured else "copy not measured"
-    headline = (f"healthy: data {pct(input_share)}, {copy_text}, compute "
-                f"{pct(stats.compute_share)} of each step{not_starving}")
+    headline = (
+        f"healthy: data {pct(input_share)}, {copy_text}, compute "
+        f"{pct(stats.compute_share)} of each step{not_starving}"
+    )
     return verdict("healthy", "info", headline, advise.healthy_advice(stats, hidden_wait, context))
 
 
@@ -228,14 +268,16 @@ def rank_verdict(
     return judge(stats, dataloader_workers=dataloader_workers, gpu_busy_share=gpu_busy_share)
 
 
-def window_or_early(steps: Sequence[StepRecord], *, window_steps: int = WINDOW_STEPS,
-                    warmup_steps: int = WARMUP_STEPS) -> WindowStats | None:
+def window_or_early(
+    steps: Sequence[StepRecord], *, window_steps: int = WINDOW_STEPS, warmup_steps: int = WARMUP_STEPS
+) -> WindowStats | None:
     """The window a verdict rests on: a full one (MIN_WINDOW_STEPS) when there is one, else an early
     one (EARLY_MIN_STEPS, marked ``early``), else None (warming up)."""
     stats = window_stats(steps, window_steps=window_steps, warmup_steps=warmup_steps)
     if stats is None:
-        stats = window_stats(steps, window_steps=window_steps, warmup_steps=warmup_steps,
-                             min_steps=EARLY_MIN_STEPS)
+        stats = window_stats(
+            steps, window_steps=window_steps, warmup_steps=warmup_steps, min_steps=EARLY_MIN_STEPS
+        )
     return stats
 
 
@@ -254,8 +296,11 @@ def median_window(windows: Sequence[WindowStats]) -> WindowStats:
             values[f.name] = "gpu" if all(c == "gpu" for c in column) else "cpu"
         elif f.name in ("data_wait", "copy", "compute", "wall", "gpu_idle"):
             known = [s for s in column if s is not None]
-            values[f.name] = Spread(statistics.median(s.p50_ms for s in known),
-                                    statistics.median(s.p95_ms for s in known)) if known else None
+            values[f.name] = (
+                Spread(statistics.median(s.p50_ms for s in known), statistics.median(s.p95_ms for s in known))
+                if known
+                else None
+            )
         elif f.name in ("steps", "first_step"):
             values[f.name] = min(column)
         elif f.name == "early":
@@ -283,34 +328,42 @@ def _straggler(judged: Sequence[tuple[RankState, WindowStats]]) -> Verdict | Non
     excess = worst.input_share - median_input
     # Compared in milliseconds, not shares: every rank runs the same model, so compute that takes the
     # others longer than the straggler is time they spent waiting for it in a collective.
-    others_compute_ms = statistics.median(s.compute.p50_ms for i, (_, s) in enumerate(judged)
-                                          if i != worst_index)
+    others_compute_ms = statistics.median(
+        s.compute.p50_ms for i, (_, s) in enumerate(judged) if i != worst_index
+    )
     victim_excess = (others_compute_ms - worst.compute.p50_ms) / max(worst.wall.p50_ms, 1e-9)
     if excess < STRAGGLER_WARN_EXCESS_SHARE or victim_excess < STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE:
         return None
     label = _rank_label(worst_rank)
     waits = "sits idle waiting for data" if worst.gpu_idle_share is not None else "waits for data"
-    headline = (f"straggler: {label} {waits} {pct(worst.input_share)} of each step (median "
-                f"{pct(median_input)}); the other ranks wait for it")
+    headline = (
+        f"straggler: {label} {waits} {pct(worst.input_share)} of each step (median "
+        f"{pct(median_input)}); the other ranks wait for it"
+    )
     evidence = evidence_of(worst)
-    evidence.update({
-        "ranks": len(judged),
-        "straggler_rank": worst_rank.rank,
-        "straggler_pid": worst_rank.pid,
-        "straggler_input_share": round(worst.input_share, 4),
-        "median_input_share": round(median_input, 4),
-        "input_excess_share": round(excess, 4),
-        "others_compute_p50_ms": round(others_compute_ms, 3),
-        "victim_compute_excess_share": round(victim_excess, 4),
-    })
+    evidence.update(
+        {
+            "ranks": len(judged),
+            "straggler_rank": worst_rank.rank,
+            "straggler_pid": worst_rank.pid,
+            "straggler_input_share": round(worst.input_share, 4),
+            "median_input_share": round(median_input, 4),
+            "input_excess_share": round(excess, 4),
+            "others_compute_p50_ms": round(others_compute_ms, 3),
+            "victim_compute_excess_share": round(victim_excess, 4),
+        }
+    )
     severity = _severity(excess, STRAGGLER_CRITICAL_EXCESS_SHARE)
     return Verdict("straggler", severity, headline, evidence, tuple(advise.straggler_advice(worst_rank.rank)))
 
 
-def job_verdict(ranks: Sequence[RankState],
-                gpu_busy_share_by_pid: Mapping[int, float] | None = None, *,
-                stats_by_pid: Mapping[int, WindowStats | None] | None = None,
-                contexts: Mapping[int, Context] | None = None) -> Verdict:
+def job_verdict(
+    ranks: Sequence[RankState],
+    gpu_busy_share_by_pid: Mapping[int, float] | None = None,
+    *,
+    stats_by_pid: Mapping[int, WindowStats | None] | None = None,
+    contexts: Mapping[int, Context] | None = None,
+) -> Verdict:
     """The verdict on a job: a straggler if one rank holds the others back, else the rules applied to
     the median rank. Ranks still warming up are left out until they have a window (early or full).
 
@@ -318,6 +371,7 @@ def job_verdict(ranks: Sequence[RankState],
     utilisation of its GPU, where the rank is that GPU's only user); the median feeds the sync rule.
     ``stats_by_pid``: each rank's window where the caller has it (``window_or_early``); ``contexts``:
     what else is known of each rank (``analysis.evidence.rank_context``)."""
+
     def stats_of(rank: RankState) -> WindowStats | None:
         if stats_by_pid is not None and rank.pid in stats_by_pid:
             return stats_by_pid[rank.pid]
@@ -337,8 +391,12 @@ def job_verdict(ranks: Sequence[RankState],
             busy_by_pid.setdefault(pid, context.gpu_busy_share)
     busy = _median_or_none([busy_by_pid.get(rank.pid) for rank, _ in judged])
     typical_context = _job_context([(contexts or {}).get(rank.pid) for rank, _ in judged])
-    verdict = judge(typical, dataloader_workers=None if workers is None else int(workers),
-                    gpu_busy_share=busy, context=typical_context)
+    verdict = judge(
+        typical,
+        dataloader_workers=None if workers is None else int(workers),
+        gpu_busy_share=busy,
+        context=typical_context,
+    )
     evidence = {**verdict.evidence, "ranks": len(judged)}
     return Verdict(verdict.kind, verdict.severity, verdict.headline, evidence, verdict.advice)
 

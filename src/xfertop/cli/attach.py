@@ -26,19 +26,32 @@ ONCE_WINDOW_S = 3
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "attach", help="sample a running training process with py-spy and say where its time goes",
+        "attach",
+        help="sample a running training process with py-spy and say where its time goes",
         description="Attach to a PyTorch training process started without xfertop (and the other ranks "
-                    "of its DDP job), sample its stacks with py-spy and classify where the main thread "
-                    "spends its time: waiting for data, loading, copying, GPU sync, compute.")
+        "of its DDP job), sample its stacks with py-spy and classify where the main thread "
+        "spends its time: waiting for data, loading, copying, GPU sync, compute.",
+    )
     parser.add_argument("pid", type=int, help="process id of the training script (any rank)")
     parser.add_argument("--once", action="store_true", help="sample one window, print, exit")
     parser.add_argument("--json", action="store_true", help="with --once: print JSON")
-    parser.add_argument("--rate", type=int, default=DEFAULT_RATE_HZ, metavar="HZ",
-                        help=f"samples per second (default {DEFAULT_RATE_HZ})")
-    parser.add_argument("--seconds", type=int, default=None, metavar="S",
-                        help=f"window length (default {DEFAULT_WINDOW_S} live, {ONCE_WINDOW_S} with --once)")
-    parser.add_argument("--no-ranks", action="store_true",
-                        help="sample only PID, not the other ranks of its DDP job")
+    parser.add_argument(
+        "--rate",
+        type=int,
+        default=DEFAULT_RATE_HZ,
+        metavar="HZ",
+        help=f"samples per second (default {DEFAULT_RATE_HZ})",
+    )
+    parser.add_argument(
+        "--seconds",
+        type=int,
+        default=None,
+        metavar="S",
+        help=f"window length (default {DEFAULT_WINDOW_S} live, {ONCE_WINDOW_S} with --once)",
+    )
+    parser.add_argument(
+        "--no-ranks", action="store_true", help="sample only PID, not the other ranks of its DDP job"
+    )
     parser.set_defaults(run=run)
 
 
@@ -46,8 +59,10 @@ def run(args: argparse.Namespace) -> int:
     default_s = ONCE_WINDOW_S if args.once else DEFAULT_WINDOW_S
     window_s = default_s if args.seconds is None else args.seconds
     if args.json and not args.once:
-        print(f"xfertop attach: --json goes with --once: `xfertop attach {args.pid} --once --json`",
-              file=sys.stderr)
+        print(
+            f"xfertop attach: --json goes with --once: `xfertop attach {args.pid} --once --json`",
+            file=sys.stderr,
+        )
         return EXIT_CANNOT_ATTACH
     if window_s < 1 or args.rate < 1:
         print("xfertop attach: --seconds and --rate must be at least 1.", file=sys.stderr)
@@ -59,14 +74,20 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CANNOT_ATTACH
     if args.pid == os.getpid() or args.pid in {parent.pid for parent in psutil.Process().parents()}:
         # `xfertop attach $$`: py-spy follows subprocesses, so it would sample xfertop itself.
-        print(f"xfertop attach: process {args.pid} is a parent of xfertop itself (your shell? init?), so "
-              "py-spy would sample xfertop: pass the pid of the training script.", file=sys.stderr)
+        print(
+            f"xfertop attach: process {args.pid} is a parent of xfertop itself (your shell? init?), so "
+            "py-spy would sample xfertop: pass the pid of the training script.",
+            file=sys.stderr,
+        )
         return EXIT_CANNOT_ATTACH
     if args.once:
         return _once(sampler, as_json=args.json)
     if not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
-        print(f"xfertop attach: the live view needs a terminal; for scripts use `xfertop attach {args.pid} "
-              "--once --json`", file=sys.stderr)
+        print(
+            f"xfertop attach: the live view needs a terminal; for scripts use `xfertop attach {args.pid} "
+            "--once --json`",
+            file=sys.stderr,
+        )
         return EXIT_CANNOT_ATTACH
     from xfertop.ui.attach_screen import AttachApp
 
@@ -81,8 +102,17 @@ def once_report(sampler: StackSampler) -> tuple[dict[str, Any], str | None]:
         "pid": sampler.pid,
         "rate_hz": sampler.rate_hz,
         "window_s": sampler.window_s,
-        "targets": [{"pid": t.pid, "rank": t.rank, "local_rank": t.local_rank, "world_size": t.world_size,
-                     "job_key": t.job_key, "command": t.command} for t in state.targets],
+        "targets": [
+            {
+                "pid": t.pid,
+                "rank": t.rank,
+                "local_rank": t.local_rank,
+                "world_size": t.world_size,
+                "job_key": t.job_key,
+                "command": t.command,
+            }
+            for t in state.targets
+        ],
         "ranks": [summary.to_dict() for summary in summaries],
         "verdict": verdict.to_dict(),
         "error": state.error,
@@ -103,7 +133,10 @@ def _once(sampler: StackSampler, as_json: bool) -> int:
     for advice in verdict["advice"]:
         print(f"  - {advice}")
     for rank in report["ranks"]:
-        shares = ", ".join(f"{name[:-6]} {value * 100:.0f}%" for name, value in rank.items()
-                           if name.endswith("_share") and name != "pin_busy_share" and value)
+        shares = ", ".join(
+            f"{name[:-6]} {value * 100:.0f}%"
+            for name, value in rank.items()
+            if name.endswith("_share") and name != "pin_busy_share" and value
+        )
         print(f"pid {rank['pid']}: {shares}; workers busy {rank['workers_busy']} of {len(rank['workers'])}")
     return EXIT_OK

@@ -15,17 +15,24 @@ from typing import Any
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "demo", help="start a small demo training job (starved, then fixed) and watch it live")
-    parser.add_argument("--phase-seconds", type=float, default=15.0,
-                        help="seconds the demo spends starved before it is fixed (default 15)")
+        "demo", help="start a small demo training job (starved, then fixed) and watch it live"
+    )
+    parser.add_argument(
+        "--phase-seconds",
+        type=float,
+        default=15.0,
+        help="seconds the demo spends starved before it is fixed (default 15)",
+    )
     parser.add_argument("--device", default="auto", help="cpu, cuda or auto (default auto)")
     parser.set_defaults(run=run)
 
 
 def demo_starting_text(pid: int) -> str:
     """What the jobs pane says until the demo job's first step: it is there, only not stepping yet."""
-    return (f"the demo job (pid {pid}) is starting: it imports torch and builds its model (a few seconds, "
-            "more on a GPU); its steps and verdict appear here from its first step.")
+    return (
+        f"the demo job (pid {pid}) is starting: it imports torch and builds its model (a few seconds, "
+        "more on a GPU); its steps and verdict appear here from its first step."
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         status = job.stop()
     with contextlib.suppress(OSError):  # the terminal may be gone (hang-up): nothing to tell
-        print(f"xfertop: demo job stopped (exit status {status}); its output is in {job.log_path}",
-              file=sys.stderr)
+        print(
+            f"xfertop: demo job stopped (exit status {status}); its output is in {job.log_path}",
+            file=sys.stderr,
+        )
     return code

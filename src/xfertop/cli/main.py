@@ -33,21 +33,35 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineErrorParser(
         prog="xfertop",
         description="Live monitor for PyTorch input pipelines: DataLoader wait, host-to-device copies, "
-                    "GPU idle gaps and PCIe throughput per GPU and per training rank.",
+        "GPU idle gaps and PCIe throughput per GPU and per training rank.",
         epilog="Start with `xfertop demo`. Keys in the live view: q quit, p pause, +/- refresh, t topology, "
-               "s py-spy stacks of a process, ? help.")
+        "s py-spy stacks of a process, ? help.",
+    )
     parser.add_argument("--version", action=VersionAction)
-    parser.add_argument("--interval", type=float, default=1.0, metavar="SECONDS",
-                        help="refresh period in seconds (default 1.0; + and - change it live)")
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="refresh period in seconds (default 1.0; + and - change it live)",
+    )
     parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
     parser.add_argument("--json", action="store_true", help="with --once: JSON (schema xfertop.snapshot/1)")
-    parser.add_argument("--pcie", choices=PCIE_CHOICES, default="auto",
-                        help="how PCIe throughput is measured: auto (default) uses GPM on Hopper or newer "
-                             "GPUs, else the byte counters; counters polls the byte counters on every GPU "
-                             "(~22 reads/s at Gen5 x16: more CPU)")
-    parser.add_argument("--prometheus", metavar="URL", default=None,
-                        help="show the jobs of every node Prometheus scrapes (`xfertop export` on each), "
-                             "read from Prometheus at URL, e.g. http://localhost:9090; GPU panes stay local")
+    parser.add_argument(
+        "--pcie",
+        choices=PCIE_CHOICES,
+        default="auto",
+        help="how PCIe throughput is measured: auto (default) uses GPM on Hopper or newer "
+        "GPUs, else the byte counters; counters polls the byte counters on every GPU "
+        "(~22 reads/s at Gen5 x16: more CPU)",
+    )
+    parser.add_argument(
+        "--prometheus",
+        metavar="URL",
+        default=None,
+        help="show the jobs of every node Prometheus scrapes (`xfertop export` on each), "
+        "read from Prometheus at URL, e.g. http://localhost:9090; GPU panes stay local",
+    )
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
     for module in (demo, run, bench, attach, export, record, replay):
         module.register(subparsers)

@@ -56,8 +56,10 @@ def _summary(document: dict) -> str:
         lines.append(document["driver"]["error"] or "no GPUs")
     for gpu in document["gpus"]:
         summary = gpu["link_summary"]
-        lines.append(f"GPU {gpu['index']} {gpu['name']}: util {gpu['util_gpu_percent']}%  "
-                     f"{summary['rx_label']}  {summary['tx_label']}")
+        lines.append(
+            f"GPU {gpu['index']} {gpu['name']}: util {gpu['util_gpu_percent']}%  "
+            f"{summary['rx_label']}  {summary['tx_label']}"
+        )
     jobs = document["jobs"]
     for trouble in ([jobs["error"]] if jobs["error"] else []) + list(jobs["problems"]):
         lines.append(f"rings: {trouble}")

@@ -38,20 +38,37 @@ def register(subparsers: Any) -> None:
     from xfertop.sources.gpu import PCIE_CHOICES
 
     parser = subparsers.add_parser(
-        "record", help="record what the live view shows to a file, headless (see `xfertop replay`)",
+        "record",
+        help="record what the live view shows to a file, headless (see `xfertop replay`)",
         description="Write the snapshots the live view renders (GPUs, host, jobs with every step, topology) "
-                    "to FILE as gzip-compressed JSON lines, until Ctrl-C or --duration. FILE rotates at "
-                    "--max-bytes to FILE.1, FILE.2 ...; each file replays on its own.")
+        "to FILE as gzip-compressed JSON lines, until Ctrl-C or --duration. FILE rotates at "
+        "--max-bytes to FILE.1, FILE.2 ...; each file replays on its own.",
+    )
     parser.add_argument("file", metavar="FILE", help="where to write, e.g. run.xfertop.jsonl.gz")
-    parser.add_argument("--interval", type=float, default=1.0, metavar="SECONDS",
-                        help="seconds between frames (default 1.0)")
-    parser.add_argument("--max-bytes", type=byte_size, default=DEFAULT_MAX_BYTES, metavar="SIZE",
-                        help=f"rotate FILE once it is this large, compressed (default "
-                             f"{DEFAULT_MAX_BYTES // 1024**2}M)")
-    parser.add_argument("--keep", type=int, default=DEFAULT_KEEP, metavar="N",
-                        help=f"older files kept when rotating: FILE.1 .. FILE.N (default {DEFAULT_KEEP})")
-    parser.add_argument("--duration", type=float, default=None, metavar="SECONDS",
-                        help="stop after this long (default: until Ctrl-C or SIGTERM)")
+    parser.add_argument(
+        "--interval", type=float, default=1.0, metavar="SECONDS", help="seconds between frames (default 1.0)"
+    )
+    parser.add_argument(
+        "--max-bytes",
+        type=byte_size,
+        default=DEFAULT_MAX_BYTES,
+        metavar="SIZE",
+        help=f"rotate FILE once it is this large, compressed (default {DEFAULT_MAX_BYTES // 1024**2}M)",
+    )
+    parser.add_argument(
+        "--keep",
+        type=int,
+        default=DEFAULT_KEEP,
+        metavar="N",
+        help=f"older files kept when rotating: FILE.1 .. FILE.N (default {DEFAULT_KEEP})",
+    )
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop after this long (default: until Ctrl-C or SIGTERM)",
+    )
     parser.add_argument("--pcie", choices=PCIE_CHOICES, default="auto", help="as for the live view")
     parser.set_defaults(run=run)
 
@@ -78,8 +95,9 @@ def run(args: argparse.Namespace) -> int:
     stop_signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {sig: signal.signal(sig, stop_recording) for sig in stop_signals}
     rotation = f"rotating at {args.max_bytes / 1024**2:g} MiB, keeping {args.keep} older"
-    print(f"xfertop record: writing {args.file} every {interval_s:g} s ({rotation}); Ctrl-C stops",
-          flush=True)
+    print(
+        f"xfertop record: writing {args.file} every {interval_s:g} s ({rotation}); Ctrl-C stops", flush=True
+    )
     try:
         sources.start()
         sources.start_topology()
@@ -89,13 +107,17 @@ def run(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
         sources.stop()
         writer.close()
-    print(f"xfertop record: {writer.frames_written} frames written to {args.file}"
-          + (f" ({writer.files_rotated} rotations)" if writer.files_rotated else ""), flush=True)
+    print(
+        f"xfertop record: {writer.frames_written} frames written to {args.file}"
+        + (f" ({writer.files_rotated} rotations)" if writer.files_rotated else ""),
+        flush=True,
+    )
     return 0
 
 
-def _record(sources: Any, writer: Any, interval_s: float, duration_s: float | None,
-            stop: threading.Event) -> None:
+def _record(
+    sources: Any, writer: Any, interval_s: float, duration_s: float | None, stop: threading.Event
+) -> None:
     from xfertop.export.recording import Snapshot
 
     started = time.monotonic()
@@ -104,11 +126,15 @@ def _record(sources: Any, writer: Any, interval_s: float, duration_s: float | No
             source.wait_for_sample(max(0.0, FIRST_SAMPLE_WAIT_S - (time.monotonic() - started)))
     next_frame = time.monotonic()
     while not stop.is_set():
-        writer.write(Snapshot(
-            time=time.time(),
-            gpu=_latest(sources.gpu), host=_latest(sources.host), jobs=_latest(sources.jobs),
-            topology=_latest(sources.topology),
-        ))
+        writer.write(
+            Snapshot(
+                time=time.time(),
+                gpu=_latest(sources.gpu),
+                host=_latest(sources.host),
+                jobs=_latest(sources.jobs),
+                topology=_latest(sources.topology),
+            )
+        )
         if duration_s is not None and time.monotonic() - started >= duration_s:
             return
         next_frame += interval_s

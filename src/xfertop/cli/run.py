@@ -10,19 +10,33 @@ from typing import Any
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "run", help="start a training command with every DataLoader watched (no code change)",
+        "run",
+        help="start a training command with every DataLoader watched (no code change)",
         description="Start CMD with every DataLoader iteration timed as a step; watch it with `xfertop`. "
-                    "Output, exit status and signals pass through unchanged.")
-    parser.add_argument("--copy-timing", action=argparse.BooleanOptionalAction, default=True,
-                        help="time Tensor.to/.cuda calls inside steps, so host-to-device copies are measured "
-                             "(on by default; a Python wrapper on every .to() call, a few us each: "
-                             "--no-copy-timing turns it off)")
-    parser.add_argument("--summary", action=argparse.BooleanOptionalAction, default=True,
-                        help="when the job ends, print where its time went, its verdicts over time and the "
-                             "advice on stderr, after the job's own output, and keep it as JSON (on by "
-                             "default: --no-summary turns it off)")
-    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ...",
-                        help="the training command, e.g. -- python train.py --epochs 3")
+        "Output, exit status and signals pass through unchanged.",
+    )
+    parser.add_argument(
+        "--copy-timing",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="time Tensor.to/.cuda calls inside steps, so host-to-device copies are measured "
+        "(on by default; a Python wrapper on every .to() call, a few us each: "
+        "--no-copy-timing turns it off)",
+    )
+    parser.add_argument(
+        "--summary",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="when the job ends, print where its time went, its verdicts over time and the "
+        "advice on stderr, after the job's own output, and keep it as JSON (on by "
+        "default: --no-summary turns it off)",
+    )
+    parser.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="-- CMD ...",
+        help="the training command, e.g. -- python train.py --epochs 3",
+    )
     parser.set_defaults(run=run)
 
 

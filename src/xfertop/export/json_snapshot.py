@@ -73,9 +73,14 @@ def topology_dict(topology: Topology, gpu: GpuState | None = None) -> dict[str, 
     return {**to_plain(topology), "warnings": [to_plain(warning) for warning in warnings]}
 
 
-def snapshot_dict(gpu: GpuState | None, host: HostState | None, jobs: JobsState | None,
-                  timestamp: float, topology: Topology | None = None,
-                  analysis: Analysis | None = None) -> dict[str, Any]:
+def snapshot_dict(
+    gpu: GpuState | None,
+    host: HostState | None,
+    jobs: JobsState | None,
+    timestamp: float,
+    topology: Topology | None = None,
+    analysis: Analysis | None = None,
+) -> dict[str, Any]:
     """The whole snapshot. ``gpus`` is [] with ``driver.error`` saying why when NVML is unavailable.
     ``analysis``: the snapshot's analysis where the caller keeps one (frozen verdicts of ended jobs)."""
     if analysis is None:

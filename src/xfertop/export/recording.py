@@ -106,8 +106,9 @@ def _jobs_plain(jobs: JobsState, deltas: _StepsDelta, key: bool) -> dict[str, An
 class RecordingWriter:
     """Appends frames to ``path``; rotates at ``max_bytes`` (compressed), keeping ``keep`` older files."""
 
-    def __init__(self, path: str, interval_s: float, max_bytes: int = DEFAULT_MAX_BYTES,
-                 keep: int = DEFAULT_KEEP) -> None:
+    def __init__(
+        self, path: str, interval_s: float, max_bytes: int = DEFAULT_MAX_BYTES, keep: int = DEFAULT_KEEP
+    ) -> None:
         self.path, self.interval_s, self.max_bytes, self.keep = path, interval_s, max_bytes, keep
         self.frames_written = 0
         self.files_rotated = 0
@@ -122,9 +123,16 @@ class RecordingWriter:
         self._raw = open(self.path, "wb")  # noqa: SIM115 (closed in close/_rotate)
         self._zipped = gzip.GzipFile(fileobj=self._raw, mode="wb", filename="", mtime=0)
         self._frames_in_file = 0
-        self._write_line({"kind": "header", "schema": SCHEMA, "created_unix_s": time.time(),
-                          "host": socket.gethostname(), "interval_s": self.interval_s,
-                          "part": self.files_rotated})
+        self._write_line(
+            {
+                "kind": "header",
+                "schema": SCHEMA,
+                "created_unix_s": time.time(),
+                "host": socket.gethostname(),
+                "interval_s": self.interval_s,
+                "part": self.files_rotated,
+            }
+        )
 
     def _write_line(self, document: dict[str, Any]) -> None:
         assert self._zipped is not None
@@ -136,8 +144,12 @@ class RecordingWriter:
         if self._raw is not None and self._raw.tell() >= self.max_bytes:
             self._rotate()
         key = self._frames_in_file % KEY_EVERY == 0
-        frame: dict[str, Any] = {"kind": "frame", "index": self.frames_written, "time": snapshot.time,
-                                 "key": key}
+        frame: dict[str, Any] = {
+            "kind": "frame",
+            "index": self.frames_written,
+            "time": snapshot.time,
+            "key": key,
+        }
         for name in PARTS:
             value = getattr(snapshot, name)
             if not key and name in self._last and self._last[name] is value:
@@ -243,8 +255,10 @@ class _Decoder:
         jobs: list[JobState] = []
         for index, job in enumerate(plain["jobs"]):
             where = f"jobs.jobs[{index}]"
-            ranks = tuple(self._rank(rank, f"{where}.ranks[{n}]")
-                          for n, rank in enumerate(job.get("ranks", []) if isinstance(job, dict) else []))
+            ranks = tuple(
+                self._rank(rank, f"{where}.ranks[{n}]")
+                for n, rank in enumerate(job.get("ranks", []) if isinstance(job, dict) else [])
+            )
             jobs.append(replace(from_plain(JobState, {**job, "ranks": []}, where), ranks=ranks))
         state: JobsState = from_plain(JobsState, {**plain, "jobs": []}, "jobs")
         return replace(state, jobs=tuple(jobs))
@@ -259,11 +273,16 @@ class _Decoder:
         for step in rank.steps:
             held[step.step] = step
         first = extra["steps_first"]
-        steps = tuple(sorted((step for number, step in held.items() if first is not None and number >= first),
-                             key=lambda step: step.step))
+        steps = tuple(
+            sorted(
+                (step for number, step in held.items() if first is not None and number >= first),
+                key=lambda step: step.step,
+            )
+        )
         if len(steps) != extra["steps_count"]:
-            raise PlainFormError(f"{where}: its steps do not add up ({len(steps)} held, "
-                                 f"{extra['steps_count']} recorded)")
+            raise PlainFormError(
+                f"{where}: its steps do not add up ({len(steps)} held, {extra['steps_count']} recorded)"
+            )
         self._steps[rank.ring_path] = {step.step: step for step in steps}
         return replace(rank, steps=steps)
 
@@ -283,13 +302,15 @@ def read_recording(path: str, partial: bool = False) -> Recording:
             try:
                 frames.append(decoder.decode(document))
             except (PlainFormError, TypeError, AttributeError) as exc:
-                raise RecordingError(f"{path}: frame on line {number} does not fit the snapshot model "
-                                     f"({exc})") from None
+                raise RecordingError(
+                    f"{path}: frame on line {number} does not fit the snapshot model ({exc})"
+                ) from None
     except _Truncated:
         if not partial:
             raise RecordingError(
                 f"{path} is truncated after {len(frames)} frames (the recorder was stopped before it closed "
-                f"the file); `xfertop replay --partial {path}` shows those frames") from None
+                f"the file); `xfertop replay --partial {path}` shows those frames"
+            ) from None
     if header is None:
         raise RecordingError(f"{path} is empty: not an xfertop recording")
     if not frames:
@@ -309,12 +330,17 @@ def _parse(path: str, number: int, line: bytes) -> dict[str, Any]:
 
 def _check_header(path: str, document: dict[str, Any]) -> dict[str, Any]:
     schema = document.get("schema")
-    if document.get("kind") != "header" or not isinstance(schema, str) or not schema.startswith(
-            "xfertop.recording/"):
+    if (
+        document.get("kind") != "header"
+        or not isinstance(schema, str)
+        or not schema.startswith("xfertop.recording/")
+    ):
         raise RecordingError(f"{path} is not an xfertop recording (no recording header on its first line)")
     if schema != SCHEMA:
-        raise RecordingError(f"{path} is a recording of format {schema}, which this xfertop does not read "
-                             f"(it reads {SCHEMA}): upgrade xfertop")
+        raise RecordingError(
+            f"{path} is a recording of format {schema}, which this xfertop does not read "
+            f"(it reads {SCHEMA}): upgrade xfertop"
+        )
     return document
 
 
@@ -322,8 +348,9 @@ def _check_header(path: str, document: dict[str, Any]) -> dict[str, Any]:
 def recording_schema() -> dict[str, Any]:
     """The JSON Schema of one line of a recording (docs/recording.schema.json is this, written out)."""
     definitions: dict[str, Any] = {}
-    parts = {name: {"anyOf": [json_schema(kind, definitions), {"type": "null"}]}
-             for name, kind in PARTS.items()}
+    parts = {
+        name: {"anyOf": [json_schema(kind, definitions), {"type": "null"}]} for name, kind in PARTS.items()
+    }
     # A recorded rank: RankState's fields, with the steps of the frame's delta and how to apply it.
     rank = dict(definitions["RankState"])
     rank["properties"] = {
@@ -344,15 +371,25 @@ def recording_schema() -> dict[str, Any]:
         "$defs": {
             "Header": {
                 "type": "object",
-                "properties": {"kind": {"const": "header"}, "schema": {"const": SCHEMA},
-                               "created_unix_s": {"type": "number"}, "host": {"type": "string"},
-                               "interval_s": {"type": "number"}, "part": {"type": "integer"}},
+                "properties": {
+                    "kind": {"const": "header"},
+                    "schema": {"const": SCHEMA},
+                    "created_unix_s": {"type": "number"},
+                    "host": {"type": "string"},
+                    "interval_s": {"type": "number"},
+                    "part": {"type": "integer"},
+                },
                 "required": ["kind", "schema"],
             },
             "Frame": {
                 "type": "object",
-                "properties": {"kind": {"const": "frame"}, "index": {"type": "integer"},
-                               "time": {"type": "number"}, "key": {"type": "boolean"}, **parts},
+                "properties": {
+                    "kind": {"const": "frame"},
+                    "index": {"type": "integer"},
+                    "time": {"type": "number"},
+                    "key": {"type": "boolean"},
+                    **parts,
+                },
                 "required": ["kind", "index", "time", "key"],
                 "additionalProperties": False,
             },
@@ -362,10 +399,20 @@ def recording_schema() -> dict[str, Any]:
 
 
 def _with_ranks(job: dict[str, Any], rank_ref: str) -> dict[str, Any]:
-    return {**job, "properties": {**job["properties"],
-                                  "ranks": {"type": "array", "items": {"$ref": f"#/$defs/{rank_ref}"}}}}
+    return {
+        **job,
+        "properties": {
+            **job["properties"],
+            "ranks": {"type": "array", "items": {"$ref": f"#/$defs/{rank_ref}"}},
+        },
+    }
 
 
 def _with_jobs(jobs: dict[str, Any], job_ref: str) -> dict[str, Any]:
-    return {**jobs, "properties": {**jobs["properties"],
-                                   "jobs": {"type": "array", "items": {"$ref": f"#/$defs/{job_ref}"}}}}
+    return {
+        **jobs,
+        "properties": {
+            **jobs["properties"],
+            "jobs": {"type": "array", "items": {"$ref": f"#/$defs/{job_ref}"}},
+        },
+    }

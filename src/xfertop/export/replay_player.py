@@ -83,8 +83,11 @@ class ReplayPlayer:
     def seek_by_s(self, seconds: float) -> None:
         """Go to the frame ``seconds`` of recorded time away from the one shown."""
         target = self._times[self.position()] + seconds
-        index = bisect.bisect_right(self._times, target) - 1 if seconds > 0 else bisect.bisect_left(
-            self._times, target)
+        index = (
+            bisect.bisect_right(self._times, target) - 1
+            if seconds > 0
+            else bisect.bisect_left(self._times, target)
+        )
         self.seek(index)
 
     def status(self) -> str:

@@ -24,8 +24,9 @@ class AfterImport(importlib.abc.MetaPathFinder):
         self._name = name
         self._callback = callback
 
-    def find_spec(self, fullname: str, path: Sequence[str] | None,
-                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname != self._name:
             return None
         sys.meta_path.remove(self)
@@ -46,8 +47,10 @@ class AfterImport(importlib.abc.MetaPathFinder):
             try:
                 callback(module)
             except Exception as exc:  # instrumentation is optional; the import is not
-                print(f"xfertop run: could not instrument torch ({exc}); the job runs unobserved.",
-                      file=sys.stderr)
+                print(
+                    f"xfertop run: could not instrument torch ({exc}); the job runs unobserved.",
+                    file=sys.stderr,
+                )
 
         loader.exec_module = exec_module
         return spec
@@ -80,8 +83,9 @@ def watch_optimizer_steps(torch: Any) -> None:
 
     from xfertop.reporter import note_optimizer_step
 
-    register = getattr(importlib.import_module("torch.optim.optimizer"), "register_optimizer_step_post_hook",
-                       None)
+    register = getattr(
+        importlib.import_module("torch.optim.optimizer"), "register_optimizer_step_post_hook", None
+    )
     if register is None:  # torch < 2.0: no global hook; such loops stay unobserved, as before
         return
 

@@ -37,8 +37,14 @@ from xfertop.launch.summary import RunFollower
 from xfertop.sources.ring_reader import remove_ended_rings
 
 BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
-FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
-                     signal.SIGUSR2)
+FORWARDED_SIGNALS = (
+    signal.SIGINT,
+    signal.SIGTERM,
+    signal.SIGHUP,
+    signal.SIGQUIT,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+)
 #: Signals the terminal sends to its whole foreground process group (Ctrl-C, Ctrl-\\).
 TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGQUIT)
 PR_SET_PDEATHSIG = 1
@@ -164,9 +170,14 @@ def run_command(command: list[str], copy_timing: bool = True, summary: bool = Tr
             # close_fds=False: descriptors handed to us (`3>log`) reach the job as they would without
             # xfertop; our own are non-inheritable (PEP 446) and stay ours. restore_signals (the default)
             # puts SIGPIPE and SIGXFSZ back to their defaults.
-            started.append(subprocess.Popen(command, env=child_environment(os.environ, copy_timing, token),
-                                            close_fds=False,
-                                            preexec_fn=_die_with_the_launcher()))
+            started.append(
+                subprocess.Popen(
+                    command,
+                    env=child_environment(os.environ, copy_timing, token),
+                    close_fds=False,
+                    preexec_fn=_die_with_the_launcher(),
+                )
+            )
             follower = _start_follower(summary, token)
             for signum in early:
                 with contextlib.suppress(ProcessLookupError):

@@ -119,8 +119,13 @@ class VerdictSpan:
 class RunFollower:
     """Follows the rings of one `xfertop run` (by its launch token) on a daemon thread."""
 
-    def __init__(self, launch_token: str, interval_s: float = 2.0, ring_dir: str | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        launch_token: str,
+        interval_s: float = 2.0,
+        ring_dir: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.launch_token = launch_token
         self.interval_s = interval_s
         self.ring_dir = ring_dir

@@ -36,16 +36,18 @@ def build_summary(follower: RunFollower, command: list[str], returncode: int) ->
         whole.merge(known.totals)
         rank_rate = known.totals.samples / (known.totals.wall_ms / 1000) if known.totals.wall_ms > 0 else 0.0
         samples_per_s += rank_rate
-        ranks.append({
-            "pid": known.rank.pid,
-            "rank": known.rank.rank,
-            "ring_path": known.rank.ring_path,
-            "steps": known.totals.steps,
-            "steps_lost": known.steps_lost,
-            "samples_per_s": round(rank_rate, 2),
-            "shares": known.totals.shares(),
-            "ended": known.rank.end.describe() if known.rank.end is not None else None,
-        })
+        ranks.append(
+            {
+                "pid": known.rank.pid,
+                "rank": known.rank.rank,
+                "ring_path": known.rank.ring_path,
+                "steps": known.totals.steps,
+                "steps_lost": known.steps_lost,
+                "samples_per_s": round(rank_rate, 2),
+                "shares": known.totals.shares(),
+                "ended": known.rank.end.describe() if known.rank.end is not None else None,
+            }
+        )
     return {
         "schema": SCHEMA,
         "job": follower.job_name or job_name(tuple(command)),
@@ -79,11 +81,15 @@ def render_text(summary: dict[str, Any], json_path: str | None) -> str:
     """The lines printed on stderr: a one-line note when the job never stepped, else a short report."""
     head = f"xfertop run: {summary['job']} {summary['ended']} after {_seconds(summary['duration_s'])}"
     if not summary["steps"]:
-        return (f"{head}; no training step was seen (no DataLoader was iterated under xfertop), "
-                "so there is nothing to summarise.\n")
+        return (
+            f"{head}; no training step was seen (no DataLoader was iterated under xfertop), "
+            "so there is nothing to summarise.\n"
+        )
     ranks = len(summary["ranks"])
-    lines = [f"{head}: {summary['steps']} steps, {summary['samples_per_s']:.1f} samples/s"
-             + (f" over {ranks} ranks" if ranks > 1 else "")]
+    lines = [
+        f"{head}: {summary['steps']} steps, {summary['samples_per_s']:.1f} samples/s"
+        + (f" over {ranks} ranks" if ranks > 1 else "")
+    ]
     shares = summary["shares"]
     lines.append(
         f"  where the time went ({shares['clock'].upper()} clock, whole run): "
@@ -94,8 +100,10 @@ def render_text(summary: dict[str, Any], json_path: str | None) -> str:
         lines.append(f"  ({summary['steps_lost']} steps were overwritten in the ring before they were read)")
     spans = summary["verdicts"]
     if spans:
-        lines.append("  verdicts: " + ", ".join(
-            f"{span['from_s']:.0f}-{span['to_s']:.0f} s {span['kind']}" for span in spans))
+        lines.append(
+            "  verdicts: "
+            + ", ".join(f"{span['from_s']:.0f}-{span['to_s']:.0f} s {span['kind']}" for span in spans)
+        )
     last = summary["last_verdict"]
     if last:
         lines.append(f"  last verdict: {last['headline']}")
@@ -117,8 +125,9 @@ def write_json(summary: dict[str, Any], ring_dir: str) -> str | None:
     except (RingDirError, OSError):
         return None
     try:
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                     dir_fd=dir_fd)
+        fd = os.open(
+            name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd
+        )
         with os.fdopen(fd, "w") as file:
             json.dump(summary, file, indent=1)
             file.write("\n")

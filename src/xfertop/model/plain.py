@@ -63,8 +63,10 @@ def _convert(kind: Any, value: Any, where: str) -> Any:
         key_kind, item_kind = typing.get_args(kind)
         if not isinstance(value, dict):
             raise PlainFormError(f"{where}: expected an object, got {type(value).__name__}")
-        return {_key(key_kind, key, where): _convert(item_kind, item, f"{where}[{key}]")
-                for key, item in value.items()}
+        return {
+            _key(key_kind, key, where): _convert(item_kind, item, f"{where}[{key}]")
+            for key, item in value.items()
+        }
     if origin is not None and origin.__module__ == "collections.abc":  # Mapping[str, Any] and the like
         return _convert(dict[typing.get_args(kind)], value, where)  # type: ignore[misc]
     return _scalar(kind, value, where)
@@ -150,12 +152,18 @@ def json_schema(kind: Any, definitions: dict[str, Any]) -> dict[str, Any]:
         items = typing.get_args(kind)
         if len(items) == 2 and items[1] is Ellipsis:
             return {"type": "array", "items": json_schema(items[0], definitions)}
-        return {"type": "array", "prefixItems": [json_schema(item, definitions) for item in items],
-                "minItems": len(items), "maxItems": len(items)}
+        return {
+            "type": "array",
+            "prefixItems": [json_schema(item, definitions) for item in items],
+            "minItems": len(items),
+            "maxItems": len(items),
+        }
     if origin is dict or (origin is not None and origin.__module__ == "collections.abc"):
         key_kind, item_kind = typing.get_args(kind)
-        schema: dict[str, Any] = {"type": "object",
-                                  "additionalProperties": json_schema(item_kind, definitions)}
+        schema: dict[str, Any] = {
+            "type": "object",
+            "additionalProperties": json_schema(item_kind, definitions),
+        }
         if key_kind is int:
             schema["propertyNames"] = {"pattern": "^-?[0-9]+$"}
         return schema
@@ -175,8 +183,11 @@ def _define(kind: type, definitions: dict[str, Any]) -> None:
     definitions[kind.__name__] = {}  # a placeholder first: the class may refer to itself
     hints = _hints(kind)
     fields = dataclasses.fields(kind)
-    required = [spec.name for spec in fields
-                if spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING]
+    required = [
+        spec.name
+        for spec in fields
+        if spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING
+    ]
     definitions[kind.__name__] = {
         "type": "object",
         "properties": {spec.name: json_schema(hints[spec.name], definitions) for spec in fields},

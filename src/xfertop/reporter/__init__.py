@@ -120,8 +120,14 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 class WatchedIterator(Iterator[T]):
     """Wraps a loader's iterator: each ``next()`` closes the previous step and times the data wait."""
 
-    def __init__(self, iterator: Iterator[T], clock: StepClock | None, workers: int | None = None,
-                 iter_began_ns: int = 0, first_flags: int = 0) -> None:
+    def __init__(
+        self,
+        iterator: Iterator[T],
+        clock: StepClock | None,
+        workers: int | None = None,
+        iter_began_ns: int = 0,
+        first_flags: int = 0,
+    ) -> None:
         self._iterator = iterator
         self._clock = clock
         self._workers = workers
@@ -298,8 +304,14 @@ def note_tensor_copy(source: Any, moved: Any, non_blocking: bool, copy_cpu_ns: i
         if notes.inspect_error is not None:
             clock.fail(notes.inspect_error)
         elif notes.h2d_bytes:
-            clock.copied(notes.h2d_bytes, notes.any_pageable, notes.pageable_non_blocking, copy_cpu_ns,
-                         target, seen=True)
+            clock.copied(
+                notes.h2d_bytes,
+                notes.any_pageable,
+                notes.pageable_non_blocking,
+                copy_cpu_ns,
+                target,
+                seen=True,
+            )
     except Exception as exc:
         clock.fail(exc)
 
@@ -363,8 +375,15 @@ def status() -> dict[str, Any]:
     the GPU clock), errors, disabled."""
     clock = _clock
     if clock is None:
-        return {"ring_path": None, "steps": 0, "gpu_timed_steps": 0, "errors": 0, "disabled": False,
-                "last_error": "", "device": ""}
+        return {
+            "ring_path": None,
+            "steps": 0,
+            "gpu_timed_steps": 0,
+            "errors": 0,
+            "disabled": False,
+            "last_error": "",
+            "device": "",
+        }
     return {
         "ring_path": clock.writer.path if clock.writer is not None else None,
         "steps": clock.steps_written,

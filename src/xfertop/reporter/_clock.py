@@ -215,8 +215,15 @@ class StepClock:
             self.fail(exc)
 
     # -- copies -------------------------------------------------------------------------------------------
-    def copied(self, h2d_bytes: int, any_pageable: bool, pageable_non_blocking: bool, copy_cpu_ns: int,
-               device: Any, seen: bool = False) -> None:
+    def copied(
+        self,
+        h2d_bytes: int,
+        any_pageable: bool,
+        pageable_non_blocking: bool,
+        copy_cpu_ns: int,
+        device: Any,
+        seen: bool = False,
+    ) -> None:
         """A copy of ``h2d_bytes`` to ``device`` ended now. ``seen``: found by copy timing rather than
         marked by the loop (to_device, mark_copied): then only the step's first burst of copies sets the
         copy mark (COPY_BURST_GAP_NS); its bytes and host time count whenever it comes."""
@@ -232,11 +239,17 @@ class StepClock:
             now = _now_ns()
             began = now - copy_cpu_ns
             late_after_ns = max(COPY_BURST_GAP_NS, self._last_wall_ns * LATE_FIRST_COPY_SHARE)
-            if seen and self._last_copy_end_ns == 0 and self._last_wall_ns and \
-                    began - self._opened_ns > late_after_ns:
+            if (
+                seen
+                and self._last_copy_end_ns == 0
+                and self._last_wall_ns
+                and began - self._opened_ns > late_after_ns
+            ):
                 self._late_copies = True
-            in_burst = not seen or (not self._late_copies and (
-                self._last_copy_end_ns == 0 or began - self._last_copy_end_ns <= COPY_BURST_GAP_NS))
+            in_burst = not seen or (
+                not self._late_copies
+                and (self._last_copy_end_ns == 0 or began - self._last_copy_end_ns <= COPY_BURST_GAP_NS)
+            )
             gpu = self.gpu
             if gpu is not None and self._ready is not None and in_burst:
                 if self._copied is None:
@@ -293,8 +306,16 @@ class StepClock:
         gpu = self.gpu
         step = self.steps_written
         if gpu is None:
-            writer.write_step(step, self._start_ns, now - self._start_ns, self._wait_ns, self._copy_cpu_ns,
-                              self._h2d_bytes, self._samples, flags)
+            writer.write_step(
+                step,
+                self._start_ns,
+                now - self._start_ns,
+                self._wait_ns,
+                self._copy_cpu_ns,
+                self._h2d_bytes,
+                self._samples,
+                flags,
+            )
             self.steps_written = step + 1
         else:
             self._period_steps += 1
@@ -307,8 +328,16 @@ class StepClock:
             ready = self._ready
             if ready is None and not time_next:  # the common case when sampling: CPU clock only
                 self._last_end = None
-                writer.write_step(step, self._start_ns, now - self._start_ns, self._wait_ns,
-                                  self._copy_cpu_ns, self._h2d_bytes, self._samples, flags)
+                writer.write_step(
+                    step,
+                    self._start_ns,
+                    now - self._start_ns,
+                    self._wait_ns,
+                    self._copy_cpu_ns,
+                    self._h2d_bytes,
+                    self._samples,
+                    flags,
+                )
                 self.steps_written = step + 1
             else:
                 self._close_gpu(gpu, now, step, flags, ready, time_next)
@@ -329,13 +358,30 @@ class StepClock:
         if ready is not None and end is not None:
             flags |= wire.F_GPU_PENDING
             self.gpu_timed_steps += 1
-            gpu.add(PendingStep(step, self._prev_end, ready, self._copied, end,
-                                one_stream=epoch == self._epoch_at_prev_end, end_shared=time_next,
-                                idle_cap_ns=now - self._start_ns if flags & wire.F_EPOCH_START else -1))
+            gpu.add(
+                PendingStep(
+                    step,
+                    self._prev_end,
+                    ready,
+                    self._copied,
+                    end,
+                    one_stream=epoch == self._epoch_at_prev_end,
+                    end_shared=time_next,
+                    idle_cap_ns=now - self._start_ns if flags & wire.F_EPOCH_START else -1,
+                )
+            )
         self._last_end = end if time_next else None
         self._epoch_at_prev_end = epoch
-        writer.write_step(step, self._start_ns, now - self._start_ns, self._wait_ns, self._copy_cpu_ns,
-                          self._h2d_bytes, self._samples, flags)
+        writer.write_step(
+            step,
+            self._start_ns,
+            now - self._start_ns,
+            self._wait_ns,
+            self._copy_cpu_ns,
+            self._h2d_bytes,
+            self._samples,
+            flags,
+        )
         self.steps_written = step + 1
         if gpu.dropped_steps:
             self._mark_dropped(gpu)
@@ -374,14 +420,16 @@ class StepClock:
 
     def _on_resolved(self, step: int, copy_gpu_ns: int, compute_gpu_ns: int, gpu_idle_ns: int) -> None:
         assert self.writer is not None
-        self.writer.patch_gpu(step, copy_gpu_ns, compute_gpu_ns, gpu_idle_ns, wire.F_GPU_RESOLVED,
-                              wire.F_GPU_PENDING)
+        self.writer.patch_gpu(
+            step, copy_gpu_ns, compute_gpu_ns, gpu_idle_ns, wire.F_GPU_RESOLVED, wire.F_GPU_PENDING
+        )
 
     def _mark_dropped(self, gpu: GpuTimer) -> None:
         assert self.writer is not None
         for step in gpu.dropped_steps:
-            self.writer.patch_gpu(step, wire.NO_VALUE, wire.NO_VALUE, wire.NO_VALUE, wire.F_GPU_DROPPED,
-                                  wire.F_GPU_PENDING)
+            self.writer.patch_gpu(
+                step, wire.NO_VALUE, wire.NO_VALUE, wire.NO_VALUE, wire.F_GPU_DROPPED, wire.F_GPU_PENDING
+            )
         dropped_total = self.writer.words[wire.H_GPU_DROPPED] + len(gpu.dropped_steps)
         self.writer.set_word(wire.H_GPU_DROPPED, dropped_total)
         gpu.dropped_steps.clear()

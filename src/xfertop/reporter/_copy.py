@@ -19,8 +19,14 @@ class CopyNotes:
         self.inspect_error: Exception | None = None
 
 
-def move(batch: Any, device: Any, non_blocking: bool, notes: CopyNotes | None, tensor_type: type[Any],
-         to_host: bool) -> Any:
+def move(
+    batch: Any,
+    device: Any,
+    non_blocking: bool,
+    notes: CopyNotes | None,
+    tensor_type: type[Any],
+    to_host: bool,
+) -> Any:
     """``batch`` with every tensor moved to ``device``; containers keep their type; other leaves stay.
 
     ``to_host`` says the target is the CPU (then nothing is a host-to-device copy).
@@ -30,8 +36,10 @@ def move(batch: Any, device: Any, non_blocking: bool, notes: CopyNotes | None, t
             note_copy(batch, non_blocking, notes)
         return batch.to(device, non_blocking=non_blocking)
     if isinstance(batch, Mapping):
-        moved = {key: move(value, device, non_blocking, notes, tensor_type, to_host)
-                 for key, value in batch.items()}
+        moved = {
+            key: move(value, device, non_blocking, notes, tensor_type, to_host)
+            for key, value in batch.items()
+        }
         mapping_type: Any = type(batch)  # any Mapping: its constructor may not take a dict (TypeError)
         try:
             return mapping_type(moved)

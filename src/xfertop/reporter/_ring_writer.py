@@ -110,20 +110,49 @@ class RingWriter:
         return mapping, words
 
     # -- per step: memory stores only ----------------------------------------------------------------
-    def write_step(self, step: int, start_ns: int, wall_ns: int, data_wait_ns: int, copy_cpu_ns: int,
-                   h2d_bytes: int, samples: int, flags: int) -> None:
+    def write_step(
+        self,
+        step: int,
+        start_ns: int,
+        wall_ns: int,
+        data_wait_ns: int,
+        copy_cpu_ns: int,
+        h2d_bytes: int,
+        samples: int,
+        flags: int,
+    ) -> None:
         words = self.words
         base = wire.HEADER_BYTES // 8 + (step % self.capacity) * wire.RECORD_WORDS
         seq = words[base] | 1
         words[base] = seq  # odd: a reader skips the slot
-        _BODY.pack_into(self._map, base * 8 + 8, step, start_ns, wall_ns, data_wait_ns, copy_cpu_ns,
-                        wire.NO_VALUE, wire.NO_VALUE, wire.NO_VALUE, h2d_bytes, samples, flags)
+        _BODY.pack_into(
+            self._map,
+            base * 8 + 8,
+            step,
+            start_ns,
+            wall_ns,
+            data_wait_ns,
+            copy_cpu_ns,
+            wire.NO_VALUE,
+            wire.NO_VALUE,
+            wire.NO_VALUE,
+            h2d_bytes,
+            samples,
+            flags,
+        )
         words[base] = seq + 1
         words[wire.H_WRITE_INDEX] = step + 1
         words[wire.H_HEARTBEAT_NS] = start_ns + wall_ns
 
-    def patch_gpu(self, step: int, copy_gpu_ns: int, compute_gpu_ns: int, gpu_idle_ns: int,
-                  flags_set: int, flags_clear: int) -> None:
+    def patch_gpu(
+        self,
+        step: int,
+        copy_gpu_ns: int,
+        compute_gpu_ns: int,
+        gpu_idle_ns: int,
+        flags_set: int,
+        flags_clear: int,
+    ) -> None:
         words = self.words
         base = wire.HEADER_BYTES // 8 + (step % self.capacity) * wire.RECORD_WORDS
         if words[base + wire.R_STEP] != step or words[base] & 1:

@@ -68,10 +68,15 @@ class GpuSource(PollingSource[GpuState]):
 
     name = "gpu"
 
-    def __init__(self, interval_s: float = 1.0, api: NvmlApi | None = None,
-                 first_window_s: float = 0.3, pcie: str = "auto",
-                 monotonic: Callable[[], float] = time.monotonic,
-                 host_processes: HostProcesses | None = None) -> None:
+    def __init__(
+        self,
+        interval_s: float = 1.0,
+        api: NvmlApi | None = None,
+        first_window_s: float = 0.3,
+        pcie: str = "auto",
+        monotonic: Callable[[], float] = time.monotonic,
+        host_processes: HostProcesses | None = None,
+    ) -> None:
         super().__init__(interval_s)
         if pcie not in PCIE_CHOICES:
             raise ValueError(f"pcie must be one of {PCIE_CHOICES}, not {pcie!r}")
@@ -204,8 +209,10 @@ class GpuSource(PollingSource[GpuState]):
                 gen = max((g for g in (gpu.gen_max, gpu.gen_gpu_max) if g), default=None)
                 polled.append(PolledGpu(gpu.index, gpu.handle, link_wire_bytes_per_s(gen, gpu.width_max)))
             else:
-                notes.append(f"GPU {gpu.index}: the driver has no PCIe byte counters (R555 or newer has "
-                             "them): RX/TX are 20 ms samples that miss most of the time")
+                notes.append(
+                    f"GPU {gpu.index}: the driver has no PCIe byte counters (R555 or newer has "
+                    "them): RX/TX are 20 ms samples that miss most of the time"
+                )
         self._notes = tuple(notes)
         if polled:
             self._poller = PcieCounterPoller(self._api, polled)
@@ -227,10 +234,14 @@ class GpuSource(PollingSource[GpuState]):
         power_mw = api.query("nvmlDeviceGetPowerUsage", handle)
         self._read_slow_facts(gpu)
         limit_mw = gpu.power_limit_mw
-        reasons = api.first_answer(("nvmlDeviceGetCurrentClocksEventReasons",
-                                    "nvmlDeviceGetCurrentClocksThrottleReasons"), handle)
+        reasons = api.first_answer(
+            ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"), handle
+        )
         return GpuSnapshot(
-            index=gpu.index, name=gpu.name, uuid=gpu.uuid, bus_id=gpu.bus_id,
+            index=gpu.index,
+            name=gpu.name,
+            uuid=gpu.uuid,
+            bus_id=gpu.bus_id,
             util_gpu_percent=_float(getattr(util, "gpu", None)),
             util_mem_percent=_float(getattr(util, "memory", None)),
             mem_used_bytes=getattr(memory, "used", None),
@@ -239,7 +250,9 @@ class GpuSource(PollingSource[GpuState]):
             link=PcieLink(
                 gen_current=api.query("nvmlDeviceGetCurrPcieLinkGeneration", handle),
                 width_current=api.query("nvmlDeviceGetCurrPcieLinkWidth", handle),
-                gen_max=gpu.gen_max, width_max=gpu.width_max, gen_gpu_max=gpu.gen_gpu_max,
+                gen_max=gpu.gen_max,
+                width_max=gpu.width_max,
+                gen_gpu_max=gpu.gen_gpu_max,
             ),
             errors=gpu.errors or PcieErrors(None, None),
             sm_clock_mhz=api.query("nvmlDeviceGetClockInfo", handle, _CLOCK_SM),
@@ -296,13 +309,25 @@ class GpuSource(PollingSource[GpuState]):
     @staticmethod
     def _lost_snapshot(gpu: _Gpu) -> GpuSnapshot:
         return GpuSnapshot(
-            index=gpu.index, name=gpu.name, uuid=gpu.uuid, bus_id=gpu.bus_id,
-            util_gpu_percent=None, util_mem_percent=None, mem_used_bytes=None, mem_total_bytes=None,
+            index=gpu.index,
+            name=gpu.name,
+            uuid=gpu.uuid,
+            bus_id=gpu.bus_id,
+            util_gpu_percent=None,
+            util_mem_percent=None,
+            mem_used_bytes=None,
+            mem_total_bytes=None,
             pcie=PcieThroughput(None, None, "none", None),
             link=PcieLink(None, None, gpu.gen_max, gpu.width_max, gpu.gen_gpu_max),
             errors=PcieErrors(None, None),
-            sm_clock_mhz=None, mem_clock_mhz=None, power_w=None, power_limit_w=None, temperature_c=None,
-            throttle_reasons=(), processes=(), lost_reason=gpu.lost_reason,
+            sm_clock_mhz=None,
+            mem_clock_mhz=None,
+            power_w=None,
+            power_limit_w=None,
+            temperature_c=None,
+            throttle_reasons=(),
+            processes=(),
+            lost_reason=gpu.lost_reason,
         )
 
 

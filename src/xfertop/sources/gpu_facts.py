@@ -65,8 +65,9 @@ class HostProcesses:
             return process
         process = known[1]
         if process.gpu_memory_bytes != gpu_memory_bytes:
-            process = GpuProcess(pid=pid, gpu_memory_bytes=gpu_memory_bytes, user=process.user,
-                                 command=process.command)
+            process = GpuProcess(
+                pid=pid, gpu_memory_bytes=gpu_memory_bytes, user=process.user, command=process.command
+            )
             self._known[pid] = (identity, process)
         return process
 

@@ -18,8 +18,13 @@ def _common_prefix_length(a: tuple[str, ...], b: tuple[str, ...]) -> int:
     return length
 
 
-def pcie_link(path_a: tuple[str, ...], path_b: tuple[str, ...], node_a: int | None, node_b: int | None,
-              numa_node_count: int) -> GpuLink:
+def pcie_link(
+    path_a: tuple[str, ...],
+    path_b: tuple[str, ...],
+    node_a: int | None,
+    node_b: int | None,
+    numa_node_count: int,
+) -> GpuLink:
     """X, PIX, PXB, PHB, NODE or SYS for two GPUs given their sysfs paths and NUMA nodes.
 
     - different host bridges: NODE on one NUMA node, SYS across nodes (SYS also when a node is

@@ -168,8 +168,13 @@ def _parse_process_stat(data: bytes) -> _Stat | None:
         comm = b"" if b"(" in after else before
     try:
         cpu_s = float(fields[11]) / _CLOCK_TICKS + float(fields[12]) / _CLOCK_TICKS
-        return _Stat(comm=comm, ppid=int(fields[1]), cpu_s=cpu_s,
-                     start_ticks=int(fields[19]), threads=int(fields[17]) if fields[17].isdigit() else None)
+        return _Stat(
+            comm=comm,
+            ppid=int(fields[1]),
+            cpu_s=cpu_s,
+            start_ticks=int(fields[19]),
+            threads=int(fields[17]) if fields[17].isdigit() else None,
+        )
     except ValueError:
         return None
 
@@ -242,12 +247,16 @@ class HostSource(PollingSource[HostState]):
 
     name = "host"
 
-    def __init__(self, interval_s: float = 1.0, proc_root: Path = Path("/proc"),
-                 smaps_interval_s: float = SMAPS_INTERVAL_S,
-                 max_smaps_reads: int = MAX_SMAPS_READS_PER_SAMPLE,
-                 nvidia_control_device: str = NVIDIA_CONTROL_DEVICE,
-                 smaps_max_age_s: float = SMAPS_MAX_AGE_S,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        interval_s: float = 1.0,
+        proc_root: Path = Path("/proc"),
+        smaps_interval_s: float = SMAPS_INTERVAL_S,
+        max_smaps_reads: int = MAX_SMAPS_READS_PER_SAMPLE,
+        nvidia_control_device: str = NVIDIA_CONTROL_DEVICE,
+        smaps_max_age_s: float = SMAPS_MAX_AGE_S,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         """``nvidia_control_device``: the mapping that marks a CUDA process; tests without a GPU pass a
         stand-in file that their process maps. ``monotonic``: the clock of the smaps schedule and the
         CPU percentages."""
@@ -306,8 +315,9 @@ class HostSource(PollingSource[HostState]):
             processes=processes,
         )
 
-    def _process(self, pid: int, now: float, seen: set[_Key], finder: ChildFinder, depth: int,
-                 keys: dict[int, _Key]) -> ProcessStats:
+    def _process(
+        self, pid: int, now: float, seen: set[_Key], finder: ChildFinder, depth: int, keys: dict[int, _Key]
+    ) -> ProcessStats:
         """One process from its stat, status and statm (the files psutil's oneshot reads), and its
         children. The figures and failures are psutil's: a process gone meanwhile is "exited", an
         unreadable stat "access denied", an unreadable status or statm leaves their figures None."""
@@ -401,14 +411,19 @@ class HostSource(PollingSource[HostState]):
         self._threads.pop(key, None)
         return finder.children(key[0])
 
-    def _with_cuda_host_alloc(self, processes: tuple[ProcessStats, ...], keys: dict[int, _Key],
-                              now: float) -> tuple[ProcessStats, ...]:
+    def _with_cuda_host_alloc(
+        self, processes: tuple[ProcessStats, ...], keys: dict[int, _Key], now: float
+    ) -> tuple[ProcessStats, ...]:
         """Add each watched process's cudaHostAlloc figure: re-read where older than the smaps interval,
         oldest first, at most ``max_smaps_reads`` smaps per sample; the rest keep their last reading."""
         readings = {key: self._host_alloc[key] for key in keys.values() if key in self._host_alloc}
         shmem = {keys[stats.pid]: stats.shmem_rss_bytes for stats in processes if stats.pid in keys}
-        due = [key for key in keys.values() if key not in readings
-               or self._host_alloc_due(readings[key], shmem.get(key), now - readings[key].read_at)]
+        due = [
+            key
+            for key in keys.values()
+            if key not in readings
+            or self._host_alloc_due(readings[key], shmem.get(key), now - readings[key].read_at)
+        ]
         due.sort(key=lambda key: readings[key].read_at if key in readings else float("-inf"))
         smaps_reads = 0
         for key in due:
@@ -428,9 +443,14 @@ class HostSource(PollingSource[HostState]):
             error = stats.error
             if reading.error:
                 error = reading.error if error is None else f"{error}; {reading.error}"
-            result.append(replace(
-                stats, cuda_host_alloc_bytes=reading.value, error=error,
-                cuda_host_alloc_age_s=None if reading.value is None else max(0.0, now - reading.read_at)))
+            result.append(
+                replace(
+                    stats,
+                    cuda_host_alloc_bytes=reading.value,
+                    error=error,
+                    cuda_host_alloc_age_s=None if reading.value is None else max(0.0, now - reading.read_at),
+                )
+            )
         return tuple(result)
 
     def _host_alloc_due(self, reading: _HostAllocReading, shmem_rss_bytes: int | None, age_s: float) -> bool:
@@ -441,8 +461,9 @@ class HostSource(PollingSource[HostState]):
             return True  # not (yet) a CUDA process, unreadable, or no RssShmem to go by
         return shmem_rss_bytes != reading.shmem_rss_bytes
 
-    def _read_host_alloc(self, pid: int, now: float,
-                         shmem_rss_bytes: int | None) -> tuple[_HostAllocReading | None, bool]:
+    def _read_host_alloc(
+        self, pid: int, now: float, shmem_rss_bytes: int | None
+    ) -> tuple[_HostAllocReading | None, bool]:
         """(reading, whether smaps was read). No reading when the process exited meanwhile."""
         directory = f"{os.fspath(self._proc_root)}/{pid}"
         try:
@@ -453,14 +474,23 @@ class HostSource(PollingSource[HostState]):
         except (FileNotFoundError, ProcessLookupError):
             return None, False
         except PermissionError:
-            return _HostAllocReading(value=None, read_at=now, error=(
-                f"cannot read the memory maps of process {pid} (permission denied): its CUDA pinned memory "
-                "is unknown; run xfertop as its user (or root) to see it")), False
+            return _HostAllocReading(
+                value=None,
+                read_at=now,
+                error=(
+                    f"cannot read the memory maps of process {pid} (permission denied): its CUDA pinned "
+                    "memory is unknown; run xfertop as its user (or root) to see it"
+                ),
+            ), False
         except OSError as exc:
-            return _HostAllocReading(value=None, read_at=now, error=(
-                f"cannot read the memory maps of process {pid}: {exc.strerror or exc}")), False
-        return _HostAllocReading(value=cuda_host_alloc_bytes(smaps), read_at=now,
-                                 shmem_rss_bytes=shmem_rss_bytes), True
+            return _HostAllocReading(
+                value=None,
+                read_at=now,
+                error=(f"cannot read the memory maps of process {pid}: {exc.strerror or exc}"),
+            ), False
+        return _HostAllocReading(
+            value=cuda_host_alloc_bytes(smaps), read_at=now, shmem_rss_bytes=shmem_rss_bytes
+        ), True
 
     def _cpu_percent(self, key: _Key, cpu_s: float, now: float) -> float | None:
         previous = self._process_marks.get(key)
@@ -471,8 +501,10 @@ class HostSource(PollingSource[HostState]):
 
 
 def _access_denied(pid: int) -> str:
-    return (f"access denied to process {pid}: it belongs to another user; "
-            "run xfertop as that user (or root) to see it")
+    return (
+        f"access denied to process {pid}: it belongs to another user; "
+        "run xfertop as that user (or root) to see it"
+    )
 
 
 def _is_other_thread(status: bytes | None, pid: int) -> bool:
@@ -483,5 +515,13 @@ def _is_other_thread(status: bytes | None, pid: int) -> bool:
 
 
 def _missing(pid: int, error: str) -> ProcessStats:
-    return ProcessStats(pid=pid, name="?", user=None, cpu_percent=None, rss_bytes=None, num_threads=None,
-                        pinned_bytes=None, error=error)
+    return ProcessStats(
+        pid=pid,
+        name="?",
+        user=None,
+        cpu_percent=None,
+        rss_bytes=None,
+        num_threads=None,
+        pinned_bytes=None,
+        error=error,
+    )

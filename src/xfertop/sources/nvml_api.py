@@ -29,18 +29,22 @@ _CODE_DEFAULTS = {
 _INIT_SENTENCES = {
     "NVML_ERROR_LIBRARY_NOT_FOUND": "no NVIDIA driver found (libnvidia-ml.so.1): showing host metrics only",
     "NVML_ERROR_DRIVER_NOT_LOADED": "the NVIDIA driver is installed but not loaded (is the nvidia kernel "
-                                    "module loaded? try nvidia-smi): showing host metrics only",
+    "module loaded? try nvidia-smi): showing host metrics only",
     "NVML_ERROR_NO_PERMISSION": "no permission to open the NVIDIA device files (/dev/nvidia*): "
-                                "showing host metrics only",
+    "showing host metrics only",
     "NVML_ERROR_LIB_RM_VERSION_MISMATCH": "the NVIDIA library and kernel driver versions differ (a driver "
-                                          "update without reboot?): showing host metrics only",
+    "update without reboot?): showing host metrics only",
     "NVML_ERROR_UNKNOWN": "the NVIDIA driver failed to start for an unknown reason (try nvidia-smi): "
-                          "showing host metrics only",
+    "showing host metrics only",
 }
 
 #: Errors that mean "this GPU, driver or binding cannot answer this question": the value is None.
-_UNANSWERED = ("NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_NOT_FOUND", "NVML_ERROR_NO_PERMISSION",
-               "NVML_ERROR_FUNCTION_NOT_FOUND")
+_UNANSWERED = (
+    "NVML_ERROR_NOT_SUPPORTED",
+    "NVML_ERROR_NOT_FOUND",
+    "NVML_ERROR_NO_PERMISSION",
+    "NVML_ERROR_FUNCTION_NOT_FOUND",
+)
 #: Errors that mean the GPU itself stopped answering.
 _LOST_REASONS = {
     "NVML_ERROR_GPU_IS_LOST": "the GPU fell off the bus (GPU is lost): check dmesg for Xid errors",
@@ -83,8 +87,7 @@ class NvmlApi:
             self._lib.nvmlInit()
         except self._lib.NVMLError as exc:
             name = self._error_name(exc)
-            return _INIT_SENTENCES.get(
-                name, f"NVML failed to start ({exc}): showing host metrics only")
+            return _INIT_SENTENCES.get(name, f"NVML failed to start ({exc}): showing host metrics only")
         except OSError as exc:  # a broken library file can fail in the loader itself
             return f"the NVIDIA library could not be loaded ({exc}): showing host metrics only"
         self._initialised = True
@@ -184,8 +187,10 @@ class NvmlApi:
             slot.metricId = metric_id
         if self.query("nvmlGpmMetricsGet", request) is None:
             return dict.fromkeys(metric_ids)
-        return {metric_id: float(slot.value) if slot.nvmlReturn == NVML_SUCCESS else None
-                for metric_id, slot in zip(metric_ids, request.metrics, strict=False)}
+        return {
+            metric_id: float(slot.value) if slot.nvmlReturn == NVML_SUCCESS else None
+            for metric_id, slot in zip(metric_ids, request.metrics, strict=False)
+        }
 
     def _error_name(self, exc: BaseException) -> str:
         code = getattr(exc, "value", None)

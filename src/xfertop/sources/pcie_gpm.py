@@ -32,8 +32,9 @@ class GpmPcie:
     Build it with :meth:`open`, which says None where the GPU or binding has no GPM.
     """
 
-    def __init__(self, api: NvmlApi, handle: Any, buffers: tuple[Any, Any],
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, api: NvmlApi, handle: Any, buffers: tuple[Any, Any], clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._api, self._handle, self._clock = api, handle, clock
         self._buffers = list(buffers)
         self._baseline_s = clock()
@@ -66,8 +67,12 @@ class GpmPcie:
         self._baseline_s = now_s
         tx, rx = metrics[METRIC_PCIE_TX_PER_SEC], metrics[METRIC_PCIE_RX_PER_SEC]
         covered = tx is not None and rx is not None
-        self._last = CounterRates(rx * MIB if rx is not None else None, tx * MIB if tx is not None else None,
-                                  1.0 if covered else 0.0, wall_s)
+        self._last = CounterRates(
+            rx * MIB if rx is not None else None,
+            tx * MIB if tx is not None else None,
+            1.0 if covered else 0.0,
+            wall_s,
+        )
         return self._last
 
     def close(self) -> None:

@@ -48,8 +48,9 @@ class PcieCounterPoller:
     (wall time for real NVML, whose fields are stamped in microseconds since the epoch).
     """
 
-    def __init__(self, api: NvmlApi, gpus: Sequence[PolledGpu],
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, api: NvmlApi, gpus: Sequence[PolledGpu], clock: Callable[[], float] = time.time
+    ) -> None:
         self._api = api
         self._gpus = tuple(gpus)
         self._clock = clock

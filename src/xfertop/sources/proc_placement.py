@@ -197,28 +197,44 @@ def running_cpus(proc_root: Path, pid: int) -> tuple[int, ...]:
     return tuple(sorted(cpus))
 
 
-def read_placement(proc_root: Path, watched: WatchedProcess, cpu_node: dict[int, int],
-                   tree: dict[int, list[int]], with_workers: bool = True) -> ProcessPlacement:
+def read_placement(
+    proc_root: Path,
+    watched: WatchedProcess,
+    cpu_node: dict[int, int],
+    tree: dict[int, list[int]],
+    with_workers: bool = True,
+) -> ProcessPlacement:
     """One process (and, with_workers, its descendants) as placed right now; errors become sentences."""
     pid = watched.pid
     stat_text = _read(proc_root / str(pid) / "stat")
     stat = parse_stat(stat_text) if stat_text else None
     status_text = _read(proc_root / str(pid) / "status")
     if stat is None or status_text is None:
-        return ProcessPlacement(pid=pid, name=None, rank=watched.rank, gpu_bus_id=watched.gpu_bus_id,
-                                allowed_cpus=(), running_cpus=(), running_nodes=(),
-                                memory_bytes_by_node=None, error=f"process {pid} has exited")
+        return ProcessPlacement(
+            pid=pid,
+            name=None,
+            rank=watched.rank,
+            gpu_bus_id=watched.gpu_bus_id,
+            allowed_cpus=(),
+            running_cpus=(),
+            running_nodes=(),
+            memory_bytes_by_node=None,
+            error=f"process {pid} has exited",
+        )
     cpus = running_cpus(proc_root, pid)
     numa_maps = _read(proc_root / str(pid) / "numa_maps")
     error = None
     if numa_maps is None:
-        error = (f"cannot read /proc/{pid}/numa_maps (another user's process, or no NUMA support): "
-                 "memory placement unknown")
+        error = (
+            f"cannot read /proc/{pid}/numa_maps (another user's process, or no NUMA support): "
+            "memory placement unknown"
+        )
     workers: tuple[ProcessPlacement, ...] = ()
     if with_workers:
         workers = tuple(
             read_placement(proc_root, WatchedProcess(child), cpu_node, tree, with_workers=False)
-            for child in descendants(pid, tree))
+            for child in descendants(pid, tree)
+        )
     return ProcessPlacement(
         pid=pid,
         name=stat.comm,

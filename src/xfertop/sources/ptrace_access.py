@@ -24,8 +24,11 @@ class Caller:
 
     @classmethod
     def current(cls, proc_root: Path = Path("/proc")) -> Caller:
-        return cls(euid=os.geteuid(), has_cap_sys_ptrace=_has_cap_sys_ptrace(proc_root / "self" / "status"),
-                   pid=os.getpid())
+        return cls(
+            euid=os.geteuid(),
+            has_cap_sys_ptrace=_has_cap_sys_ptrace(proc_root / "self" / "status"),
+            pid=os.getpid(),
+        )
 
 
 def _has_cap_sys_ptrace(status_path: Path) -> bool:
@@ -89,24 +92,33 @@ def attach_problem(pid: int, caller: Caller | None = None, proc_root: Path = Pat
         return f"process {pid} has exited (a zombie its parent has not reaped yet): check the pid."
     owner = process_uid(pid, proc_root)
     if owner is not None and owner != caller.euid and not caller.has_cap_sys_ptrace:
-        return (f"process {pid} belongs to uid {owner}, not to you (uid {caller.euid}): run xfertop as that "
-                f"user or as root (`sudo xfertop attach {pid}`).")
+        return (
+            f"process {pid} belongs to uid {owner}, not to you (uid {caller.euid}): run xfertop as that "
+            f"user or as root (`sudo xfertop attach {pid}`)."
+        )
     scope = ptrace_scope(proc_root)
     if scope == 3:
-        return ("ptrace_scope is 3: this kernel forbids attaching to any process until reboot; "
-                "restart the job with `xfertop run -- CMD` to monitor it without attaching.")
+        return (
+            "ptrace_scope is 3: this kernel forbids attaching to any process until reboot; "
+            "restart the job with `xfertop run -- CMD` to monitor it without attaching."
+        )
     if scope == 2 and not caller.has_cap_sys_ptrace:
-        return (f"ptrace_scope is 2: only root (CAP_SYS_PTRACE) may attach: run `sudo xfertop attach {pid}`, "
-                f"{RUN_INSTEAD}.")
+        return (
+            f"ptrace_scope is 2: only root (CAP_SYS_PTRACE) may attach: run `sudo xfertop attach {pid}`, "
+            f"{RUN_INSTEAD}."
+        )
     if scope == 1 and not caller.has_cap_sys_ptrace and not _is_ancestor(caller.pid, pid, proc_root):
-        return (f"ptrace_scope is 1: you may only attach to your own child processes: run "
-                f"`sudo sysctl kernel.yama.ptrace_scope=0`, {RUN_INSTEAD}, or run xfertop as root "
-                f"(`sudo xfertop attach {pid}`).")
+        return (
+            f"ptrace_scope is 1: you may only attach to your own child processes: run "
+            f"`sudo sysctl kernel.yama.ptrace_scope=0`, {RUN_INSTEAD}, or run xfertop as root "
+            f"(`sudo xfertop attach {pid}`)."
+        )
     return None
 
 
-def explain_pyspy_failure(pid: int, stderr: str, proc_root: Path = Path("/proc"),
-                          caller: Caller | None = None) -> str:
+def explain_pyspy_failure(
+    pid: int, stderr: str, proc_root: Path = Path("/proc"), caller: Caller | None = None
+) -> str:
     """Turn py-spy's stderr into one sentence that says what to do."""
     text = stderr.lower()
     if "permission denied" in text or "operation not permitted" in text or "os error 1)" in text:
@@ -114,15 +126,21 @@ def explain_pyspy_failure(pid: int, stderr: str, proc_root: Path = Path("/proc")
         if upfront is not None:
             return upfront
         if in_container(proc_root):
-            return (f"py-spy was not allowed to read process {pid}: this looks like a container without "
-                    f"CAP_SYS_PTRACE; start it with `--cap-add SYS_PTRACE` (Docker) or "
-                    f"`securityContext.capabilities.add: [SYS_PTRACE]` (Kubernetes), {RUN_INSTEAD}.")
-        return (f"py-spy was not allowed to read process {pid}: run `sudo xfertop attach {pid}`, "
-                f"{RUN_INSTEAD}.")
+            return (
+                f"py-spy was not allowed to read process {pid}: this looks like a container without "
+                f"CAP_SYS_PTRACE; start it with `--cap-add SYS_PTRACE` (Docker) or "
+                f"`securityContext.capabilities.add: [SYS_PTRACE]` (Kubernetes), {RUN_INSTEAD}."
+            )
+        return (
+            f"py-spy was not allowed to read process {pid}: run `sudo xfertop attach {pid}`, {RUN_INSTEAD}."
+        )
     if "check that the process is running" in text or not (proc_root / str(pid)).is_dir():
         return f"process {pid} is not running any more: check the pid."
-    if ("failed to find python version" in text or "failed to find a python interpreter" in text
-            or "no python processes found" in text):
+    if (
+        "failed to find python version" in text
+        or "failed to find a python interpreter" in text
+        or "no python processes found" in text
+    ):
         return f"process {pid} is not a Python process py-spy can read: pass the pid of the training script."
     first_line = next((line for line in stderr.splitlines() if line.strip()), "no output")
     return f"py-spy could not sample process {pid}: {first_line.strip()}"

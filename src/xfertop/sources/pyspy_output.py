@@ -57,8 +57,14 @@ def _parse_record(record: str, commands: dict[int, str]) -> ThreadStack | None:
         return None
     tid = int(thread.group(1), 0)
     frames = tuple(_parse_frame(text) for text in reversed(frames_part.split(";")) if text)
-    return ThreadStack(pid=process_path[-1], tid=tid, thread_name=thread.group(2), frames=frames,
-                       count=count, process_path=process_path)
+    return ThreadStack(
+        pid=process_path[-1],
+        tid=tid,
+        thread_name=thread.group(2),
+        frames=frames,
+        count=count,
+        process_path=process_path,
+    )
 
 
 def _split_processes(body: str, commands: dict[int, str]) -> tuple[tuple[int, ...], str]:
@@ -73,9 +79,9 @@ def _split_processes(body: str, commands: dict[int, str]) -> tuple[tuple[int, ..
         if end < 0:
             return tuple(path), rest
         pid = int(match.group(1))
-        commands.setdefault(pid, rest[match.end():end])
+        commands.setdefault(pid, rest[match.end() : end])
         path.append(pid)
-        rest = rest[end + 2:]
+        rest = rest[end + 2 :]
 
 
 def _end_of_command(text: str, start: int) -> int:
@@ -85,7 +91,7 @@ def _end_of_command(text: str, start: int) -> int:
         end = text.find('";', position)
         if end < 0:
             return -1
-        following = text[end + 2:]
+        following = text[end + 2 :]
         if following.startswith(("process ", "thread (")):
             return end
         position = end + 1
@@ -107,14 +113,25 @@ def parse_dump_json(text: str) -> tuple[ThreadStack, ...]:
     for thread in threads:
         pid = int(thread["pid"])
         frames = tuple(
-            Frame(name=str(frame.get("name", "")), filename=str(frame.get("filename") or ""),
-                  line=int(frame.get("line") or 0))
+            Frame(
+                name=str(frame.get("name", "")),
+                filename=str(frame.get("filename") or ""),
+                line=int(frame.get("line") or 0),
+            )
             for frame in thread.get("frames", [])
         )
         tid = thread.get("os_thread_id")
-        stacks.append(ThreadStack(pid=pid, tid=int(tid) if tid is not None else int(thread["thread_id"]),
-                                  thread_name=thread.get("thread_name"), frames=frames, count=1,
-                                  process_path=(pid,), active=bool(thread.get("active", True))))
+        stacks.append(
+            ThreadStack(
+                pid=pid,
+                tid=int(tid) if tid is not None else int(thread["thread_id"]),
+                thread_name=thread.get("thread_name"),
+                frames=frames,
+                count=1,
+                process_path=(pid,),
+                active=bool(thread.get("active", True)),
+            )
+        )
     return tuple(stacks)
 
 

@@ -38,8 +38,10 @@ def find_pyspy() -> str:
     found = shutil.which("py-spy")
     if found:
         return found
-    raise PySpyError("py-spy was not found next to this Python or on PATH: install it with "
-                     "`pip install py-spy` (xfertop attach needs it).")
+    raise PySpyError(
+        "py-spy was not found next to this Python or on PATH: install it with "
+        "`pip install py-spy` (xfertop attach needs it)."
+    )
 
 
 def dump(pid: int, timeout_s: float = DUMP_TIMEOUT_S, binary: str | None = None) -> tuple[ThreadStack, ...]:
@@ -60,8 +62,14 @@ def dump(pid: int, timeout_s: float = DUMP_TIMEOUT_S, binary: str | None = None)
 class RecordWindow:
     """One ``py-spy record`` window over ``pid`` and its children; ``cancel()`` from any thread."""
 
-    def __init__(self, pid: int, rate_hz: int = DEFAULT_RATE_HZ, window_s: int = DEFAULT_WINDOW_S,
-                 binary: str | None = None, nonblocking: bool = True) -> None:
+    def __init__(
+        self,
+        pid: int,
+        rate_hz: int = DEFAULT_RATE_HZ,
+        window_s: int = DEFAULT_WINDOW_S,
+        binary: str | None = None,
+        nonblocking: bool = True,
+    ) -> None:
         self.pid = pid
         #: False stops every thread of the target for each sample: complete stacks, but a torch process
         #: with many threads slows down badly (py-spy#872). Only for comparisons.
@@ -76,9 +84,24 @@ class RecordWindow:
         # --full-filenames: the classifier reads the innermost line's source text (.item(), .to()), and
         # py-spy's short names ("train.py") can only be resolved while the process lives (its cwd and
         # command line); a full path still reads after the job has exited, and whatever its cwd was.
-        command = [self._binary or find_pyspy(), "record", "-p", str(self.pid), "-r", str(self.rate_hz),
-                   "-d", str(self.window_s), "-f", "raw", "-t", "-s", "-i", "--full-filenames",
-                   "-o", str(output_path)]
+        command = [
+            self._binary or find_pyspy(),
+            "record",
+            "-p",
+            str(self.pid),
+            "-r",
+            str(self.rate_hz),
+            "-d",
+            str(self.window_s),
+            "-f",
+            "raw",
+            "-t",
+            "-s",
+            "-i",
+            "--full-filenames",
+            "-o",
+            str(output_path),
+        ]
         return [*command, "--nonblocking"] if self.nonblocking else command
 
     def run(self) -> StackWindow:
@@ -95,9 +118,15 @@ class RecordWindow:
         failed = self._process is not None and self._process.returncode not in (0, None)
         if (failed or not stacks) and not self._cancelled.is_set():
             return self._failed(started_at, explain_pyspy_failure(self.pid, output))
-        return StackWindow(root_pid=self.pid, started_at=started_at, duration_s=time.time() - started_at,
-                           rate_hz=self.rate_hz, stacks=stacks, commands=commands,
-                           sample_errors=parse_sample_errors(output))
+        return StackWindow(
+            root_pid=self.pid,
+            started_at=started_at,
+            duration_s=time.time() - started_at,
+            rate_hz=self.rate_hz,
+            stacks=stacks,
+            commands=commands,
+            sample_errors=parse_sample_errors(output),
+        )
 
     def cancel(self) -> None:
         self._cancelled.set()
@@ -109,8 +138,9 @@ class RecordWindow:
         if self._cancelled.is_set():
             return ""
         # py-spy prints its progress ("Samples: N Errors: M") on stdout and failures on stderr.
-        self._process = subprocess.Popen(self.command(output_path), stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, text=True)
+        self._process = subprocess.Popen(
+            self.command(output_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         if self._cancelled.is_set():  # cancel() ran between the check above and Popen
             self._process.terminate()
         try:
@@ -118,10 +148,18 @@ class RecordWindow:
         except subprocess.TimeoutExpired as exc:
             self._process.kill()
             self._process.communicate()
-            raise PySpyError(f"py-spy record of process {self.pid} did not finish within "
-                             f"{self.window_s + RECORD_GRACE_S:.0f} s; it was stopped.") from exc
+            raise PySpyError(
+                f"py-spy record of process {self.pid} did not finish within "
+                f"{self.window_s + RECORD_GRACE_S:.0f} s; it was stopped."
+            ) from exc
         return output
 
     def _failed(self, started_at: float, reason: str) -> StackWindow:
-        return StackWindow(root_pid=self.pid, started_at=started_at, duration_s=time.time() - started_at,
-                           rate_hz=self.rate_hz, stacks=(), error=reason)
+        return StackWindow(
+            root_pid=self.pid,
+            started_at=started_at,
+            duration_s=time.time() - started_at,
+            rate_hz=self.rate_hz,
+            stacks=(),
+            error=reason,
+        )

@@ -31,9 +31,16 @@ class StackSampler(PollingSource[StacksState]):
 
     name = "stacks"
 
-    def __init__(self, pid: int, rate_hz: int = DEFAULT_RATE_HZ, window_s: int = DEFAULT_WINDOW_S,
-                 with_ranks: bool = True, proc_root: Path = Path("/proc"), binary: str | None = None,
-                 nonblocking: bool = True) -> None:
+    def __init__(
+        self,
+        pid: int,
+        rate_hz: int = DEFAULT_RATE_HZ,
+        window_s: int = DEFAULT_WINDOW_S,
+        with_ranks: bool = True,
+        proc_root: Path = Path("/proc"),
+        binary: str | None = None,
+        nonblocking: bool = True,
+    ) -> None:
         # Windows run back to back: the window itself is the pacing, so no wait between samples.
         super().__init__(interval_s=0.0)
         self.pid = pid
@@ -42,8 +49,9 @@ class StackSampler(PollingSource[StacksState]):
         self._proc_root = proc_root
         self._binary = binary
         self.nonblocking = nonblocking
-        self.targets: tuple[AttachTarget, ...] = job_ranks(pid, proc_root) if with_ranks else (
-            AttachTarget(pid=pid, job_key=f"pid:{pid}"),)
+        self.targets: tuple[AttachTarget, ...] = (
+            job_ranks(pid, proc_root) if with_ranks else (AttachTarget(pid=pid, job_key=f"pid:{pid}"),)
+        )
         self._running: list[RecordWindow] = []
         self._lock = threading.Lock()
 
@@ -60,20 +68,25 @@ class StackSampler(PollingSource[StacksState]):
         return None
 
     def sample(self) -> StacksState:
-        windows = [RecordWindow(t.pid, self.rate_hz, self.window_s, self._binary, self.nonblocking)
-                   for t in self.targets]
+        windows = [
+            RecordWindow(t.pid, self.rate_hz, self.window_s, self._binary, self.nonblocking)
+            for t in self.targets
+        ]
         with self._lock:
             if self._stop.is_set():
-                return StacksState(timestamp=time.time(), targets=self.targets, windows=(),
-                                   error="sampling was stopped.")
+                return StacksState(
+                    timestamp=time.time(), targets=self.targets, windows=(), error="sampling was stopped."
+                )
             self._running = windows
         results: list[StackWindow | None] = [None] * len(windows)
 
         def record(index: int) -> None:
             results[index] = windows[index].run()
 
-        threads = [threading.Thread(target=record, args=(i,), name=f"xfertop-pyspy-{w.pid}", daemon=True)
-                   for i, w in enumerate(windows)]
+        threads = [
+            threading.Thread(target=record, args=(i,), name=f"xfertop-pyspy-{w.pid}", daemon=True)
+            for i, w in enumerate(windows)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -86,8 +99,9 @@ class StackSampler(PollingSource[StacksState]):
         # A window that fails fails at once (process gone, permission): retry at the window's pace
         # instead of spawning py-spy in a tight loop.
         self._interval_s = float(self.window_s) if all_failed else 0.0
-        return StacksState(timestamp=time.time(), targets=self.targets, windows=done,
-                           error=errors[0] if all_failed else None)
+        return StacksState(
+            timestamp=time.time(), targets=self.targets, windows=done, error=errors[0] if all_failed else None
+        )
 
     def stop(self, timeout_s: float = 2.0) -> None:
         """Stop sampling now: running py-spy windows are cancelled, not waited out."""

@@ -14,8 +14,15 @@ from xfertop.model.topology import PcieHop
 
 #: The files read for every PCI function (benchmarks/capture_sysfs.py captures exactly these).
 PCI_ATTRIBUTE_FILES = (
-    "class", "vendor", "device", "numa_node", "local_cpulist",
-    "current_link_speed", "current_link_width", "max_link_speed", "max_link_width",
+    "class",
+    "vendor",
+    "device",
+    "numa_node",
+    "local_cpulist",
+    "current_link_speed",
+    "current_link_width",
+    "max_link_speed",
+    "max_link_width",
 )
 NVIDIA_VENDOR_ID = 0x10DE
 #: 0x0302 "3D controller" (datacenter GPUs) and 0x0300 "VGA compatible controller".

@@ -48,9 +48,13 @@ class _NvmlGpu:
 NvlinkCounts = dict[tuple[str, str], int]
 
 
-def read_topology(sysfs_root: Path = Path("/sys"), proc_root: Path = Path("/proc"),
-                  processes: Sequence[WatchedProcess] = (), nvml: NvmlApi | None = None,
-                  nvlink_cache: dict[tuple[str, ...], NvlinkCounts] | None = None) -> Topology:
+def read_topology(
+    sysfs_root: Path = Path("/sys"),
+    proc_root: Path = Path("/proc"),
+    processes: Sequence[WatchedProcess] = (),
+    nvml: NvmlApi | None = None,
+    nvlink_cache: dict[tuple[str, ...], NvlinkCounts] | None = None,
+) -> Topology:
     """Read everything once. Never raises for a missing file, GPU or process: reasons go in ``error``.
 
     NVLink wiring does not change while the GPUs stay the same: pass a dict as ``nvlink_cache`` to ask
@@ -64,8 +68,9 @@ def read_topology(sysfs_root: Path = Path("/sys"), proc_root: Path = Path("/proc
         listed = [(i, bus_id, None) for i, bus_id in enumerate(nvidia_gpu_bus_ids(sysfs_root))]
         source = "sysfs" if listed else "none"
     handles = {g.bus_id: g.handle for g in nvml_gpus}
-    gpus = tuple(_gpu(sysfs_root, index, bus_id, name, nvml, handles.get(bus_id))
-                 for index, bus_id, name in listed)
+    gpus = tuple(
+        _gpu(sysfs_root, index, bus_id, name, nvml, handles.get(bus_id)) for index, bus_id, name in listed
+    )
     nvlinks: NvlinkCounts = {}
     if nvml is not None and nvml_gpus:
         key = tuple(g.bus_id for g in nvml_gpus)
@@ -74,14 +79,22 @@ def read_topology(sysfs_root: Path = Path("/sys"), proc_root: Path = Path("/proc
     links = _link_matrix(sysfs_root, gpus, len(nodes), nvlinks)
     tree = children_by_parent(proc_root) if processes else {}
     cpu_node = node_of_cpu(nodes)
-    placements = tuple(
-        read_placement(proc_root, _normalised(p), cpu_node, tree) for p in processes)
+    placements = tuple(read_placement(proc_root, _normalised(p), cpu_node, tree) for p in processes)
     error = None
     if not gpus:
-        error = ("no NVIDIA GPU found (none in NVML, none of PCI class 0x0302/0x0300 from vendor 0x10de "
-                 f"under {sysfs_root}/bus/pci/devices): showing host placement only")
-    return Topology(timestamp=time.time(), gpus=gpus, links=links, numa_cpus=nodes, processes=placements,
-                    gpu_source=source, error=error)
+        error = (
+            "no NVIDIA GPU found (none in NVML, none of PCI class 0x0302/0x0300 from vendor 0x10de "
+            f"under {sysfs_root}/bus/pci/devices): showing host placement only"
+        )
+    return Topology(
+        timestamp=time.time(),
+        gpus=gpus,
+        links=links,
+        numa_cpus=nodes,
+        processes=placements,
+        gpu_source=source,
+        error=error,
+    )
 
 
 def _normalised(process: WatchedProcess) -> WatchedProcess:
@@ -90,32 +103,47 @@ def _normalised(process: WatchedProcess) -> WatchedProcess:
     return WatchedProcess(process.pid, normalise_bus_id(process.gpu_bus_id), process.rank)
 
 
-def _gpu(sysfs_root: Path, index: int, bus_id: str, name: str | None, nvml: NvmlApi | None,
-         handle: Any) -> GpuTopology:
+def _gpu(
+    sysfs_root: Path, index: int, bus_id: str, name: str | None, nvml: NvmlApi | None, handle: Any
+) -> GpuTopology:
     chain = device_path(sysfs_root, bus_id)
     node = numa_node(sysfs_root, bus_id)
     numa_source: NumaSource = "sysfs" if node is not None else "unknown"
     if node is None and nvml is not None and handle is not None:
         node = _nvml_memory_node(nvml, handle)
         numa_source = "nvml" if node is not None else "unknown"
-    error = None if chain is not None else (
-        f"GPU {index} ({bus_id}) has no entry under {sysfs_root}/bus/pci/devices: PCIe path unknown")
+    error = (
+        None
+        if chain is not None
+        else (f"GPU {index} ({bus_id}) has no entry under {sysfs_root}/bus/pci/devices: PCIe path unknown")
+    )
     return GpuTopology(
-        index=index, bus_id=bus_id, host_bridge=chain[0] if chain else None, numa_node=node,
-        numa_source=numa_source, local_cpus=local_cpus(sysfs_root, bus_id),
-        pcie_path=pcie_path(sysfs_root, bus_id) if chain is not None else (), name=name, error=error)
+        index=index,
+        bus_id=bus_id,
+        host_bridge=chain[0] if chain else None,
+        numa_node=node,
+        numa_source=numa_source,
+        local_cpus=local_cpus(sysfs_root, bus_id),
+        pcie_path=pcie_path(sysfs_root, bus_id) if chain is not None else (),
+        name=name,
+        error=error,
+    )
 
 
-def _link_matrix(sysfs_root: Path, gpus: tuple[GpuTopology, ...], node_count: int,
-                 nvlinks: NvlinkCounts) -> tuple[tuple[GpuLink, ...], ...]:
+def _link_matrix(
+    sysfs_root: Path, gpus: tuple[GpuTopology, ...], node_count: int, nvlinks: NvlinkCounts
+) -> tuple[tuple[GpuLink, ...], ...]:
     chains = {g.bus_id: device_path(sysfs_root, g.bus_id) or (g.bus_id,) for g in gpus}
     rows = []
     for a in gpus:
         row = []
         for b in gpus:
             count = nvlinks.get((a.bus_id, b.bus_id), 0) if a is not b else 0
-            row.append(f"NV{count}" if count else
-                       pcie_link(chains[a.bus_id], chains[b.bus_id], a.numa_node, b.numa_node, node_count))
+            row.append(
+                f"NV{count}"
+                if count
+                else pcie_link(chains[a.bus_id], chains[b.bus_id], a.numa_node, b.numa_node, node_count)
+            )
         rows.append(tuple(row))
     return tuple(rows)
 
@@ -151,8 +179,12 @@ def _nvml_memory_node(nvml: NvmlApi, handle: Any) -> int | None:
     words = _query(nvml, "nvmlDeviceGetMemoryAffinity", handle, NODE_SET_WORDS, NVML_AFFINITY_SCOPE_NODE)
     if words is None:
         return None
-    nodes = [word_index * 64 + bit for word_index, word in enumerate(list(words))
-             for bit in range(64) if int(word) >> bit & 1]
+    nodes = [
+        word_index * 64 + bit
+        for word_index, word in enumerate(list(words))
+        for bit in range(64)
+        if int(word) >> bit & 1
+    ]
     return nodes[0] if len(nodes) == 1 else None
 
 
@@ -167,7 +199,8 @@ def _nvlink_counts(nvml: NvmlApi, gpus: list[_NvmlGpu]) -> NvlinkCounts:
             if _query(nvml, "nvmlDeviceGetNvLinkState", gpu.handle, link) != NVML_FEATURE_ENABLED:
                 continue
             remote = _query(nvml, "nvmlDeviceGetNvLinkRemotePciInfo_v2", gpu.handle, link) or _query(
-                nvml, "nvmlDeviceGetNvLinkRemotePciInfo", gpu.handle, link)
+                nvml, "nvmlDeviceGetNvLinkRemotePciInfo", gpu.handle, link
+            )
             remote_bus = _text(getattr(remote, "busId", None))
             if remote_bus and normalise_bus_id(remote_bus) in bus_ids:
                 key = (gpu.bus_id, normalise_bus_id(remote_bus))
@@ -186,9 +219,14 @@ class TopologySource(PollingSource[Topology]):
 
     name = "topology"
 
-    def __init__(self, interval_s: float = 5.0, sysfs_root: Path = Path("/sys"),
-                 proc_root: Path = Path("/proc"), nvml: NvmlApi | None = None,
-                 start_nvml: bool = False) -> None:
+    def __init__(
+        self,
+        interval_s: float = 5.0,
+        sysfs_root: Path = Path("/sys"),
+        proc_root: Path = Path("/proc"),
+        nvml: NvmlApi | None = None,
+        start_nvml: bool = False,
+    ) -> None:
         """``nvml``: an initialised NvmlApi, or (``start_nvml``) one this source starts on its first
         read and shuts down in close(); without a driver it then reads sysfs only."""
         super().__init__(interval_s)
@@ -207,8 +245,9 @@ class TopologySource(PollingSource[Topology]):
             self._nvml_started = True
             if self._nvml.init() is not None:  # no driver: the GPUs come from sysfs
                 self._nvml = None
-        return read_topology(self._sysfs_root, self._proc_root, self._processes, self._nvml,
-                             nvlink_cache=self._nvlink_cache)
+        return read_topology(
+            self._sysfs_root, self._proc_root, self._processes, self._nvml, nvlink_cache=self._nvlink_cache
+        )
 
     def close(self) -> None:
         if self._nvml_started and self._nvml is not None:
