@@ -37,8 +37,14 @@ def cpu_seconds(process: psutil.Process) -> float:
     return times.user + times.system
 
 
-def measure(argv: list[str], seconds: float, warmup_s: float, columns: int, rows: int,
-            env: dict[str, str] | None = None) -> dict:
+def measure(
+    argv: list[str],
+    seconds: float,
+    warmup_s: float,
+    columns: int,
+    rows: int,
+    env: dict[str, str] | None = None,
+) -> dict:
     tui = PtyProcess(argv, columns=columns, rows=rows, env=env)
     try:
         tui.read_for(warmup_s)
@@ -51,26 +57,41 @@ def measure(argv: list[str], seconds: float, warmup_s: float, columns: int, rows
         tui.send(b"q")
         tui.wait(10.0)
         percent = 100.0 * (cpu_after - cpu_before) / (wall_after - wall_before)
-        return {"argv": argv, "cpu_percent_of_one_core": percent, "seconds": wall_after - wall_before,
-                "output_bytes": len(tui.output)}
+        return {
+            "argv": argv,
+            "cpu_percent_of_one_core": percent,
+            "seconds": wall_after - wall_before,
+            "output_bytes": len(tui.output),
+        }
     finally:
         tui.close()
 
 
 def gpu_context() -> dict:
     """What xfertop sees on this box (GPUs and how PCIe is measured), recorded next to the figures."""
-    result = subprocess.run([sys.executable, "-m", "xfertop", "--once", "--json"], capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "xfertop", "--once", "--json"], capture_output=True, text=True, timeout=120
+    )
     if result.returncode != 0:
         return {"error": result.stderr.strip()}
     document = json.loads(result.stdout)
-    return {"gpus": [f"{gpu['name']} pcie={gpu['pcie']['method']}" for gpu in document["gpus"]],
-            "driver_error": document["driver"]["error"]}
+    return {
+        "gpus": [f"{gpu['name']} pcie={gpu['pcie']['method']}" for gpu in document["gpus"]],
+        "driver_error": document["driver"]["error"],
+    }
 
 
 def commands(interval_s: float, include_nvitop: bool, xfertop_args: str = "") -> dict[str, list[str]]:
-    found = {"xfertop": [sys.executable, "-m", "xfertop", "--interval", str(interval_s),
-                         *shlex.split(xfertop_args)]}
+    found = {
+        "xfertop": [
+            sys.executable,
+            "-m",
+            "xfertop",
+            "--interval",
+            str(interval_s),
+            *shlex.split(xfertop_args),
+        ]
+    }
     nvitop = shutil.which("nvitop")
     if include_nvitop and nvitop:
         found["nvitop"] = [nvitop, "--interval", str(interval_s)]
@@ -90,16 +111,26 @@ def main() -> int:
     parser.add_argument("--before", type=Path, help="an older tree whose xfertop runs beside this one")
     args = parser.parse_args()
     columns, rows = (int(part) for part in args.size.split("x"))
-    load = subprocess.Popen(shlex.split(args.load), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL) if args.load else None
+    load = (
+        subprocess.Popen(
+            shlex.split(args.load),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+        )
+        if args.load
+        else None
+    )
     results: list[dict] = []
     context = gpu_context()
     print(f"GPUs: {context.get('gpus') or context}")
     try:
         for rate_hz in (float(rate) for rate in args.rates_hz.split(",")):
             row: dict = {"rate_hz": rate_hz}
-            runs = [(name, argv, None) for name, argv
-                    in commands(1.0 / rate_hz, not args.no_nvitop, args.xfertop_args).items()]
+            runs = [
+                (name, argv, None)
+                for name, argv in commands(1.0 / rate_hz, not args.no_nvitop, args.xfertop_args).items()
+            ]
             if args.before is not None:
                 before_env = {**os.environ, "PYTHONPATH": str(args.before.resolve() / "src")}
                 runs.insert(1, ("xfertop-before", runs[0][1], before_env))
@@ -119,11 +150,21 @@ def main() -> int:
             load.wait(10)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"tui_cpu-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps({"size": args.size, "seconds": args.seconds, "load": args.load,
-                                "xfertop_args": args.xfertop_args,
-                                "before": str(args.before) if args.before else None,
-                                "context": context, "cpu_count": psutil.cpu_count(), "results": results},
-                               indent=2))
+    path.write_text(
+        json.dumps(
+            {
+                "size": args.size,
+                "seconds": args.seconds,
+                "load": args.load,
+                "xfertop_args": args.xfertop_args,
+                "before": str(args.before) if args.before else None,
+                "context": context,
+                "cpu_count": psutil.cpu_count(),
+                "results": results,
+            },
+            indent=2,
+        )
+    )
     print(f"wrote {path}")
     return 0
 

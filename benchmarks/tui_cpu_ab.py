@@ -29,18 +29,31 @@ def main() -> int:
     parser.add_argument("--rates-hz", default="1,4")
     parser.add_argument("--load", help="a command to run in the background for the whole benchmark")
     args = parser.parse_args()
-    load = subprocess.Popen(shlex.split(args.load), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL) if args.load else None
+    load = (
+        subprocess.Popen(shlex.split(args.load), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if args.load
+        else None
+    )
     try:
         time.sleep(3.0 if load else 0.0)
         for rate_hz in (float(rate) for rate in args.rates_hz.split(",")):
             for name, tree in (("before", args.before), ("after", args.after)):
-                argv = ["env", f"PYTHONPATH={tree.resolve() / 'src'}", sys.executable, "-m", "xfertop",
-                        "--interval", str(1.0 / rate_hz)]
+                argv = [
+                    "env",
+                    f"PYTHONPATH={tree.resolve() / 'src'}",
+                    sys.executable,
+                    "-m",
+                    "xfertop",
+                    "--interval",
+                    str(1.0 / rate_hz),
+                ]
                 result = measure(argv, args.seconds, args.warmup, 160, 48)
                 cpu = result.get("cpu_percent_of_one_core")
-                figures = (f"{cpu:.1f}% of a core, {result['output_bytes'] / 1000:.0f} KB written"
-                           if cpu is not None else str(result))
+                figures = (
+                    f"{cpu:.1f}% of a core, {result['output_bytes'] / 1000:.0f} KB written"
+                    if cpu is not None
+                    else str(result)
+                )
                 print(f"{rate_hz:g} Hz {name:6s}: {figures}", flush=True)
     finally:
         if load is not None:

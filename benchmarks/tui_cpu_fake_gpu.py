@@ -64,8 +64,15 @@ def thread_cpu(pid: int) -> dict[int, float]:
     return {t.id: t.user_time + t.system_time for t in psutil.Process(pid).threads()}
 
 
-def measure(tree: Path, rate_hz: float, seconds: float, warmup_s: float, size: tuple[int, int],
-            env: dict[str, str], py_spy_out: Path | None = None) -> dict:
+def measure(
+    tree: Path,
+    rate_hz: float,
+    seconds: float,
+    warmup_s: float,
+    size: tuple[int, int],
+    env: dict[str, str],
+    py_spy_out: Path | None = None,
+) -> dict:
     """One run of ``tree``'s xfertop: main-thread and whole-process CPU in % of one core."""
     argv = [sys.executable, "-c", LAUNCHER, "--interval", str(1.0 / rate_hz)]
     run_env = {**env, "PYTHONPATH": str(tree.resolve() / "src")}
@@ -79,10 +86,26 @@ def measure(tree: Path, rate_hz: float, seconds: float, warmup_s: float, size: t
         before, started = thread_cpu(tui.pid), time.perf_counter()
         written_before = len(tui.output)
         if py_spy_out is not None:
-            spy = subprocess.Popen([shutil.which("py-spy") or "py-spy", "record", "--pid", str(tui.pid),
-                                    "--duration", str(int(seconds)), "--rate", "200", "--format", "raw",
-                                    "--threads", "--nonblocking", "-o", str(py_spy_out)],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            spy = subprocess.Popen(
+                [
+                    shutil.which("py-spy") or "py-spy",
+                    "record",
+                    "--pid",
+                    str(tui.pid),
+                    "--duration",
+                    str(int(seconds)),
+                    "--rate",
+                    "200",
+                    "--format",
+                    "raw",
+                    "--threads",
+                    "--nonblocking",
+                    "-o",
+                    str(py_spy_out),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         tui.read_for(seconds)
         after, wall = thread_cpu(tui.pid), time.perf_counter() - started
         written = len(tui.output) - written_before
@@ -99,10 +122,19 @@ def measure(tree: Path, rate_hz: float, seconds: float, warmup_s: float, size: t
     per_thread = {tid: 100.0 * (cpu - before.get(tid, 0.0)) / wall for tid, cpu in after.items()}
     main_thread = per_thread.get(tui.pid, 0.0)
     total = sum(per_thread.values())
-    threads = {names.get(tid, f"tid {tid}"): round(cpu, 3) for tid, cpu in
-               sorted(per_thread.items(), key=lambda item: -item[1]) if cpu > 0}
-    return {"main": main_thread, "total": total, "others": total - main_thread, "seconds": wall,
-            "kb_written": written / 1000, "threads": threads}
+    threads = {
+        names.get(tid, f"tid {tid}"): round(cpu, 3)
+        for tid, cpu in sorted(per_thread.items(), key=lambda item: -item[1])
+        if cpu > 0
+    }
+    return {
+        "main": main_thread,
+        "total": total,
+        "others": total - main_thread,
+        "seconds": wall,
+        "kb_written": written / 1000,
+        "threads": threads,
+    }
 
 
 def thread_names(pid: int) -> dict[int, str]:
@@ -116,8 +148,13 @@ def thread_names(pid: int) -> dict[int, str]:
 
 
 def start_load(command: str, env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(shlex.split(command), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL, env=env)
+    return subprocess.Popen(
+        shlex.split(command),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
 
 
 def main() -> int:
@@ -126,8 +163,12 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=4.0)
     parser.add_argument("--rates-hz", default="1,4", help="refresh rates, comma separated")
     parser.add_argument("--size", default="160x48", help="terminal COLUMNSxROWS")
-    parser.add_argument("--rounds", type=int, default=1,
-                        help="runs per tree and rate (with --before: before/after alternate, ABBA)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="runs per tree and rate (with --before: before/after alternate, ABBA)",
+    )
     parser.add_argument("--before", type=Path, help="a checkout of the baseline to compare against")
     parser.add_argument("--after", type=Path, default=REPO, help="the tree under test (default: this one)")
     parser.add_argument("--load", help="a command run in the background meanwhile (e.g. the demo job)")
@@ -152,17 +193,23 @@ def main() -> int:
             for rate_hz in (float(rate) for rate in args.rates_hz.split(",")):
                 order = trees if round_index % 2 == 0 else trees[::-1]
                 for name, tree in order:
-                    spy_out = (args.py_spy / f"{name}-{rate_hz:g}hz-{round_index}.txt"
-                               if args.py_spy and name == "after" else None)
+                    spy_out = (
+                        args.py_spy / f"{name}-{rate_hz:g}hz-{round_index}.txt"
+                        if args.py_spy and name == "after"
+                        else None
+                    )
                     result = measure(tree, rate_hz, args.seconds, args.warmup, size, env, spy_out)
                     result.update(tree=name, rate_hz=rate_hz, round=round_index)
                     runs.append(result)
                     if "error" in result:
                         print(f"{rate_hz:g} Hz {name:6s}: {result['error']}", flush=True)
                         continue
-                    print(f"round {round_index} {rate_hz:g} Hz {name:6s}: main thread {result['main']:5.2f}%"
-                          f"  other threads {result['others']:5.2f}%  process {result['total']:5.2f}%"
-                          f"  {result['kb_written']:.0f} KB written", flush=True)
+                    print(
+                        f"round {round_index} {rate_hz:g} Hz {name:6s}: main thread {result['main']:5.2f}%"
+                        f"  other threads {result['others']:5.2f}%  process {result['total']:5.2f}%"
+                        f"  {result['kb_written']:.0f} KB written",
+                        flush=True,
+                    )
                     threads = result["threads"].items()
                     print("    " + ", ".join(f"{thread} {cpu:.2f}%" for thread, cpu in threads), flush=True)
     finally:
@@ -174,27 +221,45 @@ def main() -> int:
     for rate_hz in (float(rate) for rate in args.rates_hz.split(",")):
         medians = {}
         for name, _ in trees:
-            mine = [run for run in runs
-                    if run["tree"] == name and run["rate_hz"] == rate_hz and "error" not in run]
+            mine = [
+                run
+                for run in runs
+                if run["tree"] == name and run["rate_hz"] == rate_hz and "error" not in run
+            ]
             if mine:
                 medians[name] = statistics.median(run["main"] for run in mine)
                 total = statistics.median(run["total"] for run in mine)
-                print(f"  {rate_hz:g} Hz {name:6s}: main thread {medians[name]:.2f}%, process {total:.2f}%"
-                      f" ({len(mine)} runs)")
+                print(
+                    f"  {rate_hz:g} Hz {name:6s}: main thread {medians[name]:.2f}%, process {total:.2f}%"
+                    f" ({len(mine)} runs)"
+                )
         if medians.get("before"):
             print(f"  {rate_hz:g} Hz main thread after/before: {medians['after'] / medians['before']:.2f}")
             # The load on a shared box drifts: the ratio within each round (runs next to each other).
-            pairs = [(run["main"], other["main"]) for run in runs for other in runs
-                     if run["tree"] == "after" and other["tree"] == "before" and "error" not in run
-                     and "error" not in other and run["rate_hz"] == other["rate_hz"] == rate_hz
-                     and run["round"] == other["round"] and other["main"] > 0]
+            pairs = [
+                (run["main"], other["main"])
+                for run in runs
+                for other in runs
+                if run["tree"] == "after"
+                and other["tree"] == "before"
+                and "error" not in run
+                and "error" not in other
+                and run["rate_hz"] == other["rate_hz"] == rate_hz
+                and run["round"] == other["round"]
+                and other["main"] > 0
+            ]
             if pairs:
                 ratios = [after / before for after, before in pairs]
-                print(f"  {rate_hz:g} Hz main thread after/before per round: "
-                      f"{', '.join(f'{r:.2f}' for r in ratios)}; median {statistics.median(ratios):.2f}")
+                print(
+                    f"  {rate_hz:g} Hz main thread after/before per round: "
+                    f"{', '.join(f'{r:.2f}' for r in ratios)}; median {statistics.median(ratios):.2f}"
+                )
     if args.json:
-        args.json.write_text(json.dumps({"size": args.size, "seconds": args.seconds, "load": args.load,
-                                         "runs": runs}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {"size": args.size, "seconds": args.seconds, "load": args.load, "runs": runs}, indent=2
+            )
+        )
     return 0
 
 

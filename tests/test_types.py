@@ -44,3 +44,16 @@ def test_ruff_check_passes() -> None:
         [ruff, "check", "--no-cache", "--quiet", "."], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_tree_is_formatted() -> None:
+    """`ruff format` over the tree is the house style (pyproject pins the formatter's minor release)."""
+    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+    result = subprocess.run(
+        [ruff, "format", "--check", "--no-cache", "--quiet", "."],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, "run `ruff format .`:\n" + result.stdout + result.stderr

@@ -18,70 +18,150 @@ GIB = 1024**3
 TRAIN_PID = 4242
 
 
-def gpu(index: int, *, rx: float = 54.9e9, tx: float = 5.0e9, gen: int = 5, util: float = 73.0,
-        method: str = "counter", lost_reason: str | None = None) -> GpuSnapshot:
+def gpu(
+    index: int,
+    *,
+    rx: float = 54.9e9,
+    tx: float = 5.0e9,
+    gen: int = 5,
+    util: float = 73.0,
+    method: str = "counter",
+    lost_reason: str | None = None,
+) -> GpuSnapshot:
     return GpuSnapshot(
-        index=index, name="NVIDIA H200", uuid=f"GPU-0000000{index}-h200", bus_id=f"00000000:{index:02x}:00.0",
-        util_gpu_percent=util, util_mem_percent=31.0, mem_used_bytes=41 * 10**9,
+        index=index,
+        name="NVIDIA H200",
+        uuid=f"GPU-0000000{index}-h200",
+        bus_id=f"00000000:{index:02x}:00.0",
+        util_gpu_percent=util,
+        util_mem_percent=31.0,
+        mem_used_bytes=41 * 10**9,
         mem_total_bytes=143_771_000_000,
-        pcie=PcieThroughput(rx_bytes_per_s=rx, tx_bytes_per_s=tx, method=method,  # type: ignore[arg-type]
-                            coverage=1.0 if method == "counter" else 0.02),
+        pcie=PcieThroughput(
+            rx_bytes_per_s=rx,
+            tx_bytes_per_s=tx,
+            method=method,  # type: ignore[arg-type]
+            coverage=1.0 if method == "counter" else 0.02,
+        ),
         link=PcieLink(gen_current=gen, width_current=16, gen_max=5, width_max=16, gen_gpu_max=5),
         errors=PcieErrors(replay_delta=0, correctable_delta=0),
-        sm_clock_mhz=1980, mem_clock_mhz=3201, power_w=310.0, power_limit_w=700.0, temperature_c=52.0,
+        sm_clock_mhz=1980,
+        mem_clock_mhz=3201,
+        power_w=310.0,
+        power_limit_w=700.0,
+        temperature_c=52.0,
         throttle_reasons=(),
-        processes=(GpuProcess(pid=TRAIN_PID, gpu_memory_bytes=40 * 10**9, user="alice",
-                              command="python train.py --epochs 3"),) if index == 0 else (),
+        processes=(
+            GpuProcess(
+                pid=TRAIN_PID, gpu_memory_bytes=40 * 10**9, user="alice", command="python train.py --epochs 3"
+            ),
+        )
+        if index == 0
+        else (),
         lost_reason=lost_reason,
     )
 
 
 def gpu_state(count: int = 1, **kwargs: object) -> GpuState:
-    return GpuState(timestamp=FROZEN_TIME, gpus=tuple(gpu(i, **kwargs) for i in range(count)),  # type: ignore[arg-type]
-                    driver_version="580.159.04", cuda_driver_version="13.0")
+    return GpuState(
+        timestamp=FROZEN_TIME,
+        gpus=tuple(gpu(i, **kwargs) for i in range(count)),  # type: ignore[arg-type]
+        driver_version="580.159.04",
+        cuda_driver_version="13.0",
+    )
 
 
 def no_driver_state() -> GpuState:
-    return GpuState(timestamp=FROZEN_TIME, gpus=(),
-                    error="no NVIDIA driver found (libnvidia-ml.so.1): showing host metrics only")
+    return GpuState(
+        timestamp=FROZEN_TIME,
+        gpus=(),
+        error="no NVIDIA driver found (libnvidia-ml.so.1): showing host metrics only",
+    )
 
 
 def host_state(cores: int = 16) -> HostState:
-    worker = ProcessStats(pid=TRAIN_PID + 1, name="pt_data_worker", user="alice", cpu_percent=98.0,
-                          rss_bytes=2 * GIB, num_threads=4, pinned_bytes=None)
-    trainer = ProcessStats(pid=TRAIN_PID, name="python", user="alice", cpu_percent=104.0, rss_bytes=6 * GIB,
-                           num_threads=40, pinned_bytes=None, children=(worker,))
-    return HostState(timestamp=FROZEN_TIME, hostname="h200-box", cpu_percent=37.5,
-                     cpu_per_core_percent=tuple(float((i * 37) % 100) for i in range(cores)),
-                     load_avg=(3.1, 2.8, 2.5), mem_total_bytes=128 * GIB, mem_used_bytes=41 * GIB,
-                     mem_available_bytes=87 * GIB, swap_total_bytes=0, swap_used_bytes=0,
-                     processes=(trainer,))
+    worker = ProcessStats(
+        pid=TRAIN_PID + 1,
+        name="pt_data_worker",
+        user="alice",
+        cpu_percent=98.0,
+        rss_bytes=2 * GIB,
+        num_threads=4,
+        pinned_bytes=None,
+    )
+    trainer = ProcessStats(
+        pid=TRAIN_PID,
+        name="python",
+        user="alice",
+        cpu_percent=104.0,
+        rss_bytes=6 * GIB,
+        num_threads=40,
+        pinned_bytes=None,
+        children=(worker,),
+    )
+    return HostState(
+        timestamp=FROZEN_TIME,
+        hostname="h200-box",
+        cpu_percent=37.5,
+        cpu_per_core_percent=tuple(float((i * 37) % 100) for i in range(cores)),
+        load_avg=(3.1, 2.8, 2.5),
+        mem_total_bytes=128 * GIB,
+        mem_used_bytes=41 * GIB,
+        mem_available_bytes=87 * GIB,
+        swap_total_bytes=0,
+        swap_used_bytes=0,
+        processes=(trainer,),
+    )
 
 
 def steps(count: int = 60, wait_ms: float = 41.0) -> tuple[StepRecord, ...]:
     """A starved rank: 100 ms steps of which ``wait_ms`` wait for data, pageable non_blocking copies."""
     return tuple(
-        StepRecord(step=i, wall_ms=100.0 + (i % 7), data_wait_ms=wait_ms + (i % 5), copy_cpu_ms=9.0,
-                   copy_gpu_ms=8.0, compute_gpu_ms=45.0, gpu_idle_ms=38.0, h2d_bytes=64 * 1024**2,
-                   samples=256, pinned=False, pageable_non_blocking=True)
+        StepRecord(
+            step=i,
+            wall_ms=100.0 + (i % 7),
+            data_wait_ms=wait_ms + (i % 5),
+            copy_cpu_ms=9.0,
+            copy_gpu_ms=8.0,
+            compute_gpu_ms=45.0,
+            gpu_idle_ms=38.0,
+            h2d_bytes=64 * 1024**2,
+            samples=256,
+            pinned=False,
+            pageable_non_blocking=True,
+        )
         for i in range(count)
     )
 
 
 def rank(status: str = "live", workers: int = 1, rank_index: int = 0, world: int = 1) -> RankState:
-    return RankState(pid=TRAIN_PID + rank_index * 100, host="h200-box", rank=rank_index,
-                     local_rank=rank_index,
-                     world_size=world, job_key="job-1", device=f"cuda:{rank_index}",
-                     argv=("python", "train.py", "--epochs", "3"), status=status,  # type: ignore[arg-type]
-                     heartbeat_age_s=12.0 if status == "stalled" else 0.1, steps=steps(),
-                     pinned_host_bytes=GIB, dataloader_workers=workers, reporter_errors=0,
-                     reporter_disabled=False, ring_path=f"/tmp/xfertop-1000/{TRAIN_PID}.ring")
+    return RankState(
+        pid=TRAIN_PID + rank_index * 100,
+        host="h200-box",
+        rank=rank_index,
+        local_rank=rank_index,
+        world_size=world,
+        job_key="job-1",
+        device=f"cuda:{rank_index}",
+        argv=("python", "train.py", "--epochs", "3"),
+        status=status,  # type: ignore[arg-type]
+        heartbeat_age_s=12.0 if status == "stalled" else 0.1,
+        steps=steps(),
+        pinned_host_bytes=GIB,
+        dataloader_workers=workers,
+        reporter_errors=0,
+        reporter_disabled=False,
+        ring_path=f"/tmp/xfertop-1000/{TRAIN_PID}.ring",
+    )
 
 
 def jobs_state(*ranks: RankState) -> JobsState:
     chosen = ranks or (rank(),)
-    return JobsState(timestamp=FROZEN_TIME, jobs=(JobState(job_key="job-1", name="train.py", ranks=chosen),),
-                     ring_dir="/tmp/xfertop-1000")
+    return JobsState(
+        timestamp=FROZEN_TIME,
+        jobs=(JobState(job_key="job-1", name="train.py", ranks=chosen),),
+        ring_dir="/tmp/xfertop-1000",
+    )
 
 
 def empty_jobs_state() -> JobsState:

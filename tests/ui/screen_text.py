@@ -10,8 +10,10 @@ from textual.app import App
 
 #: Rich's SVG export: 20 px font, cells 0.61 of it wide.
 _CHAR_WIDTH_PX = 20 * 0.61
-_TEXT = re.compile(r'<text class="[^"]*" x="([\d.]+)" y="[\d.]+" textLength="[\d.]+" '
-                   r'clip-path="url\(#[\w-]*line-(\d+)\)">([^<]*)</text>')
+_TEXT = re.compile(
+    r'<text class="[^"]*" x="([\d.]+)" y="[\d.]+" textLength="[\d.]+" '
+    r'clip-path="url\(#[\w-]*line-(\d+)\)">([^<]*)</text>'
+)
 
 
 def svg_text(svg: str, width: int, height: int) -> list[str]:

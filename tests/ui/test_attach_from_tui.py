@@ -52,8 +52,11 @@ async def test_s_on_a_process_samples_its_stacks_and_escape_returns() -> None:
             assert str(job.pid) in table.row_keys
             table.focus()
             await pilot.pause()
-            footer_keys = {key: active.binding.description for key, active in app.active_bindings.items()
-                           if active.binding.show}
+            footer_keys = {
+                key: active.binding.description
+                for key, active in app.active_bindings.items()
+                if active.binding.show
+            }
             assert footer_keys.get("s") == "Stacks"
             await pilot.press("s")
             await pilot.pause()

@@ -33,7 +33,8 @@ async def _fed(app: XfertopApp, pilot) -> None:
 
 
 async def test_a_plain_text_capture_keeps_the_bar_and_its_legend_in_letters(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     app = _app()
     async with app.run_test(size=(80, 24)) as pilot:
@@ -52,8 +53,9 @@ async def test_a_plain_text_capture_keeps_the_bar_and_its_legend_in_letters(
         assert "I input  C copy  X compute  · rest" in detail
 
 
-async def test_m_turns_monochrome_on_and_the_next_run_remembers(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_m_turns_monochrome_on_and_the_next_run_remembers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     app = _app()
     async with app.run_test(size=(80, 24)) as pilot:

@@ -12,8 +12,9 @@ from xfertop.ui.gpu_pane import GpuPane
 from xfertop.ui.messages import GpuStateUpdated
 from xfertop.ui.sources_bundle import Sources
 
-_NO_DRIVER = ("the NVIDIA driver failed to start for an unknown reason (try nvidia-smi): "
-              "showing host metrics only")
+_NO_DRIVER = (
+    "the NVIDIA driver failed to start for an unknown reason (try nvidia-smi): showing host metrics only"
+)
 
 
 def _state(*indices: int, error: str | None = None) -> GpuState:

@@ -39,15 +39,22 @@ def _drawn_with_a_window(app: XfertopApp):
 
     def check(message: object) -> bool:
         jobs = app.view.jobs
-        return (isinstance(message, GpuStateUpdated) and jobs is not None and bool(jobs.jobs)
-                and len(jobs.jobs[0].ranks[0].steps) >= STEPS_FOR_A_WINDOW)
+        return (
+            isinstance(message, GpuStateUpdated)
+            and jobs is not None
+            and bool(jobs.jobs)
+            and len(jobs.jobs[0].ranks[0].steps) >= STEPS_FOR_A_WINDOW
+        )
 
     return check
 
 
 async def test_a_live_job_shows_its_rank_verdict_and_detail(demo_job: DemoJob) -> None:
-    sources = Sources(gpu=fake_gpu_source(FakePynvml.h200s(1)), host=HostSource(interval_s=0.2),
-                      jobs=JobsSource(interval_s=0.1, ring_dir=str(demo_job.ring_dir)))
+    sources = Sources(
+        gpu=fake_gpu_source(FakePynvml.h200s(1)),
+        host=HostSource(interval_s=0.2),
+        jobs=JobsSource(interval_s=0.1, ring_dir=str(demo_job.ring_dir)),
+    )
     app = XfertopApp(sources)
     waiter = MessageWaiter()
     async with app.run_test(size=(160, 48), message_hook=waiter) as pilot:
@@ -77,8 +84,14 @@ async def test_a_job_that_ends_is_marked_finished(demo_job: DemoJob) -> None:
     async with app.run_test(size=(120, 40), message_hook=waiter) as pilot:
         await waiter.wait_for(lambda m: isinstance(m, JobsStateUpdated) and bool(m.state.jobs), 60)
         demo_job.stop()
-        await waiter.wait_for(lambda m: isinstance(m, JobsStateUpdated) and bool(m.state.jobs)
-                              and m.state.jobs[0].ranks[0].status == "finished", 30)
+        await waiter.wait_for(
+            lambda m: (
+                isinstance(m, JobsStateUpdated)
+                and bool(m.state.jobs)
+                and m.state.jobs[0].ranks[0].status == "finished"
+            ),
+            30,
+        )
         await pilot.pause()
         table = app.query_one(RankTable)
         assert table.row(table.row_keys[0])["STATUS"] == "finished"

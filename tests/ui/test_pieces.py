@@ -111,8 +111,12 @@ def test_pinned_of_a_cuda_process_without_reporter_is_read_from_proc() -> None:
     view = ViewState()
     view.apply_gpu(gpu_state(1))
     host = host_state()
-    trainer = replace(host.processes[0], shmem_rss_bytes=2 * 1024**3, cuda_host_alloc_bytes=1034 * 1024**2,
-                      cuda_host_alloc_age_s=3.0)
+    trainer = replace(
+        host.processes[0],
+        shmem_rss_bytes=2 * 1024**3,
+        cuda_host_alloc_bytes=1034 * 1024**2,
+        cuda_host_alloc_age_s=3.0,
+    )
     view.apply_host(replace(host, processes=(trainer,)))
     cells = dict(zip(COLUMNS, dict(process_rows(view))[str(TRAIN_PID)], strict=True))
     assert cells["PINNED"] == "1.0G proc", "cudaHostAlloc memory from smaps beats the shared-memory bound"

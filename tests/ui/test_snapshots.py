@@ -145,8 +145,12 @@ def test_job_detail(snap_compare, size: tuple[int, int]) -> None:
 
 def test_help(snap_compare) -> None:
     app = _app()
-    assert snap_compare(app, terminal_size=(80, 24), press=["question_mark"],
-                        run_before=_feed(app, gpu_state(1), jobs_state(), 1))
+    assert snap_compare(
+        app,
+        terminal_size=(80, 24),
+        press=["question_mark"],
+        run_before=_feed(app, gpu_state(1), jobs_state(), 1),
+    )
 
 
 def test_topology_of_eight_gpus(snap_compare) -> None:
@@ -155,12 +159,22 @@ def test_topology_of_eight_gpus(snap_compare) -> None:
     nvml = synthetic_nvml()
     api = NvmlApi(lib=nvml)
     assert api.init() is None
-    topology = read_topology(SYNTHETIC_SYSFS, SYNTHETIC_PROC, [
-        WatchedProcess(4101, "0000:18:00.0", rank=0), WatchedProcess(4104, "0000:3b:00.0", rank=3)], api)
+    topology = read_topology(
+        SYNTHETIC_SYSFS,
+        SYNTHETIC_PROC,
+        [WatchedProcess(4101, "0000:18:00.0", rank=0), WatchedProcess(4104, "0000:3b:00.0", rank=3)],
+        api,
+    )
     loaded = gpu_state(8, rx=0.0, tx=0.0)
-    loaded = dataclasses.replace(loaded, gpus=tuple(
-        dataclasses.replace(g, pcie=dataclasses.replace(g.pcie, rx_bytes_per_s=20e9)) if g.index == 5 else g
-        for g in loaded.gpus))
+    loaded = dataclasses.replace(
+        loaded,
+        gpus=tuple(
+            dataclasses.replace(g, pcie=dataclasses.replace(g.pcie, rx_bytes_per_s=20e9))
+            if g.index == 5
+            else g
+            for g in loaded.gpus
+        ),
+    )
 
     async def run_before(pilot: Pilot) -> None:
         app.post_message(GpuStateUpdated(loaded))

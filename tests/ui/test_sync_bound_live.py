@@ -29,8 +29,16 @@ def _write_ring(ring_dir: Path, steps: int = 60) -> RingWriter:
     writer.set_device("cuda:0")
     start_ns = time.perf_counter_ns() - steps * STEP_NS
     for step in range(steps):
-        writer.write_step(step, start_ns + step * STEP_NS, STEP_NS, 100_000, 200_000, 1 << 20, 32,
-                          wire.F_COPIED | wire.F_PINNED | wire.F_GPU_PENDING)
+        writer.write_step(
+            step,
+            start_ns + step * STEP_NS,
+            STEP_NS,
+            100_000,
+            200_000,
+            1 << 20,
+            32,
+            wire.F_COPIED | wire.F_PINNED | wire.F_GPU_PENDING,
+        )
         writer.patch_gpu(step, 300_000, 9_500_000, 200_000, wire.F_GPU_RESOLVED, wire.F_GPU_PENDING)
     return writer
 
@@ -60,8 +68,10 @@ def test_export_judges_the_ring_with_nvml_utilisation(tmp_path: Path) -> None:
 
 async def test_the_jobs_pane_says_sync_bound(tmp_path: Path) -> None:
     writer = _write_ring(tmp_path)
-    sources = Sources(gpu=fake_gpu_source(_nvml_busy_40_percent_with_this_process()),
-                      jobs=JobsSource(ring_dir=str(tmp_path)))
+    sources = Sources(
+        gpu=fake_gpu_source(_nvml_busy_40_percent_with_this_process()),
+        jobs=JobsSource(ring_dir=str(tmp_path)),
+    )
     app = XfertopApp(sources)
     waiter = MessageWaiter()
     try:
@@ -69,8 +79,11 @@ async def test_the_jobs_pane_says_sync_bound(tmp_path: Path) -> None:
             await waiter.wait_for(gpu_update_where(lambda m: m.state.gpus[0].util_gpu_percent == 40))
             # Ring reads reach the view at repaints (only a new job comes as a message): the next GPU
             # sample after the job is in the view draws it with the 40% busy share.
-            await waiter.wait_for(lambda m: isinstance(m, GpuStateUpdated) and app.view.jobs is not None
-                                  and bool(app.view.jobs.jobs))
+            await waiter.wait_for(
+                lambda m: (
+                    isinstance(m, GpuStateUpdated) and app.view.jobs is not None and bool(app.view.jobs.jobs)
+                )
+            )
             await pilot.pause()
             verdicts = "\n".join(line.plain for line in app.jobs_pane.verdicts.lines)
             assert "host-bound: the GPU is busy only 40%" in verdicts

@@ -113,9 +113,7 @@ def ui_classes() -> list[type]:
 
 def test_no_ui_class_defines_a_private_name_of_textuals_unless_it_says_why() -> None:
     classes = ui_classes()
-    assert {"XfertopApp", "LineTable", "TextLines", "QuietLinuxDriver"} <= {
-        c.__name__ for c in classes
-    }
+    assert {"XfertopApp", "LineTable", "TextLines", "QuietLinuxDriver"} <= {c.__name__ for c in classes}
     shadowing = set().union(*(shadowed_names(cls) for cls in classes))
     assert shadowing - set(OVERRIDES) == set()
     assert set(OVERRIDES) - shadowing == set(), "an override is gone: drop it from OVERRIDES"
@@ -146,8 +144,16 @@ def test_only_textual_compat_imports_textuals_private_modules() -> None:
         if path.name == "textual_compat.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
-                     else [alias.name for alias in node.names] if isinstance(node, ast.Import) else [])
-            offenders += [f"{path.name}: {name}" for name in names
-                          if name.startswith("textual") and any(p.startswith("_") for p in name.split("."))]
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            offenders += [
+                f"{path.name}: {name}"
+                for name in names
+                if name.startswith("textual") and any(p.startswith("_") for p in name.split("."))
+            ]
     assert offenders == []

@@ -24,16 +24,24 @@ def _app(tmp_path: Path) -> tuple[XfertopApp, Sources]:
     nvml = synthetic_nvml(load_gpu=5)
     gpu, host = fake_gpu_source(nvml), HostSource(interval_s=0.5)
     jobs = JobsSource(ring_dir=str(tmp_path / "rings"))
-    topology = TopologySource(interval_s=0.2, sysfs_root=SYNTHETIC_SYSFS, proc_root=SYNTHETIC_PROC,
-                              nvml=NvmlApi(lib=nvml), start_nvml=True)
+    topology = TopologySource(
+        interval_s=0.2,
+        sysfs_root=SYNTHETIC_SYSFS,
+        proc_root=SYNTHETIC_PROC,
+        nvml=NvmlApi(lib=nvml),
+        start_nvml=True,
+    )
     watch_interesting_pids(gpu, host, jobs, topology)
     sources = Sources(gpu=gpu, host=host, jobs=jobs, topology=topology)
     return XfertopApp(sources), sources
 
 
 def _placed_both_ranks(message: object) -> bool:
-    return (isinstance(message, TopologyUpdated) and len(message.state.processes) == 2
-            and message.state.gpu_source == "nvml")
+    return (
+        isinstance(message, TopologyUpdated)
+        and len(message.state.processes) == 2
+        and message.state.gpu_source == "nvml"
+    )
 
 
 def _text(screen: TopologyScreen, widget_id: str) -> str:
@@ -60,10 +68,32 @@ async def test_t_shows_matrix_paths_placement_and_warnings_for_eight_gpus(tmp_pa
         assert "process 4104 (pt_main_thread) runs on NUMA node 1, its GPU 3 hangs off node 0" in summary
         assert "8 workers of process 4104 (pt_main_thread) share 2 cores (CPUs 40-41)" in summary
         matrix = _text(screen, "#topology-matrix").splitlines()
-        assert matrix[1].split() == ["GPU0", "GPU1", "GPU2", "GPU3", "GPU4", "GPU5", "GPU6", "GPU7", "NUMA",
-                                     "LOCAL", "CPUs"]
-        assert matrix[7].split() == ["GPU5", "SYS", "SYS", "SYS", "SYS", "PIX", "X", "SYS", "SYS", "1",
-                                     "32-63,96-127"]
+        assert matrix[1].split() == [
+            "GPU0",
+            "GPU1",
+            "GPU2",
+            "GPU3",
+            "GPU4",
+            "GPU5",
+            "GPU6",
+            "GPU7",
+            "NUMA",
+            "LOCAL",
+            "CPUs",
+        ]
+        assert matrix[7].split() == [
+            "GPU5",
+            "SYS",
+            "SYS",
+            "SYS",
+            "SYS",
+            "PIX",
+            "X",
+            "SYS",
+            "SYS",
+            "1",
+            "32-63,96-127",
+        ]
         assert matrix[9].split()[:9] == ["GPU7", "SYS", "SYS", "SYS", "SYS", "SYS", "SYS", "PXB", "X"]
         assert "PIX one switch" in matrix[10] and "SYS across sockets" in matrix[10]
         paths = _text(screen, "#topology-paths")

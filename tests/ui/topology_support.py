@@ -11,8 +11,16 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SYNTHETIC_SYSFS = FIXTURES / "sysfs" / "synthetic_2s8g"
 SYNTHETIC_PROC = FIXTURES / "proc" / "synthetic_2s8g"
 #: The eight GPUs' bus ids, NVML's spelling, in NVML's index order.
-SYNTHETIC_BUS_IDS = ("00000000:18:00.0", "00000000:19:00.0", "00000000:3A:00.0", "00000000:3B:00.0",
-                     "00000000:9A:00.0", "00000000:9B:00.0", "00000000:BC:00.0", "00000000:BD:00.0")
+SYNTHETIC_BUS_IDS = (
+    "00000000:18:00.0",
+    "00000000:19:00.0",
+    "00000000:3A:00.0",
+    "00000000:3B:00.0",
+    "00000000:9A:00.0",
+    "00000000:9B:00.0",
+    "00000000:BC:00.0",
+    "00000000:BD:00.0",
+)
 #: Rank 0 (pid 4101) and rank 3 (pid 4104) of the synthetic /proc tree, and their GPUs.
 RANK_GPUS = {4101: 0, 4104: 3}
 

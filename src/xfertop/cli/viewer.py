@@ -34,8 +34,9 @@ def check_interval(interval_s: float) -> float:
     return interval_s
 
 
-def build_sources(interval_s: float, ring_dir: str | None = None, pcie: str = "auto",
-                  prometheus_url: str | None = None):
+def build_sources(
+    interval_s: float, ring_dir: str | None = None, pcie: str = "auto", prometheus_url: str | None = None
+):
     """The viewer's sources. With ``prometheus_url`` the jobs are those of every node that Prometheus
     scrapes (`xfertop --prometheus URL`); the GPU, host and topology panes stay this machine's."""
     from xfertop.ui.sources_bundle import JOBS_INTERVAL_S, Sources, host_interval_s
@@ -78,8 +79,9 @@ def interesting_pids(gpu: GpuSource, jobs: PollingSource[JobsState]) -> set[int]
     return pids
 
 
-def watch_interesting_pids(gpu: GpuSource, host: HostSource, jobs: PollingSource[JobsState],
-                           topology: TopologySource | None = None) -> None:
+def watch_interesting_pids(
+    gpu: GpuSource, host: HostSource, jobs: PollingSource[JobsState], topology: TopologySource | None = None
+) -> None:
     """Whenever the GPU or jobs source publishes, tell the host source (and the topology source) which
     processes to detail: the GPU processes and training ranks (of this machine)."""
     local_jobs = not isinstance(jobs, PrometheusJobsSource)

@@ -63,12 +63,27 @@ class DemoJob:
         self.stop()
 
 
-def demo_job_command(*, phase_seconds: float = 15.0, phase_steps: int | None = None, device: str = "auto",
-                     once_fixed: bool = False, python: str = sys.executable,
-                     parent_pid: int | None = None) -> list[str]:
+def demo_job_command(
+    *,
+    phase_seconds: float = 15.0,
+    phase_steps: int | None = None,
+    device: str = "auto",
+    once_fixed: bool = False,
+    python: str = sys.executable,
+    parent_pid: int | None = None,
+) -> list[str]:
     """The demo job's command line; it exits by itself when ``parent_pid`` (default: us) goes."""
-    command = [python, "-m", "xfertop.launch.demo_job", "--phase-seconds", str(phase_seconds),
-               "--device", device, "--parent-pid", str(os.getpid() if parent_pid is None else parent_pid)]
+    command = [
+        python,
+        "-m",
+        "xfertop.launch.demo_job",
+        "--phase-seconds",
+        str(phase_seconds),
+        "--device",
+        device,
+        "--parent-pid",
+        str(os.getpid() if parent_pid is None else parent_pid),
+    ]
     if phase_steps is not None:
         command += ["--phase-steps", str(phase_steps)]
     if once_fixed:
@@ -76,10 +91,17 @@ def demo_job_command(*, phase_seconds: float = 15.0, phase_steps: int | None = N
     return command
 
 
-def start_demo_job(*, ring_dir: str | os.PathLike[str] | None = None,
-                   log_path: str | os.PathLike[str] | None = None, phase_seconds: float = 15.0,
-                   phase_steps: int | None = None, device: str = "auto", once_fixed: bool = False,
-                   python: str = sys.executable, env: dict[str, str] | None = None) -> DemoJob:
+def start_demo_job(
+    *,
+    ring_dir: str | os.PathLike[str] | None = None,
+    log_path: str | os.PathLike[str] | None = None,
+    phase_seconds: float = 15.0,
+    phase_steps: int | None = None,
+    device: str = "auto",
+    once_fixed: bool = False,
+    python: str = sys.executable,
+    env: dict[str, str] | None = None,
+) -> DemoJob:
     """Spawn the demo job. ``ring_dir``: where its ring goes (default: where the viewer looks);
     ``log_path``: its output (default: a new private file under the temp directory)."""
     child_env = dict(os.environ if env is None else env)
@@ -92,11 +114,22 @@ def start_demo_job(*, ring_dir: str | os.PathLike[str] | None = None,
         log_path = name
     else:
         log = open(log_path, "wb")  # noqa: SIM115 - kept open for the child's lifetime, closed by stop()
-    command = demo_job_command(phase_seconds=phase_seconds, phase_steps=phase_steps, device=device,
-                               once_fixed=once_fixed, python=python)
+    command = demo_job_command(
+        phase_seconds=phase_seconds,
+        phase_steps=phase_steps,
+        device=device,
+        once_fixed=once_fixed,
+        python=python,
+    )
     try:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                   env=child_env, close_fds=True)
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=child_env,
+            close_fds=True,
+        )
     except BaseException:
         log.close()
         raise

@@ -61,19 +61,37 @@ class StopFlag:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m xfertop.launch.demo_job",
-                                     description="A training job that starves, then fixes itself live.")
-    parser.add_argument("--phase-seconds", type=float, default=15.0,
-                        help="how long the starved phase runs before the fix (and the fixed phase, "
-                             "with --once-fixed); default 15")
-    parser.add_argument("--phase-steps", type=int, default=None,
-                        help="end each phase after this many steps if that comes before --phase-seconds")
-    parser.add_argument("--device", default="auto",
-                        help="auto (cuda when available, else cpu), cpu, cuda, cuda:N")
-    parser.add_argument("--once-fixed", action="store_true",
-                        help="exit after one fixed phase instead of running until stopped")
-    parser.add_argument("--parent-pid", type=int, default=None,
-                        help="exit when process PARENT_PID is no longer this one's parent (it died)")
+    parser = argparse.ArgumentParser(
+        prog="python -m xfertop.launch.demo_job",
+        description="A training job that starves, then fixes itself live.",
+    )
+    parser.add_argument(
+        "--phase-seconds",
+        type=float,
+        default=15.0,
+        help="how long the starved phase runs before the fix (and the fixed phase, "
+        "with --once-fixed); default 15",
+    )
+    parser.add_argument(
+        "--phase-steps",
+        type=int,
+        default=None,
+        help="end each phase after this many steps if that comes before --phase-seconds",
+    )
+    parser.add_argument(
+        "--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda, cuda:N"
+    )
+    parser.add_argument(
+        "--once-fixed",
+        action="store_true",
+        help="exit after one fixed phase instead of running until stopped",
+    )
+    parser.add_argument(
+        "--parent-pid",
+        type=int,
+        default=None,
+        help="exit when process PARENT_PID is no longer this one's parent (it died)",
+    )
     return parser.parse_args(argv)
 
 
@@ -94,8 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch  # noqa: F401 - only to learn whether the real job can run
     except ImportError:
-        print("xfertop demo: torch is not installed, so this is a pure-Python simulation of a training loop.",
-              flush=True)
+        print(
+            "xfertop demo: torch is not installed, so this is a pure-Python simulation of a training loop.",
+            flush=True,
+        )
         from xfertop.launch.demo_simulated import run_simulated
 
         run_simulated(starved_end, fixed_end, stop)

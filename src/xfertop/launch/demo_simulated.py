@@ -56,12 +56,15 @@ def fixed_phase(end: PhaseEnd, stop: StopFlag) -> bool:
     workers = worker_count(LOAD_MS, COMPUTE_MS)
     load_ms = fixed_load_ms(LOAD_MS, COMPUTE_MS, workers)
     read_ahead = f", storage read-ahead: a batch loads in {load_ms:.0f} ms" if load_ms < LOAD_MS else ""
-    announce(f"phase 2, fixed: {workers} loader threads, {workers * FIXED_PREFETCH_FACTOR} batches ahead"
-             f"{read_ahead}.")
+    announce(
+        f"phase 2, fixed: {workers} loader threads, {workers * FIXED_PREFETCH_FACTOR} batches ahead"
+        f"{read_ahead}."
+    )
     clock = PhaseClock(end)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="demo-loader") as pool:
-        ahead: deque[Future[int]] = deque(pool.submit(load_batch_in, load_ms)
-                                          for _ in range(workers * FIXED_PREFETCH_FACTOR))
+        ahead: deque[Future[int]] = deque(
+            pool.submit(load_batch_in, load_ms) for _ in range(workers * FIXED_PREFETCH_FACTOR)
+        )
         while True:
             ahead.popleft().result()
             ahead.append(pool.submit(load_batch_in, load_ms))
@@ -74,7 +77,9 @@ def fixed_phase(end: PhaseEnd, stop: StopFlag) -> bool:
 
 
 def run_simulated(starved_end: PhaseEnd, fixed_end: PhaseEnd, stop: StopFlag) -> None:
-    announce(f"simulated steps of {COMPUTE_MS:.0f} ms; phase 1, starved: each batch loads in the loop "
-             f"({LOAD_MS:.0f} ms).")
+    announce(
+        f"simulated steps of {COMPUTE_MS:.0f} ms; phase 1, starved: each batch loads in the loop "
+        f"({LOAD_MS:.0f} ms)."
+    )
     if starved_phase(starved_end, stop) and fixed_phase(fixed_end, stop):
         announce("fixed phase over; exiting.")

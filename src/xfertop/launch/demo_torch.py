@@ -76,9 +76,12 @@ def build_model(device: torch.device) -> tuple[nn.Module, torch.optim.Optimizer,
     else:
         batch_size, features, hidden = 32, 1024, 1024
     model = nn.Sequential(
-        nn.Linear(features, hidden), nn.ReLU(),
-        nn.Linear(hidden, hidden), nn.ReLU(),
-        nn.Linear(hidden, hidden), nn.ReLU(),
+        nn.Linear(features, hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, hidden),
+        nn.ReLU(),
         nn.Linear(hidden, CLASSES),
     ).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
@@ -96,8 +99,9 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, inputs: torch
     optimizer.step()
 
 
-def measure_pass_ms(model: nn.Module, optimizer: torch.optim.Optimizer, device: torch.device,
-                    batch_size: int, features: int) -> float:
+def measure_pass_ms(
+    model: nn.Module, optimizer: torch.optim.Optimizer, device: torch.device, batch_size: int, features: int
+) -> float:
     """Time of one forward/backward pass on this machine, measured outside the step clock."""
     inputs = torch.rand(batch_size, features, device=device)
     times_ms = []
@@ -113,8 +117,15 @@ def measure_pass_ms(model: nn.Module, optimizer: torch.optim.Optimizer, device: 
     return min(times_ms)  # the least contended pass: other processes only ever add time
 
 
-def train_phase(loader: DataLoader, model: nn.Module, optimizer: torch.optim.Optimizer, passes: int,
-                device: torch.device, end: PhaseEnd, stop: StopFlag) -> bool:
+def train_phase(
+    loader: DataLoader,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    passes: int,
+    device: torch.device,
+    end: PhaseEnd,
+    stop: StopFlag,
+) -> bool:
     """Train until the phase ends (True) or the job is asked to stop (False)."""
     clock = PhaseClock(end)
     while True:  # epochs
@@ -138,8 +149,10 @@ def run_torch(requested_device: str, starved_end: PhaseEnd, fixed_end: PhaseEnd,
     load_ms = max(MIN_LOAD_MS, STARVED_LOAD_OVER_COMPUTE * compute_ms)
     dataset = SlowBatches(batch_size, features, load_ms)
 
-    announce(f"on {device}; a step computes in ~{compute_ms:.0f} ms, a batch takes ~{load_ms:.0f} ms to "
-             "load. Phase 1, starved: num_workers=0, pageable memory.")
+    announce(
+        f"on {device}; a step computes in ~{compute_ms:.0f} ms, a batch takes ~{load_ms:.0f} ms to "
+        "load. Phase 1, starved: num_workers=0, pageable memory."
+    )
     # batch_size=None: the dataset already yields whole batches.
     starved = DataLoader(dataset, batch_size=None, num_workers=0, pin_memory=False)
     if not train_phase(starved, model, optimizer, passes, device, starved_end, stop):
@@ -148,12 +161,23 @@ def run_torch(requested_device: str, starved_end: PhaseEnd, fixed_end: PhaseEnd,
 
     workers = worker_count(load_ms, compute_ms)
     dataset.load_ms = fixed_load_ms(load_ms, compute_ms, workers)
-    read_ahead = (f", storage read-ahead: a batch loads in {dataset.load_ms:.0f} ms"
-                  if dataset.load_ms < load_ms else "")
-    announce(f"phase 2, fixed: num_workers={workers} (cores: {usable_cores()}), "
-             f"pin_memory={device.type == 'cuda'}, non_blocking copies, "
-             f"prefetch_factor={FIXED_PREFETCH_FACTOR}, persistent_workers{read_ahead}.")
-    fixed = DataLoader(dataset, batch_size=None, num_workers=workers, pin_memory=device.type == "cuda",
-                       prefetch_factor=FIXED_PREFETCH_FACTOR, persistent_workers=True)
+    read_ahead = (
+        f", storage read-ahead: a batch loads in {dataset.load_ms:.0f} ms"
+        if dataset.load_ms < load_ms
+        else ""
+    )
+    announce(
+        f"phase 2, fixed: num_workers={workers} (cores: {usable_cores()}), "
+        f"pin_memory={device.type == 'cuda'}, non_blocking copies, "
+        f"prefetch_factor={FIXED_PREFETCH_FACTOR}, persistent_workers{read_ahead}."
+    )
+    fixed = DataLoader(
+        dataset,
+        batch_size=None,
+        num_workers=workers,
+        pin_memory=device.type == "cuda",
+        prefetch_factor=FIXED_PREFETCH_FACTOR,
+        persistent_workers=True,
+    )
     if train_phase(fixed, model, optimizer, passes, device, fixed_end, stop):
         announce("fixed phase over; exiting.")

@@ -73,8 +73,10 @@ def _rank_text(label: str, rank: RankStacks) -> Text:
     if rank.workers:
         loads = " ".join(f"{w.busy_share * 100:.0f}%" for w in rank.workers)
         # "busy" means busy more than half of the window (RankStacks.workers_busy): say so beside the loads.
-        text.append(f"\n  {len(rank.workers)} workers, {rank.workers_busy} busy over half the window;"
-                    f" each busy {loads} of it")
+        text.append(
+            f"\n  {len(rank.workers)} workers, {rank.workers_busy} busy over half the window;"
+            f" each busy {loads} of it"
+        )
     else:
         text.append("\n  workers: none seen (num_workers=0, or not sampled)", style="dim")
     if rank.pin_busy_share is not None:

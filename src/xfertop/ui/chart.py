@@ -26,11 +26,16 @@ def spark(values: Sequence[float | None], scale_max: float, width: int) -> str:
     else:
         # round(fraction * levels), the fraction clamped to [0, 1]; a non-zero value never vanishes:
         # a trickle of traffic still shows as the lowest block.
-        cells = [blocks[0] if value is None
-                 else blocks[_LEVELS] if value >= scale_max
-                 else blocks[max(round(value / scale_max * _LEVELS), 1)] if value > 0
-                 else blocks[0]
-                 for value in recent]
+        cells = [
+            blocks[0]
+            if value is None
+            else blocks[_LEVELS]
+            if value >= scale_max
+            else blocks[max(round(value / scale_max * _LEVELS), 1)]
+            if value > 0
+            else blocks[0]
+            for value in recent
+        ]
     return " " * (width - len(cells)) + "".join(cells)
 
 
@@ -53,8 +58,9 @@ def area(values: Sequence[float | None], scale_max: float, width: int, height: i
 def column(value: float | None, scale_max: float, rows: int) -> tuple[str, ...]:
     """One point of :func:`area`: its glyph in each row, top row first."""
     eighths_total = round(_fraction(value, scale_max) * rows * _LEVELS)
-    return tuple(_BLOCKS[min(max(eighths_total - row * _LEVELS, 0), _LEVELS)]
-                 for row in range(rows - 1, -1, -1))
+    return tuple(
+        _BLOCKS[min(max(eighths_total - row * _LEVELS, 0), _LEVELS)] for row in range(rows - 1, -1, -1)
+    )
 
 
 def bar(fraction: float | None, width: int) -> str:
@@ -101,13 +107,15 @@ def time_axis(width: int, seconds_per_point: float) -> str:
     if width <= 0:
         return ""
     cells = [" "] * width
-    marks = [(0, _seconds_label(width * seconds_per_point)),
-             (width // 2, _seconds_label(width / 2 * seconds_per_point))]
+    marks = [
+        (0, _seconds_label(width * seconds_per_point)),
+        (width // 2, _seconds_label(width / 2 * seconds_per_point)),
+    ]
     for start, label in marks:
         if start + len(label) <= width - 4:
-            cells[start:start + len(label)] = label
+            cells[start : start + len(label)] = label
     if width >= 3:
-        cells[width - 3:] = "now"
+        cells[width - 3 :] = "now"
     return "".join(cells)
 
 
@@ -119,9 +127,16 @@ def step_axis(width: int, first_step: int, last_step: int) -> str:
     return left + " " * (width - len(left) - len(right)) + right
 
 
-def framed(values: Sequence[float | None] | Callable[[int, int], list[str]], scale_max: float, width: int,
-           rows: int, *, top_label: str, seconds_per_point: float = 1.0,
-           axis: str | None = None) -> tuple[list[str], list[str]]:
+def framed(
+    values: Sequence[float | None] | Callable[[int, int], list[str]],
+    scale_max: float,
+    width: int,
+    rows: int,
+    *,
+    top_label: str,
+    seconds_per_point: float = 1.0,
+    axis: str | None = None,
+) -> tuple[list[str], list[str]]:
     """A chart ``width`` cells wide, ``rows`` tall plus its x axis: (axis column of each row, plot of
     each row), the axis column labelled with the top of the scale (``top_label``) and 0 at the bottom;
     the last row is the x axis: ``axis`` if given, else :func:`time_axis`. ``values`` may be a function

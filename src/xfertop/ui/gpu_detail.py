@@ -29,10 +29,12 @@ def _value(value: object, unit: str = "") -> str:
 def _facts(gpu: GpuSnapshot) -> Text:
     link, errors = gpu.link, gpu.errors
     coverage = gpu.pcie.coverage
-    method = {"counter": "byte counters, covers all the time",
-              "gpm": "GPM counters, covers all the time",
-              "sampled": f"20 ms sampler, covers {100 * (coverage or 0):.0f}% of the time",
-              "none": "not available on this GPU or driver"}[gpu.pcie.method]
+    method = {
+        "counter": "byte counters, covers all the time",
+        "gpm": "GPM counters, covers all the time",
+        "sampled": f"20 ms sampler, covers {100 * (coverage or 0):.0f}% of the time",
+        "none": "not available on this GPU or driver",
+    }[gpu.pcie.method]
     lines = [
         f"{gpu.name}  {gpu.uuid}  bus {gpu.bus_id}",
         f"link now {link_text.link_words(link.gen_current, link.width_current)}, "
@@ -52,20 +54,34 @@ def _facts(gpu: GpuSnapshot) -> Text:
     return text
 
 
-def detail_charts(gpu: GpuSnapshot, history: History, width: int, rows: int,
-                  point_s: float) -> list[Pieces]:
+def detail_charts(gpu: GpuSnapshot, history: History, width: int, rows: int, point_s: float) -> list[Pieces]:
     """RX, TX, utilisation and memory history filling ``rows`` lines: in two pairs side by side when
     ``width`` allows, else one under the other."""
     scale = link_text.chart_scale_bytes_per_s(gpu.link) or 0.0
     top = f"{scale / 1e9:.0f}G" if scale else "?"
     charts = [
-        (link_text.direction_label("RX", gpu.pcie.rx_bytes_per_s, gpu) + "  host to device",
-         gpu_series(gpu, "rx"), scale, top, "green"),
-        (link_text.direction_label("TX", gpu.pcie.tx_bytes_per_s, gpu) + "  device to host",
-         gpu_series(gpu, "tx"), scale, top, "blue"),
+        (
+            link_text.direction_label("RX", gpu.pcie.rx_bytes_per_s, gpu) + "  host to device",
+            gpu_series(gpu, "rx"),
+            scale,
+            top,
+            "green",
+        ),
+        (
+            link_text.direction_label("TX", gpu.pcie.tx_bytes_per_s, gpu) + "  device to host",
+            gpu_series(gpu, "tx"),
+            scale,
+            top,
+            "blue",
+        ),
         (f"utilisation {percent(gpu.util_gpu_percent)}", gpu_series(gpu, "util"), 100.0, "100%", "cyan"),
-        (f"memory {gb(gpu.mem_used_bytes)} of {gb(gpu.mem_total_bytes)} GB", gpu_series(gpu, "mem"), 100.0,
-         "100%", "magenta"),
+        (
+            f"memory {gb(gpu.mem_used_bytes)} of {gb(gpu.mem_total_bytes)} GB",
+            gpu_series(gpu, "mem"),
+            100.0,
+            "100%",
+            "magenta",
+        ),
     ]
     per_row = 2 if width >= _PAIRED_COLUMNS else 1
     bands = len(charts) // per_row
@@ -73,10 +89,16 @@ def detail_charts(gpu: GpuSnapshot, history: History, width: int, rows: int,
     lines: list[Pieces] = []
     for band in range(bands):
         band_rows = max((rows - len(lines)) // (bands - band), 3)
-        shown = charts[band * per_row:(band + 1) * per_row]
-        lines += side_by_side([chart_block(title, history, series, chart_scale, top_label, each_width,
-                                           band_rows, style, point_s)
-                               for title, series, chart_scale, top_label, style in shown], _GAP)
+        shown = charts[band * per_row : (band + 1) * per_row]
+        lines += side_by_side(
+            [
+                chart_block(
+                    title, history, series, chart_scale, top_label, each_width, band_rows, style, point_s
+                )
+                for title, series, chart_scale, top_label, style in shown
+            ],
+            _GAP,
+        )
     return lines
 
 

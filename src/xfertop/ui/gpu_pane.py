@@ -44,8 +44,9 @@ def _util_style(value: float | None) -> str:
     return "red" if value < 30 else "yellow" if value < 70 else "green"
 
 
-def _first_line(gpu: GpuSnapshot, width: int, health: bool = True,
-                trends: tuple[str, str] | None = None) -> Text:
+def _first_line(
+    gpu: GpuSnapshot, width: int, health: bool = True, trends: tuple[str, str] | None = None
+) -> Text:
     """Name, utilisation and memory (bars, plus the trend sparklines ``trends`` when given), health."""
     narrow = width < _NARROW_COLUMNS
     bar_cells = _BAR_CELLS_NARROW if narrow else _BAR_CELLS
@@ -85,8 +86,10 @@ def _traffic_line(gpu: GpuSnapshot, history: History, width: int) -> Text:
     """Second line: RX and TX charts, each labelled with the rate against the link's capacity."""
     line = Text("  ")
     scale = link_text.chart_scale_bytes_per_s(gpu.link) or 0.0
-    labels = [link_text.direction_label("RX", gpu.pcie.rx_bytes_per_s, gpu),
-              link_text.direction_label("TX", gpu.pcie.tx_bytes_per_s, gpu)]
+    labels = [
+        link_text.direction_label("RX", gpu.pcie.rx_bytes_per_s, gpu),
+        link_text.direction_label("TX", gpu.pcie.tx_bytes_per_s, gpu),
+    ]
     half = (width - 2) // 2
     if max(len(label) for label in labels) > half - 1 - _MIN_CHART_CELLS:
         labels = [link_text.short_label(label) for label in labels]
@@ -104,19 +107,36 @@ def _compact_traffic(gpu: GpuSnapshot) -> str:
     capacity = link_text.capacity_bytes_per_s(link.gen_current, link.width_current)
     of = f"/{capacity / 1e9:.0f}" if capacity else ""
     sampled = "~" if gpu.pcie.method == "sampled" else ""
-    return (f"  RX {sampled}{gb(gpu.pcie.rx_bytes_per_s)}{of} TX {sampled}{gb(gpu.pcie.tx_bytes_per_s)}"
-            f" GB/s {link_text.link_words(link.gen_current, link.width_current)}")
+    return (
+        f"  RX {sampled}{gb(gpu.pcie.rx_bytes_per_s)}{of} TX {sampled}{gb(gpu.pcie.tx_bytes_per_s)}"
+        f" GB/s {link_text.link_words(link.gen_current, link.width_current)}"
+    )
 
 
 def _fit(text: str, width: int) -> str:
     return text[: width - 1] + "…" if len(text) > width else text.ljust(width)
 
 
-def chart_block(title: str, history: History, series: Hashable, scale: float, top_label: str, width: int,
-                rows: int, style: str, seconds_per_point: float) -> list[Pieces]:
+def chart_block(
+    title: str,
+    history: History,
+    series: Hashable,
+    scale: float,
+    top_label: str,
+    width: int,
+    rows: int,
+    style: str,
+    seconds_per_point: float,
+) -> list[Pieces]:
     """A titled chart exactly ``width`` cells wide and ``rows`` tall (title, plot rows, time axis)."""
-    axis, plot = chart.framed(lambda w, h: history.area(series, scale, w, h), scale, width, rows - 2,
-                              top_label=top_label, seconds_per_point=seconds_per_point)
+    axis, plot = chart.framed(
+        lambda w, h: history.area(series, scale, w, h),
+        scale,
+        width,
+        rows - 2,
+        top_label=top_label,
+        seconds_per_point=seconds_per_point,
+    )
     plot_width = width - len(axis[0])
     lines: list[Pieces] = [((_fit(title, width), "bold"),)]
     last = len(plot) - 1
@@ -150,19 +170,33 @@ def chart_rows(gpu: GpuSnapshot, history: History, width: int, rows: int, point_
     scale = link_text.chart_scale_bytes_per_s(gpu.link) or 0.0
     top = f"{scale / 1e9:.0f}G" if scale else "?"
     charts = [
-        (link_text.direction_label("RX", gpu.pcie.rx_bytes_per_s, gpu), gpu_series(gpu, "rx"), scale, top,
-         "green"),
-        (link_text.direction_label("TX", gpu.pcie.tx_bytes_per_s, gpu), gpu_series(gpu, "tx"), scale, top,
-         "blue"),
+        (
+            link_text.direction_label("RX", gpu.pcie.rx_bytes_per_s, gpu),
+            gpu_series(gpu, "rx"),
+            scale,
+            top,
+            "green",
+        ),
+        (
+            link_text.direction_label("TX", gpu.pcie.tx_bytes_per_s, gpu),
+            gpu_series(gpu, "tx"),
+            scale,
+            top,
+            "blue",
+        ),
     ]
     if width >= _FOUR_CHART_COLUMNS:
         memory = f"mem {gb(gpu.mem_used_bytes)} of {gb(gpu.mem_total_bytes)} GB"
-        charts += [(f"util {percent(gpu.util_gpu_percent)}", gpu_series(gpu, "util"), 100.0, "100%", "cyan"),
-                   (memory, gpu_series(gpu, "mem"), 100.0, "100%", "magenta")]
+        charts += [
+            (f"util {percent(gpu.util_gpu_percent)}", gpu_series(gpu, "util"), 100.0, "100%", "cyan"),
+            (memory, gpu_series(gpu, "mem"), 100.0, "100%", "magenta"),
+        ]
     count = len(charts)
     each = (width - 2 - _CHART_GAP * (count - 1)) // count
-    blocks = [chart_block(title, history, series, chart_scale, top_label, each, rows, style, point_s)
-              for title, series, chart_scale, top_label, style in charts]
+    blocks = [
+        chart_block(title, history, series, chart_scale, top_label, each, rows, style, point_s)
+        for title, series, chart_scale, top_label, style in charts
+    ]
     return side_by_side(blocks, _CHART_GAP, indent="  ")
 
 
@@ -190,13 +224,19 @@ class GpuPane(TextLines, can_focus=True):
         history = self.app.view.history  # type: ignore[attr-defined]
         trends = None
         if width >= _TREND_COLUMNS:
-            trends = (history.spark(("gpu", gpu.index, "util"), 100.0, _TREND_CELLS),
-                      history.spark(("gpu", gpu.index, "mem"), 100.0, _TREND_CELLS))
+            trends = (
+                history.spark(("gpu", gpu.index, "util"), 100.0, _TREND_CELLS),
+                history.spark(("gpu", gpu.index, "mem"), 100.0, _TREND_CELLS),
+            )
         warning = None if gpu.lost_reason else link_text.short_warning(gpu)
         # A link warning outranks temperature, power and trends when the line is short.
         roomy = width >= _ONE_LINE_HEALTH_COLUMNS
-        first = _first_line(gpu, width, health=roomy or not (one_line or warning),
-                            trends=trends if roomy or not warning else None)
+        first = _first_line(
+            gpu,
+            width,
+            health=roomy or not (one_line or warning),
+            trends=trends if roomy or not warning else None,
+        )
         if one_line:
             if not gpu.lost_reason:
                 first.append(_compact_traffic(gpu))

@@ -32,10 +32,11 @@ def _find(analysis: Analysis, job_key: str, pid: int) -> tuple[JobAnalysis, Rank
     return None if found is None else (job, found)
 
 
-def _step_chart(rank: RankState, values: list[float], scale: float, top: str, width: int, rows: int,
-                style: str) -> list[Text]:
+def _step_chart(
+    rank: RankState, values: list[float], scale: float, top: str, width: int, rows: int, style: str
+) -> list[Text]:
     """``rows`` lines: a chart of one value per step, the newest step on the right, then its step axis."""
-    shown = rank.steps[-max(width - len(top) - 1, 0):]
+    shown = rank.steps[-max(width - len(top) - 1, 0) :]
     axis = chart.step_axis(width - len(top) - 1, shown[0].step, shown[-1].step) if shown else ""
     column, plot = chart.framed(values, scale, width, rows - 1, top_label=top, axis=axis)
     lines = []
@@ -51,8 +52,11 @@ def rank_detail(job: JobAnalysis, found: RankAnalysis, view: ViewState, width: i
     rank, stats = found.rank, found.stats
     lines: list[Text] = []
     status = rank.status if job.live else ", ".join(job.ended_how) or rank.status
-    lines.append(Text(f"{job.job.name}  rank {rank_label(rank)}  pid {rank.pid}  {rank.device}  {status}",
-                      style="bold"))
+    lines.append(
+        Text(
+            f"{job.job.name}  rank {rank_label(rank)}  pid {rank.pid}  {rank.device}  {status}", style="bold"
+        )
+    )
     lines.append(Text(" ".join(rank.argv), style="dim"))
     lines.append(verdict_line(job.job.name, job, with_advice=False))
     lines += [Text(f"  - {advice}") for advice in job.verdict.advice]
@@ -63,19 +67,27 @@ def rank_detail(job: JobAnalysis, found: RankAnalysis, view: ViewState, width: i
         lines.append(Text(warming, style="dim"))
     else:
         idle = ms(stats.gpu_idle.p50_ms) if stats.gpu_idle else "n/a (no GPU timing)"
-        lines.append(Text(f"median step {ms(stats.wall.p50_ms)} (p95 {ms(stats.wall.p95_ms)})  "
-                          f"wait {ms(stats.data_wait.p50_ms)}  copy {ms(stats.copy.p50_ms)}  "
-                          f"compute {ms(stats.compute.p50_ms)}  GPU idle {idle}"
-                          f"   steps {stats.first_step}-{stats.last_step}, {stats.clock} clock"))
+        lines.append(
+            Text(
+                f"median step {ms(stats.wall.p50_ms)} (p95 {ms(stats.wall.p95_ms)})  "
+                f"wait {ms(stats.data_wait.p50_ms)}  copy {ms(stats.copy.p50_ms)}  "
+                f"compute {ms(stats.compute.p50_ms)}  GPU idle {idle}"
+                f"   steps {stats.first_step}-{stats.last_step}, {stats.clock} clock"
+            )
+        )
         key = legend()
         bar = breakdown_bar(stats, max(min(width - key.cell_len - 2, 60), 10))
         bar.append("  ")
         bar.append_text(key)
         lines.append(bar)
-        lines.append(Text(f"{stats.samples_per_s:.0f} samples/s   H2D {rate_gb_per_s(stats.h2d_bytes_per_s)}"
-                          f"   pinned {pinned_text(view, rank.pid, rank.pinned_host_bytes)}"
-                          f"   DataLoader workers {NA if workers is None else workers}"
-                          + (f"   flags: {flags}" if flags else "")))
+        lines.append(
+            Text(
+                f"{stats.samples_per_s:.0f} samples/s   H2D {rate_gb_per_s(stats.h2d_bytes_per_s)}"
+                f"   pinned {pinned_text(view, rank.pid, rank.pinned_host_bytes)}"
+                f"   DataLoader workers {NA if workers is None else workers}"
+                + (f"   flags: {flags}" if flags else "")
+            )
+        )
     walls = [step.wall_ms for step in rank.steps]
     waits = [step.data_wait_ms for step in rank.steps]
     scale = max(walls) if walls else 1.0

@@ -191,8 +191,12 @@ class JobsPane(Vertical):
         """``fold_now``: fold ended jobs at once (a short terminal keeps the live job's verdict in view)."""
         if state is None or not self._empty.is_attached:  # a snapshot landed before compose or in teardown
             return
-        shown = self.ended.choose(analysis, fold_s=0.0 if fold_now else self.fold_s, forget_s=self.forget_s,
-                                  show_folded=self.show_folded)
+        shown = self.ended.choose(
+            analysis,
+            fold_s=0.0 if fold_now else self.fold_s,
+            forget_s=self.forget_s,
+            show_folded=self.show_folded,
+        )
         has_jobs = bool(shown.jobs) or bool(shown.folded)
         if self._empty.display == has_jobs:
             self._empty.display = not has_jobs

@@ -54,7 +54,8 @@ def choose_columns(columns: Sequence[Column], widths: Sequence[int], room: int) 
     columns with the highest ``drop_order`` are left out, whole, until the others fit."""
     shown = list(range(len(columns)))
     needed = lambda: sum(  # noqa: E731
-        (columns[i].min_width if columns[i].fill else widths[i]) + 2 for i in shown)
+        (columns[i].min_width if columns[i].fill else widths[i]) + 2 for i in shown
+    )
     while needed() > room:
         droppable = [i for i in shown if columns[i].drop_order > 0]
         if not droppable:
@@ -101,8 +102,9 @@ class LineTable(ScrollView, can_focus=True):
         def control(self) -> LineTable:
             return self.table
 
-    def __init__(self, columns: Sequence[Column], *, id: str | None = None,
-                 classes: str | None = None) -> None:
+    def __init__(
+        self, columns: Sequence[Column], *, id: str | None = None, classes: str | None = None
+    ) -> None:
         super().__init__(id=id, classes=classes)
         self._columns: tuple[Column, ...] = tuple(columns)
         self._keys: list[str] = []

@@ -33,8 +33,11 @@ COLUMN_NAMES = tuple(column.name for column in COLUMNS)
 #: The parts of the stacked bar: name, the letter its cells are drawn with, colour. The first part is
 #: the GPU idle gap when the steps carry GPU timing, else the host's data wait: what the step lost to
 #: input. Letters as well as colours: the bar reads the same without colour (docs/ui.md).
-SEGMENTS = (("input", "I", "bold black on red"), ("copy", "C", "bold black on yellow"),
-            ("compute", "X", "bold black on green"))
+SEGMENTS = (
+    ("input", "I", "bold black on red"),
+    ("copy", "C", "bold black on yellow"),
+    ("compute", "X", "bold black on green"),
+)
 BAR_CELLS = 16
 #: Recent steps in the HISTORY column: step time, scaled to the slowest of them.
 HISTORY_CELLS = 16
@@ -47,8 +50,9 @@ def breakdown_bar(stats: WindowStats | None, width: int = BAR_CELLS) -> Text:
     if stats is None:
         return Text("·" * width, style="dim")
     shares = (stats.input_share, stats.copy_share, stats.compute_share)
-    pieces = chart.stacked([(share, letter, style) for share, (_, letter, style) in zip(shares, SEGMENTS,
-                                                                                        strict=True)], width)
+    pieces = chart.stacked(
+        [(share, letter, style) for share, (_, letter, style) in zip(shares, SEGMENTS, strict=True)], width
+    )
     return Text.assemble(*pieces)
 
 
@@ -75,8 +79,12 @@ def rank_flags(rank: RankState, stats: WindowStats | None) -> list[str]:
     elif stats is not None and stats.pinned_step_fraction is not None and stats.pinned_step_fraction < 1:
         flags.append("pageable copies")
     workers = rank.dataloader_workers
-    if (workers is not None and workers < _FEW_WORKERS and stats is not None
-            and stats.data_wait_share >= _WAIT_WORTH_FLAGGING):
+    if (
+        workers is not None
+        and workers < _FEW_WORKERS
+        and stats is not None
+        and stats.data_wait_share >= _WAIT_WORTH_FLAGGING
+    ):
         flags.append("few workers")
     if rank.reporter_disabled:
         flags.append("reporter off")
@@ -105,8 +113,22 @@ def rank_cells(job_name: str, rank: RankState, stats: WindowStats | None) -> tup
     flag_text: str | Text = Text(", ".join(flags), style="yellow") if flags else ""
     if stats is None:
         # Too few steps for a window yet: say so rather than show figures from a handful of steps.
-        return (job_name, rank_label(rank), _status(rank), "warming up", step_history(rank),
-                breakdown_bar(None), NA, NA, NA, NA, NA, NA, human_bytes(rank.pinned_host_bytes), flag_text)
+        return (
+            job_name,
+            rank_label(rank),
+            _status(rank),
+            "warming up",
+            step_history(rank),
+            breakdown_bar(None),
+            NA,
+            NA,
+            NA,
+            NA,
+            NA,
+            NA,
+            human_bytes(rank.pinned_host_bytes),
+            flag_text,
+        )
     return (
         job_name,
         rank_label(rank),

@@ -78,8 +78,9 @@ class ReplayApp(XfertopApp):
     ]
 
     def __init__(self, player: ReplayPlayer, *, interval_s: float = 1.0) -> None:
-        super().__init__(replay_sources(player, interval_s), interval_s=interval_s,
-                         clock=player.recorded_time)
+        super().__init__(
+            replay_sources(player, interval_s), interval_s=interval_s, clock=player.recorded_time
+        )
         self.player = player
 
     def compose(self) -> ComposeResult:

@@ -55,8 +55,9 @@ class Settings:
             theme=theme if isinstance(theme, str) else None,
             monochrome=data.get("monochrome") is True,
             ended_fold_s=float(fold) if isinstance(fold, int | float) and fold >= 0 else found.ended_fold_s,
-            ended_forget_s=(float(forget) if isinstance(forget, int | float) and forget >= 0
-                            else found.ended_forget_s),
+            ended_forget_s=(
+                float(forget) if isinstance(forget, int | float) and forget >= 0 else found.ended_forget_s
+            ),
         )
 
     def with_changes(self, **changes: Any) -> Settings:
@@ -65,8 +66,12 @@ class Settings:
     def save(self) -> None:
         if self.path is None:
             return
-        data: dict[str, Any] = {"theme": self.theme, "monochrome": self.monochrome,
-                                "ended_fold_s": self.ended_fold_s, "ended_forget_s": self.ended_forget_s}
+        data: dict[str, Any] = {
+            "theme": self.theme,
+            "monochrome": self.monochrome,
+            "ended_fold_s": self.ended_fold_s,
+            "ended_forget_s": self.ended_forget_s,
+        }
         with contextlib.suppress(OSError):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             temporary = self.path.with_suffix(".json.tmp")

@@ -130,8 +130,9 @@ class TextLines(Widget):
     def _set_lines(self, lines: Sequence[Row], width: int) -> list[int]:
         keys = [row_key(line) for line in lines]
         old = self._keys if width == self._built_width else []
-        changed = [y for y in range(max(len(old), len(keys))) if y >= len(old) or y >= len(keys)
-                   or old[y] != keys[y]]
+        changed = [
+            y for y in range(max(len(old), len(keys))) if y >= len(old) or y >= len(keys) or old[y] != keys[y]
+        ]
         self._lines, self._keys, self._built_width = list(lines), keys, width
         return changed
 

@@ -41,8 +41,11 @@ class TopologyScreen(Screen[None]):
         topology = view.topology
         warnings = placement_warnings(topology, gpus_under_load(view.gpu)) if topology else ()
         self.query_one("#topology-summary", Static).update(summary_text(topology, warnings))
-        for widget_id, render in (("#topology-matrix", matrix_text), ("#topology-paths", path_text),
-                                  ("#topology-processes", placement_text)):
+        for widget_id, render in (
+            ("#topology-matrix", matrix_text),
+            ("#topology-paths", path_text),
+            ("#topology-processes", placement_text),
+        ):
             widget = self.query_one(widget_id, Static)
             widget.display = topology is not None
             if topology is not None:

@@ -15,8 +15,10 @@ from xfertop.ui.format import NA, human_bytes
 
 #: Colours of the matrix cells: NVLink best, then one switch, ..., across sockets worst.
 LINK_STYLES = {"X": "dim", "PIX": "green", "PXB": "cyan", "PHB": "yellow", "NODE": "yellow", "SYS": "red"}
-LEGEND = ("X itself  NV# NVLinks  PIX one switch  PXB several switches  PHB via the CPU  "
-          "NODE same NUMA node  SYS across sockets")
+LEGEND = (
+    "X itself  NV# NVLinks  PIX one switch  PXB several switches  PHB via the CPU  "
+    "NODE same NUMA node  SYS across sockets"
+)
 _CELL = 5
 
 
@@ -48,9 +50,11 @@ def summary_text(topology: Topology | None, warnings: Sequence[PlacementWarning]
     if topology is None:
         return Text("reading the topology (sysfs, /proc, NVML) ...", style="dim")
     nodes = len(topology.numa_cpus)
-    text = Text(f"{_count(len(topology.gpus), 'GPU')} (from {topology.gpu_source}), "
-                f"{_count(nodes, 'NUMA node')}, {_count(len(topology.processes), 'process', 'es')} placed",
-                style="bold")
+    text = Text(
+        f"{_count(len(topology.gpus), 'GPU')} (from {topology.gpu_source}), "
+        f"{_count(nodes, 'NUMA node')}, {_count(len(topology.processes), 'process', 'es')} placed",
+        style="bold",
+    )
     if topology.error:
         text.append(f"\n{topology.error}", style="yellow")
     for warning in warnings:
@@ -67,8 +71,10 @@ def matrix_text(topology: Topology) -> Text:
     text = Text("GPU-to-GPU", style="bold")
     if not gpus:
         return text.append("  no GPUs", style="dim")
-    text.append("\n" + " " * 6 + "".join(f"GPU{g.index}".ljust(_CELL) for g in gpus) + " NUMA  LOCAL CPUs",
-                style="bold")
+    text.append(
+        "\n" + " " * 6 + "".join(f"GPU{g.index}".ljust(_CELL) for g in gpus) + " NUMA  LOCAL CPUs",
+        style="bold",
+    )
     for gpu, row in zip(gpus, topology.links, strict=False):
         text.append(f"\nGPU{gpu.index}".ljust(7), style="bold")
         for link in row:
@@ -96,8 +102,9 @@ def _short_bus(bus_id: str) -> str:
 def path_text(topology: Topology) -> Text:
     """Each GPU's PCIe path, GPU first, up to the root port: bus id and link (now, and max when lower)."""
     text = Text("PCIe paths", style="bold")
-    text.append("  GPU › switch ports › root port, each hop's link now (\"of\" its max when lower)",
-                style="dim")
+    text.append(
+        '  GPU › switch ports › root port, each hop\'s link now ("of" its max when lower)', style="dim"
+    )
     for gpu in topology.gpus:
         text.append(f"\nGPU{gpu.index} ", style="bold")
         if not gpu.pcie_path:
@@ -130,10 +137,14 @@ def _worker_lines(process: ProcessPlacement, topology: Topology) -> list[Text]:
     for allowed, workers in groups.items():
         ran = sorted({node for w in workers for node in w.running_nodes})
         pids = ",".join(str(w.pid) for w in workers)
-        lines.append(Text(f"    {len(workers)} worker{'s' if len(workers) != 1 else ''} ({pids}): "
-                          f"allowed CPUs {cpu_ranges(list(allowed)) or NA} "
-                          f"({_nodes_word(_nodes_of(allowed, topology.numa_cpus))}), ran on "
-                          f"{_nodes_word(ran)}"))
+        lines.append(
+            Text(
+                f"    {len(workers)} worker{'s' if len(workers) != 1 else ''} ({pids}): "
+                f"allowed CPUs {cpu_ranges(list(allowed)) or NA} "
+                f"({_nodes_word(_nodes_of(allowed, topology.numa_cpus))}), ran on "
+                f"{_nodes_word(ran)}"
+            )
+        )
     return lines
 
 

@@ -56,8 +56,12 @@ class ViewState:
             mem_percent = None
             if snapshot.mem_used_bytes is not None and snapshot.mem_total_bytes:
                 mem_percent = 100.0 * snapshot.mem_used_bytes / snapshot.mem_total_bytes
-            for name, value in (("rx", snapshot.pcie.rx_bytes_per_s), ("tx", snapshot.pcie.tx_bytes_per_s),
-                                ("util", snapshot.util_gpu_percent), ("mem", mem_percent)):
+            for name, value in (
+                ("rx", snapshot.pcie.rx_bytes_per_s),
+                ("tx", snapshot.pcie.tx_bytes_per_s),
+                ("util", snapshot.util_gpu_percent),
+                ("mem", mem_percent),
+            ):
                 self.history.add(("gpu", index, name), value)
                 self._add_chart_point(("gpu", index, name), value, state.timestamp)
 
