@@ -132,7 +132,15 @@ def main() -> int:
                 for name, argv in commands(1.0 / rate_hz, not args.no_nvitop, args.xfertop_args).items()
             ]
             if args.before is not None:
-                before_env = {**os.environ, "PYTHONPATH": str(args.before.resolve() / "src")}
+                # The older tree's src first, this tree's taken out; the rest (installed wheels) kept.
+                here = str(Path(__file__).resolve().parents[1] / "src")
+                kept = [
+                    p
+                    for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                    if p and Path(p).resolve() != Path(here)
+                ]
+                path = os.pathsep.join([str(args.before.resolve() / "src"), *kept])
+                before_env = {**os.environ, "PYTHONPATH": path}
                 runs.insert(1, ("xfertop-before", runs[0][1], before_env))
             for name, argv, env in runs:
                 row[name] = measure(argv, args.seconds, args.warmup, columns, rows, env)
