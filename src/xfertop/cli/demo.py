@@ -51,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
         raise ViewerError(f"could not start the demo job: {exc}") from exc
     try:
         sources = build_sources(interval_s, ring_dir=str(job.ring_dir), pcie=args.pcie)
-        code = run_tui(sources, interval_s, no_jobs_text=demo_starting_text(job.process.pid))
+        code = run_tui(
+            sources, interval_s, no_jobs_text=demo_starting_text(job.process.pid), note=job.phase_text
+        )
     finally:
         status = job.stop()
     with contextlib.suppress(OSError):  # the terminal may be gone (hang-up): nothing to tell

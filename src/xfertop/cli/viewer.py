@@ -108,12 +108,12 @@ def require_terminal() -> None:
         raise ViewerError("the live view needs a terminal; for scripts use `xfertop --once --json`")
 
 
-def run_tui(sources, interval_s: float, no_jobs_text: str | None = None) -> int:
+def run_tui(sources, interval_s: float, no_jobs_text: str | None = None, note=None) -> int:
     """Run the TUI until the user quits or the terminal goes away; the sources are stopped either way."""
     from xfertop.ui.app import XfertopApp
 
     startup_trace.mark("viewer: xfertop.ui.app imported (Textual)")
-    app = XfertopApp(sources, interval_s=interval_s, no_jobs_text=no_jobs_text)
+    app = XfertopApp(sources, interval_s=interval_s, no_jobs_text=no_jobs_text, note=note)
     startup_trace.mark("viewer: app built, app.run()")
     try:
         app.run()

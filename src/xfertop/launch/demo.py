@@ -7,6 +7,7 @@ to a log file, never to the terminal the TUI draws on. It exits on its own if th
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -25,6 +26,8 @@ class DemoJob:
     log_path: Path
     ring_dir: Path
     _log: IO[bytes] | None = field(default=None, repr=False)
+    _log_size: int = field(default=-1, repr=False)
+    _phase: str | None = field(default=None, repr=False)
 
     @property
     def pid(self) -> int:
@@ -55,6 +58,19 @@ class DemoJob:
 
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def phase_text(self) -> str | None:
+        """Which phase the demo is in, for the live view's header: "demo phase 1 of 2, starved:
+        num_workers=0, pageable memory", from the job's own announcements in its log; None before the
+        first one. The log is read again only when it grew."""
+        try:
+            size = self.log_path.stat().st_size
+        except OSError:
+            return self._phase
+        if size != self._log_size:
+            self._log_size = size
+            self._phase = demo_phase(self.log_text()) or self._phase
+        return self._phase
 
     def __enter__(self) -> DemoJob:
         return self
@@ -134,3 +150,20 @@ def start_demo_job(
         log.close()
         raise
     return DemoJob(process=process, log_path=Path(log_path), ring_dir=resolved_ring_dir, _log=log)
+
+
+_PHASE = re.compile(r"[Pp]hase (\d), (starved|fixed): (.*?)\.?$")
+
+
+def demo_phase(log: str) -> str | None:
+    """The last phase the demo job announced in ``log`` ("Phase 1, starved: ...", "phase 2, fixed: ..."),
+    as "demo phase 1 of 2, starved: ..."; "demo over" once it said its fixed phase is over."""
+    found = None
+    for line in log.splitlines():
+        if "fixed phase over" in line:
+            found = "demo over: the fixed phase has ended"
+            continue
+        match = _PHASE.search(line)
+        if match:
+            found = f"demo phase {match.group(1)} of 2, {match.group(2)}: {match.group(3)}"
+    return found

@@ -91,10 +91,12 @@ class XfertopApp(App[int]):
         clock: Callable[[], float] = time.time,
         no_jobs_text: str | None = None,
         settings: Settings | None = None,
+        note: Callable[[], str | None] | None = None,
     ) -> None:
         """``no_jobs_text``: what the jobs pane says while no training job is found (``xfertop demo``
         names its demo job, which takes seconds to import torch and build its model). ``settings``: the
-        theme, monochrome and ended-job times (default: the user's config file, ui/settings.py)."""
+        theme, monochrome and ended-job times (default: the user's config file, ui/settings.py). ``note``:
+        a second header line while it returns text (``xfertop demo``: the demo's phase)."""
         super().__init__()
         self.settings = settings if settings is not None else Settings.load()
         self.monochrome = self.settings.monochrome
@@ -107,6 +109,7 @@ class XfertopApp(App[int]):
         self._start_sources = start_sources
         self._clock = clock
         self._no_jobs_text = no_jobs_text
+        self._note = note
         # Messages and resizes can arrive before the panes exist; render only once they do.
         self._mounted = False
         self._jobs_shape: tuple = ()
@@ -124,7 +127,7 @@ class XfertopApp(App[int]):
     def compose(self) -> ComposeResult:
         # Kept as attributes: a snapshot may arrive while the app tears its screens down, when a
         # query would find nothing; repainting a detached widget is harmless.
-        self.header_bar = HeaderBar(self._clock)
+        self.header_bar = HeaderBar(self._clock, self._note)
         self.gpu_area = GpuArea()
         no_jobs = self._no_jobs_text
         self.jobs_pane = JobsPane() if no_jobs is None else JobsPane(no_jobs)

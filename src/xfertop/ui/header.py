@@ -12,12 +12,18 @@ from xfertop.ui.text_lines import TextLines
 
 
 class HeaderBar(TextLines):
-    """Repainted by the app's repaint and its tick (ui/app.py); only a changed second moves the clock."""
+    """Repainted by the app's repaint and its tick (ui/app.py); only a changed second moves the clock.
+    ``note`` (`xfertop demo`: which phase the demo is in) adds a second line while it says something."""
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+    AUTO_HEIGHT = True
+
+    def __init__(
+        self, clock: Callable[[], float] = time.time, note: Callable[[], str | None] | None = None
+    ) -> None:
         super().__init__(id="header")
         # Injected so snapshot tests can freeze the time shown.
         self._clock = clock
+        self._note = note
 
     def build_lines(self, width: int) -> list[Text]:
         view = self.app.view  # type: ignore[attr-defined]
@@ -39,4 +45,9 @@ class HeaderBar(TextLines):
             line.append("  monochrome", style="dim")
         line.append("  ? help", style="dim")
         line.truncate(width)
-        return [line]
+        note = self._note() if self._note is not None else None
+        if not note:
+            return [line]
+        second = Text(f" {note}", style="bold")
+        second.truncate(width, overflow="ellipsis")
+        return [line, second]
