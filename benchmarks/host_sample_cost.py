@@ -86,7 +86,7 @@ def wait_for_job(ring_dir: str, timeout_s: float) -> list[int]:
     """The pids the viewer would watch, once the job has registered and has workers."""
     import psutil
 
-    from xfertop.cli.viewer import interesting_pids
+    from xfertop.sources.bundle import interesting_pids
     from xfertop.sources.jobs import JobsSource
 
     class NoGpu:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 from ui.sample_states import gpu, gpu_state, jobs_state, rank
-from xfertop.analysis.rank_gpu import cuda_index, gpu_busy_share_by_pid, rank_gpu, watched_processes
+from xfertop.analysis.evidence import rank_context
 from xfertop.model.gpu import GpuProcess, GpuSnapshot
+from xfertop.model.rank_gpu import cuda_index, rank_gpu, watched_processes
 
 
 def _with_processes(snapshot: GpuSnapshot, *pids: int) -> GpuSnapshot:
@@ -38,14 +39,18 @@ def test_a_pid_on_several_gpus_takes_its_device_and_a_lost_gpu_gives_none() -> N
     assert rank_gpu(worker, (gpu(0), lost)) is None
 
 
+def _busy(rank_state, gpus) -> float | None:
+    return rank_context(rank_state, None, gpus, None).gpu_busy_share
+
+
 def test_busy_share_is_the_ranks_gpu_utilisation_as_a_fraction() -> None:
     ranks = [
         dataclasses.replace(rank(rank_index=i, world=2), pid=500 + i, device=f"cuda:{i}") for i in (0, 1)
     ]
     gpus = (_with_processes(gpu(0, util=40.0), 500), _with_processes(gpu(1, util=None), 501))
     state = dataclasses.replace(gpu_state(2), gpus=gpus)  # type: ignore[arg-type]
-    assert gpu_busy_share_by_pid(ranks, state) == {500: 0.4}
-    assert gpu_busy_share_by_pid(ranks, None) == {}
+    assert [_busy(r, state) for r in ranks] == [0.4, None]
+    assert _busy(ranks[0], None) is None
 
 
 def test_busy_share_only_where_a_live_rank_is_its_gpus_only_user() -> None:
@@ -56,10 +61,10 @@ def test_busy_share_only_where_a_live_rank_is_its_gpus_only_user() -> None:
     alone = dataclasses.replace(gpu_state(1), gpus=(_with_processes(gpu(0, util=97.0), 500),))
     shared = dataclasses.replace(gpu_state(1), gpus=(_with_processes(gpu(0, util=97.0), 500, 900),))
     unknown = dataclasses.replace(gpu_state(1), gpus=(gpu(0, util=97.0),))
-    assert gpu_busy_share_by_pid([live], alone) == {500: 0.97}
-    assert gpu_busy_share_by_pid([live], shared) == {}
-    assert gpu_busy_share_by_pid([live], unknown) == {}
-    assert gpu_busy_share_by_pid([ended], alone) == {}
+    assert _busy(live, alone) == 0.97
+    assert _busy(live, shared) is None
+    assert _busy(live, unknown) is None
+    assert _busy(ended, alone) is None
 
 
 def test_watched_processes_are_the_ranks_with_their_gpus_then_other_gpu_processes() -> None:

@@ -7,7 +7,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from fakes.fake_pynvml import FakeGpu, FakePynvml
-from xfertop.cli.viewer import build_sources, watch_interesting_pids
+from xfertop.cli.viewer import build_sources
+from xfertop.sources.bundle import watch_interesting_pids
 from xfertop.sources.gpu import GpuSource
 from xfertop.sources.host import HostSource
 from xfertop.sources.jobs import JobsSource

@@ -247,10 +247,10 @@ async def test_the_live_view_over_prometheus_shows_the_cluster_job_and_its_strag
     cluster: Cluster,
 ) -> None:
     from ui.live import MessageWaiter
+    from xfertop.sources.bundle import Sources
     from xfertop.ui.app import XfertopApp
     from xfertop.ui.jobs_pane import RankTable
     from xfertop.ui.messages import JobsStateUpdated
-    from xfertop.ui.sources_bundle import Sources
 
     jobs = PrometheusJobsSource(cluster.prometheus.url, interval_s=0.5, window_s=30)
     app = XfertopApp(Sources(jobs=jobs))

@@ -15,12 +15,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from xfertop.sources.bundle import Sources
 from xfertop.sources.gpu import GpuSource
 from xfertop.sources.host import HostSource
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.gpu_pane import GpuPane
 from xfertop.ui.messages import GpuStateUpdated
-from xfertop.ui.sources_bundle import Sources
 
 pytestmark = pytest.mark.gpu
 

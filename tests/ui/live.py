@@ -8,12 +8,12 @@ from collections.abc import Callable
 from textual.message import Message
 
 from fakes.fake_pynvml import FakePynvml
+from xfertop.sources.bundle import Sources
 from xfertop.sources.gpu import GpuSource
 from xfertop.sources.host import HostSource
 from xfertop.sources.nvml_api import NvmlApi
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.messages import GpuStateUpdated
-from xfertop.ui.sources_bundle import Sources
 
 
 def fake_gpu_source(nvml: FakePynvml, interval_s: float = 0.1) -> GpuSource:

@@ -12,9 +12,9 @@ from textual.message import Message
 from ui.live import MessageWaiter
 from ui.sample_states import FROZEN_TIME, gpu_state, host_state, jobs_state, rank
 from xfertop.sources.base import PollingSource
+from xfertop.sources.bundle import Sources
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.messages import GpuStateUpdated, HostStateUpdated, JobsStateUpdated
-from xfertop.ui.sources_bundle import Sources
 
 
 class _Manual(PollingSource):

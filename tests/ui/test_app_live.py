@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fakes.fake_pynvml import FakePynvml
 from ui.live import MessageWaiter, fake_gpu_source, gpu_update_where, live_app
+from xfertop.sources.bundle import HOST_MIN_INTERVAL_S, JOBS_INTERVAL_S, Sources
 from xfertop.sources.host import HostSource
 from xfertop.sources.jobs import JobsSource
 from xfertop.ui.app import XfertopApp
@@ -16,7 +17,6 @@ from xfertop.ui.gpu_detail import GpuDetailScreen
 from xfertop.ui.gpu_pane import GpuPane
 from xfertop.ui.header import HeaderBar
 from xfertop.ui.help_screen import HelpScreen
-from xfertop.ui.sources_bundle import HOST_MIN_INTERVAL_S, JOBS_INTERVAL_S, Sources
 
 
 def _rendered(widget) -> str:

@@ -15,13 +15,13 @@ from fakes.fake_pynvml import FakePynvml
 from pyspy_support import ptrace_problem, training_job
 from ui.live import MessageWaiter, fake_gpu_source, gpu_update_where
 from ui.sample_states import jobs_state, rank
+from xfertop.sources.bundle import Sources
 from xfertop.sources.stacks import StackSampler
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.attach_screen import AttachScreen, StacksUpdated
 from xfertop.ui.jobs_pane import RankTable
 from xfertop.ui.messages import JobsStateUpdated
 from xfertop.ui.process_table import ProcessTable
-from xfertop.ui.sources_bundle import Sources
 
 PTRACE_PROBLEM = ptrace_problem()
 #: One-second windows keep the test short; everything else is the `s` key's default sampler.

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ui.sample_states import FROZEN_TIME, gpu_state, jobs_state, rank
+from xfertop.sources.bundle import Sources
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.bench_screen import BenchScreen, ConfirmCompete
 from xfertop.ui.competing import competing_job
 from xfertop.ui.messages import GpuStateUpdated, JobsStateUpdated
-from xfertop.ui.sources_bundle import Sources
 from xfertop.ui.view_state import ViewState
 
 

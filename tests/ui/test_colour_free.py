@@ -13,9 +13,9 @@ from textual.filter import Monochrome
 
 from ui.sample_states import FROZEN_TIME, gpu_state, host_state, jobs_state
 from ui.screen_text import screen_text
+from xfertop.sources.bundle import Sources
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.messages import GpuStateUpdated, HostStateUpdated, JobsStateUpdated
-from xfertop.ui.sources_bundle import Sources
 
 
 def _app() -> XfertopApp:

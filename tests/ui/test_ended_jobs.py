@@ -9,11 +9,11 @@ import dataclasses
 from ui.sample_states import FROZEN_TIME, TRAIN_PID, gpu_state, host_state, jobs_state, rank
 from ui.screen_text import screen_text
 from xfertop.model.jobs import JobsState, JobState, RankEnd
+from xfertop.sources.bundle import Sources
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.jobs_pane import EndedJobs
 from xfertop.ui.key_footer import KeyFooter
 from xfertop.ui.messages import GpuStateUpdated, HostStateUpdated, JobsStateUpdated
-from xfertop.ui.sources_bundle import Sources
 
 
 class Clock:

@@ -7,10 +7,10 @@ from textual.pilot import Pilot
 
 from ui.sample_states import FROZEN_TIME, gpu
 from xfertop.model.gpu import GpuState
+from xfertop.sources.bundle import Sources
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.gpu_pane import GpuPane
 from xfertop.ui.messages import GpuStateUpdated
-from xfertop.ui.sources_bundle import Sources
 
 _NO_DRIVER = (
     "the NVIDIA driver failed to start for an unknown reason (try nvidia-smi): showing host metrics only"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from ui.sample_states import FROZEN_TIME
 from xfertop.launch.demo import DemoJob, demo_phase
+from xfertop.sources.bundle import Sources
 from xfertop.ui.app import XfertopApp
-from xfertop.ui.sources_bundle import Sources
 
 STARVED = (
     "xfertop demo job (pid 7): on cpu; a step computes in ~45 ms, a batch takes ~135 ms to load. "

@@ -11,6 +11,7 @@ import pytest
 from fakes.fake_pynvml import FakePynvml
 from ui.live import MessageWaiter, fake_gpu_source
 from xfertop.launch.demo import DemoJob, start_demo_job
+from xfertop.sources.bundle import Sources
 from xfertop.sources.host import HostSource
 from xfertop.sources.jobs import JobsSource
 from xfertop.ui.app import XfertopApp
@@ -18,7 +19,6 @@ from xfertop.ui.job_detail import JobDetailScreen
 from xfertop.ui.jobs_pane import RankTable
 from xfertop.ui.messages import GpuStateUpdated, JobsStateUpdated
 from xfertop.ui.process_table import ProcessTable
-from xfertop.ui.sources_bundle import Sources
 
 #: Enough steps for a full analysis window (warm-up plus window) on this rank.
 STEPS_FOR_A_WINDOW = 40

@@ -11,8 +11,8 @@ import logging
 import sys
 import warnings
 
+from xfertop.sources.bundle import Sources
 from xfertop.ui.app import XfertopApp
-from xfertop.ui.sources_bundle import Sources
 
 
 class RecordingHandler(logging.StreamHandler):

@@ -27,11 +27,11 @@ from ui.topology_support import SYNTHETIC_PROC, SYNTHETIC_SYSFS, synthetic_nvml
 from xfertop.model.gpu import GpuState
 from xfertop.model.jobs import JobsState
 from xfertop.model.topology import WatchedProcess
+from xfertop.sources.bundle import Sources
 from xfertop.sources.nvml_api import NvmlApi
 from xfertop.sources.topology import read_topology
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.messages import GpuStateUpdated, HostStateUpdated, JobsStateUpdated, TopologyUpdated
-from xfertop.ui.sources_bundle import Sources
 
 HISTORY_POINTS = 120
 #: One GPU and one job on a big terminal leave at most this many rows empty (issue 12).

@@ -9,14 +9,13 @@ from textual.widgets import Static
 
 from ui.live import MessageWaiter, fake_gpu_source, gpu_update_where
 from ui.topology_support import SYNTHETIC_PROC, SYNTHETIC_SYSFS, synthetic_nvml
-from xfertop.cli.viewer import watch_interesting_pids
+from xfertop.sources.bundle import Sources, watch_interesting_pids
 from xfertop.sources.host import HostSource
 from xfertop.sources.jobs import JobsSource
 from xfertop.sources.nvml_api import NvmlApi
 from xfertop.sources.topology import TopologySource
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.messages import TopologyUpdated
-from xfertop.ui.sources_bundle import Sources
 from xfertop.ui.topology_screen import TopologyScreen
 
 

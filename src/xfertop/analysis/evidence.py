@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xfertop.analysis.pcie_link import link_bytes_per_s
-from xfertop.analysis.rank_gpu import rank_gpu
 from xfertop.analysis.steps import WindowStats
 from xfertop.analysis.thresholds import (
     CORES_SATURATED_PERCENT,
@@ -23,6 +22,7 @@ from xfertop.analysis.thresholds import (
 from xfertop.model.gpu import GpuSnapshot, GpuState
 from xfertop.model.host import HostState, ProcessStats
 from xfertop.model.jobs import RankState
+from xfertop.model.rank_gpu import rank_gpu
 
 
 @dataclass(frozen=True)

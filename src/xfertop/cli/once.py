@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import time
 
-from xfertop.analysis.rank_gpu import watched_processes
-from xfertop.cli.viewer import interesting_pids, prometheus_jobs_url
+from xfertop.cli.viewer import prometheus_jobs_url
 from xfertop.export.json_snapshot import snapshot_dict
 from xfertop.model.jobs import JobsState
+from xfertop.model.rank_gpu import watched_processes
 from xfertop.sources.base import PollingSource
+from xfertop.sources.bundle import interesting_pids
 from xfertop.sources.gpu import GpuSource
 from xfertop.sources.host import HostSource
 from xfertop.sources.jobs import JobsSource

@@ -6,15 +6,9 @@ import os
 import sys
 
 from xfertop import startup_trace
-from xfertop.analysis.rank_gpu import watched_processes
-from xfertop.model.jobs import JobsState
-from xfertop.sources.base import PollingSource
-from xfertop.sources.gpu import GpuSource
-from xfertop.sources.host import HostSource
-from xfertop.sources.jobs import JobsSource
-from xfertop.sources.nvml_api import NvmlApi
-from xfertop.sources.prometheus_jobs import PrometheusJobsSource, check_url
-from xfertop.sources.topology import TopologySource
+from xfertop.sources import bundle
+from xfertop.sources.bundle import Sources
+from xfertop.sources.prometheus_jobs import check_url
 
 # The UI modules (Textual) are imported only when a TUI is really started: `--once` and `--help` stay fast.
 
@@ -36,25 +30,10 @@ def check_interval(interval_s: float) -> float:
 
 def build_sources(
     interval_s: float, ring_dir: str | None = None, pcie: str = "auto", prometheus_url: str | None = None
-):
-    """The viewer's sources. With ``prometheus_url`` the jobs are those of every node that Prometheus
-    scrapes (`xfertop --prometheus URL`); the GPU, host and topology panes stay this machine's."""
-    from xfertop.ui.sources_bundle import JOBS_INTERVAL_S, Sources, host_interval_s
-
-    gpu = GpuSource(interval_s=interval_s, pcie=pcie)
-    host = HostSource(interval_s=host_interval_s(interval_s))
-    jobs: PollingSource[JobsState]
-    if prometheus_url is not None:
-        jobs = PrometheusJobsSource(prometheus_jobs_url(prometheus_url), interval_s=PROMETHEUS_INTERVAL_S)
-    else:
-        jobs = JobsSource(interval_s=JOBS_INTERVAL_S, ring_dir=ring_dir)
-    topology = TopologySource(nvml=NvmlApi(), start_nvml=True)
-    watch_interesting_pids(gpu, host, jobs, topology)
-    return Sources(gpu=gpu, host=host, jobs=jobs, topology=topology)
-
-
-#: Prometheus is asked for the jobs this often: its data changes once per scrape (15 s by default).
-PROMETHEUS_INTERVAL_S = 2.0
+) -> Sources:
+    """The viewer's sources (xfertop.sources.bundle), ``prometheus_url`` checked first (a ViewerError)."""
+    url = prometheus_jobs_url(prometheus_url) if prometheus_url is not None else None
+    return bundle.build_sources(interval_s, ring_dir=ring_dir, pcie=pcie, prometheus_url=url)
 
 
 def prometheus_jobs_url(url: str) -> str:
@@ -63,36 +42,6 @@ def prometheus_jobs_url(url: str) -> str:
         return check_url(url)
     except ValueError as exc:
         raise ViewerError(str(exc)) from None
-
-
-def interesting_pids(gpu: GpuSource, jobs: PollingSource[JobsState]) -> set[int]:
-    """GPU processes and training ranks: the processes the host source details (CPU, RSS, workers).
-    Ranks read from Prometheus run on other machines: their pids name nothing here."""
-    pids: set[int] = set()
-    gpu_state, jobs_state = gpu.latest(), jobs.latest()
-    for snapshot in gpu_state.gpus if gpu_state else ():
-        pids.update(process.pid for process in snapshot.processes)
-    if isinstance(jobs, PrometheusJobsSource):
-        return pids
-    for job in jobs_state.jobs if jobs_state else ():
-        pids.update(rank.pid for rank in job.ranks if rank.status != "finished")
-    return pids
-
-
-def watch_interesting_pids(
-    gpu: GpuSource, host: HostSource, jobs: PollingSource[JobsState], topology: TopologySource | None = None
-) -> None:
-    """Whenever the GPU or jobs source publishes, tell the host source (and the topology source) which
-    processes to detail: the GPU processes and training ranks (of this machine)."""
-    local_jobs = not isinstance(jobs, PrometheusJobsSource)
-
-    def update(_state: object) -> None:
-        host.watch_pids(interesting_pids(gpu, jobs))
-        if topology is not None:
-            topology.watch(watched_processes(gpu.latest(), jobs.latest() if local_jobs else None))
-
-    gpu.subscribe(update)
-    jobs.subscribe(update)
 
 
 def is_terminal(stream) -> bool:

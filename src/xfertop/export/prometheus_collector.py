@@ -21,12 +21,12 @@ from prometheus_client.registry import Collector
 
 from xfertop.analysis.job_analysis import Analysis, RankAnalysis, analyse
 from xfertop.analysis.pcie_link import link_bytes_per_s
-from xfertop.analysis.rank_gpu import rank_gpu
 from xfertop.analysis.verdict import VerdictKind, judge, warming_up
 from xfertop.export.prometheus_totals import RankTotals, TotalsState
 from xfertop.model.gpu import GpuSnapshot, GpuState
 from xfertop.model.host import HostState, ProcessStats
 from xfertop.model.jobs import JobsState, RankState, RankStatus
+from xfertop.model.rank_gpu import rank_gpu
 from xfertop.sources.gpu_facts import THROTTLE_WORDS
 
 GPU_LABELS = ("host", "gpu", "uuid", "name")

@@ -34,6 +34,7 @@ from xfertop.analysis.job_analysis import EMPTY, Analysis, analyse
 from xfertop.model.host import HostState
 from xfertop.model.jobs import JobsState
 from xfertop.sources.base import PollingSource
+from xfertop.sources.bundle import Sources
 from xfertop.ui.competing import competing_job
 from xfertop.ui.gpu_area import GpuArea
 from xfertop.ui.gpu_pane import GpuPane
@@ -51,7 +52,6 @@ from xfertop.ui.messages import (
 )
 from xfertop.ui.process_table import ProcessTable
 from xfertop.ui.settings import Settings
-from xfertop.ui.sources_bundle import Sources
 from xfertop.ui.terminal_watch import watch_terminal
 from xfertop.ui.text_lines import TextLines
 from xfertop.ui.topology_screen import TopologyScreen

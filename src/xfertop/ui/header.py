@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from rich.text import Text
 
-from xfertop.ui.sources_bundle import HOST_MIN_INTERVAL_S
+from xfertop.sources.bundle import HOST_MIN_INTERVAL_S
 from xfertop.ui.text_lines import TextLines
 
 

@@ -15,9 +15,9 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from xfertop.export.replay_player import ReplayPlayer, ReplaySource
+from xfertop.sources.bundle import JOBS_INTERVAL_S, Sources, host_interval_s
 from xfertop.sources.stacks import StackSampler
 from xfertop.ui.app import XfertopApp
-from xfertop.ui.sources_bundle import JOBS_INTERVAL_S, Sources, host_interval_s
 
 #: Page up / page down seek this many seconds of recorded time.
 SEEK_S = 60.0

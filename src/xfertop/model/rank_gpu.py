@@ -1,13 +1,14 @@
 """Which GPU a training rank computes on, joined from the GPU and jobs snapshots.
 
-Pure: snapshots in, answers out. The join serves the host-bound verdict (NVML utilisation of the
-rank's GPU as its busy share) and the topology (which GPU a rank's CPUs should sit next to).
+Pure: snapshots in, answers out. The join serves the verdict's evidence (analysis/evidence.py: NVML
+utilisation and PCIe RX of a rank's GPU), the exporter's per-rank GPU label, and the processes the
+host and topology sources detail (sources/bundle.py, cli/once.py). It sits with the model, below both.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from xfertop.model.gpu import GpuSnapshot, GpuState
 from xfertop.model.jobs import JobsState, RankState
@@ -38,27 +39,6 @@ def rank_gpu(rank: RankState, gpus: Sequence[GpuSnapshot]) -> GpuSnapshot | None
     else:
         found = named
     return None if found is None or found.lost_reason else found
-
-
-def gpu_busy_share_by_pid(ranks: Iterable[RankState], gpu_state: GpuState | None) -> dict[int, float]:
-    """Each live rank's pid -> its GPU's NVML utilisation as a fraction (for ``job_verdict``), where the
-    rank is that GPU's only user.
-
-    NVML utilisation belongs to the GPU, not to a job: with another process on the GPU it says nothing
-    of this rank, and a rank that ended is not what the GPU does now (an ended compute-bound job read
-    "sync-bound: busy 0%", and flipped back while another job used the GPU). A GPU whose process list
-    is empty (NVML cannot show it processes) cannot tell who uses it: no share."""
-    gpus = gpu_state.gpus if gpu_state is not None else ()
-    shares = {}
-    for rank in ranks:
-        if rank.status != "live":
-            continue
-        gpu = rank_gpu(rank, gpus)
-        if gpu is None or gpu.util_gpu_percent is None:
-            continue
-        if {proc.pid for proc in gpu.processes} == {rank.pid}:
-            shares[rank.pid] = gpu.util_gpu_percent / 100
-    return shares
 
 
 def watched_processes(gpu_state: GpuState | None, jobs_state: JobsState | None) -> tuple[WatchedProcess, ...]:

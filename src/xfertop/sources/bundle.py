@@ -1,0 +1,130 @@
+"""The sources a face reads (the live view, `xfertop record`, `xfertop export`), built and paced in one
+place: which source samples how often, and which processes the host and topology sources detail (the
+GPU processes and this machine's training ranks). The app never builds or samples them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xfertop.model.gpu import GpuState
+from xfertop.model.host import HostState
+from xfertop.model.jobs import JobsState
+from xfertop.model.rank_gpu import watched_processes
+from xfertop.model.topology import Topology
+from xfertop.sources.base import PollingSource
+from xfertop.sources.gpu import GpuSource
+from xfertop.sources.host import HostSource
+from xfertop.sources.jobs import JobsSource
+from xfertop.sources.nvml_api import NvmlApi
+from xfertop.sources.prometheus_jobs import PrometheusJobsSource
+from xfertop.sources.stacks import StackSampler
+from xfertop.sources.topology import TopologySource
+
+#: The jobs source reads rings every 0.5 s whatever the display's period. A ring holds 1024 steps
+#: (wire.DEFAULT_CAPACITY), so a job may run 2048 steps/s before a step is overwritten unread; what the
+#: jobs pane shows are statistics over a window of steps, which a faster read would not make fresher.
+#: (Reading at 10 Hz whatever the display showed cost 0.4-0.7% of a core for frames nobody saw.)
+JOBS_INTERVAL_S = 0.5
+#: Host figures (CPU per core and per process, memory) refresh at most this often: the kernel counts CPU
+#: time in 10 ms ticks (USER_HZ 100), so over a 0.25 s period a core's or a process's CPU% moves in
+#: 4-point steps of noise; over 0.5 s in 2-point ones. At 4 Hz this halves the host sampler's and the
+#: host and processes panes' work (docs/ui.md). The GPU panes follow the display's period.
+HOST_MIN_INTERVAL_S = 0.5
+
+
+def host_interval_s(display_interval_s: float) -> float:
+    return max(display_interval_s, HOST_MIN_INTERVAL_S)
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Each part may be missing (None): the app shows what it has.
+
+    ``topology`` starts only when the topology screen is first opened (reading numa_maps walks the
+    ranks' page tables: not worth doing for nobody). ``stack_sampler`` builds the py-spy sampler the
+    `s` key attaches with."""
+
+    gpu: PollingSource[GpuState] | None = None
+    host: PollingSource[HostState] | None = None
+    jobs: PollingSource[JobsState] | None = None
+    topology: PollingSource[Topology] | None = None
+    stack_sampler: Callable[[int], StackSampler] = StackSampler
+
+    def all(self) -> list[PollingSource]:
+        return [source for source in (self.gpu, self.host, self.jobs, self.topology) if source is not None]
+
+    def set_interval_s(self, interval_s: float) -> None:
+        """Change how often the sources sample (the +/- keys): the GPU at the display's period, the host
+        at it but no faster than HOST_MIN_INTERVAL_S, the jobs source at JOBS_INTERVAL_S whatever it is;
+        topology keeps its slow pace."""
+        if self.gpu is not None:
+            self.gpu.interval_s = interval_s
+        if self.host is not None:
+            self.host.interval_s = host_interval_s(interval_s)
+        if self.jobs is not None:
+            self.jobs.interval_s = JOBS_INTERVAL_S
+
+    def start(self) -> None:
+        for source in (self.gpu, self.host, self.jobs):
+            if source is not None:
+                source.start()
+
+    def start_topology(self) -> None:
+        if self.topology is not None:
+            self.topology.start()
+
+    def stop(self) -> None:
+        for source in self.all():
+            source.stop()
+
+
+#: Prometheus is asked for the jobs this often: its data changes once per scrape (15 s by default).
+PROMETHEUS_INTERVAL_S = 2.0
+
+
+def build_sources(
+    interval_s: float, ring_dir: str | None = None, pcie: str = "auto", prometheus_url: str | None = None
+) -> Sources:
+    """The real sources, not started. With ``prometheus_url`` (checked already) the jobs are those of every
+    node that Prometheus scrapes (`xfertop --prometheus URL`); the GPU, host and topology stay local."""
+    gpu = GpuSource(interval_s=interval_s, pcie=pcie)
+    host = HostSource(interval_s=host_interval_s(interval_s))
+    jobs: PollingSource[JobsState]
+    if prometheus_url is not None:
+        jobs = PrometheusJobsSource(prometheus_url, interval_s=PROMETHEUS_INTERVAL_S)
+    else:
+        jobs = JobsSource(interval_s=JOBS_INTERVAL_S, ring_dir=ring_dir)
+    topology = TopologySource(nvml=NvmlApi(), start_nvml=True)
+    watch_interesting_pids(gpu, host, jobs, topology)
+    return Sources(gpu=gpu, host=host, jobs=jobs, topology=topology)
+
+
+def interesting_pids(gpu: GpuSource, jobs: PollingSource[JobsState]) -> set[int]:
+    """GPU processes and training ranks: the processes the host source details (CPU, RSS, workers).
+    Ranks read from Prometheus run on other machines: their pids name nothing here."""
+    pids: set[int] = set()
+    gpu_state, jobs_state = gpu.latest(), jobs.latest()
+    for snapshot in gpu_state.gpus if gpu_state else ():
+        pids.update(process.pid for process in snapshot.processes)
+    if isinstance(jobs, PrometheusJobsSource):
+        return pids
+    for job in jobs_state.jobs if jobs_state else ():
+        pids.update(rank.pid for rank in job.ranks if rank.status != "finished")
+    return pids
+
+
+def watch_interesting_pids(
+    gpu: GpuSource, host: HostSource, jobs: PollingSource[JobsState], topology: TopologySource | None = None
+) -> None:
+    """Whenever the GPU or jobs source publishes, tell the host source (and the topology source) which
+    processes to detail: the GPU processes and training ranks (of this machine)."""
+    local_jobs = not isinstance(jobs, PrometheusJobsSource)
+
+    def update(_state: object) -> None:
+        host.watch_pids(interesting_pids(gpu, jobs))
+        if topology is not None:
+            topology.watch(watched_processes(gpu.latest(), jobs.latest() if local_jobs else None))
+
+    gpu.subscribe(update)
+    jobs.subscribe(update)
