@@ -221,3 +221,17 @@ def test_untimed_pageable_copies_read_as_copy_bound_at_the_rate_an_h200_showed()
     assert verdict.kind == "copy-bound"
     low, high = verdict.evidence["untimed_copy_share_range"]
     assert low < 0.10 <= 0.30 <= high
+
+
+def test_an_early_likely_copy_bound_says_both() -> None:
+    rank = _untimed_copies()
+    early = dataclasses.replace(rank, steps=rank.steps[:9])
+    verdict = _verdict(early, _sole_user(early, util=5.0, rx=9.0e9))
+    assert verdict.headline.startswith("copy-bound (likely; early, 9 steps): ")
+
+
+def test_a_rank_of_several_does_not_read_its_gpus_rx_as_its_input() -> None:
+    # Without NVLink, NCCL moves its peers' gradients over PCIe: RX is not the rank's batches.
+    rank = dataclasses.replace(_untimed_copies(), world_size=2, rank=0)
+    verdict = _verdict(rank, _sole_user(rank, util=5.0, rx=9.0e9))
+    assert verdict.kind == "host-bound"

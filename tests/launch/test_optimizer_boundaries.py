@@ -67,3 +67,23 @@ def test_a_loop_without_a_dataloader_is_stepped_by_its_optimizer(tmp_path: Path)
 def test_a_loop_with_a_dataloader_keeps_the_loaders_boundaries(tmp_path: Path) -> None:
     (rank,) = _run(tmp_path, WITH_LOADER)
     assert len(rank.steps) == 30
+
+
+BLOCKS = """
+import torch, xfertop
+model = torch.nn.Linear(8, 8)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+data = torch.randn(20 * 4, 8)
+for i, start in enumerate(range(0, len(data), 4)):
+    with xfertop.step():
+        model(data[start:start + 4]).square().mean().backward()
+    if i % 4 == 3:
+        optimizer.step()   # gradient accumulation: outside the step() blocks
+        optimizer.zero_grad()
+print("done")
+"""
+
+
+def test_step_blocks_keep_their_boundaries_when_the_optimizer_steps_outside_them(tmp_path: Path) -> None:
+    (rank,) = _run(tmp_path, BLOCKS)
+    assert len(rank.steps) == 20

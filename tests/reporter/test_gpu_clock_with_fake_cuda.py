@@ -231,3 +231,87 @@ def test_a_prefetching_loaders_copy_of_the_next_batch_is_not_this_steps_copy(
     # No copy mark: the copy sits inside compute, which is ~all of the step, instead of a copy of ~20 ms.
     assert all(s.copy_gpu_ms is None for s in timed), [s.copy_gpu_ms for s in timed]
     assert all(s.compute_gpu_ms >= 20.0 for s in timed)
+
+
+def _host_clock(monkeypatch: pytest.MonkeyPatch, gpu: FakeCuda):
+    clock_module = importlib.import_module("xfertop.reporter._clock")
+    host_ns = [10**12]
+    monkeypatch.setattr(clock_module, "_now_ns", lambda: host_ns[0])
+
+    def host(ms: float) -> None:
+        gpu.host_work(ms)
+        host_ns[0] += int(ms * 1e6)
+
+    return host, host_ns
+
+
+def test_a_copy_made_after_preprocessing_in_the_loop_keeps_its_copy_mark(
+    clock: StepClock, gpu: FakeCuda, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The review's case: 12 ms of tokenising on the main thread, then the batch's copy: late in the step,
+    # but the step's own copy (the boundary comes long after it), unlike a prefetching loader's.
+    host, _ = _host_clock(monkeypatch, gpu)
+    for _ in range(30):
+        clock.before_next()
+        host(0.2)
+        clock.after_next([0] * 4)
+        host(12.0)  # preprocessing on the host
+        gpu.launch(8.0)
+        host(8.0)  # a pageable copy: the host waits for it
+        clock.copied(4096, True, False, 8_000_000, None, seen=True)
+        gpu.launch(10.0)
+        host(10.5)
+    host(100.0)
+    clock.resolve_pending()
+    timed = [s for s in _steps(clock)[2:] if s.compute_gpu_ms is not None]
+    assert len(timed) >= 20
+    assert all(s.copy_gpu_ms is not None and s.copy_gpu_ms >= 8.0 for s in timed), [
+        s.copy_gpu_ms for s in timed
+    ]
+
+
+def test_an_epochs_first_step_idles_no_longer_than_it_waited(
+    clock: StepClock, gpu: FakeCuda, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A 500 ms checkpoint between epochs is no step's: the new epoch's first step waited 50 ms (worker
+    # start-up), so its GPU idle gap is at most that, and idle + compute stay within its wall.
+    host, host_ns = _host_clock(monkeypatch, gpu)
+    for _ in range(10):
+        _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=10)
+        host(11.0)
+    clock.before_next()  # the epoch's last next(): StopIteration follows, the step is closed
+    host(500.0)  # checkpoint
+    began = host_ns[0]
+    host(50.0)  # iter(loader): workers start
+    clock.before_next(began, wire.F_EPOCH_START | wire.F_WORKERS_STARTED, 50_000_000)
+    clock.after_next([0] * 4)
+    gpu.launch(10.0)
+    host(10.5)
+    clock.before_next()
+    host(100.0)
+    clock.resolve_pending()
+    first = next(s for s in _steps(clock) if s.epoch_start)
+    assert first.workers_started and first.data_wait_ms == pytest.approx(50.0, abs=0.1)
+    assert first.gpu_idle_ms is not None and first.gpu_idle_ms <= 50.0 + 0.1
+    assert first.gpu_idle_ms + (first.compute_gpu_ms or 0) <= first.wall_ms + 0.1
+
+
+def test_an_iterator_made_long_before_its_first_next_adds_only_its_own_time(
+    clock: StepClock, gpu: FakeCuda, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host, host_ns = _host_clock(monkeypatch, gpu)
+    made = host_ns[0]
+    host(1.0)  # iter(val_loader) at setup: 1 ms
+    for _ in range(5):
+        _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=10)
+        host(11.0)
+    clock.before_next()  # the training epoch ends
+    host(1200.0)  # anything between
+    clock.before_next(made, wire.F_EPOCH_START, 1_000_000)  # the validation pass's first next()
+    clock.after_next([0] * 4)
+    host(5.0)
+    clock.before_next()
+    host(100.0)
+    clock.resolve_pending()
+    first = next(s for s in _steps(clock) if s.epoch_start)
+    assert first.data_wait_ms == pytest.approx(1.0, abs=0.1)

@@ -172,8 +172,11 @@ def rank_context(
         gpu = sole_user_gpu(rank, gpu_state)
         if gpu is not None:
             busy = gpu.util_gpu_percent / 100 if gpu.util_gpu_percent is not None else None
-            rx = gpu.pcie.rx_bytes_per_s
-            link = link_bytes_per_s(gpu.link.gen_current, gpu.link.width_current)
+            if not rank.world_size or rank.world_size <= 1:
+                # A rank of several may receive its peers' gradients over PCIe (NCCL P2P or through
+                # host memory without NVLink): its GPU's RX is then not its input.
+                rx = gpu.pcie.rx_bytes_per_s
+                link = link_bytes_per_s(gpu.link.gen_current, gpu.link.width_current)
     return Context(
         on_gpu=on_gpu,
         copies_measured=copies_measured,

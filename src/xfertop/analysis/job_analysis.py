@@ -113,8 +113,8 @@ def analyse_job(
         )
     verdict = job_verdict(
         job.ranks,
-        stats_by_pid={r.rank.pid: r.stats for r in ranks},
-        contexts={r.rank.pid: r.context for r in ranks},
+        stats_by_rank={r.rank.ring_path: r.stats for r in ranks},
+        contexts={r.rank.ring_path: r.context for r in ranks},
     )
     return JobAnalysis(job, ranks, verdict, live=live, frozen=False, ended_how=ended_how, failed=failed)
 

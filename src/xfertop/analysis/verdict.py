@@ -142,8 +142,12 @@ def judge(
     verdict = _judge(stats, dataloader_workers, gpu_busy_share, context or Context())
     if not stats.early:
         return verdict
-    early = f"{verdict.kind} (early, {stats.steps} steps):"
-    headline = verdict.headline.replace(f"{verdict.kind}:", early, 1)
+    head, sep, rest = verdict.headline.partition(":")
+    if head.endswith(")"):  # "copy-bound (likely)": one parenthesis
+        head = f"{head[:-1]}; early, {stats.steps} steps)"
+    else:
+        head = f"{head} (early, {stats.steps} steps)"
+    headline = head + sep + rest
     return Verdict(verdict.kind, verdict.severity, headline, verdict.evidence, verdict.advice)
 
 
@@ -361,20 +365,21 @@ def job_verdict(
     ranks: Sequence[RankState],
     gpu_busy_share_by_pid: Mapping[int, float] | None = None,
     *,
-    stats_by_pid: Mapping[int, WindowStats | None] | None = None,
-    contexts: Mapping[int, Context] | None = None,
+    stats_by_rank: Mapping[str, WindowStats | None] | None = None,
+    contexts: Mapping[str, Context] | None = None,
 ) -> Verdict:
     """The verdict on a job: a straggler if one rank holds the others back, else the rules applied to
     the median rank. Ranks still warming up are left out until they have a window (early or full).
 
     ``gpu_busy_share_by_pid``: each rank's GPU busy fraction from outside the step clock (NVML
     utilisation of its GPU, where the rank is that GPU's only user); the median feeds the sync rule.
-    ``stats_by_pid``: each rank's window where the caller has it (``window_or_early``); ``contexts``:
-    what else is known of each rank (``analysis.evidence.rank_context``)."""
+    ``stats_by_rank``: each rank's window where the caller has it (``window_or_early``); ``contexts``:
+    what else is known of each rank (``analysis.evidence.rank_context``). Both are keyed by the rank's
+    ring path: ranks of different hosts may share a pid (containers), never a ring."""
 
     def stats_of(rank: RankState) -> WindowStats | None:
-        if stats_by_pid is not None and rank.pid in stats_by_pid:
-            return stats_by_pid[rank.pid]
+        if stats_by_rank is not None and rank.ring_path in stats_by_rank:
+            return stats_by_rank[rank.ring_path]
         return window_or_early(rank.steps)
 
     judged = [(rank, stats) for rank in ranks if (stats := stats_of(rank)) is not None]
@@ -385,12 +390,16 @@ def job_verdict(
         return straggler
     typical = median_window([stats for _, stats in judged])
     workers = _median_or_none([rank.dataloader_workers for rank, _ in judged])
-    busy_by_pid = dict(gpu_busy_share_by_pid or {})
-    for pid, context in (contexts or {}).items():
-        if context.gpu_busy_share is not None:
-            busy_by_pid.setdefault(pid, context.gpu_busy_share)
-    busy = _median_or_none([busy_by_pid.get(rank.pid) for rank, _ in judged])
-    typical_context = _job_context([(contexts or {}).get(rank.pid) for rank, _ in judged])
+    by_rank = contexts or {}
+    busy = _median_or_none(
+        [
+            (gpu_busy_share_by_pid or {}).get(rank.pid)
+            if rank.ring_path not in by_rank or by_rank[rank.ring_path].gpu_busy_share is None
+            else by_rank[rank.ring_path].gpu_busy_share
+            for rank, _ in judged
+        ]
+    )
+    typical_context = _job_context([by_rank.get(rank.ring_path) for rank, _ in judged])
     verdict = judge(
         typical,
         dataloader_workers=None if workers is None else int(workers),

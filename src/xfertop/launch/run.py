@@ -142,6 +142,15 @@ def _print_summary(follower: RunFollower | None, command: list[str], status: int
         sys.stderr.flush()
 
 
+def _signal_child(child: subprocess.Popen[bytes], signum: int) -> None:
+    """Forward a signal with os.kill, not Popen.send_signal: that polls first, and a poll would reap the
+    child before _wait_and_record reads its status with WNOWAIT (no exit status recorded). Until our own
+    reap sets returncode the pid stays the child's (a zombie cannot be reused)."""
+    if child.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child.pid, signum)
+
+
 def run_command(command: list[str], copy_timing: bool = True, summary: bool = True) -> int:
     if command and command[0] == "--":
         command = command[1:]
@@ -159,8 +168,7 @@ def run_command(command: list[str], copy_timing: bool = True, summary: bool = Tr
         if not started:
             early.append(signum)
             return
-        with contextlib.suppress(ProcessLookupError):
-            started[0].send_signal(signum)
+        _signal_child(started[0], signum)
 
     # Handlers first: a signal that arrives while the child starts is not lost on xfertop itself. Caught
     # signals go back to their defaults at exec; ignored ones were never touched and stay ignored.
@@ -180,8 +188,7 @@ def run_command(command: list[str], copy_timing: bool = True, summary: bool = Tr
             )
             follower = _start_follower(summary, token)
             for signum in early:
-                with contextlib.suppress(ProcessLookupError):
-                    started[0].send_signal(signum)
+                _signal_child(started[0], signum)
             # The rings of jobs that ended long ago, whoever started them: once the job runs, so that a
             # slow ring directory (NFS) or a surprise delays nothing of the job's.
             with contextlib.suppress(Exception):

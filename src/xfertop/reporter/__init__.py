@@ -56,6 +56,8 @@ def copy_timing_installed() -> None:
     _copy_timing = True
     if _clock is not None:
         _clock.copy_timing = True
+        if _clock.started:
+            _clock.mark_copy_timing()
 
 
 def _in_dataloader_worker() -> bool:
@@ -131,7 +133,8 @@ class WatchedIterator(Iterator[T]):
         self._iterator = iterator
         self._clock = clock
         self._workers = workers
-        self._iter_began_ns = iter_began_ns  # 0 once the first next() has used it
+        self._iter_began_ns = iter_began_ns
+        self._iter_ns = _now_ns() - iter_began_ns if iter_began_ns else 0  # made right after iter() returned
         self._first_flags = first_flags | wire.F_EPOCH_START
         self._steps = 0
 
@@ -146,7 +149,7 @@ class WatchedIterator(Iterator[T]):
             if self._steps:
                 clock.before_next()
             else:
-                clock.before_next(self._iter_began_ns, self._first_flags)
+                clock.before_next(self._iter_began_ns, self._first_flags, self._iter_ns)
         except Exception as exc:  # the clock guards itself; this is the second line of defence
             clock.fail(exc)
         batch = next(self._iterator)  # StopIteration ends the loop; the last step is already closed

@@ -89,7 +89,9 @@ class StepClock:
         self._last_copy_end_ns = 0  # when the step's last copy of its first burst ended (0: none yet)
         self._opened_ns = 0  # when the open step's batch arrived (next() returned)
         self._last_wall_ns = 0  # the wall time of the step closed last
-        self._late_copies = False  # the open step's first seen copy came late: no mark this step
+        self._late_copies = False  # the open step's first seen copy came late (maybe the next batch's)
+        self._last_close_ns = 0  # when the step closed last
+        self._blocks_seen = False  # step() blocks mark this process's steps
         self._block_depth = 0  # step() blocks open around the current step (0: not theirs)
         self._next_tick_ns = 0
         self._ticks = 0
@@ -136,6 +138,12 @@ class StepClock:
         if self.copy_timing:
             self._set_state_flag(wire.STATE_COPY_TIMING)
 
+    def mark_copy_timing(self) -> None:
+        try:
+            self._set_state_flag(wire.STATE_COPY_TIMING)
+        except Exception as exc:
+            self.fail(exc)
+
     def _set_state_flag(self, flag: int) -> None:
         writer = self.writer
         if writer is not None:
@@ -143,7 +151,7 @@ class StepClock:
 
     def has_loop_boundaries(self) -> bool:
         """A watched loader's next() calls, or step() blocks, mark this process's steps."""
-        return bool(self.longest_iteration or self._block_depth)
+        return bool(self.longest_iteration or self._block_depth or self._blocks_seen)
 
     def count_iteration_step(self, steps: int, workers: int | None) -> None:
         """An iteration over a loader reached ``steps`` steps: the longest one so far names the workers."""
@@ -153,9 +161,10 @@ class StepClock:
                 self.dataloader_workers = workers
 
     # -- loader boundaries --------------------------------------------------------------------------------
-    def before_next(self, iter_began_ns: int = 0, flags: int = 0) -> None:
-        """At next(loader). ``iter_began_ns``: for an iteration's first next(), when iter(loader) was
-        called: worker start-up is data wait of the epoch's first step, not compute of the step before."""
+    def before_next(self, iter_began_ns: int = 0, flags: int = 0, iter_ns: int = 0) -> None:
+        """At next(loader). For an iteration's first next(): ``iter_began_ns``, when iter(loader) was
+        called, and ``iter_ns``, how long it took: worker start-up is data wait of the epoch's first
+        step, not compute of the step before it, nor a gap between steps."""
         now = _now_ns()
         try:
             if not self.started:
@@ -163,10 +172,13 @@ class StepClock:
                 if self.disabled:
                     return
             boundary = now
-            # iter() inside the open step (after its batch arrived): the boundary moves back to it. An
-            # iterator made long before its first next() (or before the open step began) does not.
-            if iter_began_ns and (not self._open or iter_began_ns >= self._start_ns + self._wait_ns):
+            # iter() inside the open step (after its batch arrived): the boundary moves back to it. With
+            # no step open (the last iteration ended), only iter()'s own time is added, never the gap
+            # before it (an iterator made at setup, a checkpoint between epochs).
+            if iter_began_ns and self._open and iter_began_ns >= self._start_ns + self._wait_ns:
                 boundary = min(iter_began_ns, now)
+            elif iter_ns > 0 and not self._open:
+                boundary = max(now - iter_ns, self._last_close_ns)
             if self._open:
                 self._close(boundary)
             self._wait_began_ns = boundary
@@ -192,8 +204,11 @@ class StepClock:
             if self._block_depth:
                 self._block_depth += 1  # nested: the outermost block is the step
                 return
-            if self._open:
+            if self._open and not self._blocks_seen and not self.longest_iteration:
+                self._close(now)  # an optimizer step opened it before the first block: blocks own the steps
+            elif self._open:
                 return  # inside a watch() step: the loop owns the boundaries
+            self._blocks_seen = True
             start = self._last_exit_ns or now
             self._open_step(start, now - start, None)
             self._block_depth = 1
@@ -245,10 +260,11 @@ class StepClock:
                 and self._last_wall_ns
                 and began - self._opened_ns > late_after_ns
             ):
-                self._late_copies = True
-            in_burst = not seen or (
-                not self._late_copies
-                and (self._last_copy_end_ns == 0 or began - self._last_copy_end_ns <= COPY_BURST_GAP_NS)
+                self._late_copies = (
+                    True  # judged at the close: the next batch's copy only if the boundary follows
+                )
+            in_burst = (
+                not seen or self._last_copy_end_ns == 0 or began - self._last_copy_end_ns <= COPY_BURST_GAP_NS
             )
             gpu = self.gpu
             if gpu is not None and self._ready is not None and in_burst:
@@ -297,6 +313,17 @@ class StepClock:
     def _close(self, now: int) -> None:
         self._open = False
         self._last_wall_ns = now - self._start_ns
+        self._last_close_ns = now
+        if (
+            self._late_copies
+            and self._copied is not None
+            and now - self._last_copy_end_ns <= COPY_BURST_GAP_NS
+        ):
+            # A late copy burst right before the boundary: a prefetching loader moving the next batch
+            # (accelerate's DataLoaderShard). It marks no copy; its bytes and host time still count.
+            if self.gpu is not None:
+                self.gpu.release(self._copied)
+            self._copied = None
         writer = self.writer
         if writer is None:
             return
@@ -367,7 +394,7 @@ class StepClock:
                     end,
                     one_stream=epoch == self._epoch_at_prev_end,
                     end_shared=time_next,
-                    idle_cap_ns=now - self._start_ns if flags & wire.F_EPOCH_START else -1,
+                    idle_cap_ns=self._wait_ns if flags & wire.F_EPOCH_START else -1,
                 )
             )
         self._last_end = end if time_next else None
