@@ -60,7 +60,9 @@ def test_a_loop_without_a_dataloader_is_stepped_by_its_optimizer(tmp_path: Path)
     (rank,) = _run(tmp_path, NO_LOADER)
     # 40 optimizer steps: the first opens a step, each next one closes the one before.
     assert len(rank.steps) == 39
-    assert all(s.data_wait_ms < 1.0 for s in rank.steps)
+    # No loader, so nothing is data wait: a boundary's next() is back-to-back (a descheduled moment on
+    # a loaded machine may still land there, so the sum is checked, not each step).
+    assert sum(s.data_wait_ms for s in rank.steps) < 0.05 * sum(s.wall_ms for s in rank.steps)
     assert all(s.wall_ms >= 3.0 for s in rank.steps)
 
 
