@@ -16,6 +16,7 @@ from pyspy_support import ptrace_problem, training_job
 from ui.live import MessageWaiter, fake_gpu_source, gpu_update_where
 from ui.sample_states import jobs_state, rank
 from xfertop.sources.bundle import Sources
+from xfertop.sources.prometheus_jobs import PrometheusJobsSource
 from xfertop.sources.stacks import StackSampler
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.attach_screen import AttachScreen, StacksUpdated
@@ -107,3 +108,25 @@ async def test_s_on_a_job_rank_attaches_to_that_ranks_pid() -> None:
         assert asked == [gone]
         [notification] = list(app._notifications)
         assert "is not running" in notification.message and not isinstance(app.screen, AttachScreen)
+
+
+async def test_s_on_a_rank_read_from_prometheus_says_where_to_attach() -> None:
+    asked: list[int] = []
+
+    def sampler(pid: int) -> StackSampler:
+        asked.append(pid)
+        return StackSampler(pid, window_s=1)
+
+    jobs = PrometheusJobsSource("http://127.0.0.1:9", interval_s=60.0)  # never started: nothing fetched
+    app = XfertopApp(Sources(jobs=jobs, stack_sampler=sampler), start_sources=False)
+    remote = dataclasses.replace(rank(), pid=4242, host="node-b")
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.post_message(JobsStateUpdated(jobs_state(remote)))
+        await pilot.pause()
+        app.query_one(RankTable).focus()
+        await pilot.press("s")
+        await pilot.pause()
+        assert asked == []  # no py-spy on a local process that happens to have that pid
+        [notification] = list(app._notifications)
+        assert notification.message.startswith("pid 4242 runs on node-b: ")
+        assert "`xfertop attach 4242` on node-b" in notification.message

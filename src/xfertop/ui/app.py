@@ -35,6 +35,7 @@ from xfertop.model.host import HostState
 from xfertop.model.jobs import JobsState
 from xfertop.sources.base import PollingSource
 from xfertop.sources.bundle import Sources
+from xfertop.sources.prometheus_jobs import PrometheusJobsSource
 from xfertop.ui.competing import competing_job
 from xfertop.ui.gpu_area import GpuArea
 from xfertop.ui.gpu_pane import GpuPane
@@ -456,6 +457,17 @@ class XfertopApp(App[int]):
         notification why attaching is not allowed."""
         from xfertop.ui.attach_screen import AttachScreen
 
+        remote = self._remote_rank_host(pid)
+        if remote is not None:
+            self.notify(
+                f"pid {pid} runs on {remote}: py-spy samples only processes of this machine; run "
+                f"`xfertop attach {pid}` on {remote}.",
+                title=f"cannot sample pid {pid}",
+                severity="warning",
+                timeout=10,
+                markup=False,
+            )
+            return
         sampler = self.sources.stack_sampler(pid)
         problem = sampler.problem()
         if problem is not None:
@@ -464,6 +476,17 @@ class XfertopApp(App[int]):
             )
             return
         self.push_screen(AttachScreen(sampler))
+
+    def _remote_rank_host(self, pid: int) -> str | None:
+        """The host of the rank with ``pid`` when the jobs come from Prometheus (`xfertop --prometheus`):
+        its pid names nothing here. None for local jobs."""
+        if not isinstance(self.sources.jobs, PrometheusJobsSource) or self.view.jobs is None:
+            return None
+        for job in self.view.jobs.jobs:
+            for rank in job.ranks:
+                if rank.pid == pid:
+                    return rank.host or "another machine"
+        return None
 
     def _selected_gpu(self) -> int:
         """The focused GPU pane's GPU, else the first one."""
