@@ -24,9 +24,8 @@ import time
 
 import torch
 import torch.distributed as dist
-from _common import Clock, emit_summary, parse_args, seed_everything
+from _common import Clock, emit_summary, parse_args, seed_everything, train_step
 from torch import nn
-from torch.nn import functional as F
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
@@ -121,13 +120,7 @@ def rank_main() -> None:
         loader.sampler.set_epoch(epoch)
         epoch += 1
         for x, y in clock.timed(loader):
-            with clock.phase("copy"):
-                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            with clock.phase("compute"):
-                loss = F.cross_entropy(ddp(x), y)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
+            x, loss = train_step(clock, ddp, optimizer, x, y, device)
             clock.step_done(len(x), loss.detach() if clock.train_steps == 0 else None)
             if clock.train_steps % STOP_CHECK_EVERY == 0:
                 flag = torch.tensor([1.0 if clock.done else 0.0], device=flag_device)

@@ -13,9 +13,8 @@ still pageable).
 from __future__ import annotations
 
 import torch
-from _common import Clock, parse_args, pick_device, seed_everything
+from _common import Clock, parse_args, pick_device, seed_everything, train_step
 from torch import nn
-from torch.nn import functional as F
 from torch.utils.data import DataLoader, Dataset
 
 
@@ -71,13 +70,7 @@ def main() -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     while not clock.done:
         for x, y in clock.timed(loader):
-            with clock.phase("copy"):
-                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            with clock.phase("compute"):
-                loss = F.cross_entropy(model(x), y)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
+            x, loss = train_step(clock, model, optimizer, x, y, device)
             if clock.step_done(len(x), loss.detach() if clock.train_steps == 0 else None):
                 break
     batch_mb = round(batch * 3 * side * side * 4 / 1e6)

@@ -11,7 +11,7 @@ import random
 import time
 
 import torch
-from _common import Clock, parse_args, pick_device, seed_everything
+from _common import Clock, parse_args, pick_device, seed_everything, train_step
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
@@ -52,13 +52,7 @@ def main() -> None:
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     while not clock.done:
         for x, y in clock.timed(loader):
-            with clock.phase("copy"):
-                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            with clock.phase("compute"):
-                loss = nn.functional.cross_entropy(model(x), y)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
+            x, loss = train_step(clock, model, optimizer, x, y, device)
             if clock.step_done(len(x), loss.detach() if clock.train_steps == 0 else None):
                 break
     clock.finish()

@@ -9,9 +9,8 @@ so the job is compute-bound throughout; the validation passes are the job's own 
 from __future__ import annotations
 
 import torch
-from _common import Clock, parse_args, pick_device, seed_everything
+from _common import Clock, parse_args, pick_device, seed_everything, train_step
 from torch import nn
-from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
 VAL_EVERY, VAL_BATCHES = 25, 8
@@ -49,13 +48,7 @@ def main() -> None:
     val_accuracy = 0.0
     while not clock.done:
         for x, y in clock.timed(train_loader):
-            with clock.phase("copy"):
-                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            with clock.phase("compute"):
-                loss = F.cross_entropy(model(x), y)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
+            x, loss = train_step(clock, model, optimizer, x, y, device)
             stop = clock.step_done(len(x), loss.detach() if clock.train_steps == 0 else None)
             if clock.train_steps % VAL_EVERY == 0:
                 model.eval()
