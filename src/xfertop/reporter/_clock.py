@@ -333,17 +333,7 @@ class StepClock:
         gpu = self.gpu
         step = self.steps_written
         if gpu is None:
-            writer.write_step(
-                step,
-                self._start_ns,
-                now - self._start_ns,
-                self._wait_ns,
-                self._copy_cpu_ns,
-                self._h2d_bytes,
-                self._samples,
-                flags,
-            )
-            self.steps_written = step + 1
+            self._write_step(writer, step, now, flags)
         else:
             self._period_steps += 1
             countdown = self._countdown - 1
@@ -355,21 +345,25 @@ class StepClock:
             ready = self._ready
             if ready is None and not time_next:  # the common case when sampling: CPU clock only
                 self._last_end = None
-                writer.write_step(
-                    step,
-                    self._start_ns,
-                    now - self._start_ns,
-                    self._wait_ns,
-                    self._copy_cpu_ns,
-                    self._h2d_bytes,
-                    self._samples,
-                    flags,
-                )
-                self.steps_written = step + 1
+                self._write_step(writer, step, now, flags)
             else:
                 self._close_gpu(gpu, now, step, flags, ready, time_next)
         if now >= self._next_tick_ns:
             self._tick(now)
+
+    def _write_step(self, writer: RingWriter, step: int, now: int, flags: int) -> None:
+        """The open step's record, ended at ``now`` (its GPU fields follow once its events resolve)."""
+        writer.write_step(
+            step,
+            self._start_ns,
+            now - self._start_ns,
+            self._wait_ns,
+            self._copy_cpu_ns,
+            self._h2d_bytes,
+            self._samples,
+            flags,
+        )
+        self.steps_written = step + 1
 
     def _close_gpu(self, gpu: GpuTimer, now: int, step: int, flags: int, ready: Any, time_next: bool) -> None:
         """Close a timed step, or one whose end event the next (timed) step needs for its idle gap."""
@@ -399,17 +393,7 @@ class StepClock:
             )
         self._last_end = end if time_next else None
         self._epoch_at_prev_end = epoch
-        writer.write_step(
-            step,
-            self._start_ns,
-            now - self._start_ns,
-            self._wait_ns,
-            self._copy_cpu_ns,
-            self._h2d_bytes,
-            self._samples,
-            flags,
-        )
-        self.steps_written = step + 1
+        self._write_step(writer, step, now, flags)
         if gpu.dropped_steps:
             self._mark_dropped(gpu)
         spent = self._gpu_spent_ns + _now_ns() - began
