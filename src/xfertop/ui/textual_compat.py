@@ -5,7 +5,7 @@ Written against Textual 8.2 (``SUPPORTED_MAJOR``): on any other major version, o
 reads are missing, ``driver_class_for`` hands back Textual's own driver and nothing here runs (a viewer
 that then loses its terminal still leaves by ui/terminal_watch.py's deadline). The private names used:
 ``LinuxDriver._file`` (the writer thread's file), ``LinuxDriver._debug``, ``textual._xterm_parser``
-(``XTermParser``, its ``_timeout_time``) and ``textual._time.get_time``.
+(``XTermParser``, its ``_timeout_time``, a deadline on Textual's clock: ``time.monotonic`` on Linux).
 
 **A terminal that goes away** (a dropped SSH session, ``tmux kill-session``). The kernel hangs the
 terminal up: reads give end of file, writes fail with EIO, and the session leader gets SIGHUP and then
@@ -44,6 +44,7 @@ import selectors
 import signal
 import sys
 import threading
+import time
 from codecs import getincrementaldecoder
 from typing import TextIO
 
@@ -51,8 +52,7 @@ import textual
 from textual.driver import Driver
 from textual.drivers.linux_driver import LinuxDriver
 
-try:  # private modules: where they moved, Textual's own driver is used (driver_class_for)
-    from textual._time import get_time
+try:  # a private module: where it moved, Textual's own driver is used (driver_class_for)
     from textual._xterm_parser import XTermParser
 except ImportError:  # pragma: no cover - another Textual
     XTermParser = None  # type: ignore[assignment,misc]
@@ -229,7 +229,7 @@ class QuietLinuxDriver(LinuxDriver):
 
         try:
             while not self.exit_event.is_set():
-                process(selector.select(parser_timeout(parser, get_time())))
+                process(selector.select(parser_timeout(parser, time.monotonic())))
             if terminal_open:
                 selector.unregister(fileno)
             selector.unregister(wake)
