@@ -4,11 +4,18 @@ a sentence. (Against a real Prometheus: tests/export/test_prometheus_cluster.py.
 
 from __future__ import annotations
 
+import pytest
+
 from export.prometheus_cluster import free_port
+from xfertop.analysis.advice import input_bound_advice, restarts_workers
 from xfertop.analysis.steps import window_stats
+from xfertop.export.prometheus_collector import RANK_COUNTERS
+from xfertop.export.prometheus_totals import RankTotals
+from xfertop.model.jobs import RankEnd, RankState, StepRecord
 from xfertop.sources.prometheus_jobs import (
     RECORDS_PER_INTERVAL,
     PrometheusJobsSource,
+    _jobs,
     _Series,
     job_key_of,
     step_records,
@@ -77,3 +84,123 @@ def test_an_unreachable_prometheus_is_the_states_error() -> None:
     assert state.jobs == ()
     assert state.error is not None and state.error.startswith(f"cannot reach Prometheus at {url}: ")
     assert state.ring_dir == url
+
+
+# -- what the verdict reads beyond the means: flags, copy timing, the end -------------------------------
+
+
+def _step(number: int, wall_ms: float, wait_ms: float, **flags: bool) -> StepRecord:
+    return StepRecord(number, wall_ms, wait_ms, 0.0, None, None, None, 0, 8, False, False, **flags)
+
+
+def _epochs(epochs: int, steps_per_epoch: int, start_wait_ms: float) -> list[StepRecord]:
+    """A CPU job whose every epoch starts its workers again (persistent_workers=False): the epoch's first
+    step waits ``start_wait_ms`` for them, the others 1 ms of their 20 ms."""
+    steps = []
+    for number in range(epochs * steps_per_epoch):
+        if number % steps_per_epoch == 0:
+            steps.append(
+                _step(number, 20 + start_wait_ms, start_wait_ms, epoch_start=True, workers_started=True)
+            )
+        else:
+            steps.append(_step(number, 20.0, 1.0))
+    return steps
+
+
+def _scraped(steps: list[StepRecord], scrape_after: list[int]) -> dict[str, _Series]:
+    """The exporter's counters (RankTotals, as it sums them) scraped after each step count."""
+    totals = RankTotals(ring_created_unix_s=0.0, counting_since_unix_s=0.0)
+    names = [name.removeprefix("xfertop_rank_") for name, _help, _field in RANK_COUNTERS]
+    fields = {name.removeprefix("xfertop_rank_"): field for name, _help, field in RANK_COUNTERS}
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    done = 0
+    for at, count in enumerate(scrape_after):
+        for step in steps[done:count]:
+            totals.add_step(step, gpu_expected=False)
+        done = count
+        for name in names:
+            samples[name].append((float(at), float(getattr(totals, fields[name]))))
+    return _series(**samples)
+
+
+def test_worker_start_steps_come_back_flagged_with_their_own_wait() -> None:
+    # 4 epochs of 8 steps, scraped after the warm-up and at uneven counts.
+    steps = _epochs(4, 8, start_wait_ms=300.0)
+    records = step_records(_scraped(steps, [0, 5, 12, 20, 32]))
+    assert [r.step for r in records] == [s.step for s in steps]
+    flagged = [r for r in records if r.workers_started]
+    # One per epoch start (steps 0, 8, 16, 24), somewhere in its interval (0-4, 5-11, 12-19, 20-31).
+    assert [r.step for r in flagged] == [2, 8, 16, 26]
+    assert all(r.epoch_start for r in flagged)
+    for record in flagged:
+        assert (record.wall_ms, record.data_wait_ms) == (pytest.approx(320.0), pytest.approx(300.0))
+    local, remote = window_stats(steps), window_stats(records)
+    assert local is not None and remote is not None
+    for name in (
+        "steps",
+        "data_wait_share",
+        "compute_share",
+        "worker_start_steps",
+        "worker_start_wait_share",
+    ):
+        assert getattr(remote, name) == pytest.approx(getattr(local, name)), name
+    assert restarts_workers(remote)
+    advice = input_bound_advice(remote, dataloader_workers=2)
+    assert advice == input_bound_advice(local, dataloader_workers=2)
+    assert "set persistent_workers=True" in advice[0]
+
+
+def test_in_an_interval_of_more_steps_than_records_the_worker_start_wait_keeps_its_share() -> None:
+    steps = _epochs(2, 500, start_wait_ms=2000.0)  # 2 epoch starts among 1000 steps, one interval
+    records = step_records(_scraped(steps, [0, 1000]))
+    assert len(records) == RECORDS_PER_INTERVAL
+    assert sum(r.workers_started for r in records) == 2
+    true_share = 2 * 2000 / (2 * 2000 + 998 * 1.0)
+    share = sum(r.data_wait_ms for r in records if r.workers_started) / sum(r.data_wait_ms for r in records)
+    assert abs(share - true_share) < 0.02
+    assert sum(r.wall_ms for r in records) * 1000 / RECORDS_PER_INTERVAL == pytest.approx(
+        sum(s.wall_ms for s in steps)
+    )
+
+
+def test_a_copy_marked_without_bytes_comes_back_as_a_copy() -> None:
+    steps = [_step(n, 20.0, 1.0, copied=n % 10 == 0) for n in range(40)]
+    records = step_records(_scraped(steps, [0, 40]))
+    assert sum(r.copied for r in records) == 4
+    stats = window_stats(records)
+    assert stats is not None and stats.copied_step_fraction > 0
+    assert step_records(_scraped([_step(n, 20.0, 1.0) for n in range(40)], [0, 40]))[0].copied is False
+
+
+def _gauge(name: str, value: float, **labels: str) -> _Series:
+    return _Series({"__name__": name, **RANK, **labels}, [(0.0, value)])
+
+
+RANK = {"host": "node-b", "job_id": "run:j", "pid": "7", "rank": "0"}
+
+
+def _rank_from(*gauges: _Series) -> RankState:
+    counters = [
+        _Series({**series.labels, **RANK}, series.samples)
+        for series in _scraped(_epochs(1, 8, 1.0), [0, 8]).values()
+    ]
+    [job] = _jobs(counters, list(gauges))
+    [rank] = job.ranks
+    return rank
+
+
+def test_copy_timing_and_how_a_rank_ended_come_from_their_gauges() -> None:
+    finished = _gauge("xfertop_rank_status", 1, xfertop_rank_status="finished")
+    rank = _rank_from(
+        finished,
+        _gauge("xfertop_rank_copy_timing", 1),
+        _gauge("xfertop_rank_end_info", 1, closed_ring="false", exit_code="", signal="SIGKILL"),
+    )
+    assert rank.copy_timing
+    assert rank.end == RankEnd(closed_ring=False, exit_code=None, signal=9)
+    assert rank.end.describe() == "killed by SIGKILL" and rank.end.failed
+    exited = _rank_from(
+        finished, _gauge("xfertop_rank_end_info", 1, closed_ring="true", exit_code="3", signal="")
+    )
+    assert exited.end == RankEnd(closed_ring=True, exit_code=3) and not exited.copy_timing
+    assert _rank_from(_gauge("xfertop_rank_copy_timing", 0)).end is None  # still live

@@ -8,6 +8,7 @@ docs/exporter.md lists every family and its labels.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Iterable, Iterator
 from typing import get_args
 
@@ -25,7 +26,7 @@ from xfertop.analysis.verdict import VerdictKind, judge, warming_up
 from xfertop.export.prometheus_totals import RankTotals, TotalsState
 from xfertop.model.gpu import GpuSnapshot, GpuState
 from xfertop.model.host import HostState, ProcessStats
-from xfertop.model.jobs import JobsState, RankState, RankStatus
+from xfertop.model.jobs import JobsState, RankEnd, RankState, RankStatus
 from xfertop.model.rank_gpu import rank_gpu
 from xfertop.sources.gpu_facts import THROTTLE_WORDS
 
@@ -66,6 +67,33 @@ RANK_COUNTERS: tuple[tuple[str, str, str], ...] = (
         "xfertop_rank_pageable_non_blocking_steps",
         "Copying steps that asked non_blocking of pageable memory (silently synchronous)",
         "pageable_non_blocking_steps",
+    ),
+    (
+        "xfertop_rank_copied_steps",
+        "Steps that made or marked a host-to-device copy, bytes counted or not",
+        "copied_steps",
+    ),
+    (
+        "xfertop_rank_epoch_start_steps",
+        "First steps of an iteration over a loader (an epoch, a validation pass): their data wait "
+        "includes iter(loader)",
+        "epoch_start_steps",
+    ),
+    (
+        "xfertop_rank_worker_start_steps",
+        "Epoch-start steps whose iter(loader) started the loader's worker processes "
+        "(num_workers > 0 without persistent_workers)",
+        "worker_start_steps",
+    ),
+    (
+        "xfertop_rank_worker_start_step_seconds",
+        "Wall time of the worker-start steps (CPU clock)",
+        "worker_start_step_seconds",
+    ),
+    (
+        "xfertop_rank_worker_start_data_wait_seconds",
+        "Time the worker-start steps were blocked in iter(loader) and next(loader) (CPU clock)",
+        "worker_start_data_wait_seconds",
     ),
     (
         "xfertop_rank_gpu_timed_steps",
@@ -296,6 +324,12 @@ class XfertopCollector(Collector):
             "bytes",
         )
         workers = _gauge("xfertop_rank_dataloader_workers", "DataLoader worker processes", RANK_LABELS)
+        copy_timing = _gauge(
+            "xfertop_rank_copy_timing",
+            "1 when `xfertop run` times every Tensor.to/.cuda of the rank (a step that shows no copy "
+            "copied nothing), else 0",
+            RANK_LABELS,
+        )
         heartbeat = _gauge(
             "xfertop_rank_heartbeat_age_seconds",
             "Seconds since the reporter last wrote",
@@ -319,6 +353,12 @@ class XfertopCollector(Collector):
             "xfertop_rank_verdict", "The rank's verdict on its recent steps", labels=RANK_LABELS
         )
         info = InfoMetricFamily("xfertop_rank", "The rank's device and world size", labels=RANK_LABELS)
+        end = InfoMetricFamily(
+            "xfertop_rank_end",
+            "How a finished rank's process ended: closed_ring (the reporter closed its ring at exit), "
+            "exit_code or signal of the command `xfertop run` started (empty when unknown)",
+            labels=RANK_LABELS,
+        )
         job_verdict = StateSetMetricFamily(
             "xfertop_job_verdict",
             "The verdict on this node's ranks of the job (frozen at the last live window once it ended)",
@@ -344,12 +384,15 @@ class XfertopCollector(Collector):
                     pinned.add_metric(labels, rank.pinned_host_bytes)
                 if rank.dataloader_workers is not None:
                     workers.add_metric(labels, rank.dataloader_workers)
+                copy_timing.add_metric(labels, 1.0 if rank.copy_timing else 0.0)
                 heartbeat.add_metric(labels, rank.heartbeat_age_s)
                 self._process_cpu(processes.get(rank.pid), labels, process_cpu, workers_cpu)
                 status.add_metric(labels, {state: state == rank.status for state in RANK_STATUSES})
                 kind = _rank_verdict_kind(analysed)
                 verdict.add_metric(labels, {state: state == kind for state in VERDICT_KINDS})
                 info.add_metric(labels, {"device": rank.device, "world_size": _label(rank.world_size)})
+                if rank.end is not None:
+                    end.add_metric(labels, end_labels(rank.end))
             if exported:
                 job_verdict.add_metric(
                     [self._host_label, job.job.name, job.job.job_key],
@@ -359,12 +402,14 @@ class XfertopCollector(Collector):
             *counters.values(),
             pinned,
             workers,
+            copy_timing,
             heartbeat,
             process_cpu,
             workers_cpu,
             status,
             verdict,
             info,
+            end,
             job_verdict,
         ]
 
@@ -388,6 +433,21 @@ class XfertopCollector(Collector):
         own.add_metric(labels, process.cpu_percent / 100)
         child_percents = [child.cpu_percent for child in process.children if child.cpu_percent is not None]
         children.add_metric(labels, sum(child_percents) / 100)
+
+
+def end_labels(end: RankEnd) -> dict[str, str]:
+    """``xfertop_rank_end``'s labels: the signal by name ("SIGKILL"), a number where it has none."""
+    signal_name = ""
+    if end.signal is not None:
+        try:
+            signal_name = signal.Signals(end.signal).name
+        except ValueError:
+            signal_name = str(end.signal)
+    return {
+        "closed_ring": "true" if end.closed_ring else "false",
+        "exit_code": _label(end.exit_code),
+        "signal": signal_name,
+    }
 
 
 def _device_settled(rank: RankState) -> bool:

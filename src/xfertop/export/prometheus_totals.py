@@ -53,6 +53,14 @@ class RankTotals:
     copying_steps: int = 0
     pinned_steps: int = 0
     pageable_non_blocking_steps: int = 0
+    #: Steps that made or marked a copy, bytes counted or not (what says copies were looked at).
+    copied_steps: int = 0
+    #: First steps of an iteration over a loader; of those, the ones whose iter() started the loader's
+    #: workers, with their wall time and data wait (the persistent_workers rule weighs that wait).
+    epoch_start_steps: int = 0
+    worker_start_steps: int = 0
+    worker_start_step_seconds: float = 0.0
+    worker_start_data_wait_seconds: float = 0.0
     gpu_timed_steps: int = 0
     gpu_timed_step_seconds: float = 0.0
     copy_gpu_seconds: float = 0.0
@@ -75,6 +83,13 @@ class RankTotals:
             self.copying_steps += 1
             self.pinned_steps += step.pinned
             self.pageable_non_blocking_steps += step.pageable_non_blocking
+        if step.copied or step.h2d_bytes > 0:
+            self.copied_steps += 1
+        self.epoch_start_steps += step.epoch_start
+        if step.workers_started:
+            self.worker_start_steps += 1
+            self.worker_start_step_seconds += step.wall_ms / 1000
+            self.worker_start_data_wait_seconds += step.data_wait_ms / 1000
         if not self.add_gpu_clock(step) and gpu_expected:
             self.gpu_pending.append(step.step)
         self.last_step = step.step

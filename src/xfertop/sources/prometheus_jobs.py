@@ -7,6 +7,13 @@ extrapolation) and turns each interval into step records holding that interval's
 window statistics, shares and verdicts then come out as they would locally, though p50/p95 are spreads
 of interval means, not of single steps.
 
+What the local verdict reads beyond the means comes along: the steps that made or marked a copy, the
+epoch starts and the steps whose iter(loader) started the workers are flagged on as many records of
+their interval, evenly spaced; the worker-start records hold those steps' own wall time and data wait
+(the persistent_workers rule weighs that wait), the other records the rest of the interval's, so every
+interval's sums and shares are those of its steps. Whether `xfertop run` timed every copy
+(``xfertop_rank_copy_timing``) and how a finished rank ended (``xfertop_rank_end``) come from gauges.
+
 Ranks group into jobs across hosts by the ``job_id`` label: a torchelastic run id or a MASTER_ADDR:PORT
 names one job on every node; a parent pid or a pid (``ppid:``/``pid:`` keys) names one only on its own
 host, so those keys get ``@host`` appended.
@@ -16,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import signal
 import time
 import urllib.error
 import urllib.parse
@@ -30,7 +38,8 @@ from xfertop.sources.base import PollingSource
 RANK_KEY_LABELS = ("host", "job_id", "pid", "rank")
 COUNTERS_QUERY = '{{__name__=~"xfertop_rank_.+_total"}}[{window}s]'
 GAUGES_QUERY = (
-    '{__name__=~"xfertop_rank_(info|status|pinned_host_bytes|dataloader_workers|heartbeat_age_seconds)"}'
+    '{__name__=~"xfertop_rank_(info|end_info|status|copy_timing|pinned_host_bytes|dataloader_workers'
+    '|heartbeat_age_seconds)"}'
 )
 #: Step records made from one scrape interval at most (each holds the interval's per-step means).
 RECORDS_PER_INTERVAL = 64
@@ -171,12 +180,34 @@ def _note_gauge(facts: dict[str, Any], series: _Series) -> None:
     elif name == "xfertop_rank_info":
         facts["device"] = labels.get("device", "")
         facts["world_size"] = _optional_int(labels.get("world_size"))
+    elif name == "xfertop_rank_end_info":
+        facts["end"] = rank_end_of(labels)
+    elif name == "xfertop_rank_copy_timing":
+        facts["copy_timing"] = value == 1
     elif name == "xfertop_rank_pinned_host_bytes":
         facts["pinned"] = int(value)
     elif name == "xfertop_rank_dataloader_workers":
         facts["workers"] = int(value)
     elif name == "xfertop_rank_heartbeat_age_seconds":
         facts["heartbeat"] = value
+
+
+def _signal_number(text: str) -> int | None:
+    if text.isdigit():
+        return int(text)
+    try:
+        return int(signal.Signals[text])
+    except KeyError:
+        return None
+
+
+def rank_end_of(labels: dict[str, str]) -> RankEnd:
+    """The ``RankEnd`` that ``xfertop_rank_end``'s labels describe."""
+    return RankEnd(
+        closed_ring=labels.get("closed_ring") == "true",
+        exit_code=_optional_int(labels.get("exit_code")),
+        signal=_signal_number(labels.get("signal", "")) if labels.get("signal") else None,
+    )
 
 
 def _rank_state(series: dict[str, _Series], facts: dict[str, Any]) -> tuple[RankState, str] | None:
@@ -206,7 +237,9 @@ def _rank_state(series: dict[str, _Series], facts: dict[str, Any]) -> tuple[Rank
         reporter_disabled=False,
         ring_path=f"prometheus:{host}/{job_id}/pid{pid}/rank{labels.get('rank', '')}",
         steps_lost=int(unseen.samples[-1][1]) if unseen is not None and unseen.samples else 0,
-        end=RankEnd(closed_ring=True) if status == "finished" else None,
+        copy_timing=facts.get("copy_timing", False),
+        # An exporter older than xfertop_rank_end says only that the rank finished.
+        end=facts.get("end", RankEnd(closed_ring=True)) if status == "finished" else None,
     )
     return rank, job_name
 
@@ -238,34 +271,76 @@ def step_records(series: dict[str, _Series]) -> tuple[StepRecord, ...]:
     return tuple(records)
 
 
+def spread_indices(flagged: int, count: int) -> list[int]:
+    """``flagged`` of ``count`` positions, evenly spaced (the flagged steps of an interval, such as
+    epoch starts, fall anywhere in it: none is put at its start or its end on purpose)."""
+    flagged = min(flagged, count)
+    return [int((index + 0.5) * count / flagged) for index in range(flagged)]
+
+
 def _interval_records(delta: Callable[[str], float], counted: int, last_step: int) -> list[StepRecord]:
-    wall_ms = delta("step_seconds") * 1000 / counted
+    count = min(counted, RECORDS_PER_INTERVAL)
+    steps_per_record = counted / count
+    worker_starts = min(round(delta("worker_start_steps")), counted)
+    epoch_starts = min(max(round(delta("epoch_start_steps")), worker_starts), counted)
+    # Records flagged: one per flagged step, as many as there are records at most.
+    epoch_records = spread_indices(epoch_starts, count)
+    worker_start_records = {
+        epoch_records[i] for i in spread_indices(min(worker_starts, count), len(epoch_records))
+    }
+
+    def split(total_s: float, of_worker_starts_s: float) -> tuple[float, float]:
+        """(ms of a worker-start record, ms of another record) for an interval total: the worker-start
+        records stand for every step that started workers (and, in an interval of more steps than
+        records, for their share of the other steps), so the interval's sums and shares hold."""
+        others = counted - worker_starts
+        other_ms = max(0.0, total_s - of_worker_starts_s) * 1000 / others if others else 0.0
+        if not worker_start_records:
+            return 0.0, total_s * 1000 / counted
+        group_steps = len(worker_start_records) * steps_per_record
+        start_ms = (of_worker_starts_s * 1000 + (group_steps - worker_starts) * other_ms) / group_steps
+        return start_ms, other_ms
+
+    start_wall_ms, other_wall_ms = split(delta("step_seconds"), delta("worker_start_step_seconds"))
+    start_wait_ms, other_wait_ms = split(delta("data_wait_seconds"), delta("worker_start_data_wait_seconds"))
     timed_wall_s = delta("gpu_timed_step_seconds")
     gpu_timed = delta("gpu_timed_steps") > 0 and timed_wall_s > 0
 
-    def gpu_ms(name: str) -> float | None:
-        # The GPU clock's share of the timed steps, applied to the interval's mean step.
+    def gpu_ms(name: str, wall_ms: float) -> float | None:
+        # The GPU clock's share of the timed steps, applied to the record's step.
         return delta(name) / timed_wall_s * wall_ms if gpu_timed else None
 
     copying = delta("copying_steps")
-    pinned_share = delta("pinned_steps") / copying if copying > 0 else 0.0
-    non_blocking_share = delta("pageable_non_blocking_steps") / copying if copying > 0 else 0.0
-    count = min(counted, RECORDS_PER_INTERVAL)
+    pinned = set(spread_indices(round(count * delta("pinned_steps") / copying), count) if copying > 0 else ())
+    non_blocking = set(
+        spread_indices(round(count * delta("pageable_non_blocking_steps") / copying), count)
+        if copying > 0
+        else ()
+    )
+    copied_steps = delta("copied_steps")
+    # One record at least where some step copied: "copies were looked at" must not round away.
+    copied = set(spread_indices(max(round(count * copied_steps / counted), copied_steps > 0), count))
+    epoch = set(epoch_records)
     records = []
     for index in range(count):
+        worker_start = index in worker_start_records
+        wall_ms = start_wall_ms if worker_start else other_wall_ms
         records.append(
             StepRecord(
-                step=last_step - round((count - 1 - index) * counted / count),
+                step=last_step - round((count - 1 - index) * steps_per_record),
                 wall_ms=wall_ms,
-                data_wait_ms=delta("data_wait_seconds") * 1000 / counted,
+                data_wait_ms=start_wait_ms if worker_start else other_wait_ms,
                 copy_cpu_ms=delta("copy_cpu_seconds") * 1000 / counted,
-                copy_gpu_ms=gpu_ms("copy_gpu_seconds"),
-                compute_gpu_ms=gpu_ms("compute_gpu_seconds"),
-                gpu_idle_ms=gpu_ms("gpu_idle_seconds"),
+                copy_gpu_ms=gpu_ms("copy_gpu_seconds", wall_ms),
+                compute_gpu_ms=gpu_ms("compute_gpu_seconds", wall_ms),
+                gpu_idle_ms=gpu_ms("gpu_idle_seconds", wall_ms),
                 h2d_bytes=round(delta("h2d_bytes") / counted),
                 samples=round(delta("samples") / counted),
-                pinned=index < round(count * pinned_share),
-                pageable_non_blocking=index < round(count * non_blocking_share),
+                pinned=index in pinned,
+                pageable_non_blocking=index in non_blocking,
+                copied=index in copied,
+                epoch_start=index in epoch,
+                workers_started=worker_start,
             )
         )
     return records
