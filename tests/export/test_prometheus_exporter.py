@@ -233,3 +233,30 @@ def test_pcie_error_counters_add_up_across_exporter_runs() -> None:
     second_run.load_json(first_run.to_json())
     second_run.on_gpu(with_errors(2, 0))  # a new GPU source counts from zero again
     assert (second_run.pcie[uuid].replay_errors, second_run.pcie[uuid].correctable_errors) == (7, 1)
+
+
+def test_epoch_and_worker_start_steps_copy_timing_and_the_end_are_exported(tmp_path: Path) -> None:
+    ring = Ring(tmp_path, capacity=64)
+    ring.writer.set_word(wire.H_STATE_FLAGS, wire.STATE_COPY_TIMING)
+    exporter, jobs = _exporter(tmp_path)
+    ring.write(1, flags=wire.F_EPOCH_START | wire.F_WORKERS_STARTED)  # the epoch's iter() started workers
+    ring.write(3, flags=0)
+    ring.write(1, flags=wire.F_EPOCH_START)  # a validation pass without workers
+    ring.writer.set_word(wire.H_LAUNCH_EXIT, wire.encode_launch_exit(None, 9))
+    ring.writer.close()
+    jobs.sample_once()
+    found = _samples(exporter)
+    assert found[("xfertop_rank_epoch_start_steps_total", "0")] == 2
+    assert found[("xfertop_rank_worker_start_steps_total", "0")] == 1
+    assert found[("xfertop_rank_worker_start_step_seconds_total", "0")] == STEP_NS / 1e9
+    assert found[("xfertop_rank_worker_start_data_wait_seconds_total", "0")] == WAIT_NS / 1e9
+    assert found[("xfertop_rank_copied_steps_total", "0")] == 5  # every step moved bytes
+    assert found[("xfertop_rank_copy_timing", "0")] == 1
+    families = {f.name: f for f in parse_openmetrics(generate_openmetrics(exporter.registry).decode())}
+    assert families["xfertop_rank_end"].type == "info"
+    [end] = families["xfertop_rank_end"].samples
+    assert (end.labels["closed_ring"], end.labels["exit_code"], end.labels["signal"]) == (
+        "true",
+        "",
+        "SIGKILL",
+    )
