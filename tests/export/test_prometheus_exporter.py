@@ -260,3 +260,16 @@ def test_epoch_and_worker_start_steps_copy_timing_and_the_end_are_exported(tmp_p
         "",
         "SIGKILL",
     )
+
+
+def test_docs_list_every_rank_series(tmp_path: Path) -> None:
+    ring = Ring(tmp_path, capacity=64)
+    exporter, jobs = _exporter(tmp_path)
+    ring.write(3)
+    ring.writer.close()
+    jobs.sample_once()
+    names = {name for name, _rank in _samples(exporter) if name.startswith("xfertop_rank_")}
+    names = {name for name in names if not name.endswith("_created")}
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "exporter.md").read_text()
+    assert "xfertop_rank_end_info" in names
+    assert [name for name in sorted(names) if f"`{name}`" not in docs] == []
