@@ -66,6 +66,12 @@ RX_COPY_BOUND_PAGEABLE_SHARE = 0.30
 #: at 16 MiB; 7 GB/s at 256 MiB and above). A pageable 100 MB batch read 5.3 GB/s on the link while its
 #: copies took 74% of each step (docs/scenarios.md, scenario d under xfertop.watch).
 PAGEABLE_H2D_MAX_BYTES_PER_S = 15e9
+#: Pageable copies of large buffers run at half that (GPU-FACTS.md: 7.4 GB/s at 256 MiB, 6.8 at 1 GiB;
+#: scenario d's 100 MB batches: 5.3 GB/s on the link at a 74% copy share, so ~7.2 GB/s while copying).
+#: Where the link moves at least PAGEABLE_LARGE_STEP_BYTES per step (RX x the step's wall time), the
+#: pageable estimate uses this rate: a 100 MB batch at 15 GB/s would be guessed at half its copy time.
+PAGEABLE_H2D_LARGE_BYTES_PER_S = 7.0e9
+PAGEABLE_LARGE_STEP_BYTES = 64 * 2**20
 #: The step clock saw copies at less than this fraction of what the GPU's link received: copies made
 #: where the clock does not look (a framework's own .to()).
 H2D_SEEN_OF_RX_MIN = 0.5

@@ -24,7 +24,9 @@ from xfertop.analysis.thresholds import (
     HIDDEN_WAIT_MIN_SHARE,
     INPUT_CRITICAL_SHARE,
     INPUT_WARN_SHARE,
+    PAGEABLE_H2D_LARGE_BYTES_PER_S,
     PAGEABLE_H2D_MAX_BYTES_PER_S,
+    PAGEABLE_LARGE_STEP_BYTES,
     RX_COPY_BOUND_PAGEABLE_SHARE,
     STRAGGLER_CRITICAL_EXCESS_SHARE,
     STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE,
@@ -205,7 +207,13 @@ def _judge(
         rx_share = context.rx_link_share
         rx = context.gpu_rx_bytes_per_s
         if not context.copies_measured and rx is not None and rx_share is not None:
-            pageable_share = min(1.0, rx / PAGEABLE_H2D_MAX_BYTES_PER_S)
+            step_bytes = rx * stats.wall.p50_ms / 1000
+            pageable_rate = (
+                PAGEABLE_H2D_LARGE_BYTES_PER_S
+                if step_bytes >= PAGEABLE_LARGE_STEP_BYTES
+                else PAGEABLE_H2D_MAX_BYTES_PER_S
+            )
+            pageable_share = min(1.0, rx / pageable_rate)
             if rx_share >= COPY_WARN_SHARE or pageable_share >= RX_COPY_BOUND_PAGEABLE_SHARE:
                 # NVML counts kernels only: a GPU busy copying reads idle. Its link says otherwise.
                 evidence["untimed_copy_share_range"] = [_round(rx_share, 4), _round(pageable_share, 4)]
