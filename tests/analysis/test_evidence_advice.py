@@ -1,6 +1,6 @@
-"""Advice that agrees with all the evidence: where the workers may run and how busy those cores are,
-epoch-start waits, copies nobody timed (and the GPU's link that saw them), NVML only while a rank steps,
-no PCIe advice for a CPU job, pinned memory against RAM."""
+"""Advice that agrees with all the evidence: where the workers may run, how busy those cores are and
+the CPU quota of their cgroup, epoch-start waits, copies nobody timed (and the GPU's link that saw
+them), NVML only while a rank steps, no PCIe advice for a CPU job, pinned memory against RAM."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import dataclasses
 
 from analysis.window_fixtures import load_window
 from ui.sample_states import gpu_state, host_state
+from xfertop.analysis.evidence import WorkersEvidence, workers_evidence
 from xfertop.analysis.job_analysis import analyse
 from xfertop.analysis.verdict import Verdict
 from xfertop.model.gpu import GpuState
@@ -27,7 +28,13 @@ def _advice(verdict: Verdict) -> str:
 
 
 def _host_with_workers(
-    rank: RankState, allowed: tuple[int, ...], core_busy: float, workers: int = 4, cores: int = 16
+    rank: RankState,
+    allowed: tuple[int, ...],
+    core_busy: float,
+    workers: int = 4,
+    cores: int = 16,
+    quota_cores: float | None = None,
+    throttled_share: float | None = None,
 ) -> HostState:
     base = host_state(cores)
     kids = tuple(
@@ -53,6 +60,9 @@ def _host_with_workers(
         pinned_bytes=None,
         children=kids,
         cpus_allowed=tuple(range(cores)),
+        cpu_quota_cores=quota_cores,
+        cpu_quota_file="/sys/fs/cgroup/system.slice/train.scope/cpu.max" if quota_cores is not None else None,
+        cpu_throttled_share=throttled_share,
     )
     per_core = tuple(core_busy if i in allowed else 5.0 for i in range(cores))
     return dataclasses.replace(base, processes=(trainer,), cpu_per_core_percent=per_core, hostname=rank.host)
@@ -93,6 +103,89 @@ def test_workers_with_idle_cores_are_told_to_add_workers_and_why() -> None:
     host = _host_with_workers(rank, allowed=tuple(range(16)), core_busy=20.0, workers=2)
     verdict = _verdict(rank, host=host)
     assert "Raise num_workers above 2 (16 cores allowed, 20% busy)" in _advice(verdict)
+
+
+def test_workers_outnumbering_their_cgroups_cpu_quota_are_told_the_quota_not_to_add_workers() -> None:
+    rank = _starved(workers=8)
+    all_cores = tuple(range(64))
+    host = _host_with_workers(
+        rank, all_cores, core_busy=30.0, workers=8, cores=64, quota_cores=2.0, throttled_share=0.4
+    )
+    verdict = _verdict(rank, host=host)
+    assert verdict.kind == "input-bound"
+    advice = _advice(verdict)
+    assert (
+        "The 8 DataLoader workers share a CPU quota of 2 cores (cgroup cpu.max) with their training "
+        "process, and the job was throttled in 40% of periods: more workers cannot help. Raise the job's "
+        "CPU limit"
+    ) in advice
+    assert "Raise num_workers" not in advice and "64 cores" not in advice and "prefetch_factor" not in advice
+
+
+def test_a_quota_below_the_workers_whose_throttling_is_not_known_yet_still_bounds_them() -> None:
+    rank = _starved(workers=8)
+    host = _host_with_workers(rank, tuple(range(64)), core_busy=30.0, workers=8, cores=64, quota_cores=2.0)
+    advice = _advice(_verdict(rank, host=host))
+    assert (
+        "The 8 DataLoader workers share a CPU quota of 2 cores (cgroup cpu.max) with their training "
+        in advice
+    )
+    assert "throttled" not in advice and "Raise num_workers" not in advice
+
+
+def test_a_throttled_cgroup_with_a_quota_above_the_workers_is_used_up_all_the_same() -> None:
+    rank = _starved(workers=4)
+    host = _host_with_workers(
+        rank, tuple(range(16)), core_busy=20.0, workers=4, quota_cores=6.0, throttled_share=0.6
+    )
+    advice = _advice(_verdict(rank, host=host))
+    assert (
+        "The job uses all of its CPU quota of 6 cores (cgroup cpu.max): it was throttled in 60% of " in advice
+    )
+    assert "Raise num_workers" not in advice
+
+
+def test_workers_in_an_unthrottled_cgroup_wait_on_storage_and_are_told_its_quota() -> None:
+    # Eight workers on a 2-core quota that the cgroup never runs out of: they wait on something else.
+    rank = _starved(workers=8)
+    host = _host_with_workers(
+        rank, tuple(range(64)), core_busy=10.0, workers=8, cores=64, quota_cores=2.0, throttled_share=0.0
+    )
+    advice = _advice(_verdict(rank, host=host))
+    assert (
+        "Raise num_workers above 8 (a CPU quota of 2 cores, cgroup cpu.max, throttled in 0% of periods)"
+        in advice
+    )
+
+
+def test_a_quota_above_the_allowed_cores_leaves_the_affinity_advice_as_it_was() -> None:
+    rank = _starved(workers=2)
+    host = _host_with_workers(
+        rank, tuple(range(16)), core_busy=20.0, workers=2, quota_cores=32.0, throttled_share=0.0
+    )
+    assert "Raise num_workers above 2 (16 cores allowed, 20% busy)" in _advice(_verdict(rank, host=host))
+    confined = _host_with_workers(
+        rank, (3,), core_busy=100.0, workers=4, quota_cores=4.0, throttled_share=0.1
+    )
+    advice = _advice(_verdict(_starved(workers=4), host=confined))
+    assert "may run on only 1 core (CPU affinity 3)" in advice and "quota" not in advice
+
+
+def test_the_workers_evidence_carries_the_ranks_quota_and_its_effective_cores() -> None:
+    rank = _starved(workers=8)
+    host = _host_with_workers(
+        rank, tuple(range(64)), core_busy=30.0, workers=8, cores=64, quota_cores=1.5, throttled_share=0.3
+    )
+    workers = workers_evidence(rank, host)
+    assert workers is not None and workers.cpu_quota_cores == 1.5 and workers.effective_cores == 1.5
+    assert workers.quota_below_cores and workers.throttled and workers.saturated
+    assert workers.cpu_quota_file == "/sys/fs/cgroup/system.slice/train.scope/cpu.max"
+    unlimited = workers_evidence(rank, _host_with_workers(rank, (0, 1), core_busy=30.0, workers=8))
+    assert unlimited is not None and unlimited.effective_cores == 2.0
+    assert not unlimited.quota_below_cores and not unlimited.throttled and not unlimited.saturated
+    # Built by keyword as the attach path does, without the cgroup fields.
+    attach = WorkersEvidence(count=2, allowed_cpus=(0, 1), cpu_percent=None, allowed_cores_busy_percent=None)
+    assert attach.cpu_quota_cores is None and attach.effective_cores == 2.0 and not attach.saturated
 
 
 def _epoch_steps(count: int = 60, every: int = 10) -> tuple[StepRecord, ...]:

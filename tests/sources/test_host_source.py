@@ -3,6 +3,7 @@ shared memory, a process that has exited, and a process of another user."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -16,6 +17,7 @@ import pytest
 
 from xfertop.model.host import HostState, ProcessStats
 from xfertop.sources import host
+from xfertop.sources.cgroup_cpu import CgroupCpuReader, read_cpu_limit
 from xfertop.sources.host import HostSource
 
 MIB = 1 << 20
@@ -535,3 +537,41 @@ def test_a_worker_confined_to_one_core_shows_its_allowed_cpus() -> None:
         assert process.stdin is not None
         process.stdin.close()
         process.wait(timeout=30)
+
+
+def test_a_watched_process_carries_its_cgroups_cpu_quota_and_throttled_share(tmp_path: Path) -> None:
+    """The host source asks its cgroup reader about each watched process (here a tree in tmp_path that
+    puts this process in a 2-core cgroup v2) and publishes quota, file and throttled share."""
+    pid = os.getpid()
+    (tmp_path / "proc" / str(pid)).mkdir(parents=True)
+    (tmp_path / "proc" / str(pid) / "cgroup").write_text("0::/train.scope\n")
+    (tmp_path / "proc" / "self").mkdir()
+    (tmp_path / "proc" / "self" / "mountinfo").write_text(
+        "35 24 0:30 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"
+    )
+    scope = tmp_path / "sys/fs/cgroup/train.scope"
+    scope.mkdir(parents=True)
+    (scope / "cpu.max").write_text("200000 100000\n")
+    (scope / "cpu.stat").write_text("nr_periods 10\nnr_throttled 0\n")
+    clock = itertools.count()  # one second per call
+    source = HostSource(
+        cgroup_cpu=CgroupCpuReader(tmp_path / "proc", tmp_path, window_s=0.0),
+        monotonic=lambda: float(next(clock)),
+    )
+    source.watch_pids([pid])
+    first = _watched(source.sample_once(), pid)
+    assert first.cpu_quota_cores == 2.0 and first.cpu_quota_file == str(scope / "cpu.max")
+    assert first.cpu_throttled_share is None, "one reading: no share yet"
+    (scope / "cpu.stat").write_text("nr_periods 20\nnr_throttled 4\n")
+    second = _watched(source.sample_once(), pid)
+    assert second.cpu_throttled_share == 0.4
+
+
+def test_a_process_without_a_cpu_quota_has_none_and_so_do_its_workers(trainer) -> None:
+    process, _ = trainer
+    source = HostSource()
+    source.watch_pids([process.pid])
+    stats = _watched(source.sample_once(), process.pid)
+    limit = read_cpu_limit(process.pid)
+    assert stats.cpu_quota_cores == (limit.quota_cores if limit else None)
+    assert all(child.cpu_quota_cores is None for child in stats.children), "workers share the rank's"

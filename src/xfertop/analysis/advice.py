@@ -76,9 +76,32 @@ def cross_check_advice(stats: WindowStats, context: Context) -> list[str]:
     ]
 
 
+def _cores_text(cores: float) -> str:
+    """A number of cores as a person writes it: "2 cores", "0.5 cores", "1 core"."""
+    text = f"{cores:.2f}".rstrip("0").rstrip(".")
+    return f"{text} core{'' if text == '1' else 's'}"
+
+
+def _quota_source(workers: WorkersEvidence) -> str:
+    """Where the quota comes from, as the advice names it: "cgroup cpu.max"."""
+    name = workers.cpu_quota_file.rsplit("/", 1)[-1] if workers.cpu_quota_file else ""
+    return f"cgroup {name}" if name else "cgroup"
+
+
+def _throttled_text(workers: WorkersEvidence) -> str:
+    share = workers.cpu_throttled_share
+    return f"throttled in {pct(share)} of periods" if share is not None else ""
+
+
 def _more_workers(dataloader_workers: int | None, workers: WorkersEvidence | None) -> str:
     cores = ""
-    if workers is not None:
+    if workers is not None and workers.quota_below_cores and workers.cpu_quota_cores is not None:
+        # The quota, not the affinity, bounds the CPU the workers get: name it.
+        throttled = _throttled_text(workers)
+        cores = f" (a CPU quota of {_cores_text(workers.cpu_quota_cores)}, {_quota_source(workers)}" + (
+            f", {throttled})" if throttled else ")"
+        )
+    elif workers is not None:
         busy = workers.allowed_cores_busy_percent
         count = len(workers.allowed_cpus)
         cores = f" ({count} core{'s' if count != 1 else ''} allowed" + (
@@ -95,11 +118,53 @@ def _more_workers(dataloader_workers: int | None, workers: WorkersEvidence | Non
     )
 
 
-def _workers_cannot_help(workers: WorkersEvidence, dataloader_workers: int | None) -> list[str]:
-    """More workers cannot help: their cores are fewer than they are, or busy already."""
-    count = dataloader_workers or workers.count
+#: What raises a job's CPU quota, by who set it.
+_RAISE_QUOTA = "docker --cpus, the pod's limits.cpu, systemd CPUQuota="
+
+
+def _what_limits_workers(workers: WorkersEvidence, count: int) -> str | None:
+    """Why more workers cannot help, or None where they may: "quota" (their cgroup is throttled, or its
+    quota is below their count and whether it is used up is not known yet), "affinity" (they outnumber
+    their allowed cores and those are in use, or their load is unknown) or "busy" (their cores are
+    saturated). Workers waiting on storage (network file systems, object stores) can outnumber their
+    cores, or their quota, and still gain from more: an idle core or an unthrottled cgroup says so."""
+    quota = workers.cpu_quota_cores
+    if workers.throttled or (
+        workers.quota_below_cores
+        and quota is not None
+        and count > quota
+        and workers.cpu_throttled_share is None
+    ):
+        return "quota"
+    busy = workers.allowed_cores_busy_percent
+    if count > len(workers.allowed_cpus) and (busy is None or busy >= OVERSUBSCRIBED_BUSY_PERCENT):
+        return "affinity"
+    return "busy" if workers.saturated else None
+
+
+def _quota_cannot_help(workers: WorkersEvidence, count: int) -> str:
+    quota = f" of {_cores_text(workers.cpu_quota_cores)}" if workers.cpu_quota_cores is not None else ""
+    source = _quota_source(workers)
+    throttled = _throttled_text(workers)
+    if workers.cpu_quota_cores is not None and count > workers.cpu_quota_cores:
+        return (
+            f"The {count} DataLoader workers share a CPU quota{quota} ({source}) with their training "
+            f"process{f', and the job was {throttled}' if throttled else ''}: more workers cannot help. "
+            f"Raise the job's CPU limit ({_RAISE_QUOTA}) or size num_workers to it."
+        )
+    return (
+        f"The job uses all of its CPU quota{quota} ({source}): it was {throttled}, so more "
+        f"workers cannot help. Raise the job's CPU limit ({_RAISE_QUOTA}) or make each sample cheaper "
+        "(decode at a smaller size, move augmentation onto the GPU after the copy)."
+    )
+
+
+def _workers_cannot_help(workers: WorkersEvidence, count: int, limit: str) -> list[str]:
+    """More workers cannot help: ``limit`` (from _what_limits_workers) says what holds them."""
+    if limit == "quota":
+        return [_quota_cannot_help(workers, count)]
     cpus = cpu_ranges(list(workers.allowed_cpus))
-    if count > len(workers.allowed_cpus):
+    if limit == "affinity":
         return [
             f"The {count} DataLoader workers may run on only {len(workers.allowed_cpus)} "
             f"core{'s' if len(workers.allowed_cpus) != 1 else ''} (CPU affinity {cpus}): more workers "
@@ -135,18 +200,8 @@ def input_bound_advice(
         )
     steady_wait = stats.input_share * (1 - stats.worker_start_wait_share) if restarts else stats.input_share
     workers = context.workers
-    # More workers than their cores only hurts when those cores are busy: workers waiting on storage
-    # (network file systems, object stores) can outnumber their cores and still gain from more.
-    cannot_help = workers is not None and (
-        workers.saturated
-        or (
-            (dataloader_workers or workers.count) > len(workers.allowed_cpus)
-            and (
-                workers.allowed_cores_busy_percent is None
-                or workers.allowed_cores_busy_percent >= OVERSUBSCRIBED_BUSY_PERCENT
-            )
-        )
-    )
+    limit = _what_limits_workers(workers, dataloader_workers or workers.count) if workers else None
+    cannot_help = limit is not None
     if dataloader_workers == 0:
         advice.append(
             "num_workers=0: every batch is loaded and decoded inside the training loop. "
@@ -156,8 +211,8 @@ def input_bound_advice(
             "Move decoding and augmentation off the main process: into DataLoader workers, "
             "or onto the GPU after the copy."
         )
-    elif workers is not None and cannot_help:
-        advice += _workers_cannot_help(workers, dataloader_workers)
+    elif workers is not None and limit is not None:
+        advice += _workers_cannot_help(workers, dataloader_workers or workers.count, limit)
     elif not spikes and steady_wait >= INPUT_WARN_SHARE and (context.stepping or dataloader_workers is None):
         # Only steady waits call for more workers: between spikes the workers already keep up. A rank that
         # stopped stepping (ending) has its workers gone: where they may run is no longer known.

@@ -1,6 +1,7 @@
 """What the verdict knows about a rank beyond its own steps: the GPU it runs on (NVML utilisation and
 PCIe RX, only where the rank is that GPU's only user and still steps), where its DataLoader workers may
-run and how busy those cores are, and the host's memory. Each advice line names the evidence it uses.
+run, how busy those cores are and how much CPU their cgroup's quota gives them, and the host's memory.
+Each advice line names the evidence it uses.
 
 Pure: snapshots in, a ``Context`` per rank out.
 """
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from xfertop.analysis.pcie_link import link_bytes_per_s
 from xfertop.analysis.steps import WindowStats
 from xfertop.analysis.thresholds import (
+    CGROUP_THROTTLED_SHARE,
     CORES_SATURATED_PERCENT,
     NVML_FRESH_MIN_S,
     NVML_FRESH_STEPS,
@@ -37,13 +39,35 @@ class WorkersEvidence:
     cpu_percent: float | None
     #: How busy the allowed cores are (anyone's work), percent averaged over them; None if unknown.
     allowed_cores_busy_percent: float | None
+    #: The CPU quota of the rank's cgroup in cores (its workers share that cgroup): the smallest on its
+    #: path (cgroup v2 cpu.max, v1 cpu.cfs_quota_us); None: no quota, or unknown.
+    cpu_quota_cores: float | None = None
+    #: The file that sets that quota.
+    cpu_quota_file: str | None = None
+    #: Share of that cgroup's recent periods in which it ran out of quota (cpu.stat); None if unknown.
+    cpu_throttled_share: float | None = None
+
+    @property
+    def effective_cores(self) -> float:
+        """The cores' worth of CPU the workers can get: their allowed cores, or the quota where lower."""
+        cores = float(len(self.allowed_cpus))
+        return cores if self.cpu_quota_cores is None else min(cores, self.cpu_quota_cores)
+
+    @property
+    def quota_below_cores(self) -> bool:
+        """The quota gives less CPU than the allowed cores: it is what bounds the workers."""
+        return self.cpu_quota_cores is not None and self.cpu_quota_cores < len(self.allowed_cpus)
+
+    @property
+    def throttled(self) -> bool:
+        """The cgroup ran out of its quota in a large share of periods: it uses all the CPU it may."""
+        return self.cpu_throttled_share is not None and self.cpu_throttled_share >= CGROUP_THROTTLED_SHARE
 
     @property
     def saturated(self) -> bool:
-        return (
-            self.allowed_cores_busy_percent is not None
-            and self.allowed_cores_busy_percent >= CORES_SATURATED_PERCENT
-        )
+        """The CPU the workers may use is used up: their cores are busy, or their cgroup is throttled."""
+        busy = self.allowed_cores_busy_percent
+        return (busy is not None and busy >= CORES_SATURATED_PERCENT) or self.throttled
 
 
 @dataclass(frozen=True)
@@ -140,6 +164,10 @@ def workers_evidence(rank: RankState, host: HostState | None) -> WorkersEvidence
         allowed_cpus=tuple(allowed),
         cpu_percent=sum(known) if known else None,
         allowed_cores_busy_percent=sum(busy) / len(busy) if busy and len(busy) == len(allowed) else None,
+        # DataLoader workers inherit their rank's cgroup; the host source reads it for the rank.
+        cpu_quota_cores=process.cpu_quota_cores,
+        cpu_quota_file=process.cpu_quota_file,
+        cpu_throttled_share=process.cpu_throttled_share,
     )
 
 

@@ -83,6 +83,12 @@ CORES_SATURATED_PERCENT = 85.0
 #: More workers than allowed cores, with those cores at least this busy: more workers cannot help. Below
 #: it the workers mostly wait (storage latency), and more of them may still help.
 OVERSUBSCRIBED_BUSY_PERCENT = 50.0
+#: The workers' cgroup ran out of its CPU quota (cpu.stat nr_throttled over nr_periods, over ~10 s) in
+#: at least this share of the periods in which it ran: it uses all the CPU it may, and more workers
+#: cannot help. kube-prometheus's CPUThrottlingHigh alert fires at the same 25% (over 5 minutes). A job
+#: whose demand exceeds its quota is throttled in nearly every period (a busy loop at a 0.5-core quota
+#: read 25 of 26, on this project's VM); one that just touches it now and then stays well below.
+CGROUP_THROTTLED_SHARE = 0.25
 
 #: Pinned host memory of a host's ranks at or above this share of its RAM: a warning (it cannot be
 #: swapped or reclaimed; workers x prefetch_factor x batch size pinned buffers add up).

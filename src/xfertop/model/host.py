@@ -48,6 +48,15 @@ class ProcessStats:
     #: CPUs the scheduler may run it on (Cpus_allowed_list of /proc/<pid>/status: its affinity, within
     #: its cpuset); None where status could not be read.
     cpus_allowed: tuple[int, ...] | None = None
+    #: The smallest CPU quota on its cgroup's path, in cores (cgroup v2 cpu.max, v1 cpu.cfs_quota_us over
+    #: cpu.cfs_period_us): CPU time it may use whatever its affinity allows. None: no quota, or unknown
+    #: (read for watched processes only: their DataLoader workers share their cgroup).
+    cpu_quota_cores: float | None = None
+    #: The file that sets that quota, on the viewer's filesystem.
+    cpu_quota_file: str | None = None
+    #: Share of that cgroup's periods in which it ran out of quota and waited (cpu.stat nr_throttled over
+    #: nr_periods) over the last ~10 s; None without a quota or before a second reading.
+    cpu_throttled_share: float | None = None
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,10 @@ the same amount (measured, docs/host-memory.md). Unmoved, the figure is re-read 
 figure is published with its age. A process whose other shared memory keeps moving (DataLoader workers
 hand batches over in /dev/shm) is re-read every SMAPS_INTERVAL_S, as before.
 
+Each watched process also gets its cgroup's CPU quota and throttled share (sources/cgroup_cpu.py): its
+cgroup and the quota files up its path are read every QUOTA_REFRESH_S, and on each sample only the
+cpu.stat of the cgroup whose quota binds it, and nothing for a process without a quota.
+
 Cost: a sample reads only the watched processes and their workers, each with os.read rather than
 psutil objects (stat, status and statm: what psutil's oneshot read, one read() each: the kernel writes
 those whole in one go), and finds workers from /proc/<pid>/task/*/children (ChildFinder) instead of
@@ -42,6 +46,7 @@ import psutil
 from xfertop.model.host import HostState, ProcessStats
 from xfertop.procfs import split_stat
 from xfertop.sources.base import PollingSource
+from xfertop.sources.cgroup_cpu import CgroupCpuReader
 from xfertop.sources.proc_memory import (
     NVIDIA_CONTROL_DEVICE,
     cuda_host_alloc_bytes,
@@ -256,10 +261,12 @@ class HostSource(PollingSource[HostState]):
         nvidia_control_device: str = NVIDIA_CONTROL_DEVICE,
         smaps_max_age_s: float = SMAPS_MAX_AGE_S,
         monotonic: Callable[[], float] = time.monotonic,
+        cgroup_cpu: CgroupCpuReader | None = None,
     ) -> None:
         """``nvidia_control_device``: the mapping that marks a CUDA process; tests without a GPU pass a
-        stand-in file that their process maps. ``monotonic``: the clock of the smaps schedule and the
-        CPU percentages."""
+        stand-in file that their process maps. ``monotonic``: the clock of the smaps schedule, the CPU
+        percentages and the cgroup readings. ``cgroup_cpu``: reads the watched processes' CPU quotas
+        (one below ``proc_root`` and / by default)."""
         super().__init__(interval_s)
         self._proc_root = proc_root
         self._smaps_interval_s = smaps_interval_s
@@ -277,6 +284,7 @@ class HostSource(PollingSource[HostState]):
         self._user_names = _UserNames()
         #: (pid, start ticks) -> (thread count, thread ids) when its children were last read.
         self._threads: dict[_Key, tuple[int, list[str]]] = {}
+        self._cgroup_cpu = cgroup_cpu if cgroup_cpu is not None else CgroupCpuReader(proc_root=proc_root)
 
     def watch_pids(self, pids: Iterable[int]) -> None:
         """Replace the set of processes to detail (GPU processes, training ranks). Thread-safe."""
@@ -299,6 +307,7 @@ class HostSource(PollingSource[HostState]):
         processes = tuple(self._process(pid, now, seen, finder, 0, keys) for pid in watched)
         top_keys = {p.pid: keys[p.pid] for p in processes if p.pid in keys}
         processes = self._with_cuda_host_alloc(processes, top_keys, now)
+        processes = self._with_cgroup_cpu(processes, top_keys, now)
         self._process_marks = {key: mark for key, mark in self._process_marks.items() if key in seen}
         self._threads = {key: threads for key, threads in self._threads.items() if key in seen}
         return HostState(
@@ -449,6 +458,28 @@ class HostSource(PollingSource[HostState]):
                     cuda_host_alloc_bytes=reading.value,
                     error=error,
                     cuda_host_alloc_age_s=None if reading.value is None else max(0.0, now - reading.read_at),
+                )
+            )
+        return tuple(result)
+
+    def _with_cgroup_cpu(
+        self, processes: tuple[ProcessStats, ...], keys: dict[int, _Key], now: float
+    ) -> tuple[ProcessStats, ...]:
+        """Add each watched process's cgroup CPU quota and throttled share (not their workers': they
+        share the cgroup, and the analysis takes it from the rank)."""
+        self._cgroup_cpu.retain(set(keys.values()))
+        result = []
+        for stats in processes:
+            reading = self._cgroup_cpu.read(keys[stats.pid], now) if stats.pid in keys else None
+            if reading is None or reading.quota_cores is None:
+                result.append(stats)
+                continue
+            result.append(
+                replace(
+                    stats,
+                    cpu_quota_cores=reading.quota_cores,
+                    cpu_quota_file=reading.quota_file,
+                    cpu_throttled_share=reading.throttled_share,
                 )
             )
         return tuple(result)
