@@ -188,6 +188,22 @@ def test_the_workers_evidence_carries_the_ranks_quota_and_its_effective_cores() 
     assert attach.cpu_quota_cores is None and attach.effective_cores == 2.0 and not attach.saturated
 
 
+def test_a_loop_without_workers_that_uses_up_its_quota_is_told_workers_would_share_it() -> None:
+    rank = _starved(workers=0)
+    host = _host_with_workers(rank, (0,), core_busy=50.0, workers=0, quota_cores=1.0, throttled_share=0.8)
+    advice = _advice(_verdict(rank, host=host))
+    assert (
+        "num_workers=0: every batch is loaded and decoded inside the training loop, and the job uses all "
+        "of its CPU quota of 1 core (cgroup cpu.max): it was throttled in 80% of periods. Workers would "
+        "share that quota: raise the job's CPU limit"
+    ) in advice
+    assert "Set num_workers to 2-4" not in advice and "into DataLoader workers" not in advice
+    unthrottled = _host_with_workers(
+        rank, (0,), core_busy=50.0, workers=0, quota_cores=1.0, throttled_share=0.1
+    )
+    assert "Set num_workers to 2-4 per GPU" in _advice(_verdict(rank, host=unthrottled))
+
+
 def _epoch_steps(count: int = 60, every: int = 10) -> tuple[StepRecord, ...]:
     steps = []
     for i in range(count):

@@ -210,6 +210,22 @@ def test_a_mount_of_a_subtree_maps_the_path_below_its_root(tmp_path: Path) -> No
     assert limit.quota_file == str(root / "sys/fs/cgroup/cpu/cpu.cfs_quota_us")
 
 
+def test_of_two_mounts_of_one_hierarchy_the_one_whose_root_is_deepest_maps_the_path(tmp_path: Path) -> None:
+    mountinfo = (
+        "30 25 0:30 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"
+        "31 25 0:30 /jobs/j1 /run/j1-cgroup rw - cgroup2 cgroup2 rw\n"
+    )
+    proc, root = _tree(
+        tmp_path,
+        "0::/jobs/j1/rank0\n",
+        mountinfo,
+        {"run/j1-cgroup/rank0/cpu.max": "100000 100000\n", "run/j1-cgroup/cpu.max": "400000 100000\n"},
+    )
+    limit = read_cpu_limit(PID, proc, root)
+    assert limit is not None and limit.cgroup_dir == str(root / "run/j1-cgroup/rank0")
+    assert limit.quota_cores == 1.0
+
+
 def test_a_path_of_another_cgroup_namespace_is_unknown_or_found_where_it_lies(tmp_path: Path) -> None:
     mountinfo = "700 690 0:30 /kubepods/pod1 /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"
     files = {"sys/fs/cgroup/cpu.max": "100000 100000\n", "sys/fs/cgroup/inner/cpu.max": "50000 100000\n"}

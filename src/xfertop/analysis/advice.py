@@ -7,7 +7,7 @@ pageable ones on an H200; non_blocking from pageable memory is synchronous).
 
 from __future__ import annotations
 
-from xfertop.analysis.evidence import Context, MemoryEvidence, WorkersEvidence
+from xfertop.analysis.evidence import CgroupCpuEvidence, Context, MemoryEvidence, WorkersEvidence
 from xfertop.analysis.placement import cpu_ranges
 from xfertop.analysis.steps import WindowStats
 from xfertop.analysis.thresholds import (
@@ -82,9 +82,9 @@ def _cores_text(cores: float) -> str:
     return f"{text} core{'' if text == '1' else 's'}"
 
 
-def _quota_source(workers: WorkersEvidence) -> str:
+def _quota_source(quota_file: str | None) -> str:
     """Where the quota comes from, as the advice names it: "cgroup cpu.max"."""
-    name = workers.cpu_quota_file.rsplit("/", 1)[-1] if workers.cpu_quota_file else ""
+    name = quota_file.rsplit("/", 1)[-1] if quota_file else ""
     return f"cgroup {name}" if name else "cgroup"
 
 
@@ -98,7 +98,8 @@ def _more_workers(dataloader_workers: int | None, workers: WorkersEvidence | Non
     if workers is not None and workers.quota_below_cores and workers.cpu_quota_cores is not None:
         # The quota, not the affinity, bounds the CPU the workers get: name it.
         throttled = _throttled_text(workers)
-        cores = f" (a CPU quota of {_cores_text(workers.cpu_quota_cores)}, {_quota_source(workers)}" + (
+        quota = _cores_text(workers.cpu_quota_cores)
+        cores = f" (a CPU quota of {quota}, {_quota_source(workers.cpu_quota_file)}" + (
             f", {throttled})" if throttled else ")"
         )
     elif workers is not None:
@@ -144,7 +145,7 @@ def _what_limits_workers(workers: WorkersEvidence, count: int) -> str | None:
 
 def _quota_cannot_help(workers: WorkersEvidence, count: int) -> str:
     quota = f" of {_cores_text(workers.cpu_quota_cores)}" if workers.cpu_quota_cores is not None else ""
-    source = _quota_source(workers)
+    source = _quota_source(workers.cpu_quota_file)
     throttled = _throttled_text(workers)
     if workers.cpu_quota_cores is not None and count > workers.cpu_quota_cores:
         return (
@@ -157,6 +158,19 @@ def _quota_cannot_help(workers: WorkersEvidence, count: int) -> str:
         f"workers cannot help. Raise the job's CPU limit ({_RAISE_QUOTA}) or make each sample cheaper "
         "(decode at a smaller size, move augmentation onto the GPU after the copy)."
     )
+
+
+def _no_workers_on_a_used_up_quota(cpu: CgroupCpuEvidence) -> list[str]:
+    """num_workers=0 in a throttled cgroup: workers would share the quota the loop already uses up."""
+    source = _quota_source(cpu.quota_file)
+    return [
+        "num_workers=0: every batch is loaded and decoded inside the training loop, and the job uses all "
+        f"of its CPU quota of {_cores_text(cpu.quota_cores)} ({source}): it was throttled in "
+        f"{pct(cpu.throttled_share or 0.0)} of periods. Workers would share that quota: raise the job's CPU "
+        f"limit ({_RAISE_QUOTA}), then set num_workers to the cores it gives.",
+        "Or make each sample cheaper: decode at a smaller size, move augmentation onto the GPU after the "
+        "copy.",
+    ]
 
 
 def _workers_cannot_help(workers: WorkersEvidence, count: int, limit: str) -> list[str]:
@@ -186,7 +200,15 @@ def input_bound_advice(
     advice: list[str] = []
     spikes = has_spikes(stats)
     restarts = restarts_workers(stats)
-    if restarts:
+    if restarts and stats.sampled:
+        advice.append(
+            f"{stats.worker_start_steps} DataLoader worker{'s' if stats.worker_start_steps != 1 else ''} "
+            "ended during the window while the job ran on, and the main thread spent "
+            f"{pct(stats.worker_start_wait_share * stats.data_wait_share)} of its samples starting or "
+            "stopping workers: the DataLoader restarts them (every epoch without persistent_workers, or "
+            "a loader made anew). Set persistent_workers=True, then look again before adding workers."
+        )
+    elif restarts:
         advice.append(
             f"{pct(stats.worker_start_wait_share)} of the wait falls in the first step of each "
             f"epoch ({stats.worker_start_steps} of {stats.steps} steps), where the DataLoader "
@@ -198,11 +220,21 @@ def input_bound_advice(
             f"{stats.data_wait.p50_ms:.0f} ms): if they fall at epoch starts, set "
             "persistent_workers=True so the workers are not restarted every epoch."
         )
-    steady_wait = stats.input_share * (1 - stats.worker_start_wait_share) if restarts else stats.input_share
+    # Sampled windows cannot tell a restart's first-batch wait from a steady one: with restarts seen,
+    # none of the wait counts as steady (more workers would only be more to start each epoch).
+    steady_wait = (
+        0.0
+        if restarts and stats.sampled
+        else stats.input_share * (1 - stats.worker_start_wait_share)
+        if restarts
+        else stats.input_share
+    )
     workers = context.workers
     limit = _what_limits_workers(workers, dataloader_workers or workers.count) if workers else None
     cannot_help = limit is not None
-    if dataloader_workers == 0:
+    if dataloader_workers == 0 and context.cgroup_cpu is not None and context.cgroup_cpu.throttled:
+        advice += _no_workers_on_a_used_up_quota(context.cgroup_cpu)
+    elif dataloader_workers == 0:
         advice.append(
             "num_workers=0: every batch is loaded and decoded inside the training loop. "
             "Set num_workers to 2-4 per GPU and raise it until samples/s stops improving."
@@ -233,6 +265,8 @@ def input_bound_advice(
 
 def restarts_workers(stats: WindowStats) -> bool:
     """The wait sits where iter(loader) starts the workers again: an epoch-start pattern, measured."""
+    if stats.sampled:  # workers that ended while the job ran: restarted, whatever their share
+        return stats.worker_start_steps > 0
     return stats.worker_start_steps > 0 and stats.worker_start_wait_share >= WORKER_START_WAIT_SHARE
 
 

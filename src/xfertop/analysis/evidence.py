@@ -27,6 +27,27 @@ from xfertop.model.jobs import RankState
 from xfertop.model.rank_gpu import rank_gpu
 
 
+def _throttled(share: float | None) -> bool:
+    return share is not None and share >= CGROUP_THROTTLED_SHARE
+
+
+@dataclass(frozen=True)
+class CgroupCpuEvidence:
+    """The CPU quota of the rank's cgroup (the host source's reading of its process), with or without
+    DataLoader workers: a rank with num_workers=0 can use its quota up on its own."""
+
+    #: The smallest quota on its cgroup path, in cores.
+    quota_cores: float
+    #: The file that sets it (cpu.max: cgroup v2; cpu.cfs_quota_us: v1).
+    quota_file: str | None
+    #: Share of its recent periods in which the cgroup ran out of quota; None if unknown.
+    throttled_share: float | None
+
+    @property
+    def throttled(self) -> bool:
+        return _throttled(self.throttled_share)
+
+
 @dataclass(frozen=True)
 class WorkersEvidence:
     """The rank's DataLoader workers as the host source sees them (children of the rank's process)."""
@@ -61,7 +82,7 @@ class WorkersEvidence:
     @property
     def throttled(self) -> bool:
         """The cgroup ran out of its quota in a large share of periods: it uses all the CPU it may."""
-        return self.cpu_throttled_share is not None and self.cpu_throttled_share >= CGROUP_THROTTLED_SHARE
+        return _throttled(self.cpu_throttled_share)
 
     @property
     def saturated(self) -> bool:
@@ -108,6 +129,8 @@ class Context:
     link_bytes_per_s: float | None = None
     workers: WorkersEvidence | None = None
     memory: MemoryEvidence | None = None
+    #: The CPU quota of the rank's cgroup, while it steps; None: no quota, or unknown.
+    cgroup_cpu: CgroupCpuEvidence | None = None
     #: The rank steps now (its last step ended moments ago): host and GPU figures describe its work. A
     #: rank that stopped stepping (ending, stalled) has workers gone and a GPU gone quiet.
     stepping: bool = True
@@ -144,6 +167,13 @@ def _find(processes: Sequence[ProcessStats], pid: int) -> ProcessStats | None:
         if found is not None:
             return found
     return None
+
+
+def cgroup_cpu_evidence(rank: RankState, host: HostState | None) -> CgroupCpuEvidence | None:
+    process = _find(host.processes, rank.pid) if host is not None else None
+    if process is None or process.cpu_quota_cores is None:
+        return None
+    return CgroupCpuEvidence(process.cpu_quota_cores, process.cpu_quota_file, process.cpu_throttled_share)
 
 
 def workers_evidence(rank: RankState, host: HostState | None) -> WorkersEvidence | None:
@@ -212,6 +242,7 @@ def rank_context(
         gpu_rx_bytes_per_s=rx,
         link_bytes_per_s=link,
         workers=workers_evidence(rank, host) if stepping else None,
+        cgroup_cpu=cgroup_cpu_evidence(rank, host) if stepping else None,
         memory=memory,
         stepping=stepping,
     )

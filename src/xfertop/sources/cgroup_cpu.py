@@ -217,28 +217,24 @@ def _relative_to(path: str, root: str) -> PurePosixPath | None:
         return None
 
 
-def cgroup_directory(mounts: list[CgroupMount], path: str, fs_root: Path = Path("/")) -> Path | None:
-    """Where the cgroup at hierarchy ``path`` is on this filesystem, through the one of ``mounts`` (all
-    of the same hierarchy) whose root holds it, the deepest root first. A path outside every mount's
-    root: a mount made in another cgroup namespace may still show it at its own path, so that is tried
-    if it exists; a path that climbs out of the reader's namespace ("/../x") has no directory here."""
+def cgroup_directory(
+    mounts: list[CgroupMount], path: str, fs_root: Path = Path("/")
+) -> tuple[Path, Path] | None:
+    """(the directory of the cgroup at hierarchy ``path`` on this filesystem, the mount point it lies
+    under), through the one of ``mounts`` (all of one hierarchy) whose root holds it, the deepest root
+    first. A path outside every mount's root: a mount made in another cgroup namespace may still show it
+    at its own path, so that is tried if it exists; a path that climbs out of the reader's namespace
+    ("/../x") has no directory here."""
     if ".." in PurePosixPath(path).parts or not mounts:
         return None
     for mount in sorted(mounts, key=lambda m: len(PurePosixPath(m.root).parts), reverse=True):
         relative = _relative_to(path, mount.root)
         if relative is not None:
-            return fs_root / mount.mount_point.lstrip("/") / relative
-    fallback = fs_root / mounts[0].mount_point.lstrip("/") / path.lstrip("/")
-    return fallback if fallback.is_dir() else None
-
-
-def _mount_dir(directory: Path, mounts: list[CgroupMount], fs_root: Path) -> Path:
-    """The mount point that ``directory`` lies under (the top of the walk)."""
-    for mount in mounts:
-        top = fs_root / mount.mount_point.lstrip("/")
-        if directory == top or top in directory.parents:
-            return top
-    return directory
+            top = fs_root / mount.mount_point.lstrip("/")
+            return top / relative, top
+    top = fs_root / mounts[0].mount_point.lstrip("/")
+    fallback = top / path.lstrip("/")
+    return (fallback, top) if fallback.is_dir() else None
 
 
 def _ancestors(directory: Path, top: Path) -> list[Path]:
@@ -308,10 +304,10 @@ def read_cpu_limit(
             return None
         version, path = 2, v2.path
         candidates = [m for m in mounts if m.version == 2]
-    directory = cgroup_directory(candidates, path, fs_root)
-    if directory is None or not directory.is_dir():
+    found = cgroup_directory(candidates, path, fs_root)
+    if found is None or not found[0].is_dir():
         return None
-    return _smallest_quota(version, directory, _mount_dir(directory, candidates, fs_root))
+    return _smallest_quota(version, *found)
 
 
 @dataclass(frozen=True)
