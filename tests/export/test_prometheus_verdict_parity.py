@@ -2,11 +2,13 @@
 Prometheus (`xfertop export`, scraped every second, then `xfertop --prometheus`'s source) get the same
 verdict, the same advice and the same end.
 
-Two cases the local verdict decides on more than the interval means:
+Three cases the local verdict decides on more than the interval means:
 - a GPU rank under `xfertop run` whose steps copy nothing: copies were timed, so its 0% copy share is a
   fact ("Do not tune PCIe"); without the copy_timing gauge the remote side read "not measured";
 - a job whose DataLoader starts its workers again every epoch and that exits with code 3: the
-  persistent_workers rule needs the worker-start steps flagged and their wait; the end needs the exit.
+  persistent_workers rule needs the worker-start steps flagged and their wait; the end needs the exit;
+- a job whose waits are bursty (a few long ones among short ones): the prefetch_factor advice needs the
+  spread of the waits, which the data-wait histogram carries.
 
 The rings are written by the reporter's RingWriter in this process, in bursts, each burst scraped before
 the next (so every scrape interval is known and the rebuilt records are exactly the steps), and once by
@@ -16,6 +18,7 @@ a real job under the real `xfertop run`.
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 import sys
 import textwrap
@@ -137,6 +140,10 @@ def _job(state: JobsState, key: str) -> JobAnalysis:
     return found
 
 
+def _masked(lines: tuple[str, ...]) -> list[str]:
+    return [re.sub(r"\d+", "N", line) for line in lines]
+
+
 def _epoch(ring: Ring, steps: int) -> None:
     """An epoch whose iter(loader) starts the workers again: 300 ms of wait in its first step."""
     ring.step(320.0, 300.0, wire.F_EPOCH_START | wire.F_WORKERS_STARTED)
@@ -149,19 +156,32 @@ def test_rings_read_back_from_prometheus_get_the_local_verdict_advice_and_end(no
     timed.writer.set_word(wire.H_STATE_FLAGS, wire.STATE_COPY_TIMING)
     epochs = Ring(node.rings, "parity-epochs", "cpu")
     epochs.writer.set_word(wire.H_WORKERS, 2)
-    both = [timed, epochs]
-    _wait_scraped(node.prometheus, both)  # 0 steps: every later step falls in a scraped interval
+    bursty = Ring(node.rings, "parity-bursty", "cpu")
+    bursty.writer.set_word(wire.H_WORKERS, 2)
+    rings = [timed, epochs, bursty]
+    _wait_scraped(node.prometheus, rings)  # 0 steps: every later step falls in a scraped interval
     for burst in (5, 8, 11, 8, 8):
         for _ in range(burst):
             timed.step(10.0, 0.2, gpu=(9.5, 0.1))
+            # Persistent workers that mostly keep up: every fifth batch takes 30 ms, the others 2 ms.
+            wait_ms = 30.0 if bursty.steps % 5 == 4 else 2.0
+            bursty.step(20.0 + wait_ms, wait_ms)
         _epoch(epochs, burst)
-        _wait_scraped(node.prometheus, both)
+        _wait_scraped(node.prometheus, rings)
     epochs.writer.set_word(wire.H_LAUNCH_EXIT, wire.encode_launch_exit(3, None))
     epochs.writer.close()
     wait_until(
         lambda: node.prometheus.query('xfertop_rank_end_info{job_id="run:parity-epochs"}'),
         30.0,
         "the epochs job's end scraped",
+        every_s=0.1,
+    )
+    # The live rings stopped stepping: judged as such on both sides once their heartbeat is clearly old
+    # (the last scrape's age, plus the time since that scrape, on the remote side).
+    wait_until(
+        lambda: node.prometheus.query('xfertop_rank_heartbeat_age_seconds{job_id="run:parity-bursty"} > 2'),
+        30.0,
+        "a heartbeat 2 s old scraped",
         every_s=0.1,
     )
     local_state = JobsSource(ring_dir=str(node.rings)).sample_once()
@@ -177,6 +197,13 @@ def test_rings_read_back_from_prometheus_get_the_local_verdict_advice_and_end(no
         line.startswith("Do not tune PCIe: host-to-device copies are only 0%")
         for line in timed_verdict.advice
     )
+    # The few long waits among short ones survive in the data-wait histogram; the milliseconds the advice
+    # quotes are its buckets', so they are masked.
+    local, remote = _job(local_state, "run:parity-bursty"), _job(remote_state, "run:parity-bursty")
+    for name in ("kind", "severity", "headline"):
+        assert getattr(remote.verdict, name) == getattr(local.verdict, name), name
+    assert _masked(remote.verdict.advice) == _masked(local.verdict.advice)
+    assert any(line.startswith("Waits are bursty") for line in remote.verdict.advice)
     epochs_job = _job(remote_state, "run:parity-epochs")
     assert epochs_job.verdict.kind == "input-bound"
     assert "set persistent_workers=True" in epochs_job.verdict.advice[0]

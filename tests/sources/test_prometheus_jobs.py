@@ -4,15 +4,19 @@ a sentence. (Against a real Prometheus: tests/export/test_prometheus_cluster.py.
 
 from __future__ import annotations
 
+import itertools
+import re
+
 import pytest
 
 from export.prometheus_cluster import free_port
-from xfertop.analysis.advice import input_bound_advice, restarts_workers
+from xfertop.analysis.advice import input_bound_advice, is_bursty, restarts_workers
 from xfertop.analysis.steps import window_stats
 from xfertop.export.prometheus_collector import RANK_COUNTERS
-from xfertop.export.prometheus_totals import RankTotals
+from xfertop.export.prometheus_totals import DATA_WAIT_BUCKETS_S, RankTotals
 from xfertop.model.jobs import RankEnd, RankState, StepRecord
 from xfertop.sources.prometheus_jobs import (
+    DATA_WAIT_BUCKET,
     RECORDS_PER_INTERVAL,
     PrometheusJobsSource,
     _jobs,
@@ -107,12 +111,19 @@ def _epochs(epochs: int, steps_per_epoch: int, start_wait_ms: float) -> list[Ste
     return steps
 
 
-def _scraped(steps: list[StepRecord], scrape_after: list[int]) -> dict[str, _Series]:
-    """The exporter's counters (RankTotals, as it sums them) scraped after each step count."""
+BUCKET_BOUNDS = [*(str(bound) for bound in DATA_WAIT_BUCKETS_S), "+Inf"]
+
+
+def _scraped(
+    steps: list[StepRecord], scrape_after: list[int], with_histogram: bool = True
+) -> dict[str, _Series]:
+    """The exporter's counters and data-wait histogram (RankTotals, as it sums them) scraped after each
+    step count."""
     totals = RankTotals(ring_created_unix_s=0.0, counting_since_unix_s=0.0)
     names = [name.removeprefix("xfertop_rank_") for name, _help, _field in RANK_COUNTERS]
     fields = {name.removeprefix("xfertop_rank_"): field for name, _help, field in RANK_COUNTERS}
     samples: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    buckets: dict[str, list[tuple[float, float]]] = {bound: [] for bound in BUCKET_BOUNDS}
     done = 0
     for at, count in enumerate(scrape_after):
         for step in steps[done:count]:
@@ -120,7 +131,17 @@ def _scraped(steps: list[StepRecord], scrape_after: list[int]) -> dict[str, _Ser
         done = count
         for name in names:
             samples[name].append((float(at), float(getattr(totals, fields[name]))))
-    return _series(**samples)
+        for bound, cumulative in zip(
+            BUCKET_BOUNDS, itertools.accumulate(totals.data_wait_bucket_steps), strict=True
+        ):
+            buckets[bound].append((float(at), float(cumulative)))
+    series = _series(**samples)
+    if with_histogram:
+        for bound, values in buckets.items():
+            series[f"{DATA_WAIT_BUCKET}:{bound}"] = _Series(
+                {"__name__": DATA_WAIT_BUCKET, "le": bound}, values
+            )
+    return series
 
 
 def test_worker_start_steps_come_back_flagged_with_their_own_wait() -> None:
@@ -179,12 +200,12 @@ def _gauge(name: str, value: float, **labels: str) -> _Series:
 RANK = {"host": "node-b", "job_id": "run:j", "pid": "7", "rank": "0"}
 
 
-def _rank_from(*gauges: _Series) -> RankState:
+def _rank_from(*gauges: _Series, heartbeats: tuple[_Series, ...] = ()) -> RankState:
     counters = [
         _Series({**series.labels, **RANK}, series.samples)
         for series in _scraped(_epochs(1, 8, 1.0), [0, 8]).values()
     ]
-    [job] = _jobs(counters, list(gauges))
+    [job] = _jobs(counters, list(gauges), heartbeats)
     [rank] = job.ranks
     return rank
 
@@ -204,3 +225,49 @@ def test_copy_timing_and_how_a_rank_ended_come_from_their_gauges() -> None:
     )
     assert exited.end == RankEnd(closed_ring=True, exit_code=3) and not exited.copy_timing
     assert _rank_from(_gauge("xfertop_rank_copy_timing", 0)).end is None  # still live
+
+
+def _bursty(steps: int) -> list[StepRecord]:
+    """Persistent workers that mostly keep up: every fifth batch takes 30 ms to arrive, the others 2 ms."""
+    return [_step(n, 20 + (30.0 if n % 5 == 4 else 2.0), 30.0 if n % 5 == 4 else 2.0) for n in range(steps)]
+
+
+def _masked(lines: list[str] | tuple[str, ...]) -> list[str]:
+    """Advice with its numbers masked: the milliseconds a rebuilt window quotes are its buckets'."""
+    return [re.sub(r"\d+", "N", line) for line in lines]
+
+
+def test_the_data_wait_histogram_keeps_a_few_long_waits_among_short_ones() -> None:
+    steps = _bursty(40)
+    local = window_stats(steps)
+    remote = window_stats(step_records(_scraped(steps, [0, 5, 17, 28, 40])))
+    assert local is not None and remote is not None
+    assert remote.data_wait_share == pytest.approx(local.data_wait_share)
+    assert remote.compute_share == pytest.approx(local.compute_share)
+    assert (remote.data_wait.p50_ms, remote.data_wait.p95_ms) == (
+        pytest.approx(local.data_wait.p50_ms, rel=0.4),
+        pytest.approx(local.data_wait.p95_ms, rel=0.2),
+    )
+    advice = input_bound_advice(local, dataloader_workers=2)
+    assert any(line.startswith("Waits are bursty") for line in advice)
+    assert _masked(input_bound_advice(remote, dataloader_workers=2)) == _masked(advice)
+    assert is_bursty(remote)
+    # From an exporter without the histogram the waits are the intervals' means: not bursty.
+    flat = window_stats(step_records(_scraped(steps, [0, 5, 17, 28, 40], with_histogram=False)))
+    assert flat is not None and not is_bursty(flat)
+
+
+def test_a_histogram_that_does_not_hold_the_intervals_steps_is_not_used() -> None:
+    series = _scraped(_bursty(40), [0, 40])
+    key = f"{DATA_WAIT_BUCKET}:+Inf"
+    series[key] = _Series(series[key].labels, [(0.0, 0.0), (1.0, 39.0)])  # one step short
+    records = step_records(series)
+    assert len({r.data_wait_ms for r in records}) == 1
+
+
+def test_the_heartbeat_age_is_the_one_now_not_the_one_at_the_last_scrape() -> None:
+    scraped = _gauge("xfertop_rank_heartbeat_age_seconds", 0.1)
+    # HEARTBEAT_QUERY's answer (no metric name): 0.1 s at a scrape 9 s ago.
+    now = _Series(dict(RANK), [(0.0, 9.1)])
+    assert _rank_from(scraped).heartbeat_age_s == 0.1
+    assert _rank_from(scraped, heartbeats=(now,)).heartbeat_age_s == 9.1

@@ -8,6 +8,7 @@ docs/exporter.md lists every family and its labels.
 
 from __future__ import annotations
 
+import itertools
 import signal
 from collections.abc import Callable, Iterable, Iterator
 from typing import get_args
@@ -15,15 +16,17 @@ from typing import get_args
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
+    HistogramMetricFamily,
     InfoMetricFamily,
     StateSetMetricFamily,
 )
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from xfertop.analysis.job_analysis import Analysis, RankAnalysis, analyse
 from xfertop.analysis.pcie_link import link_bytes_per_s
 from xfertop.analysis.verdict import VerdictKind, judge, warming_up
-from xfertop.export.prometheus_totals import RankTotals, TotalsState
+from xfertop.export.prometheus_totals import DATA_WAIT_BUCKETS_S, RankTotals, TotalsState
 from xfertop.model.gpu import GpuSnapshot, GpuState
 from xfertop.model.host import HostState, ProcessStats
 from xfertop.model.jobs import JobsState, RankEnd, RankState, RankStatus
@@ -324,6 +327,12 @@ class XfertopCollector(Collector):
             "bytes",
         )
         workers = _gauge("xfertop_rank_dataloader_workers", "DataLoader worker processes", RANK_LABELS)
+        data_wait = HistogramMetricFamily(
+            "xfertop_rank_step_data_wait_seconds",
+            "Steps by their time blocked in next(loader) (CPU clock): how the wait spreads over the steps",
+            labels=RANK_LABELS,
+            unit="seconds",
+        )
         copy_timing = _gauge(
             "xfertop_rank_copy_timing",
             "1 when `xfertop run` times every Tensor.to/.cuda of the rank (a step that shows no copy "
@@ -384,6 +393,7 @@ class XfertopCollector(Collector):
                     pinned.add_metric(labels, rank.pinned_host_bytes)
                 if rank.dataloader_workers is not None:
                     workers.add_metric(labels, rank.dataloader_workers)
+                data_wait.add_metric(labels, _cumulative_buckets(totals), totals.data_wait_seconds)
                 copy_timing.add_metric(labels, 1.0 if rank.copy_timing else 0.0)
                 heartbeat.add_metric(labels, rank.heartbeat_age_s)
                 self._process_cpu(processes.get(rank.pid), labels, process_cpu, workers_cpu)
@@ -400,6 +410,7 @@ class XfertopCollector(Collector):
                 )
         return [
             *counters.values(),
+            data_wait,
             pinned,
             workers,
             copy_timing,
@@ -433,6 +444,11 @@ class XfertopCollector(Collector):
         own.add_metric(labels, process.cpu_percent / 100)
         child_percents = [child.cpu_percent for child in process.children if child.cpu_percent is not None]
         children.add_metric(labels, sum(child_percents) / 100)
+
+
+def _cumulative_buckets(totals: RankTotals) -> list[tuple[str, float]]:
+    bounds = [*(floatToGoString(bound) for bound in DATA_WAIT_BUCKETS_S), "+Inf"]
+    return list(zip(bounds, itertools.accumulate(totals.data_wait_bucket_steps), strict=True))
 
 
 def end_labels(end: RankEnd) -> dict[str, str]:

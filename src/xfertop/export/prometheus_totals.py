@@ -13,6 +13,7 @@ on from the totals it had published instead of starting again from what the ring
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import json
 import os
@@ -31,6 +32,9 @@ from xfertop.model.jobs import JobsState, RankState, StepRecord
 #: reporter resolves within a few steps, and samples only one step in k <= 32 on short steps).
 GPU_PENDING_STEPS = 128
 STATE_VERSION = 1
+#: Upper bounds (seconds) of the per-step data wait histogram's buckets, +Inf after them: factors of
+#: 2 to 2.5 from 0.5 ms to 10 s, enough to tell a few long waits from many short ones.
+DATA_WAIT_BUCKETS_S = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 T = TypeVar("T")
 
 
@@ -61,6 +65,8 @@ class RankTotals:
     worker_start_steps: int = 0
     worker_start_step_seconds: float = 0.0
     worker_start_data_wait_seconds: float = 0.0
+    #: Steps read, by data wait: one count per DATA_WAIT_BUCKETS_S bound and one above (not cumulative).
+    data_wait_bucket_steps: list[int] = field(default_factory=lambda: [0] * (len(DATA_WAIT_BUCKETS_S) + 1))
     gpu_timed_steps: int = 0
     gpu_timed_step_seconds: float = 0.0
     copy_gpu_seconds: float = 0.0
@@ -77,6 +83,7 @@ class RankTotals:
         self.samples += step.samples
         self.step_seconds += step.wall_ms / 1000
         self.data_wait_seconds += step.data_wait_ms / 1000
+        self.data_wait_bucket_steps[bisect.bisect_left(DATA_WAIT_BUCKETS_S, step.data_wait_ms / 1000)] += 1
         self.copy_cpu_seconds += step.copy_cpu_ms / 1000
         self.h2d_bytes += step.h2d_bytes
         if step.h2d_bytes > 0:
@@ -289,6 +296,11 @@ class TotalsState:
             pcie = {uuid: _build(PcieTotals, values) for uuid, values in document["pcie"].items()}
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"damaged ({type(exc).__name__}: {exc})") from None
+        buckets = len(DATA_WAIT_BUCKETS_S) + 1
+        for rank in ranks.values():
+            counts = rank.data_wait_bucket_steps
+            if not (isinstance(counts, list) and len(counts) == buckets):
+                rank.data_wait_bucket_steps = [0] * buckets  # other bounds: the histogram starts again
         for totals in pcie.values():
             totals.last_timestamp = None  # the exporter was down meanwhile: that traffic is unknown
             totals.replay_seen = totals.correctable_seen = 0  # a new GPU source counts from zero

@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import signal
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,10 +37,16 @@ from xfertop.model.jobs import JobsState, JobState, RankEnd, RankState, RankStat
 from xfertop.sources.base import PollingSource
 
 RANK_KEY_LABELS = ("host", "job_id", "pid", "rank")
-COUNTERS_QUERY = '{{__name__=~"xfertop_rank_.+_total"}}[{window}s]'
+DATA_WAIT_BUCKET = "xfertop_rank_step_data_wait_seconds_bucket"
+COUNTERS_QUERY = '{{__name__=~"xfertop_rank_.+_total|' + DATA_WAIT_BUCKET + '"}}[{window}s]'
 GAUGES_QUERY = (
     '{__name__=~"xfertop_rank_(info|end_info|status|copy_timing|pinned_host_bytes|dataloader_workers'
     '|heartbeat_age_seconds)"}'
+)
+#: The heartbeat's age now: its age at the last scrape plus the time since that scrape (a rank that stopped
+#: stepping must not look as if it stepped a moment ago for a whole scrape interval).
+HEARTBEAT_QUERY = (
+    "xfertop_rank_heartbeat_age_seconds + time() - timestamp(xfertop_rank_heartbeat_age_seconds)"
 )
 #: Step records made from one scrape interval at most (each holds the interval's per-step means).
 RECORDS_PER_INTERVAL = 64
@@ -103,9 +110,10 @@ class PrometheusJobsSource(PollingSource[JobsState]):
         try:
             counters = self._query(COUNTERS_QUERY.format(window=int(self.window_s)), now)
             gauges = self._query(GAUGES_QUERY, now)
+            heartbeats = self._query(HEARTBEAT_QUERY, now)
         except PrometheusError as exc:
             return JobsState(now, (), self.url, error=str(exc))
-        return JobsState(now, _jobs(counters, gauges), self.url)
+        return JobsState(now, _jobs(counters, gauges, heartbeats), self.url)
 
     def _query(self, query: str, at: float) -> list[_Series]:
         address = f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": query, "time": f"{at:.3f}"})
@@ -151,14 +159,20 @@ def _optional_int(text: str | None) -> int | None:
         return None
 
 
-def _jobs(counters: list[_Series], gauges: list[_Series]) -> tuple[JobState, ...]:
+def _jobs(
+    counters: list[_Series], gauges: list[_Series], heartbeats: Sequence[_Series] = ()
+) -> tuple[JobState, ...]:
     by_rank: dict[tuple[str, ...], dict[str, _Series]] = {}
     for series in counters:
         name = series.labels.get("__name__", "")
+        if name == DATA_WAIT_BUCKET:
+            name = f"{name}:{series.labels.get('le', '')}"  # one series per bucket
         by_rank.setdefault(_rank_key(series.labels), {})[name] = series
     facts: dict[tuple[str, ...], dict[str, Any]] = {}
     for series in gauges:
         _note_gauge(facts.setdefault(_rank_key(series.labels), {}), series)
+    for series in heartbeats:
+        facts.setdefault(_rank_key(series.labels), {})["heartbeat"] = max(0.0, series.samples[-1][1])
     ranks = [_rank_state(series, facts.get(key, {})) for key, series in by_rank.items()]
     by_job: dict[str, list[RankState]] = {}
     names: dict[str, str] = {}
@@ -258,6 +272,7 @@ def step_records(series: dict[str, _Series]) -> tuple[StepRecord, ...]:
     """Step records from consecutive scrapes of one rank's counters, oldest first (see the module doc)."""
     samples = series["xfertop_rank_steps_total"].samples
     values = {name: dict(found.samples) for name, found in series.items()}
+    buckets = _bucket_bounds(series)
     records: list[StepRecord] = []
     for (start, _), (end, steps_after) in itertools.pairwise(samples):
 
@@ -267,8 +282,73 @@ def step_records(series: dict[str, _Series]) -> tuple[StepRecord, ...]:
         counted = delta("steps") - delta("steps_unseen")
         if counted < 1:
             continue
-        records.extend(_interval_records(delta, int(counted), int(steps_after) - 1))
+        counts = [round(_increase(values.get(name), start, end)) for _bound, name in buckets]
+        wait_buckets = _wait_buckets([bound for bound, _name in buckets], counts, int(counted))
+        records.extend(_interval_records(delta, int(counted), int(steps_after) - 1, wait_buckets))
     return tuple(records)
+
+
+def _bucket_bounds(series: dict[str, _Series]) -> list[tuple[float, str]]:
+    """The data wait histogram's buckets the rank has: (upper bound in seconds, series key), ascending."""
+    found = []
+    for name in series:
+        prefix, sep, bound = name.partition(":")
+        if sep and prefix == DATA_WAIT_BUCKET:
+            try:
+                found.append((float(bound), name))
+            except ValueError:
+                continue
+    return sorted(found)
+
+
+def _wait_buckets(
+    bounds_s: list[float], cumulative: list[int], counted: int
+) -> list[tuple[float, int]] | None:
+    """(a representative data wait in ms, steps) per bucket of one interval, from the cumulative bucket
+    increases; None where the histogram is absent (an older exporter) or does not hold the interval's
+    steps."""
+    if not bounds_s or bounds_s[-1] != math.inf or cumulative[-1] != counted:
+        return None
+    buckets = []
+    lower_s, below = 0.0, 0
+    for upper_s, up_to in zip(bounds_s, cumulative, strict=True):
+        if up_to < below:
+            return None
+        if upper_s == math.inf:
+            typical_s = 2 * lower_s
+        elif lower_s == 0:
+            typical_s = upper_s / 2
+        else:
+            typical_s = math.sqrt(lower_s * upper_s)
+        buckets.append((typical_s * 1000, up_to - below))
+        lower_s, below = upper_s, up_to
+    return buckets
+
+
+def wait_factors(buckets: list[tuple[float, int]], steps: int, records: int) -> list[float]:
+    """How ``records`` records of the ``steps`` shortest-waiting steps spread their mean wait: each
+    record's wait over the mean, ascending, from the quantiles of the buckets' representative waits."""
+    values = []
+    below = 0
+    bucket = iter(buckets)
+    typical_ms, count = next(bucket)
+    for index in range(records):
+        position = (index + 0.5) * steps / records
+        while below + count <= position:
+            below += count
+            typical_ms, count = next(bucket)
+        values.append(typical_ms)
+    mean = sum(values) / len(values)
+    return [value / mean for value in values]
+
+
+def _spread_order(count: int) -> list[int]:
+    """A permutation of range(count) that spreads neighbours apart (a stride coprime to count): ascending
+    waits are laid over an interval's records without piling the long ones at one end."""
+    stride = max(1, round(count * 0.618))
+    while math.gcd(stride, count) != 1:
+        stride += 1
+    return [index * stride % count for index in range(count)]
 
 
 def spread_indices(flagged: int, count: int) -> list[int]:
@@ -278,7 +358,12 @@ def spread_indices(flagged: int, count: int) -> list[int]:
     return [int((index + 0.5) * count / flagged) for index in range(flagged)]
 
 
-def _interval_records(delta: Callable[[str], float], counted: int, last_step: int) -> list[StepRecord]:
+def _interval_records(
+    delta: Callable[[str], float],
+    counted: int,
+    last_step: int,
+    wait_buckets: list[tuple[float, int]] | None = None,
+) -> list[StepRecord]:
     count = min(counted, RECORDS_PER_INTERVAL)
     steps_per_record = counted / count
     worker_starts = min(round(delta("worker_start_steps")), counted)
@@ -321,19 +406,29 @@ def _interval_records(delta: Callable[[str], float], counted: int, last_step: in
     # One record at least where some step copied: "copies were looked at" must not round away.
     copied = set(spread_indices(max(round(count * copied_steps / counted), copied_steps > 0), count))
     epoch = set(epoch_records)
+    # The other records' waits spread as the histogram says (the worker starts taken to be the longest
+    # waits), around their mean, each record's wall moving with its wait.
+    others = [index for index in range(count) if index not in worker_start_records]
+    factor = dict.fromkeys(others, 1.0)
+    if wait_buckets is not None and others:
+        factors = wait_factors(wait_buckets, counted - worker_starts, len(others))
+        for rank, position in enumerate(_spread_order(len(others))):
+            factor[others[position]] = factors[rank]
     records = []
     for index in range(count):
         worker_start = index in worker_start_records
-        wall_ms = start_wall_ms if worker_start else other_wall_ms
+        mean_wall_ms = start_wall_ms if worker_start else other_wall_ms
+        wait_ms = start_wait_ms if worker_start else other_wait_ms * factor[index]
+        wall_ms = mean_wall_ms if worker_start else max(wait_ms, other_wall_ms + wait_ms - other_wait_ms)
         records.append(
             StepRecord(
                 step=last_step - round((count - 1 - index) * steps_per_record),
                 wall_ms=wall_ms,
-                data_wait_ms=start_wait_ms if worker_start else other_wait_ms,
+                data_wait_ms=wait_ms,
                 copy_cpu_ms=delta("copy_cpu_seconds") * 1000 / counted,
-                copy_gpu_ms=gpu_ms("copy_gpu_seconds", wall_ms),
-                compute_gpu_ms=gpu_ms("compute_gpu_seconds", wall_ms),
-                gpu_idle_ms=gpu_ms("gpu_idle_seconds", wall_ms),
+                copy_gpu_ms=gpu_ms("copy_gpu_seconds", mean_wall_ms),
+                compute_gpu_ms=gpu_ms("compute_gpu_seconds", mean_wall_ms),
+                gpu_idle_ms=gpu_ms("gpu_idle_seconds", mean_wall_ms),
                 h2d_bytes=round(delta("h2d_bytes") / counted),
                 samples=round(delta("samples") / counted),
                 pinned=index in pinned,
