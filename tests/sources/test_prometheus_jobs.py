@@ -271,3 +271,17 @@ def test_the_heartbeat_age_is_the_one_now_not_the_one_at_the_last_scrape() -> No
     now = _Series(dict(RANK), [(0.0, 9.1)])
     assert _rank_from(scraped).heartbeat_age_s == 0.1
     assert _rank_from(scraped, heartbeats=(now,)).heartbeat_age_s == 9.1
+
+
+def test_a_few_long_waits_without_epoch_marks_read_as_spikes_not_as_too_few_workers() -> None:
+    # One batch in 20 takes 500 ms (a storage hiccup); persistent workers: no epoch marks.
+    steps = [
+        _step(n, 20 + (500.0 if n % 20 == 10 else 1.0), 500.0 if n % 20 == 10 else 1.0) for n in range(45)
+    ]
+    local = window_stats(steps)
+    remote = window_stats(step_records(_scraped(steps, [0, 5, 20, 33, 45])))
+    assert local is not None and remote is not None
+    advice = input_bound_advice(local, dataloader_workers=4)
+    assert advice[0].startswith("A few steps hold most of the wait")
+    assert not any(line.startswith("Raise num_workers") for line in advice)
+    assert _masked(input_bound_advice(remote, dataloader_workers=4)) == _masked(advice)
