@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from xfertop.analysis.advice import pct, sync_bound_advice
-from xfertop.analysis.evidence import Context
+from xfertop.analysis.evidence import CgroupCpuEvidence, Context, WorkersEvidence
 from xfertop.analysis.stack_classify import LineText, RankStacks, summarise_window
 from xfertop.analysis.steps import Spread, WindowStats
 from xfertop.analysis.thresholds import (
@@ -51,9 +51,11 @@ _NO_SPREAD = Spread(p50_ms=0.0, p95_ms=0.0)
 
 
 def _window_stats(rank: RankStacks) -> WindowStats:
-    """Sampled shares in the shape of a CPU-clock window (no step timings: spreads are zero)."""
+    """Sampled shares in the shape of a CPU-clock window (no step timings: spreads are zero). Workers
+    that ended while the job ran stand in for the steps that started workers again."""
     shares = rank.shares
     samples = shares.total_samples
+    input_share = shares.input_share
     return WindowStats(
         clock="cpu",
         steps=samples,
@@ -76,7 +78,39 @@ def _window_stats(rank: RankStacks) -> WindowStats:
         h2d_bytes_per_s=0.0,
         pinned_step_fraction=None,
         pageable_non_blocking_step_fraction=None,
+        worker_start_steps=rank.workers_ended,
+        worker_start_wait_share=min(1.0, rank.worker_start_share / input_share) if input_share else 0.0,
+        sampled=True,
     )
+
+
+def workers_now(rank: RankStacks) -> int:
+    """DataLoader workers at a time: those sampled, less those that ended (restarted: not more)."""
+    return max(1, len(rank.workers) - rank.workers_ended) if rank.workers else 0
+
+
+def _context(rank: RankStacks) -> Context:
+    """Where the workers may run and the cgroup's CPU quota, from /proc around the window."""
+    placement = rank.placement
+    cgroup = None
+    if placement is not None and placement.cpu_quota_cores is not None:
+        cgroup = CgroupCpuEvidence(
+            placement.cpu_quota_cores, placement.cpu_quota_file, placement.cpu_throttled_share
+        )
+    workers = None
+    if rank.workers and rank.workers_allowed_cpus:
+        workers = WorkersEvidence(
+            count=workers_now(rank),
+            allowed_cpus=rank.workers_allowed_cpus,
+            cpu_percent=rank.workers_cpu_percent,
+            allowed_cores_busy_percent=rank.workers_cores_busy_percent,
+            cpu_quota_cores=cgroup.quota_cores if cgroup else None,
+            cpu_quota_file=cgroup.quota_file if cgroup else None,
+            cpu_throttled_share=cgroup.throttled_share if cgroup else None,
+        )
+    # Samples show host time only: a pinned, non_blocking copy costs the host nothing, so a small copy
+    # share proves nothing about PCIe (no "Do not tune PCIe"), and the GPU's own figures are not here.
+    return Context(on_gpu=False, workers=workers, cgroup_cpu=cgroup)
 
 
 def _evidence(rank: RankStacks, ranks: int) -> dict[str, Any]:
@@ -86,16 +120,27 @@ def _evidence(rank: RankStacks, ranks: int) -> dict[str, Any]:
     return evidence
 
 
-def _worker_advice(rank: RankStacks) -> list[str]:
+def _worker_advice(rank: RankStacks, context: Context) -> list[str]:
     if not rank.workers:
         return []  # the engine's num_workers=0 advice covers it
     mean_busy = statistics.mean(w.busy_share for w in rank.workers)
     if mean_busy >= WORKER_SATURATED_SHARE:
+        count = workers_now(rank)
+        workers = context.workers
+        free = workers is not None and not workers.saturated and count < workers.effective_cores
+        more = (
+            "add workers (their cores have room)"
+            if free
+            else "add workers if cores are free"
+            if workers is None
+            else "more workers cannot help on these cores"
+        )
         return [
-            f"All {len(rank.workers)} DataLoader workers are busy {pct(mean_busy)} of the time: add "
-            "workers (if cores are free) or make __getitem__ / transforms cheaper."
+            f"All {count} DataLoader workers are busy {pct(mean_busy)} of the time: {more}, or make "
+            "__getitem__ / transforms cheaper."
         ]
-    if mean_busy < WORKER_IDLE_SHARE:
+    if mean_busy < WORKER_IDLE_SHARE and not rank.workers_ended:
+        # (Workers restarted in the window sat idle while starting: the restart advice covers them.)
         pin = ""
         if rank.pin_busy_share is not None:
             pin = f"; the pin-memory thread is busy {pct(rank.pin_busy_share)}"
@@ -139,11 +184,10 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         severity: Severity = "critical" if sync_share >= SYNC_CRITICAL_SHARE else "warn"
         verdict = Verdict("sync-bound", severity, headline, advice=tuple(sync_bound_advice()))
         return _labelled(verdict, rank, ranks, [])
-    workers = len(rank.workers) if rank.workers else (0 if rank.shares.share("main_loading") > 0 else None)
-    # Samples show host time only: a pinned, non_blocking copy costs the host nothing, so a small copy
-    # share proves nothing about PCIe (no "Do not tune PCIe"), and the GPU's own figures are not here.
-    verdict = judge(stats, dataloader_workers=workers, context=Context(on_gpu=False))
-    extra = _worker_advice(rank) if verdict.kind == "input-bound" else []
+    workers = workers_now(rank) if rank.workers else (0 if rank.shares.share("main_loading") > 0 else None)
+    context = _context(rank)
+    verdict = judge(stats, dataloader_workers=workers, context=context)
+    extra = _worker_advice(rank, context) if verdict.kind == "input-bound" else []
     if verdict.kind == "healthy" and other_share >= OTHER_NOTE_SHARE:
         # The engine's "healthy" reads data/copy/compute only; say where the rest of the samples went.
         verdict = Verdict(

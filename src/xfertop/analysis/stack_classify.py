@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from xfertop.model.stacks import Frame, StackWindow, ThreadStack
+from xfertop.model.stacks import Frame, StackWindow, ThreadStack, WindowPlacement
 
 SampleClass = Literal["data_wait", "main_loading", "copy", "gpu_sync", "compute", "other"]
 SAMPLE_CLASSES: tuple[SampleClass, ...] = (
@@ -45,9 +45,23 @@ def _rule(suffix: str, *names: str) -> _Rule:
     return suffix, frozenset(names)
 
 
+#: iter(loader) and the end of an epoch's iterator: the DataLoader starting its workers (and pin
+#: thread) or shutting them down. Waiting for data, as the truth counts it: an epoch start without
+#: persistent_workers pays it every epoch.
+_ITERATOR_START_STOP = (
+    _rule(
+        "torch/utils/data/dataloader.py",
+        "__iter__",
+        "_get_iterator",
+        "__init__",
+        "_shutdown_workers",
+        "_reset",
+    ),
+)
 # Frames of "get the next batch".
 _NEXT_BATCH = (
     _rule("torch/utils/data/dataloader.py", "__next__", "_next_data", "_get_data", "_try_get_data"),
+    *_ITERATOR_START_STOP,
     _rule("lightning/pytorch/loops/fetchers.py", "__next__", "fetching_function", "_fetch_next_batch"),
     _rule("pytorch_lightning/loops/fetchers.py", "__next__", "fetching_function", "_fetch_next_batch"),
     _rule("accelerate/data_loader.py", "__iter__"),
@@ -256,6 +270,21 @@ class RankStacks:
     #: Share of the pin thread's samples spent pinning; None when the job has no pin thread.
     pin_busy_share: float | None = None
     error: str | None = None
+    #: Share of the main thread's samples in iter(loader) or an iterator's shutdown (workers started
+    #: or stopped), part of the input share.
+    worker_start_share: float = 0.0
+    #: Workers sampled in the window that had ended by its end while the job ran on: the DataLoader
+    #: restarts its workers (each epoch without persistent_workers, or a loader made anew).
+    workers_ended: int = 0
+    #: Where the workers alive at the window's end may run, and how busy those cores were; None
+    #: when unknown (no placement read, no worker alive).
+    workers_allowed_cpus: tuple[int, ...] = ()
+    workers_cpu_percent: float | None = None
+    workers_cores_busy_percent: float | None = None
+    #: What /proc said around the window (children, cores, the cgroup's CPU quota); None if unread.
+    placement: WindowPlacement | None = None
+    #: Main-thread samples without a frame (py-spy read no stack), left out of the shares.
+    frameless_samples: int = 0
 
     @property
     def workers_busy(self) -> int:
@@ -272,8 +301,20 @@ class RankStacks:
             ],
             "workers_busy": self.workers_busy,
             "pin_busy_share": None if self.pin_busy_share is None else round(self.pin_busy_share, 4),
+            "frameless_samples": self.frameless_samples,
+            "worker_start_share": round(self.worker_start_share, 4),
+            "workers_ended": self.workers_ended,
+            "workers_allowed_cpus": list(self.workers_allowed_cpus),
+            "workers_cpu_percent": _round1(self.workers_cpu_percent),
+            "workers_cores_busy_percent": _round1(self.workers_cores_busy_percent),
+            "cpu_quota_cores": self.placement.cpu_quota_cores if self.placement else None,
+            "cpu_throttled_share": self.placement.cpu_throttled_share if self.placement else None,
             "error": self.error,
         }
+
+
+def _round1(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 _WORKER_LOOP = (
@@ -328,14 +369,63 @@ def pin_busy_share(stacks: Iterable[ThreadStack], root_pid: int) -> float | None
     return pinning / total if total else None
 
 
+def _start_stop_share(main: list[ThreadStack]) -> float:
+    total = sum(s.count for s in main)
+    in_start = sum(s.count for s in main if any(_matches(f, _ITERATOR_START_STOP) for f in s.frames))
+    return in_start / total if total else 0.0
+
+
+@dataclass(frozen=True)
+class _WorkersPlaced:
+    ended: int = 0
+    allowed_cpus: tuple[int, ...] = ()
+    cpu_percent: float | None = None
+    cores_busy_percent: float | None = None
+
+
+def _placed(workers: tuple[WorkerLoad, ...], placement: WindowPlacement | None) -> _WorkersPlaced:
+    """The sampled workers against the children alive at the window's end."""
+    if placement is None or not placement.root_alive or not workers:
+        return _WorkersPlaced()
+    alive = {child.pid: child for child in placement.children}
+    ended = sum(1 for w in workers if w.pid not in alive)
+    # Workers alive at the end: the sampled ones, else (all of them restarted since) every child.
+    now = [alive[w.pid] for w in workers if w.pid in alive] or list(alive.values())
+    allowed = tuple(sorted({cpu for child in now for cpu in child.allowed_cpus}))
+    if not allowed:
+        return _WorkersPlaced(ended=ended)
+    known = [c.cpu_percent for c in now if c.cpu_percent is not None]
+    cores = placement.cores_busy_percent
+    busy = [cores[cpu] for cpu in allowed if cpu < len(cores)]
+    return _WorkersPlaced(
+        ended=ended,
+        allowed_cpus=allowed,
+        cpu_percent=sum(known) if known else None,
+        cores_busy_percent=sum(busy) / len(busy) if busy and len(busy) == len(allowed) else None,
+    )
+
+
 def summarise_window(window: StackWindow, line_text: LineText | None = None) -> RankStacks:
     """The main thread's class shares, the workers' load and the pin thread's load in one window."""
     if window.error:
         return RankStacks(pid=window.root_pid, shares=ClassShares(counts={}), error=window.error)
-    main = [s for s in window.stacks if s.pid == window.root_pid and s.is_main_thread]
+    on_main = [s for s in window.stacks if s.pid == window.root_pid and s.is_main_thread]
+    # A sample without a single frame says nothing of where the thread was (py-spy read no stack):
+    # left out of the shares, not counted as "other". Seen at 40% of a job restarting its workers
+    # every epoch, never in plain dumps of it.
+    main = [s for s in on_main if s.frames]
+    workers = worker_loads(window.stacks, window.root_pid)
+    placed = _placed(workers, window.placement)
     return RankStacks(
         pid=window.root_pid,
         shares=class_shares(main, line_text),
-        workers=worker_loads(window.stacks, window.root_pid),
+        workers=workers,
         pin_busy_share=pin_busy_share(window.stacks, window.root_pid),
+        worker_start_share=_start_stop_share(main),
+        workers_ended=placed.ended,
+        workers_allowed_cpus=placed.allowed_cpus,
+        workers_cpu_percent=placed.cpu_percent,
+        workers_cores_busy_percent=placed.cores_busy_percent,
+        placement=window.placement,
+        frameless_samples=sum(s.count for s in on_main if not s.frames),
     )

@@ -75,6 +75,9 @@ class WindowStats:
     worker_start_wait_share: float = 0.0
     #: Judged on fewer steps than a confident verdict needs (EARLY_MIN_STEPS <= steps < MIN_WINDOW_STEPS).
     early: bool = False
+    #: Shares of py-spy samples, not of timed steps (`xfertop attach`): ``steps`` counts samples, and
+    #: ``worker_start_steps`` the workers that ended during the window while the job ran on.
+    sampled: bool = False
 
     @property
     def input_share(self) -> float:

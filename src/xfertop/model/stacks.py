@@ -44,6 +44,35 @@ class ThreadStack:
 
 
 @dataclass(frozen=True)
+class ChildPlacement:
+    """One child process of the attached one (a DataLoader worker, or anything else it started)."""
+
+    pid: int
+    #: The cores it may run on (its CPU affinity).
+    allowed_cpus: tuple[int, ...]
+    #: Its CPU use over the window, percent of one core; None when it did not live the whole window.
+    cpu_percent: float | None = None
+
+
+@dataclass(frozen=True)
+class WindowPlacement:
+    """Where the attached process's children may run, read from /proc around one window: the
+    evidence that advice about more DataLoader workers rests on."""
+
+    #: The children alive at the window's end.
+    children: tuple[ChildPlacement, ...]
+    #: Every core's busy percent over the window (anyone's work), by core number.
+    cores_busy_percent: tuple[float, ...]
+    #: The attached process still ran at the window's end.
+    root_alive: bool = True
+    #: The CPU quota of its cgroup in cores (its workers share it), the file that sets it, and the
+    #: share of the window's scheduler periods in which the cgroup was throttled; None: none or unknown.
+    cpu_quota_cores: float | None = None
+    cpu_quota_file: str | None = None
+    cpu_throttled_share: float | None = None
+
+
+@dataclass(frozen=True)
 class StackWindow:
     """Everything one sampling window saw of one attached process and its children."""
 
@@ -58,6 +87,8 @@ class StackWindow:
     error: str | None = None
     #: py-spy's count of samples it failed to read (partial stacks under --nonblocking).
     sample_errors: int = 0
+    #: The children's placement around the window; None when it could not be read.
+    placement: WindowPlacement | None = None
 
 
 @dataclass(frozen=True)

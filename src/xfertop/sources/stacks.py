@@ -7,6 +7,7 @@ classification of those samples lives in xfertop.analysis.stack_classify (pure).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from xfertop.sources.pyspy_runner import (
     dump,
     find_pyspy,
 )
+from xfertop.sources.window_placement import PlacementProbe
 
 __all__ = ["StackSampler", "dump", "find_pyspy"]
 
@@ -81,7 +83,13 @@ class StackSampler(PollingSource[StacksState]):
         results: list[StackWindow | None] = [None] * len(windows)
 
         def record(index: int) -> None:
-            results[index] = windows[index].run()
+            # Where the rank's workers may run and how busy those cores were, over the same window.
+            probe = PlacementProbe(windows[index].pid)
+            probe.start()
+            window = windows[index].run()
+            if window.error is None:
+                window = dataclasses.replace(window, placement=probe.finish())
+            results[index] = window
 
         threads = [
             threading.Thread(target=record, args=(i,), name=f"xfertop-pyspy-{w.pid}", daemon=True)

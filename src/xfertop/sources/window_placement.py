@@ -1,0 +1,120 @@
+"""The attached process's children (its DataLoader workers) and the cores they may use, read around one
+py-spy window: their CPU affinity, their CPU use over the window, and how busy every core was.
+
+`xfertop run` gets the same evidence from the host source; `xfertop attach` has no host source, and its
+advice on more workers must rest on it too (issue 11: "never 'more workers' when those CPUs are saturated
+or confined").
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, NamedTuple
+
+import psutil
+
+from xfertop.model.stacks import ChildPlacement, WindowPlacement
+from xfertop.sources.cgroup_cpu import (
+    CpuLimit,
+    ThrottleCounters,
+    read_cpu_limit,
+    read_throttle_counters,
+    throttled_share,
+)
+
+#: Children read per window at most (DataLoader workers are a handful; a process pool may be many).
+MAX_CHILDREN = 256
+
+
+class _Start(NamedTuple):
+    at: float
+    cores: list[Any] | None
+    cpu_s: dict[int, tuple[psutil.Process, float]]
+    limit: CpuLimit | None
+    throttle: ThrottleCounters | None
+
+
+def _cpu_s(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
+
+
+def _children(root: psutil.Process) -> list[psutil.Process]:
+    return root.children(recursive=False)[:MAX_CHILDREN]
+
+
+def _cores() -> list[Any] | None:
+    try:
+        return list(psutil.cpu_times(percpu=True))
+    except (OSError, RuntimeError):
+        return None
+
+
+def _busy_percent(before: Any, after: Any) -> float:
+    """One core's busy percent between two psutil.cpu_times(percpu=True) readings."""
+    total = sum(after) - sum(before)
+    idle = (after.idle + getattr(after, "iowait", 0.0)) - (before.idle + getattr(before, "iowait", 0.0))
+    return 0.0 if total <= 0 else max(0.0, min(100.0, 100.0 * (1 - idle / total)))
+
+
+class PlacementProbe:
+    """``start()`` before the window, ``finish()`` after it: the placement, or None if unreadable."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._start: _Start | None = None
+
+    def start(self) -> None:
+        cpu_s: dict[int, tuple[psutil.Process, float]] = {}
+        try:
+            for child in _children(psutil.Process(self.pid)):
+                try:
+                    cpu_s[child.pid] = (child, _cpu_s(child))
+                except (psutil.NoSuchProcess, psutil.AccessDenied):
+                    continue
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+        limit = read_cpu_limit(self.pid)
+        stat_file = limit.stat_file if limit is not None and limit.quota_cores is not None else None
+        throttle = read_throttle_counters(stat_file) if stat_file else None
+        self._start = _Start(time.monotonic(), _cores(), cpu_s, limit, throttle)
+
+    def finish(self) -> WindowPlacement | None:
+        start = self._start
+        if start is None:
+            return None
+        elapsed = time.monotonic() - start.at
+        try:
+            root = psutil.Process(self.pid)
+            children = _children(root)
+        except psutil.NoSuchProcess:
+            return WindowPlacement(children=(), cores_busy_percent=(), root_alive=False)
+        except psutil.AccessDenied:
+            return None
+        placed: list[ChildPlacement] = []
+        for child in children:
+            try:
+                allowed = tuple(sorted(child.cpu_affinity() or ()))
+                known = start.cpu_s.get(child.pid)
+                percent = None
+                if known is not None and known[0].is_running() and elapsed > 0:
+                    percent = 100.0 * (_cpu_s(child) - known[1]) / elapsed
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+            placed.append(ChildPlacement(child.pid, allowed, percent))
+        cores_now = _cores()
+        busy: tuple[float, ...] = ()
+        if start.cores is not None and cores_now is not None and len(cores_now) == len(start.cores):
+            busy = tuple(_busy_percent(b, a) for b, a in zip(start.cores, cores_now, strict=True))
+        limit, share = start.limit, None
+        if start.throttle is not None and limit is not None and limit.stat_file:
+            after = read_throttle_counters(limit.stat_file)
+            share = throttled_share(start.throttle, after) if after is not None else None
+        return WindowPlacement(
+            children=tuple(placed),
+            cores_busy_percent=busy,
+            root_alive=True,
+            cpu_quota_cores=limit.quota_cores if limit is not None else None,
+            cpu_quota_file=limit.quota_file if limit is not None else None,
+            cpu_throttled_share=share,
+        )
