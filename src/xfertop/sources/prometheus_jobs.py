@@ -4,15 +4,17 @@ Publishes the very ``JobsState`` the local jobs source does, so the analysis and
 The exporters (`xfertop export`) publish per-rank counters; this source reads their raw samples over the
 last ``window_s`` (one range-vector query: each pair of consecutive scrapes is an exact interval, no
 extrapolation) and turns each interval into step records holding that interval's per-step means: the
-window statistics, shares and verdicts then come out as they would locally, though p50/p95 are spreads
-of interval means, not of single steps.
+window statistics, shares and verdicts then come out as they would locally. The records' data waits
+spread around their mean as the interval's data-wait histogram says (each bucket read as one wait inside
+it), so p50/p95 and the few-long-waits rules follow the steps, to the buckets' resolution.
 
 What the local verdict reads beyond the means comes along: the steps that made or marked a copy, the
 epoch starts and the steps whose iter(loader) started the workers are flagged on as many records of
 their interval, evenly spaced; the worker-start records hold those steps' own wall time and data wait
 (the persistent_workers rule weighs that wait), the other records the rest of the interval's, so every
 interval's sums and shares are those of its steps. Whether `xfertop run` timed every copy
-(``xfertop_rank_copy_timing``) and how a finished rank ended (``xfertop_rank_end``) come from gauges.
+(``xfertop_rank_copy_timing``), how a finished rank ended (``xfertop_rank_end``) and the heartbeat's age
+now (``HEARTBEAT_QUERY``) come from gauges.
 
 Ranks group into jobs across hosts by the ``job_id`` label: a torchelastic run id or a MASTER_ADDR:PORT
 names one job on every node; a parent pid or a pid (``ppid:``/``pid:`` keys) names one only on its own
@@ -48,7 +50,7 @@ GAUGES_QUERY = (
 HEARTBEAT_QUERY = (
     "xfertop_rank_heartbeat_age_seconds + time() - timestamp(xfertop_rank_heartbeat_age_seconds)"
 )
-#: Step records made from one scrape interval at most (each holds the interval's per-step means).
+#: Step records made from one scrape interval at most (each then stands for several steps).
 RECORDS_PER_INTERVAL = 64
 CLUSTER_WIDE_KEYS = ("run:", "master:")
 RANK_STATUSES: tuple[RankStatus, ...] = ("live", "stalled", "finished")
@@ -358,6 +360,70 @@ def spread_indices(flagged: int, count: int) -> list[int]:
     return [int((index + 0.5) * count / flagged) for index in range(flagged)]
 
 
+@dataclass(frozen=True)
+class _Flags:
+    """Which records of an interval carry each flag (record indices)."""
+
+    epoch_start: frozenset[int]
+    worker_start: frozenset[int]
+    copied: frozenset[int]
+    pinned: frozenset[int]
+    non_blocking: frozenset[int]
+
+
+def _interval_flags(delta: Callable[[str], float], counted: int, count: int) -> _Flags:
+    """One record per flagged step, as many as there are records at most; a worker start is an epoch
+    start too. Pinned and non_blocking are shares of the copying steps."""
+    worker_starts = min(round(delta("worker_start_steps")), counted)
+    epoch_starts = min(max(round(delta("epoch_start_steps")), worker_starts), counted)
+    epoch = spread_indices(epoch_starts, count)
+    worker_start = [epoch[i] for i in spread_indices(min(worker_starts, count), len(epoch))]
+    copying = delta("copying_steps")
+
+    def of_copying(name: str) -> frozenset[int]:
+        return frozenset(spread_indices(round(count * delta(name) / copying), count) if copying > 0 else ())
+
+    copied_steps = delta("copied_steps")
+    # One record at least where some step copied: "copies were looked at" must not round away.
+    copied = spread_indices(max(round(count * copied_steps / counted), int(copied_steps > 0)), count)
+    return _Flags(
+        epoch_start=frozenset(epoch),
+        worker_start=frozenset(worker_start),
+        copied=frozenset(copied),
+        pinned=of_copying("pinned_steps"),
+        non_blocking=of_copying("pageable_non_blocking_steps"),
+    )
+
+
+def _split_ms(
+    total_s: float, of_worker_starts_s: float, counted: int, worker_starts: int, start_records: int
+) -> tuple[float, float]:
+    """(ms of a worker-start record, ms of another record) for an interval's total: the worker-start
+    records stand for every step that started workers (and, in an interval of more steps than records,
+    for their share of the other steps), so the interval's sums and shares hold."""
+    if not start_records:
+        return 0.0, total_s * 1000 / counted
+    others = counted - worker_starts
+    other_ms = max(0.0, total_s - of_worker_starts_s) * 1000 / others if others else 0.0
+    group_steps = start_records * counted / min(counted, RECORDS_PER_INTERVAL)
+    start_ms = (of_worker_starts_s * 1000 + (group_steps - worker_starts) * other_ms) / group_steps
+    return start_ms, other_ms
+
+
+def _wait_factors_by_record(
+    wait_buckets: list[tuple[float, int]] | None, steps: int, others: list[int]
+) -> dict[int, float]:
+    """Each non-worker-start record's wait over their mean: as the histogram spreads the waits of those
+    steps (the worker starts taken to be the longest waits), laid over the records spread apart; 1.0
+    for every record without a histogram."""
+    factor = dict.fromkeys(others, 1.0)
+    if wait_buckets is not None and others:
+        factors = wait_factors(wait_buckets, steps, len(others))
+        for order, position in enumerate(_spread_order(len(others))):
+            factor[others[position]] = factors[order]
+    return factor
+
+
 def _interval_records(
     delta: Callable[[str], float],
     counted: int,
@@ -365,64 +431,34 @@ def _interval_records(
     wait_buckets: list[tuple[float, int]] | None = None,
 ) -> list[StepRecord]:
     count = min(counted, RECORDS_PER_INTERVAL)
-    steps_per_record = counted / count
+    flags = _interval_flags(delta, counted, count)
     worker_starts = min(round(delta("worker_start_steps")), counted)
-    epoch_starts = min(max(round(delta("epoch_start_steps")), worker_starts), counted)
-    # Records flagged: one per flagged step, as many as there are records at most.
-    epoch_records = spread_indices(epoch_starts, count)
-    worker_start_records = {
-        epoch_records[i] for i in spread_indices(min(worker_starts, count), len(epoch_records))
-    }
-
-    def split(total_s: float, of_worker_starts_s: float) -> tuple[float, float]:
-        """(ms of a worker-start record, ms of another record) for an interval total: the worker-start
-        records stand for every step that started workers (and, in an interval of more steps than
-        records, for their share of the other steps), so the interval's sums and shares hold."""
-        others = counted - worker_starts
-        other_ms = max(0.0, total_s - of_worker_starts_s) * 1000 / others if others else 0.0
-        if not worker_start_records:
-            return 0.0, total_s * 1000 / counted
-        group_steps = len(worker_start_records) * steps_per_record
-        start_ms = (of_worker_starts_s * 1000 + (group_steps - worker_starts) * other_ms) / group_steps
-        return start_ms, other_ms
-
-    start_wall_ms, other_wall_ms = split(delta("step_seconds"), delta("worker_start_step_seconds"))
-    start_wait_ms, other_wait_ms = split(delta("data_wait_seconds"), delta("worker_start_data_wait_seconds"))
+    starts = (counted, worker_starts, len(flags.worker_start))
+    start_wall_ms, other_wall_ms = _split_ms(
+        delta("step_seconds"), delta("worker_start_step_seconds"), *starts
+    )
+    start_wait_ms, other_wait_ms = _split_ms(
+        delta("data_wait_seconds"), delta("worker_start_data_wait_seconds"), *starts
+    )
+    others = [index for index in range(count) if index not in flags.worker_start]
+    factor = _wait_factors_by_record(wait_buckets, counted - worker_starts, others)
     timed_wall_s = delta("gpu_timed_step_seconds")
     gpu_timed = delta("gpu_timed_steps") > 0 and timed_wall_s > 0
 
     def gpu_ms(name: str, wall_ms: float) -> float | None:
-        # The GPU clock's share of the timed steps, applied to the record's step.
+        # The GPU clock's share of the timed steps, applied to the mean step of the record's group.
         return delta(name) / timed_wall_s * wall_ms if gpu_timed else None
 
-    copying = delta("copying_steps")
-    pinned = set(spread_indices(round(count * delta("pinned_steps") / copying), count) if copying > 0 else ())
-    non_blocking = set(
-        spread_indices(round(count * delta("pageable_non_blocking_steps") / copying), count)
-        if copying > 0
-        else ()
-    )
-    copied_steps = delta("copied_steps")
-    # One record at least where some step copied: "copies were looked at" must not round away.
-    copied = set(spread_indices(max(round(count * copied_steps / counted), copied_steps > 0), count))
-    epoch = set(epoch_records)
-    # The other records' waits spread as the histogram says (the worker starts taken to be the longest
-    # waits), around their mean, each record's wall moving with its wait.
-    others = [index for index in range(count) if index not in worker_start_records]
-    factor = dict.fromkeys(others, 1.0)
-    if wait_buckets is not None and others:
-        factors = wait_factors(wait_buckets, counted - worker_starts, len(others))
-        for rank, position in enumerate(_spread_order(len(others))):
-            factor[others[position]] = factors[rank]
     records = []
     for index in range(count):
-        worker_start = index in worker_start_records
+        worker_start = index in flags.worker_start
         mean_wall_ms = start_wall_ms if worker_start else other_wall_ms
         wait_ms = start_wait_ms if worker_start else other_wait_ms * factor[index]
+        # A record's wall moves with its wait: the rest of its step is its group's mean.
         wall_ms = mean_wall_ms if worker_start else max(wait_ms, other_wall_ms + wait_ms - other_wait_ms)
         records.append(
             StepRecord(
-                step=last_step - round((count - 1 - index) * steps_per_record),
+                step=last_step - round((count - 1 - index) * counted / count),
                 wall_ms=wall_ms,
                 data_wait_ms=wait_ms,
                 copy_cpu_ms=delta("copy_cpu_seconds") * 1000 / counted,
@@ -431,10 +467,10 @@ def _interval_records(
                 gpu_idle_ms=gpu_ms("gpu_idle_seconds", mean_wall_ms),
                 h2d_bytes=round(delta("h2d_bytes") / counted),
                 samples=round(delta("samples") / counted),
-                pinned=index in pinned,
-                pageable_non_blocking=index in non_blocking,
-                copied=index in copied,
-                epoch_start=index in epoch,
+                pinned=index in flags.pinned,
+                pageable_non_blocking=index in flags.non_blocking,
+                copied=index in flags.copied,
+                epoch_start=index in flags.epoch_start,
                 workers_started=worker_start,
             )
         )
