@@ -20,10 +20,14 @@ from ring_test_tools import wait_until
 from ui.live import fake_gpu_source
 from ui.sample_states import gpu_state
 from xfertop import wire
-from xfertop.export.prometheus_collector import RANK_COUNTERS, VERDICT_KINDS
+from xfertop.analysis.evidence import Context
+from xfertop.analysis.job_analysis import RankAnalysis
+from xfertop.analysis.verdict import job_verdict, window_or_early
+from xfertop.export.prometheus_collector import RANK_COUNTERS, VERDICT_KINDS, _rank_verdict_kind
 from xfertop.export.prometheus_exporter import Exporter
 from xfertop.export.prometheus_totals import TotalsState
 from xfertop.model.gpu import GpuState, PcieErrors
+from xfertop.model.jobs import RankState, StepRecord
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
 from xfertop.sources.jobs import JobsSource
@@ -273,3 +277,23 @@ def test_docs_list_every_rank_series(tmp_path: Path) -> None:
     docs = (Path(__file__).resolve().parents[2] / "docs" / "exporter.md").read_text()
     assert "xfertop_rank_end_info" in names
     assert [name for name in sorted(names) if f"`{name}`" not in docs] == []
+
+
+def test_a_ranks_own_verdict_rests_on_its_context_as_the_job_verdict_does() -> None:
+    # GPU-timed steps that never wait; NVML says the GPU computes 30% of the time and its link receives
+    # 20 GB/s that no timed copy accounts for (`xfertop.watch` alone: copies not measured).
+    steps = tuple(StepRecord(n, 10.0, 0.1, 0.0, None, 9.9, 0.05, 0, 8, False, False) for n in range(40))
+    rank = RankState(
+        pid=1, host="node-a", rank=0, local_rank=0, world_size=1, job_key="run:j", device="cuda:0",
+        argv=("train.py",), status="live", heartbeat_age_s=0.0, steps=steps, pinned_host_bytes=None,
+        dataloader_workers=4, reporter_errors=0, reporter_disabled=False, ring_path="/rings/a.ring",
+    )  # fmt: skip
+    context = Context(
+        copies_measured=False, gpu_busy_share=0.3, gpu_rx_bytes_per_s=20e9, link_bytes_per_s=63e9
+    )
+    analysed = RankAnalysis(rank, window_or_early(steps), context)
+    job = job_verdict(
+        (rank,), stats_by_rank={rank.ring_path: analysed.stats}, contexts={rank.ring_path: context}
+    )
+    assert job.kind == "copy-bound"
+    assert _rank_verdict_kind(analysed) == job.kind

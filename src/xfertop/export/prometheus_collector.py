@@ -477,11 +477,10 @@ def _steps_taken(rank: RankState) -> int:
 
 
 def _rank_verdict_kind(analysed: RankAnalysis) -> str:
-    """The rank judged alone (a straggler is a job's verdict, named on the job)."""
+    """The rank judged alone (a straggler is a job's verdict, named on the job), on what else is known
+    of it (its GPU's RX, whether copies were timed), as the job verdict of a one-rank job is."""
     if analysed.stats is None:
         return warming_up(0).kind
     return judge(
-        analysed.stats,
-        dataloader_workers=analysed.rank.dataloader_workers,
-        gpu_busy_share=analysed.gpu_busy_share,
+        analysed.stats, dataloader_workers=analysed.rank.dataloader_workers, context=analysed.context
     ).kind
