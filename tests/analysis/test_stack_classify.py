@@ -196,3 +196,35 @@ def test_pin_thread_load_is_the_share_of_its_samples_spent_pinning() -> None:
     )
     window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=40, stacks=(pinning, waiting))
     assert summarise_window(window).pin_busy_share == 0.75
+
+
+def test_samples_without_a_frame_are_left_out_of_the_shares() -> None:
+    waiting = ThreadStack(
+        pid=10,
+        tid=10,
+        thread_name="MainThread",
+        count=30,
+        frames=frames(("_MultiProcessingDataLoaderIter._next_data", "torch/utils/data/dataloader.py")),
+    )
+    unread = ThreadStack(pid=10, tid=10, thread_name="MainThread", count=70, frames=())
+    window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=(waiting, unread))
+    rank = summarise_window(window)
+    assert rank.shares.input_share == 1.0 and rank.frameless_samples == 70
+
+
+def test_starting_an_epochs_workers_is_waiting_for_data_and_counted_apart() -> None:
+    starting = frames(
+        ("Popen._launch", "multiprocessing/popen_fork.py"),
+        ("BaseProcess.start", "multiprocessing/process.py"),
+        ("_MultiProcessingDataLoaderIter.__init__", "torch/utils/data/dataloader.py"),
+        ("DataLoader._get_iterator", "torch/utils/data/dataloader.py"),
+        ("DataLoader.__iter__", "torch/utils/data/dataloader.py"),
+        ("main", "train.py"),
+    )
+    assert classify_stack(starting) == "data_wait"
+    start = ThreadStack(pid=10, tid=10, thread_name="MainThread", count=25, frames=starting)
+    compute = ThreadStack(
+        pid=10, tid=10, thread_name="MainThread", count=75, frames=frames(("backward", "torch/_tensor.py"))
+    )
+    window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=(start, compute))
+    assert summarise_window(window).worker_start_share == 0.25

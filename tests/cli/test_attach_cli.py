@@ -131,3 +131,33 @@ def test_stopping_the_sampler_does_not_wait_out_a_long_window() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+@needs_ptrace
+def test_workers_confined_to_one_core_are_not_told_to_multiply(capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 11: "Eight workers confined to one core got 'Raise num_workers'": the advice must rest on
+    # where the workers may run, which attach reads from /proc around its window.
+    with training_job("starved", "--workers", "2", "--confine") as job:
+        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    verdict = report["verdict"]
+    assert verdict["kind"] == "input-bound", verdict["headline"]
+    (rank,) = report["ranks"]
+    assert len(rank["workers_allowed_cpus"]) == 1
+    advice = " ".join(verdict["advice"])
+    assert "CPU affinity" in advice and "Raise num_workers" not in advice, advice
+
+
+@needs_ptrace
+def test_workers_restarted_every_epoch_get_persistent_workers(capsys: pytest.CaptureFixture[str]) -> None:
+    with training_job("starved", "--workers", "2", "--epoch-steps", "4") as job:
+        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "3")
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (rank,) = report["ranks"]
+    assert rank["workers_ended"] > 0
+    verdict = report["verdict"]
+    assert verdict["kind"] == "input-bound", verdict["headline"]
+    advice = " ".join(verdict["advice"])
+    assert "persistent_workers=True" in advice and "Raise num_workers" not in advice, advice
