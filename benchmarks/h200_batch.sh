@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU figure in docs/ comes from this script, run on the lent H200 machine through the device
 # tool from the repository root, with the wheels of the packages that machine lacks in .whl/:
-#   bash benchmarks/h200_batch.sh STAGE      (STAGE: issue10 | issue11 | scenarios | tests | bench | reporter | viewer | final | final3 | cpu60 | cpu | mid | gpm | diag | retest; RETEST=test ids)
+#   bash benchmarks/h200_batch.sh STAGE      (STAGE: issue10 | issue11 | corpus | scenarios | tests | bench | reporter | viewer | final | final3 | cpu60 | cpu | mid | gpm | diag | retest; RETEST=test ids)
 # Results land in $OUT/results-STAGE.tgz (logs and JSON); docs/measurements/ keeps what we quote.
 set -u
 stage=${1:?stage}
@@ -119,6 +119,17 @@ case $stage in
     # fork-safety GPU tests, then the scenarios named by SCENARIOS in SCENARIO_MODES.
     LIMIT=${PYTEST_LIMIT:-200} TAILN=8 step pytest_gpu python3 -m pytest -m gpu -p no:cacheprovider tests/gpu/test_reporter_gpu.py tests/gpu/test_fork_safety_gpu.py -rfE
     LIMIT=${SCENARIO_LIMIT:-400} TAILN=45 step scenarios python3 benchmarks/score_scenarios.py --only "${SCENARIOS:-d,e,h,i,m}" --modes "${SCENARIO_MODES:-run,watch}" --seconds "${SCENARIO_SECONDS:-8}" --parallel "${SCENARIO_PARALLEL:-4}" --json "$res/scenarios.json" --logs "$res/scenario_logs"
+    ;;
+  corpus)
+    # The whole corpus in every mode (issue 11), split over calls: PARALLEL_IDS share the GPU four at a
+    # time (host-bound: their truth is the CPU's), SERIAL_IDS run alone (their samples/s and NVML
+    # evidence need the GPU to themselves; l, the Lightning job, is here for its samples/s alone).
+    if [ -n "${PARALLEL_IDS:-}" ]; then
+      LIMIT=${PARALLEL_LIMIT:-300} TAILN=30 step corpus_parallel python3 benchmarks/score_scenarios.py --only "$PARALLEL_IDS" --modes "${SCENARIO_MODES:-run,watch,attach}" --seconds "${SCENARIO_SECONDS:-6}" --parallel 4 --json "$res/corpus_parallel.json" --logs "$res/logs_parallel"
+    fi
+    if [ -n "${SERIAL_IDS:-}" ]; then
+      LIMIT=${SERIAL_LIMIT:-300} TAILN=30 step corpus_serial python3 benchmarks/score_scenarios.py --only "$SERIAL_IDS" --modes "${SCENARIO_MODES:-run,watch,attach}" --seconds "${SCENARIO_SECONDS:-6}" --parallel 1 --json "$res/corpus_serial.json" --logs "$res/logs_serial"
+    fi
     ;;
   issue14)
     # Two GPUs of one host (issue 14), on nvidia-h200-x2: the DDP job over NCCL (NVLink multicast off)
