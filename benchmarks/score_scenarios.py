@@ -316,7 +316,12 @@ class Poller(threading.Thread):
         if out.returncode != 0:
             return Poll(t=t, kind=None, error=out.stderr.decode(errors="replace")[-300:])
         report = json.loads(out.stdout)
-        return _poll_from_verdict(t, report.get("verdict") or {}, 1, len(report.get("ranks") or []), 0)
+        poll = _poll_from_verdict(t, report.get("verdict") or {}, 1, len(report.get("ranks") or []), 0)
+        # The analogue of a poll of a job that does not step: a window of the job's start-up or
+        # teardown (too few samples, or "not in a training loop": both warming-up). At --seconds 6 and
+        # 2 s windows, 2-3 of a job's windows are of its loop; its end would otherwise fill the last five.
+        poll.stepping = poll.kind != "warming-up"
+        return poll
 
 
 def _children(pid: int) -> list[int]:

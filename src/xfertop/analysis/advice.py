@@ -17,6 +17,7 @@ from xfertop.analysis.thresholds import (
     OVERSUBSCRIBED_BUSY_PERCENT,
     PCIE_IRRELEVANT_COPY_SHARE,
     PINNED_MIN_STEP_FRACTION,
+    RESTARTS_FIRST_SHARE,
     RX_CROSS_CHECK_MIN_BYTES_PER_S,
     SPIKE_MIN_WAIT_FRACTION,
     WORKER_START_WAIT_SHARE,
@@ -248,7 +249,13 @@ def input_bound_advice(
     elif not spikes and steady_wait >= INPUT_WARN_SHARE and (context.stepping or dataloader_workers is None):
         # Only steady waits call for more workers: between spikes the workers already keep up. A rank that
         # stopped stepping (ending) has its workers gone: where they may run is no longer known.
-        advice.append(_more_workers(dataloader_workers, workers))
+        if restarts and stats.worker_start_wait_share >= RESTARTS_FIRST_SHARE:
+            advice.append(
+                f"Then look again: the steps between epoch starts wait {pct(steady_wait)} of each step; "
+                "if they still do with persistent workers, add workers."
+            )
+        else:
+            advice.append(_more_workers(dataloader_workers, workers))
     if is_bursty(stats) and not spikes and not restarts and not cannot_help:
         advice.append(
             f"Waits are bursty (p95 {stats.data_wait.p95_ms:.0f} ms vs median "
