@@ -553,6 +553,8 @@ def score_mode(run: JobRun, plain: JobRun | None, expect: Expect) -> dict[str, A
         "last_advice": last.advice if last else [],
         "last_shares": last.shares if last else {},
         "gpu_util_final": [p.gpu_util for p in final],
+        # Every scored poll's headline and advice, so a run can be read (or scored again) afterwards.
+        "final_polls": [{"t": round(p.t, 1), "headline": p.headline, "advice": p.advice} for p in final],
         "timed_out": run.timed_out,
         "timeline": [
             [round(p.t, 1), p.kind, p.shares.get("gpu_busy_share"), p.shares.get("gpu_rx_bytes_per_s")]
