@@ -666,12 +666,15 @@ def score_scenario(
         say(f"{scenario.id}: {mode}")
         run = run_job(scenario, mode, seconds, **kw)
         result = score_mode(run, plain, expect)
-        result["scored"] = scored
+        na = scenario.modes_na.get(mode)
+        result["scored"] = scored and na is None
+        if na is not None:
+            result["status"] = f"n/a: {na}"
         reference = truth["truth"]
         if result["verdict"] == "straggler" and truth.get("ranks"):  # its evidence is the straggler's
             reference = max((r["truth"] for r in truth["ranks"]), key=lambda t: t["data_share"])
         result["data_share_error"] = _share_error(result.get("last_shares") or {}, reference)
-        if not scored:
+        if not result["scored"]:
             result["right"] = None
         entry["modes"][mode] = result
     # attach has no ring, so no first step of its own: borrow the earliest one the other modes saw (the
@@ -722,6 +725,8 @@ def table(entries: list[dict[str, Any]]) -> str:
         if e.get("status") != "scored":
             notes.append(f"{e['id']}: {e.get('status', '')}")
         for mode, r in e["modes"].items():
+            if r.get("status"):
+                notes.append(f"{e['id']} {mode}: {r['status']}")
             if r["verdict"]:
                 n = sum(k == r["verdict"] for k in r["final_kinds"])
                 said = f"{r['verdict']} {n}/{len(r['final_kinds'])}"

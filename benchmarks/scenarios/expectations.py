@@ -53,6 +53,9 @@ class Scenario:
     #: is on the host (input-bound), so another job's kernels barely change its truth or its verdict.
     #: Jobs whose truth depends on the GPU's speed or on NVML's busy share run alone.
     host_bound: bool = False
+    #: Modes that cannot see this job, with why: still run (exit code and result must match the plain
+    #: run), not scored.
+    modes_na: dict[str, str] = field(default_factory=dict)
 
     def expect(self, device: str) -> Expect | None:
         return self.cuda if device == "cuda" else self.cpu
@@ -294,6 +297,10 @@ SCENARIOS: dict[str, Scenario] = {
             "no DataLoader: data on the device, sliced per step",
             cpu=Expect(("compute-bound",)),
             cuda=Expect(("compute-bound",)),
+            modes_na={
+                "watch": "no DataLoader for xfertop.watch(loader) to wrap (xfertop run marks its steps "
+                "at optimizer.step(); attach samples it)"
+            },
         ),
     ]
 }
