@@ -253,6 +253,7 @@ def _judge(
 
 def context_evidence(context: Context) -> dict[str, Any]:
     workers = context.workers
+    cgroup = context.cgroup_cpu
     return {
         "copies_measured": context.copies_measured,
         "gpu_rx_bytes_per_s": _round(context.gpu_rx_bytes_per_s, 0),
@@ -261,6 +262,8 @@ def context_evidence(context: Context) -> dict[str, Any]:
         "workers_allowed_cpus": list(workers.allowed_cpus) if workers else None,
         "workers_cpu_percent": _round(workers.cpu_percent, 1) if workers else None,
         "workers_cores_busy_percent": _round(workers.allowed_cores_busy_percent, 1) if workers else None,
+        "cpu_quota_cores": _round(cgroup.quota_cores, 2) if cgroup else None,
+        "cpu_throttled_share": _round(cgroup.throttled_share, 4) if cgroup else None,
         "pinned_host_share": _round(context.memory.pinned_share, 4) if context.memory else None,
     }
 
