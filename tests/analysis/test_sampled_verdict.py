@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pyspy_support import fixture_lines, fixture_window
-from xfertop.analysis.sampled_verdict import MIN_SAMPLES, judge_stacks, sampled_verdict
+from xfertop.analysis.sampled_verdict import MIN_SAMPLES, judge_stacks, keep_last_judged, sampled_verdict
 from xfertop.analysis.stack_classify import ClassShares, RankStacks, WorkerLoad, summarise_window
+from xfertop.analysis.verdict import Verdict
 from xfertop.model.stacks import AttachTarget, StacksState
 
 
@@ -108,3 +109,18 @@ def test_sampled_advice_never_claims_pcie_is_irrelevant() -> None:
     verdict = sampled_verdict([(None, rank_with(compute=95, data_wait=3, copy=2))])
     assert verdict.kind == "compute-bound"
     assert not any("PCIe" in line for line in verdict.advice)
+
+
+def test_a_window_without_a_verdict_keeps_the_last_judged_one_with_its_age() -> None:
+    judged = Verdict("input-bound", "warn", "input-bound: 60% of each step waits for the DataLoader")
+    teardown = Verdict("warming-up", "info", "warming-up: 2 of the 40 samples a verdict needs")
+    shown, last = keep_last_judged(judged, 100.0, None)
+    assert shown is judged and last is not None
+    shown, kept = keep_last_judged(teardown, 104.0, last)
+    assert shown.kind == "input-bound" and kept is last
+    assert shown.headline == (
+        "input-bound: 60% of each step waits for the DataLoader; last verdict, 4 s ago "
+        "(now warming-up: 2 of the 40 samples a verdict needs)"
+    )
+    # Nothing judged yet: the window's own warming-up stands.
+    assert keep_last_judged(teardown, 1.0, None) == (teardown, None)

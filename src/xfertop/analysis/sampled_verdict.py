@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from xfertop.analysis.advice import pct, sync_bound_advice
@@ -260,6 +261,31 @@ def sampled_verdict(ranks: Sequence[tuple[int | None, RankStacks]]) -> Verdict:
         return straggler
     ordered = sorted(usable, key=lambda item: item[1].shares.input_share)
     return rank_sampled_verdict(ordered[len(ordered) // 2][1], ranks=len(usable))
+
+
+@dataclass(frozen=True)
+class JudgedWindow:
+    """The last window that got a verdict, and when it was taken."""
+
+    verdict: Verdict
+    at: float
+
+
+def keep_last_judged(
+    current: Verdict, at: float, last: JudgedWindow | None
+) -> tuple[Verdict, JudgedWindow | None]:
+    """A window without a verdict (start-up, teardown, evaluation: warming-up) keeps the last judged
+    window's verdict, labelled with its age and what the window now says, as an ended job keeps the
+    verdict of its last live window. Returns the verdict to show and the new last judged window."""
+    if current.kind != "warming-up":
+        return current, JudgedWindow(current, at)
+    if last is None:
+        return current, None
+    age_s = max(0.0, at - last.at)
+    kept = last.verdict
+    headline = f"{kept.headline}; last verdict, {age_s:.0f} s ago (now {current.headline})"
+    evidence = {**kept.evidence, "kept_from_s_ago": round(age_s, 1)}
+    return Verdict(kept.kind, kept.severity, headline, evidence, kept.advice), last
 
 
 def judge_stacks(

@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from xfertop.analysis.sampled_verdict import judge_stacks
+from xfertop.analysis.sampled_verdict import JudgedWindow, judge_stacks, keep_last_judged
 from xfertop.analysis.stack_classify import CLASS_LABELS, SAMPLE_CLASSES, LineText, RankStacks
 from xfertop.analysis.verdict import Verdict
 from xfertop.model.stacks import StacksState
@@ -118,6 +118,7 @@ class AttachScreen(Screen[None]):
         self.summaries: tuple[RankStacks, ...] = ()
         self.verdict: Verdict | None = None
         self.state: StacksState | None = None
+        self._last_judged: JudgedWindow | None = None
 
     def compose(self) -> ComposeResult:
         ranks = ", ".join(str(t.pid) for t in self.sampler.targets)
@@ -146,7 +147,10 @@ class AttachScreen(Screen[None]):
 
     def on_stacks_updated(self, message: StacksUpdated) -> None:
         self.state = message.state
-        self.summaries, self.verdict = judge_stacks(message.state, self._lines_for)
+        self.summaries, verdict = judge_stacks(message.state, self._lines_for)
+        self.verdict, self._last_judged = keep_last_judged(
+            verdict, message.state.timestamp, self._last_judged
+        )
         self.query_one("#attach-body", Static).update(attach_text(self.state, self.summaries, self.verdict))
 
     def action_close(self) -> None:
