@@ -228,3 +228,52 @@ def test_starting_an_epochs_workers_is_waiting_for_data_and_counted_apart() -> N
     )
     window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=(start, compute))
     assert summarise_window(window).worker_start_share == 0.25
+
+
+_LOOP_SOURCE = {
+    10: "def main():",
+    11: "    for x, y in loader:",
+    12: "        loss = model(x).pow(2).mean()",
+    13: "        running += loss.item()",
+    14: "        for row in logits.tolist():",
+    15: "            top5 = sorted(range(100), key=row.__getitem__)[-5:]",
+    16: "    save(model)",
+}
+
+
+def _loop_lines(filename: str, line: int) -> str:
+    return _LOOP_SOURCE.get(line, "") if filename == "/job/train.py" else ""
+
+
+def test_the_loops_own_python_work_is_found_by_the_for_statements_body() -> None:
+    def at(line: int, *inner: tuple[str, str]) -> tuple[Frame, ...]:
+        return (*frames(*inner), Frame("main", "/job/train.py", line), Frame("<module>", "/job/train.py", 20))
+
+    # py-spy on 3.11 may give a body line (12) for the for's next() call: the for above it is found.
+    waiting = at(12, ("_MultiProcessingDataLoaderIter.__next__", "torch/utils/data/dataloader.py"))
+    bookkeeping = at(15)
+    after_the_loop = at(16)
+    stacks = (
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=20, frames=waiting),
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=50, frames=bookkeeping),
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=30, frames=after_the_loop),
+    )
+    window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=stacks)
+    loop = summarise_window(window, _loop_lines).loop_host
+    assert loop.share == 0.5 and loop.loop_line == "train.py:11"
+    assert loop.top_lines == (("train.py:15", 0.5),)
+
+
+def test_a_frameworks_loop_is_not_the_users_bookkeeping() -> None:
+    lib = "/usr/lib/python3/site-packages/lightning/loop.py"
+    waiting = (
+        *frames(("_MultiProcessingDataLoaderIter.__next__", "torch/utils/data/dataloader.py")),
+        Frame("advance", lib, 11),
+    )
+    hooks = (Frame("advance", lib, 15),)
+    stacks = (
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=50, frames=waiting),
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=50, frames=hooks),
+    )
+    window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=stacks)
+    assert summarise_window(window, lambda f, n: _LOOP_SOURCE.get(n, "")).loop_host.share == 0.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
@@ -13,8 +14,10 @@ import psutil
 import pytest
 
 from pyspy_support import FIXTURES, ptrace_problem, training_job
+from xfertop.analysis.sampled_verdict import judge_stacks
 from xfertop.cli import attach
 from xfertop.sources.pyspy_runner import dump
+from xfertop.sources.source_lines import line_reader
 from xfertop.sources.stacks import StackSampler
 
 PTRACE_PROBLEM = ptrace_problem()
@@ -161,3 +164,33 @@ def test_workers_restarted_every_epoch_get_persistent_workers(capsys: pytest.Cap
     assert verdict["kind"] == "input-bound", verdict["headline"]
     advice = " ".join(verdict["advice"])
     assert "persistent_workers=True" in advice and "Raise num_workers" not in advice, advice
+
+
+@needs_ptrace
+def test_the_loops_own_python_bookkeeping_is_measured_and_named(capsys: pytest.CaptureFixture[str]) -> None:
+    # A CPU job: its host work is its compute, so no host-bound verdict, but the share and the lines
+    # are in the report, and the samples are not "outside a training loop".
+    with training_job("bookkeeping") as job:
+        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (rank,) = report["ranks"]
+    assert rank["loop_host_share"] >= 0.3, rank
+    assert rank["loop_host_lines"][0][0].startswith("train_cpu.py:")
+    assert report["verdict"]["kind"] not in ("host-bound", "warming-up"), report["verdict"]["headline"]
+
+
+@needs_ptrace
+def test_on_a_gpu_the_loops_own_python_bookkeeping_is_host_bound() -> None:
+    # The real job and sampler; only "it is a CUDA process" is set by hand (the hardware boundary).
+    with training_job("bookkeeping") as job:
+        sampler = StackSampler(job.pid, window_s=2, with_ranks=False)
+        state = sampler.sample_once()
+    (window,) = state.windows
+    assert window.placement is not None and window.placement.uses_cuda is False
+    on_gpu = dataclasses.replace(window, placement=dataclasses.replace(window.placement, uses_cuda=True))
+    _, verdict = judge_stacks(dataclasses.replace(state, windows=(on_gpu,)), line_reader)
+    assert verdict.kind == "host-bound", verdict.headline
+    assert "training loop's own Python code" in verdict.headline
+    advice = " ".join(verdict.advice)
+    assert "train_cpu.py:" in advice and "every N steps" in advice

@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xfertop.analysis.advice import pct, sync_bound_advice
+from xfertop.analysis.advice import host_bound_advice, pct, sync_bound_advice
 from xfertop.analysis.evidence import CgroupCpuEvidence, Context, WorkersEvidence
-from xfertop.analysis.stack_classify import LineText, RankStacks, summarise_window
+from xfertop.analysis.stack_classify import LineText, LoopHost, RankStacks, summarise_window
 from xfertop.analysis.steps import Spread, WindowStats
 from xfertop.analysis.thresholds import (
     INPUT_CRITICAL_SHARE,
@@ -36,6 +36,12 @@ SYNC_CRITICAL_SHARE = INPUT_CRITICAL_SHARE
 #: Workers busy at least this share of the window count as saturated; below the second, as idle.
 WORKER_SATURATED_SHARE = 0.8
 WORKER_IDLE_SHARE = 0.3
+#: A GPU job's main thread in its training loop's own Python code (not data, copy, compute or sync) in
+#: at least this share of samples, more than in data or copies: host-bound. The host is then busy
+#: where the GPU cannot overlap it once the loop syncs (scenario h on the H200: 53% of samples outside
+#: the phases, its truth 55% host and sync). Critical from the second value.
+LOOP_HOST_WARN_SHARE = 0.3
+LOOP_HOST_CRITICAL_SHARE = 0.5
 #: A healthy verdict names the unrecognised ("other") share when it is at least this.
 OTHER_NOTE_SHARE = 0.2
 #: At least this share of the main thread's samples outside every phase xfertop recognises: the window
@@ -170,9 +176,10 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         return Verdict("warming-up", "info", headline, _evidence(rank, ranks))
     stats = _window_stats(rank)
     other_share = rank.shares.share("other")
-    if other_share >= OUTSIDE_LOOP_SHARE:
+    outside_share = other_share - rank.loop_host.share  # the loop's own Python code is in the loop
+    if outside_share >= OUTSIDE_LOOP_SHARE:
         headline = (
-            f"not in a training loop: {pct(other_share)} of samples are outside the phases xfertop "
+            f"not in a training loop: {pct(outside_share)} of samples are outside the phases xfertop "
             "recognises (start-up, teardown, evaluation, checkpointing, or a loop it does not know)"
         )
         return _labelled(Verdict("warming-up", "info", headline), rank, ranks, [])
@@ -185,6 +192,14 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         severity: Severity = "critical" if sync_share >= SYNC_CRITICAL_SHARE else "warn"
         verdict = Verdict("sync-bound", severity, headline, advice=tuple(sync_bound_advice()))
         return _labelled(verdict, rank, ranks, [])
+    loop = rank.loop_host
+    on_gpu = rank.placement is not None and rank.placement.uses_cuda
+    if (
+        on_gpu
+        and loop.share >= LOOP_HOST_WARN_SHARE
+        and loop.share > max(stats.input_share, stats.copy_share)
+    ):
+        return _labelled(_loop_host_bound(loop), rank, ranks, [])
     workers = workers_now(rank) if rank.workers else (0 if rank.shares.share("main_loading") > 0 else None)
     context = _context(rank)
     verdict = judge(stats, dataloader_workers=workers, context=context)
@@ -210,6 +225,22 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
             tuple(a for a in verdict.advice if "pinned" not in a and "pageable" not in a),
         )
     return _labelled(verdict, rank, ranks, extra)
+
+
+def _loop_host_bound(loop: LoopHost) -> Verdict:
+    lines = ", ".join(f"{line} {pct(share)}" for line, share in loop.top_lines)
+    headline = (
+        f"host-bound: the main thread spends {pct(loop.share)} of samples in the training loop's own "
+        f"Python code (the loop at {loop.loop_line}; not data, copies, the model or syncs)"
+    )
+    severity: Severity = "critical" if loop.share >= LOOP_HOST_CRITICAL_SHARE else "warn"
+    advice = (
+        f"Most of it on {lines}: move per-step bookkeeping (metrics, confusion counts, logging) onto the "
+        "GPU as tensor ops, or do it every N steps; a .item()/.cpu()/.tolist() that feeds it makes the "
+        "GPU wait for it every step (loss.item(): accumulate the loss on the GPU instead).",
+        *host_bound_advice()[1:2],
+    )
+    return Verdict("host-bound", severity, headline, advice=advice)
 
 
 def _straggler(ranks: Sequence[tuple[int | None, RankStacks]]) -> Verdict | None:

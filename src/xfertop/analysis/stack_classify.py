@@ -35,7 +35,8 @@ CLASS_LABELS: dict[SampleClass, str] = {
     "other": "other",
 }
 
-#: (filename as py-spy printed it, line number) -> that line's source text, "" when unknown.
+#: (filename as py-spy printed it, line number) -> that line's source text with its indentation, ""
+#: when unknown.
 LineText = Callable[[str, int], str]
 #: (filename suffix, bare function names); "*" matches any function, "" any file.
 _Rule = tuple[str, frozenset[str]]
@@ -251,6 +252,130 @@ def class_shares(stacks: Iterable[ThreadStack], line_text: LineText | None = Non
     return ClassShares(counts=counts)
 
 
+_LIBRARY_DIRS = ("/site-packages/", "/dist-packages/")
+_FOR_LINE = re.compile(r"\s*(async\s+)?for\b")
+
+
+@dataclass(frozen=True)
+class LoopHost:
+    """Main-thread samples in the body of the training loop that are none of data, copy, compute or
+    sync: the loop's own Python work (metrics, logging, bookkeeping) while the GPU waits for it."""
+
+    share: float
+    #: The loop's ``for`` statement: "file.py:57".
+    loop_line: str = ""
+    #: The body's lines that held most of those samples, most first: ("file.py:61", share).
+    top_lines: tuple[tuple[str, float], ...] = ()
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def _caller_of(frames: tuple[Frame, ...], rules: tuple[_Rule, ...]) -> Frame | None:
+    """The caller of the outermost frame matching ``rules``."""
+    outermost = max((i for i, f in enumerate(frames) if _matches(f, rules)), default=None)
+    if outermost is None or outermost + 1 >= len(frames):
+        return None
+    return frames[outermost + 1]
+
+
+def _loop_frame(frames: tuple[Frame, ...]) -> Frame | None:
+    """The caller of the outermost DataLoader frame: the user's ``for batch in loader`` line."""
+    return _caller_of(frames, _NEXT_BATCH)
+
+
+def _loop_callers(
+    stacks: list[ThreadStack], find: Callable[[tuple[Frame, ...]], Frame | None]
+) -> dict[tuple[str, str], dict[int, int]]:
+    """(file, function) -> {line: samples} of the frames ``find`` picks."""
+    callers: dict[tuple[str, str], dict[int, int]] = {}
+    for stack in stacks:
+        frame = find(stack.frames)
+        if frame is not None and frame.line > 0:
+            lines = callers.setdefault((frame.filename, frame.name), {})
+            lines[frame.line] = lines.get(frame.line, 0) + stack.count
+    return callers
+
+
+#: How far above the line that called the DataLoader its ``for`` statement is looked for.
+_FOR_SEARCH_LINES = 200
+
+
+def _for_statement(filename: str, line: int, line_text: LineText) -> tuple[int, int] | None:
+    """The ``for`` statement at or above ``line`` whose body holds it: (its line, its indentation). py-spy
+    gives the line of a ``for``'s next() call as the ``for`` line or, on 3.11, a line of its body."""
+    text = line_text(filename, line)
+    if not text.strip():
+        return None
+    if _FOR_LINE.match(text):
+        return line, _indent(text)
+    depth = _indent(text)
+    for number in range(line - 1, max(0, line - _FOR_SEARCH_LINES), -1):
+        above = line_text(filename, number)
+        if not above.strip() or above.lstrip().startswith("#") or _indent(above) >= depth:
+            continue
+        if _FOR_LINE.match(above):
+            return number, _indent(above)
+        depth = _indent(above)  # a block opener (if, with, while, def): keep looking outside it
+        if above.lstrip().startswith(("def ", "async def ", "class ")):
+            return None
+    return None
+
+
+def loop_host(stacks: Iterable[ThreadStack], line_text: LineText | None) -> LoopHost:
+    """Which share of the main thread's samples is the training loop's own Python code: samples of the
+    function that runs ``for batch in loader`` (the caller of the DataLoader in the window's data
+    samples, else of the model and optimizer) on a line of that ``for``'s body (by indentation, read
+    through ``line_text``), classified "other". Only a loop in the job's own code (not a framework's,
+    under site-packages) counts: a framework's hooks are not the user's bookkeeping."""
+    stacks = list(stacks)
+    total = sum(s.count for s in stacks)
+    if not total or line_text is None:
+        return LoopHost(0.0)
+    # The function that asks the DataLoader for batches; in a window that caught none of those calls
+    # (a fast loader), the one that calls the model, backward and the optimizer.
+    callers = _loop_callers(stacks, _loop_frame) or _loop_callers(
+        stacks, lambda frames: _caller_of(frames, _COMPUTE)
+    )
+    if not callers:
+        return LoopHost(0.0)
+    filename, name = max(callers, key=lambda k: sum(callers[k].values()))
+    if any(d in filename.replace("\\", "/") for d in _LIBRARY_DIRS):
+        return LoopHost(0.0)
+    found = _for_statement(filename, min(callers[(filename, name)]), line_text)
+    if found is None:
+        return LoopHost(0.0)
+    for_line, depth = found
+    body: dict[int, bool] = {}
+
+    def in_body(line: int) -> bool:
+        if line not in body:
+            inside = line > for_line
+            for number in range(for_line + 1, line + 1) if inside else ():
+                text = line_text(filename, number)
+                if text.strip() and not text.lstrip().startswith("#") and _indent(text) <= depth:
+                    inside = False
+                    break
+            body[line] = inside
+        return body[line]
+
+    by_line: dict[int, int] = {}
+    for stack in stacks:
+        if classify_stack(stack.frames, line_text) != "other":
+            continue
+        frame = next((f for f in stack.frames if f.filename == filename and f.name == name), None)
+        if frame is not None and in_body(frame.line):
+            by_line[frame.line] = by_line.get(frame.line, 0) + stack.count
+    short = filename.replace("\\", "/").rsplit("/", 1)[-1]
+    top = sorted(by_line.items(), key=lambda item: -item[1])[:3]
+    return LoopHost(
+        share=sum(by_line.values()) / total,
+        loop_line=f"{short}:{for_line}",
+        top_lines=tuple((f"{short}:{line}", count / total) for line, count in top),
+    )
+
+
 @dataclass(frozen=True)
 class WorkerLoad:
     """A DataLoader worker process: the share of its samples spent producing batches."""
@@ -285,6 +410,8 @@ class RankStacks:
     placement: WindowPlacement | None = None
     #: Main-thread samples without a frame (py-spy read no stack), left out of the shares.
     frameless_samples: int = 0
+    #: The training loop's own Python work (part of "other").
+    loop_host: LoopHost = LoopHost(0.0)
 
     @property
     def workers_busy(self) -> int:
@@ -302,6 +429,8 @@ class RankStacks:
             "workers_busy": self.workers_busy,
             "pin_busy_share": None if self.pin_busy_share is None else round(self.pin_busy_share, 4),
             "frameless_samples": self.frameless_samples,
+            "loop_host_share": round(self.loop_host.share, 4),
+            "loop_host_lines": [[line, round(share, 4)] for line, share in self.loop_host.top_lines],
             "worker_start_share": round(self.worker_start_share, 4),
             "workers_ended": self.workers_ended,
             "workers_allowed_cpus": list(self.workers_allowed_cpus),
@@ -428,4 +557,5 @@ def summarise_window(window: StackWindow, line_text: LineText | None = None) -> 
         workers_cores_busy_percent=placed.cores_busy_percent,
         placement=window.placement,
         frameless_samples=sum(s.count for s in on_main if not s.frames),
+        loop_host=loop_host(main, line_text),
     )

@@ -18,7 +18,8 @@ from pathlib import Path
 
 
 def line_reader(pid: int, proc_root: Path = Path("/proc")) -> Callable[[str, int], str]:
-    """A ``(filename, line) -> text`` lookup for ``pid``'s files ("" when the file cannot be found)."""
+    """A ``(filename, line) -> text`` lookup for ``pid``'s files ("" when the file cannot be found). The
+    text keeps its indentation (the loop-body rule reads it), without the line's end."""
     roots = _search_roots(pid, proc_root)
     target_root = proc_root / str(pid) / "root"
     resolved: dict[str, str | None] = {}
@@ -29,7 +30,7 @@ def line_reader(pid: int, proc_root: Path = Path("/proc")) -> Callable[[str, int
         if filename not in resolved:
             resolved[filename] = _resolve(filename, roots, target_root)
         path = resolved[filename]
-        return linecache.getline(path, line).strip() if path else ""
+        return linecache.getline(path, line).rstrip("\r\n") if path else ""
 
     return lookup
 

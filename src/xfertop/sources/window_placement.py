@@ -21,6 +21,8 @@ from xfertop.sources.cgroup_cpu import (
     read_throttle_counters,
     throttled_share,
 )
+from xfertop.sources.proc_memory import NVIDIA_CONTROL_DEVICE, maps_has_pathname
+from xfertop.sources.proc_placement import read_proc_file
 
 #: Children read per window at most (DataLoader workers are a handful; a process pool may be many).
 MAX_CHILDREN = 256
@@ -55,6 +57,15 @@ def _busy_percent(before: Any, after: Any) -> float:
     total = sum(after) - sum(before)
     idle = (after.idle + getattr(after, "iowait", 0.0)) - (before.idle + getattr(before, "iowait", 0.0))
     return 0.0 if total <= 0 else max(0.0, min(100.0, 100.0 * (1 - idle / total)))
+
+
+def _uses_cuda(pid: int) -> bool | None:
+    """Whether the process maps the NVIDIA control device (0.5 ms for a torch process's maps)."""
+    try:
+        maps = read_proc_file(f"/proc/{pid}/maps").decode("utf-8", "surrogateescape")
+    except OSError:
+        return None
+    return maps_has_pathname(maps, NVIDIA_CONTROL_DEVICE)
 
 
 class PlacementProbe:
@@ -117,4 +128,5 @@ class PlacementProbe:
             cpu_quota_cores=limit.quota_cores if limit is not None else None,
             cpu_quota_file=limit.quota_file if limit is not None else None,
             cpu_throttled_share=share,
+            uses_cuda=_uses_cuda(self.pid),
         )
