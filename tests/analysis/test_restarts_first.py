@@ -37,7 +37,7 @@ def _steps(start_wait_ms: float, steady_wait_ms: float, every: int = 10) -> tupl
 
 def test_restarts_holding_most_of_the_wait_come_first_and_more_workers_waits() -> None:
     # Per epoch: 120 ms of wait at the start, 10 ms in each of the other 9 steps: 57% of the wait is in
-    # restarts, and the steady waits are 22% of each step (over the 20% bar of "more workers").
+    # restarts, and the steady waits are 22% of each step (over the 10% bar of "more workers").
     rank = dataclasses.replace(_starved(workers=4), steps=_steps(120.0, 10.0), device="cpu")
     verdict = _verdict(rank)
     assert verdict.kind == "input-bound"
