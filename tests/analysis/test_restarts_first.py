@@ -37,13 +37,13 @@ def _steps(start_wait_ms: float, steady_wait_ms: float, every: int = 10) -> tupl
 
 def test_restarts_holding_most_of_the_wait_come_first_and_more_workers_waits() -> None:
     # Per epoch: 120 ms of wait at the start, 10 ms in each of the other 9 steps: 57% of the wait is in
-    # restarts, and the steady waits are 22% of each step (over the 10% bar of "more workers").
+    # restarts, and the steady waits are 22% of the window's time (over the 10% bar of "more workers").
     rank = dataclasses.replace(_starved(workers=4), steps=_steps(120.0, 10.0), device="cpu")
     verdict = _verdict(rank)
     assert verdict.kind == "input-bound"
     advice = _advice(verdict)
     assert "set persistent_workers=True" in advice
-    assert "Then look again: the steps between epoch starts wait 22% of each step" in advice
+    assert "Then look again: waits outside the epoch starts still take 22% of the window's time" in advice
     assert "Raise num_workers" not in advice
 
 

@@ -277,3 +277,22 @@ def test_a_frameworks_loop_is_not_the_users_bookkeeping() -> None:
     )
     window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=stacks)
     assert summarise_window(window, lambda f, n: _LOOP_SOURCE.get(n, "")).loop_host.share == 0.0
+
+
+def test_a_loop_under_tqdm_is_found_and_a_checkpoint_in_its_body_is_not_bookkeeping() -> None:
+    tqdm_iter = Frame("tqdm.__iter__", "/venv/lib/python3.11/site-packages/tqdm/std.py", 1181)
+
+    def at(line: int, *inner: Frame) -> tuple[Frame, ...]:
+        return (*inner, Frame("main", "/job/train.py", line), Frame("<module>", "/job/train.py", 20))
+
+    next_batch = frames(("_MultiProcessingDataLoaderIter.__next__", "torch/utils/data/dataloader.py"))
+    waiting = at(11, *next_batch, tqdm_iter)
+    saving = at(15, *frames(("save", "torch/serialization.py")))
+    stacks = (
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=30, frames=waiting),
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=40, frames=at(15)),
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=30, frames=saving),
+    )
+    window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=stacks)
+    loop = summarise_window(window, _loop_lines).loop_host
+    assert loop.loop_line == "train.py:11" and loop.share == 0.4

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from analysis.window_fixtures import load_window
-from ui.sample_states import gpu_state
+from ui.sample_states import gpu_state, host_state
 from xfertop.analysis.job_analysis import analyse
 from xfertop.analysis.steps import window_stats
 from xfertop.analysis.verdict import Verdict
@@ -63,4 +63,23 @@ def test_the_same_rate_from_small_per_step_volumes_stays_host_bound() -> None:
     rx = 3.0e9
     assert rx * _step_s(rank) < 64 * 2**20
     verdict = _verdict(rank, util=25.0, rx=rx)
+    assert verdict.kind == "host-bound", verdict.headline
+
+
+def test_a_job_whose_pinned_memory_holds_a_step_is_not_guessed_pageable() -> None:
+    # The same 80 MB a step, from a job that pins (pin_memory=True: the reporter's pinned host memory
+    # holds several batches): at link speed that is 6% of the step, no copy-bound guess.
+    rank = dataclasses.replace(_untimed_rank(), pinned_host_bytes=512 * 2**20)
+    rx = 80e6 / _step_s(rank)
+    state = gpu_state(util=25.0, rx=rx)
+    first = state.gpus[0]
+    sole = dataclasses.replace(first.processes[0], pid=rank.pid)
+    gpus = GpuState(**{**vars(state), "gpus": (dataclasses.replace(first, processes=(sole,)),)})
+    host = host_state()
+    jobs = JobsState(
+        timestamp=0.0,
+        jobs=(JobState(rank.job_key, "train.py", (dataclasses.replace(rank, host=host.hostname),)),),
+        ring_dir="/x",
+    )
+    verdict = analyse(jobs, gpus, host=host).jobs[0].verdict
     assert verdict.kind == "host-bound", verdict.headline

@@ -206,8 +206,9 @@ def input_bound_advice(
             f"{stats.worker_start_steps} DataLoader worker{'s' if stats.worker_start_steps != 1 else ''} "
             "ended during the window while the job ran on, and the main thread spent "
             f"{pct(stats.worker_start_wait_share * stats.data_wait_share)} of its samples starting or "
-            "stopping workers: the DataLoader restarts them (every epoch without persistent_workers, or "
-            "a loader made anew). Set persistent_workers=True, then look again before adding workers."
+            "stopping workers: a loader (training or validation) restarts its workers every epoch "
+            "without persistent_workers, or is made anew. Set persistent_workers=True, then look again "
+            "before adding workers."
         )
     elif restarts:
         advice.append(
@@ -251,8 +252,8 @@ def input_bound_advice(
         # stopped stepping (ending) has its workers gone: where they may run is no longer known.
         if restarts and stats.worker_start_wait_share >= RESTARTS_FIRST_SHARE:
             advice.append(
-                f"Then look again: the steps between epoch starts wait {pct(steady_wait)} of each step; "
-                "if they still do with persistent workers, add workers."
+                f"Then look again: waits outside the epoch starts still take {pct(steady_wait)} of the "
+                "window's time; if they remain with persistent workers, add workers."
             )
         else:
             advice.append(_more_workers(dataloader_workers, workers))

@@ -42,6 +42,8 @@ WORKER_IDLE_SHARE = 0.3
 #: the phases, its truth 55% host and sync). Critical from the second value.
 LOOP_HOST_WARN_SHARE = 0.3
 LOOP_HOST_CRITICAL_SHARE = 0.5
+#: ... and the loop itself seen running (data, copies, compute, syncs) in at least this share.
+LOOP_STEPPING_MIN_SHARE = 0.1
 #: A healthy verdict names the unrecognised ("other") share when it is at least this.
 OTHER_NOTE_SHARE = 0.2
 #: At least this share of the main thread's samples outside every phase xfertop recognises: the window
@@ -85,7 +87,9 @@ def _window_stats(rank: RankStacks) -> WindowStats:
         h2d_bytes_per_s=0.0,
         pinned_step_fraction=None,
         pageable_non_blocking_step_fraction=None,
-        worker_start_steps=rank.workers_ended,
+        # Restarts: workers ended while the job ran on, and the main thread seen starting or stopping
+        # a loader's workers (a validation loader's workers that just finished are not restarts).
+        worker_start_steps=rank.workers_ended if rank.worker_start_share > 0 else 0,
         worker_start_wait_share=min(1.0, rank.worker_start_share / input_share) if input_share else 0.0,
         sampled=True,
     )
@@ -130,6 +134,8 @@ def _evidence(rank: RankStacks, ranks: int) -> dict[str, Any]:
 def _worker_advice(rank: RankStacks, context: Context) -> list[str]:
     if not rank.workers:
         return []  # the engine's num_workers=0 advice covers it
+    if rank.workers_ended and rank.worker_start_share > 0:
+        return []  # restarted: the restart advice covers them, and more workers is not it
     mean_busy = statistics.mean(w.busy_share for w in rank.workers)
     if mean_busy >= WORKER_SATURATED_SHARE:
         count = workers_now(rank)
@@ -146,8 +152,7 @@ def _worker_advice(rank: RankStacks, context: Context) -> list[str]:
             f"All {count} DataLoader workers are busy {pct(mean_busy)} of the time: {more}, or make "
             "__getitem__ / transforms cheaper."
         ]
-    if mean_busy < WORKER_IDLE_SHARE and not rank.workers_ended:
-        # (Workers restarted in the window sat idle while starting: the restart advice covers them.)
+    if mean_busy < WORKER_IDLE_SHARE:
         pin = ""
         if rank.pin_busy_share is not None:
             pin = f"; the pin-memory thread is busy {pct(rank.pin_busy_share)}"
@@ -194,9 +199,11 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         return _labelled(verdict, rank, ranks, [])
     loop = rank.loop_host
     on_gpu = rank.placement is not None and rank.placement.uses_cuda
+    stepping = 1.0 - other_share  # data, loading, copies, compute, syncs: the loop runs
     if (
         on_gpu
         and loop.share >= LOOP_HOST_WARN_SHARE
+        and stepping >= LOOP_STEPPING_MIN_SHARE
         and loop.share > max(stats.input_share, stats.copy_share)
     ):
         return _labelled(_loop_host_bound(loop), rank, ranks, [])
@@ -204,12 +211,12 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     context = _context(rank)
     verdict = judge(stats, dataloader_workers=workers, context=context)
     extra = _worker_advice(rank, context) if verdict.kind == "input-bound" else []
-    if verdict.kind == "healthy" and other_share >= OTHER_NOTE_SHARE:
+    if verdict.kind == "healthy" and outside_share >= OTHER_NOTE_SHARE:
         # The engine's "healthy" reads data/copy/compute only; say where the rest of the samples went.
         verdict = Verdict(
             verdict.kind,
             verdict.severity,
-            f"{verdict.headline}; {pct(other_share)} of samples are outside the training "
+            f"{verdict.headline}; {pct(outside_share)} of samples are outside the training "
             "phases xfertop recognises",
             verdict.evidence,
             verdict.advice,
@@ -229,15 +236,19 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
 
 def _loop_host_bound(loop: LoopHost) -> Verdict:
     lines = ", ".join(f"{line} {pct(share)}" for line, share in loop.top_lines)
+    # py-spy sees the host only: the GPU's own utilisation is not in the window, and an implicit
+    # sync (float(loss), an f-string of a tensor, `if loss.isnan():`) also reads as the loop's code.
     headline = (
-        f"host-bound: the main thread spends {pct(loop.share)} of samples in the training loop's own "
-        f"Python code (the loop at {loop.loop_line}; not data, copies, the model or syncs)"
+        f"host-bound (likely): the main thread spends {pct(loop.share)} of samples in the training "
+        f"loop's own Python code (the loop at {loop.loop_line}; not data, copies, the model or syncs)"
     )
     severity: Severity = "critical" if loop.share >= LOOP_HOST_CRITICAL_SHARE else "warn"
     advice = (
         f"Most of it on {lines}: move per-step bookkeeping (metrics, confusion counts, logging) onto the "
         "GPU as tensor ops, or do it every N steps; a .item()/.cpu()/.tolist() that feeds it makes the "
-        "GPU wait for it every step (loss.item(): accumulate the loss on the GPU instead).",
+        "GPU wait for it every step (loss.item(): accumulate the loss on the GPU instead). A line that "
+        "turns a tensor into a Python value (float(loss), printing it, `if loss.isnan():`) waits for "
+        "the GPU too: there the GPU, not the host, may be the cost.",
         *host_bound_advice()[1:2],
     )
     return Verdict("host-bound", severity, headline, advice=advice)

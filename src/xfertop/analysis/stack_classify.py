@@ -253,6 +253,12 @@ def class_shares(stacks: Iterable[ThreadStack], line_text: LineText | None = Non
 
 
 _LIBRARY_DIRS = ("/site-packages/", "/dist-packages/")
+#: Work in the loop body that is not per-step bookkeeping: checkpoints (left "outside a training loop").
+_NOT_BOOKKEEPING = (
+    _rule("torch/serialization.py", "*"),
+    _rule("torch/distributed/checkpoint/", "*"),
+    _rule("safetensors/", "*"),
+)
 _FOR_LINE = re.compile(r"\s*(async\s+)?for\b")
 
 
@@ -272,12 +278,18 @@ def _indent(text: str) -> int:
     return len(text) - len(text.lstrip())
 
 
+def _is_library(frame: Frame) -> bool:
+    filename = frame.filename.replace("\\", "/")
+    return any(d in filename for d in _LIBRARY_DIRS)
+
+
 def _caller_of(frames: tuple[Frame, ...], rules: tuple[_Rule, ...]) -> Frame | None:
-    """The caller of the outermost frame matching ``rules``."""
+    """The job's own frame that calls the outermost frame matching ``rules``, past library frames
+    between them (``for batch in tqdm(loader)``: tqdm's ``__iter__`` calls the DataLoader)."""
     outermost = max((i for i, f in enumerate(frames) if _matches(f, rules)), default=None)
-    if outermost is None or outermost + 1 >= len(frames):
+    if outermost is None:
         return None
-    return frames[outermost + 1]
+    return next((f for f in frames[outermost + 1 :] if not _is_library(f)), None)
 
 
 def _loop_frame(frames: tuple[Frame, ...]) -> Frame | None:
@@ -341,9 +353,9 @@ def loop_host(stacks: Iterable[ThreadStack], line_text: LineText | None) -> Loop
     if not callers:
         return LoopHost(0.0)
     filename, name = max(callers, key=lambda k: sum(callers[k].values()))
-    if any(d in filename.replace("\\", "/") for d in _LIBRARY_DIRS):
-        return LoopHost(0.0)
-    found = _for_statement(filename, min(callers[(filename, name)]), line_text)
+    lines = callers[(filename, name)]
+    # The line with most samples: the for's own line, or (py-spy on 3.11) one of its body's.
+    found = _for_statement(filename, max(lines, key=lambda n: lines[n]), line_text)
     if found is None:
         return LoopHost(0.0)
     for_line, depth = found
@@ -362,7 +374,9 @@ def loop_host(stacks: Iterable[ThreadStack], line_text: LineText | None) -> Loop
 
     by_line: dict[int, int] = {}
     for stack in stacks:
-        if classify_stack(stack.frames, line_text) != "other":
+        if classify_stack(stack.frames, line_text) != "other" or any(
+            _matches(f, _NOT_BOOKKEEPING) for f in stack.frames
+        ):
             continue
         frame = next((f for f in stack.frames if f.filename == filename and f.name == name), None)
         if frame is not None and in_body(frame.line):
@@ -518,8 +532,9 @@ def _placed(workers: tuple[WorkerLoad, ...], placement: WindowPlacement | None) 
         return _WorkersPlaced()
     alive = {child.pid: child for child in placement.children}
     ended = sum(1 for w in workers if w.pid not in alive)
-    # Workers alive at the end: the sampled ones, else (all of them restarted since) every child.
-    now = [alive[w.pid] for w in workers if w.pid in alive] or list(alive.values())
+    # The sampled workers still alive at the end; none (all restarted since): where they run is unknown
+    # (other descendants, a forkserver or a logger's service, are not the workers).
+    now = [alive[w.pid] for w in workers if w.pid in alive]
     allowed = tuple(sorted({cpu for child in now for cpu in child.allowed_cpus}))
     if not allowed:
         return _WorkersPlaced(ended=ended)

@@ -54,7 +54,7 @@ WORKER_START_WAIT_SHARE = 0.3
 #: Restarts hold at least this share of the wait: persistent_workers=True comes first, and more workers
 #: only as "look again" (a second change at once hides which one helped, and each restart starts every
 #: worker again, so more of them make it dearer). Scenario j on the H200: 72% of the wait in epoch
-#: starts, 22% of each step waiting between them.
+#: starts, the rest of the wait 22% of the window's time.
 RESTARTS_FIRST_SHARE = 0.5
 
 #: NVML utilisation speaks for a rank only while it steps: its last step ended no longer ago than this

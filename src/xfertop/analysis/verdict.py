@@ -213,18 +213,29 @@ def _judge(
                 if step_bytes >= PAGEABLE_LARGE_STEP_BYTES
                 else PAGEABLE_H2D_MAX_BYTES_PER_S
             )
-            pageable_share = min(1.0, rx / pageable_rate)
+            # The reporter's pinned host memory says whether a step's bytes can come from pinned
+            # buffers: if it holds them, the link-speed figure is the estimate; if it cannot (known,
+            # smaller), they are pageable; unknown, the pageable figure is only an upper bound.
+            pinned = context.memory.pinned_bytes if context.memory is not None else None
+            pinned_holds_a_step = pinned is not None and pinned >= step_bytes
+            pageable_share = rx_share if pinned_holds_a_step else min(1.0, rx / pageable_rate)
+            severity_share = pageable_share if pinned is not None else rx_share
             if rx_share >= COPY_WARN_SHARE or pageable_share >= RX_COPY_BOUND_PAGEABLE_SHARE:
                 # NVML counts kernels only: a GPU busy copying reads idle. Its link says otherwise.
                 evidence["untimed_copy_share_range"] = [_round(rx_share, 4), _round(pageable_share, 4)]
+                estimate = (
+                    "(its pinned host memory can hold a step's bytes)"
+                    if pinned_holds_a_step
+                    else f"{pct(pageable_share)} if pageable"
+                )
                 headline = (
                     f"copy-bound (likely): the GPU's link receives {rx / 1e9:.1f} GB/s, copies the "
                     f"step clock did not time: {pct(rx_share)} of each step at full link speed, "
-                    f"{pct(pageable_share)} if pageable; kernels run only {pct(busy_share)}"
+                    f"{estimate}; kernels run only {pct(busy_share)}"
                 )
                 return verdict(
                     "copy-bound",
-                    _severity(pageable_share, COPY_CRITICAL_SHARE),
+                    _severity(severity_share, COPY_CRITICAL_SHARE),
                     headline,
                     advise.untimed_copy_advice(),
                 )

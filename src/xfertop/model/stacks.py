@@ -59,7 +59,7 @@ class WindowPlacement:
     """Where the attached process's children may run, read from /proc around one window: the
     evidence that advice about more DataLoader workers rests on."""
 
-    #: The children alive at the window's end.
+    #: The descendants alive at the window's end (workers sit under a forkserver with that method).
     children: tuple[ChildPlacement, ...]
     #: Every core's busy percent over the window (anyone's work), by core number.
     cores_busy_percent: tuple[float, ...]

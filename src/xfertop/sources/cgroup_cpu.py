@@ -234,7 +234,7 @@ def cgroup_directory(
             return top / relative, top
     top = fs_root / mounts[0].mount_point.lstrip("/")
     fallback = top / path.lstrip("/")
-    return (fallback, top) if fallback.is_dir() else None
+    return (fallback, top) if os.path.isdir(fallback) else None  # never raises (EACCES)
 
 
 def _ancestors(directory: Path, top: Path) -> list[Path]:
@@ -305,7 +305,7 @@ def read_cpu_limit(
         version, path = 2, v2.path
         candidates = [m for m in mounts if m.version == 2]
     found = cgroup_directory(candidates, path, fs_root)
-    if found is None or not found[0].is_dir():
+    if found is None or not os.path.isdir(found[0]):
         return None
     return _smallest_quota(version, *found)
 

@@ -91,8 +91,21 @@ class StackSampler(PollingSource[StacksState]):
                 window = dataclasses.replace(window, placement=probe.finish())
             results[index] = window
 
+        def record_or_fail(index: int) -> None:
+            try:
+                record(index)
+            except Exception as exc:  # a window is never lost silently: it says why
+                results[index] = StackWindow(
+                    root_pid=windows[index].pid,
+                    started_at=time.time(),
+                    duration_s=0.0,
+                    rate_hz=self.rate_hz,
+                    stacks=(),
+                    error=f"sampling pid {windows[index].pid} failed: {exc}",
+                )
+
         threads = [
-            threading.Thread(target=record, args=(i,), name=f"xfertop-pyspy-{w.pid}", daemon=True)
+            threading.Thread(target=record_or_fail, args=(i,), name=f"xfertop-pyspy-{w.pid}", daemon=True)
             for i, w in enumerate(windows)
         ]
         for thread in threads:

@@ -1,5 +1,5 @@
-"""The attached process's children (its DataLoader workers) and the cores they may use, read around one
-py-spy window: their CPU affinity, their CPU use over the window, and how busy every core was.
+"""The attached process's descendants (its DataLoader workers) and the cores they may use, read around
+one py-spy window: their CPU affinity, their CPU use over the window, and how busy every core was.
 
 `xfertop run` gets the same evidence from the host source; `xfertop attach` has no host source, and its
 advice on more workers must rest on it too (issue 11: "never 'more workers' when those CPUs are saturated
@@ -42,7 +42,9 @@ def _cpu_s(process: psutil.Process) -> float:
 
 
 def _children(root: psutil.Process) -> list[psutil.Process]:
-    return root.children(recursive=False)[:MAX_CHILDREN]
+    """Every descendant: DataLoader workers are children of the training process under fork, and of
+    its forkserver process under forkserver (Python 3.14's default on Linux)."""
+    return root.children(recursive=True)[:MAX_CHILDREN]
 
 
 def _cores() -> list[Any] | None:
