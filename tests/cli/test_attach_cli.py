@@ -194,3 +194,17 @@ def test_on_a_gpu_the_loops_own_python_bookkeeping_is_host_bound() -> None:
     assert "training loop's own Python code" in verdict.headline
     advice = " ".join(verdict.advice)
     assert "train_cpu.py:" in advice and "every N steps" in advice
+
+
+@needs_ptrace
+def test_persistent_workers_under_a_forkserver_are_not_restarts(capsys: pytest.CaptureFixture[str]) -> None:
+    # Python 3.14's default start method on Linux: the workers are the forkserver's children, not the
+    # training process's; py-spy still samples them.
+    with training_job("starved", "--workers", "2", "--start-method", "forkserver") as job:
+        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (rank,) = report["ranks"]
+    assert len(rank["workers"]) == 2 and rank["workers_ended"] == 0
+    assert len(rank["workers_allowed_cpus"]) >= 1
+    assert "persistent_workers" not in " ".join(report["verdict"]["advice"])
