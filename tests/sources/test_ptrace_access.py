@@ -6,6 +6,9 @@ described on any machine; py-spy's messages are the ones it printed here (fixtur
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -104,3 +107,17 @@ def test_permission_denied_in_a_container_suggests_the_sys_ptrace_capability(tmp
     (proc / "1" / "cgroup").write_text("0::/kubepods/besteffort/pod1234/abcd\n")
     reason = explain_pyspy_failure(TARGET, stderr_sample("other_user"), proc, ME)
     assert "SYS_PTRACE" in reason and "xfertop run" in reason
+
+
+def test_a_zombie_is_said_to_have_exited_not_to_be_no_python_process() -> None:
+    # A real child that exited and was not waited for: /proc still lists it (state Z), and py-spy says
+    # it finds no Python in it.
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, left unreaped: a zombie
+        message = explain_pyspy_failure(child.pid, "Error: Failed to find python version from target process")
+        assert message == (
+            f"process {child.pid} has exited (its parent has not reaped it yet): nothing left to sample."
+        )
+    finally:
+        child.wait()

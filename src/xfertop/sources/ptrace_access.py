@@ -10,6 +10,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from xfertop.procfs import split_stat
+
 CAP_SYS_PTRACE_BIT = 19
 RUN_INSTEAD = "or start the job with `xfertop run -- CMD`"
 
@@ -116,6 +118,17 @@ def attach_problem(pid: int, caller: Caller | None = None, proc_root: Path = Pat
     return None
 
 
+def _exited(pid: int, proc_root: Path) -> bool:
+    """A zombie (or dead) process: /proc still lists it, but nothing runs there to sample."""
+    try:
+        stat = (proc_root / str(pid) / "stat").read_bytes()
+    except OSError:
+        return False  # unreadable: not known to have exited
+    parts = split_stat(stat)
+    state = parts[2].split()[:1] if parts is not None else []
+    return bool(state) and state[0] in (b"Z", b"X")
+
+
 def explain_pyspy_failure(
     pid: int, stderr: str, proc_root: Path = Path("/proc"), caller: Caller | None = None
 ) -> str:
@@ -136,6 +149,8 @@ def explain_pyspy_failure(
         )
     if "check that the process is running" in text or not (proc_root / str(pid)).is_dir():
         return f"process {pid} is not running any more: check the pid."
+    if _exited(pid, proc_root):
+        return f"process {pid} has exited (its parent has not reaped it yet): nothing left to sample."
     if (
         "failed to find python version" in text
         or "failed to find a python interpreter" in text
