@@ -141,16 +141,17 @@ def _worker_advice(rank: RankStacks, context: Context) -> list[str]:
         count = workers_now(rank)
         workers = context.workers
         free = workers is not None and not workers.saturated and count < workers.effective_cores
+        # Where their cores are confined or busy, the engine's advice says so (and what to do).
         more = (
-            "add workers (their cores have room)"
+            ", or add workers (their cores have room)"
             if free
-            else "add workers if cores are free"
+            else ", or add workers if cores are free"
             if workers is None
-            else "more workers cannot help on these cores"
+            else ""
         )
         return [
-            f"All {count} DataLoader workers are busy {pct(mean_busy)} of the time: {more}, or make "
-            "__getitem__ / transforms cheaper."
+            f"All {count} DataLoader workers are busy {pct(mean_busy)} of the time: make "
+            f"__getitem__ / transforms cheaper{more}."
         ]
     if mean_busy < WORKER_IDLE_SHARE:
         pin = ""
