@@ -344,3 +344,17 @@ def test_a_rank_of_several_does_not_read_its_gpus_rx_as_its_input() -> None:
     rank = dataclasses.replace(_untimed_copies(), world_size=2, rank=0)
     verdict = _verdict(rank, _sole_user(rank, util=5.0, rx=9.0e9))
     assert verdict.kind == "host-bound"
+
+
+def test_workers_under_a_forkserver_are_its_children_and_their_confinement_is_seen() -> None:
+    # Python 3.14's default start method: the rank's children are the forkserver and a resource tracker
+    # (every core allowed); the 4 workers, confined to core 3, are the forkserver's children.
+    rank = _starved(workers=4)
+    host = _host_with_workers(rank, allowed=(3,), core_busy=100.0)
+    (trainer,) = host.processes
+    tracker = dataclasses.replace(trainer.children[0], pid=rank.pid + 90, cpus_allowed=tuple(range(16)))
+    forkserver = dataclasses.replace(tracker, pid=rank.pid + 91, children=trainer.children)
+    rank_process = dataclasses.replace(trainer, children=(forkserver, tracker))
+    host = dataclasses.replace(host, processes=(rank_process,))
+    advice = _advice(_verdict(rank, host=host))
+    assert "may run on only 1 core (CPU affinity 3)" in advice and "Raise num_workers" not in advice

@@ -176,13 +176,25 @@ def cgroup_cpu_evidence(rank: RankState, host: HostState | None) -> CgroupCpuEvi
     return CgroupCpuEvidence(process.cpu_quota_cores, process.cpu_quota_file, process.cpu_throttled_share)
 
 
+def _worker_processes(process: ProcessStats, num_workers: int) -> tuple[ProcessStats, ...]:
+    """The rank's DataLoader workers: its children under fork; under forkserver (Python 3.14's default
+    on Linux) its children are the forkserver and a resource tracker, and the workers are the
+    forkserver's children. Told apart by the count the reporter gives: too few children, enough
+    grandchildren."""
+    children = process.children
+    grandchildren = tuple(g for child in children for g in child.children)
+    if len(children) < num_workers <= len(grandchildren):
+        return grandchildren
+    return children
+
+
 def workers_evidence(rank: RankState, host: HostState | None) -> WorkersEvidence | None:
     if host is None or not rank.dataloader_workers:
         return None
     process = _find(host.processes, rank.pid)
     if process is None or not process.children:
         return None
-    workers = process.children
+    workers = _worker_processes(process, rank.dataloader_workers)
     allowed = sorted({cpu for w in workers for cpu in (w.cpus_allowed or ())})
     if not allowed:
         return None
