@@ -66,8 +66,14 @@ def test_short_steps_keep_the_modelled_gpu_cost_within_budget(tmp_path: Path) ->
     _short_steps(clock, gpu, 300)  # settles k
     before = (gpu.records, gpu.queries, gpu.elapsed_calls)
     records, queries, elapsed = before
-    _short_steps(clock, gpu, 2000)
+    # k adapts while the loop runs (a loaded machine stretches the busy-waits the clock measures): the
+    # timed steps fall between the rates of the smallest and the largest k in force.
     steps = 2000
+    smallest_every, largest_every = clock.gpu_every, clock.gpu_every
+    for _ in range(steps):
+        _short_steps(clock, gpu, 1)
+        smallest_every = min(smallest_every, clock.gpu_every)
+        largest_every = max(largest_every, clock.gpu_every)
     modelled = (
         (gpu.records - records) * H200_COSTS_NS["record"]
         + (gpu.queries - queries) * H200_COSTS_NS["query"]
@@ -79,7 +85,11 @@ def test_short_steps_keep_the_modelled_gpu_cost_within_budget(tmp_path: Path) ->
     assert per_step_ns <= clock.gpu_budget_floor_ns * 1.05, per_step_ns
     # Timed steps are cheap in calls: one query per timed step (one stream), 3 elapsed_time, <= 4 records.
     timed = (gpu.elapsed_calls - elapsed) / 3
-    assert timed == pytest.approx(steps / clock.gpu_every, rel=0.25)
+    assert steps / largest_every * 0.75 <= timed <= steps / smallest_every * 1.25, (
+        timed,
+        smallest_every,
+        largest_every,
+    )
     assert (gpu.queries - queries) <= timed * 1.1 + 2
     assert (gpu.records - records) <= timed * 4 + 4
     assert clock.errors == 0 and gpu.unfinished_elapsed_calls == 0
