@@ -1,0 +1,76 @@
+"""The placement probe around a py-spy window, on real processes: descendants (under fork and under a
+forkserver), their affinity and CPU, a root or a child that goes away mid-window."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from xfertop.sources.window_placement import PlacementProbe
+
+# A parent that starts two children (one pinned to its first allowed core, one free), says so, and waits
+# for stdin; "exit-child" on stdin makes the free child exit.
+_FAMILY = r"""
+import os, subprocess, sys
+first = min(os.sched_getaffinity(0))
+pinned = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+os.sched_setaffinity(pinned.pid, {first})
+free = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+print(pinned.pid, free.pid, first, flush=True)
+for line in sys.stdin:
+    if line.strip() == "exit-child":
+        free.stdin.close(); free.wait(); print("done", flush=True)
+"""
+
+
+@contextmanager
+def family() -> Iterator[tuple[subprocess.Popen[str], int, int, int]]:
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _FAMILY], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert parent.stdout is not None
+        pinned, free, first = (int(x) for x in parent.stdout.readline().split())
+        yield parent, pinned, free, first
+    finally:
+        parent.kill()
+        parent.wait()
+
+
+def test_children_their_affinity_and_the_cores_are_read_around_the_window() -> None:
+    with family() as (parent, pinned, free, first):
+        probe = PlacementProbe(parent.pid)
+        probe.start()
+        placement = probe.finish()
+    assert placement is not None and placement.root_alive
+    by_pid = {child.pid: child for child in placement.children}
+    assert by_pid[pinned].allowed_cpus == (first,)
+    assert by_pid[free].allowed_cpus == tuple(sorted(os.sched_getaffinity(0)))
+    assert len(placement.cores_busy_percent) == os.cpu_count()
+    assert placement.uses_cuda is False
+
+
+def test_a_child_that_exits_mid_window_is_not_listed() -> None:
+    with family() as (parent, pinned, _free, _):
+        probe = PlacementProbe(parent.pid)
+        probe.start()
+        assert parent.stdin is not None and parent.stdout is not None
+        parent.stdin.write("exit-child\n")
+        parent.stdin.flush()
+        assert parent.stdout.readline().strip() == "done"
+        placement = probe.finish()
+    assert placement is not None
+    assert {child.pid for child in placement.children} == {pinned}
+
+
+def test_a_root_that_exits_mid_window_is_said_to_be_gone() -> None:
+    with family() as (parent, _, _, _):
+        probe = PlacementProbe(parent.pid)
+        probe.start()
+        parent.kill()
+        parent.wait()
+        placement = probe.finish()
+    assert placement is not None and not placement.root_alive and placement.children == ()
