@@ -204,11 +204,14 @@ def test_a_loop_without_workers_that_uses_up_its_quota_is_told_workers_would_sha
     assert "Set num_workers to 2-4 per GPU" in _advice(_verdict(rank, host=unthrottled))
 
 
-def _epoch_steps(count: int = 60, every: int = 10) -> tuple[StepRecord, ...]:
+def _epoch_steps(
+    count: int = 60, every: int = 10, start_wait_ms: float = 120.0, steady_wait_ms: float = 1.0
+) -> tuple[StepRecord, ...]:
+    """Epochs of ``every`` steps whose first step starts the workers (non-persistent workers)."""
     steps = []
     for i in range(count):
         start = i % every == 0
-        wait = 120.0 if start else 1.0
+        wait = start_wait_ms if start else steady_wait_ms
         steps.append(
             StepRecord(
                 step=i + 10,
