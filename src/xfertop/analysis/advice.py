@@ -224,13 +224,9 @@ def input_bound_advice(
         )
     # Sampled windows cannot tell a restart's first-batch wait from a steady one: with restarts seen,
     # none of the wait counts as steady (more workers would only be more to start each epoch).
-    steady_wait = (
-        0.0
-        if restarts and stats.sampled
-        else stats.input_share * (1 - stats.worker_start_wait_share)
-        if restarts
-        else stats.input_share
-    )
+    steady_wait = stats.input_share
+    if restarts:
+        steady_wait = 0.0 if stats.sampled else stats.input_share * (1 - stats.worker_start_wait_share)
     workers = context.workers
     limit = _what_limits_workers(workers, dataloader_workers or workers.count) if workers else None
     cannot_help = limit is not None

@@ -87,9 +87,7 @@ def _window_stats(rank: RankStacks) -> WindowStats:
         h2d_bytes_per_s=0.0,
         pinned_step_fraction=None,
         pageable_non_blocking_step_fraction=None,
-        # Restarts: workers ended while the job ran on, and the main thread seen starting or stopping
-        # a loader's workers (a validation loader's workers that just finished are not restarts).
-        worker_start_steps=rank.workers_ended if rank.worker_start_share > 0 else 0,
+        worker_start_steps=rank.workers_restarted,
         worker_start_wait_share=min(1.0, rank.worker_start_share / input_share) if input_share else 0.0,
         sampled=True,
     )
@@ -134,7 +132,7 @@ def _evidence(rank: RankStacks, ranks: int) -> dict[str, Any]:
 def _worker_advice(rank: RankStacks, context: Context) -> list[str]:
     if not rank.workers:
         return []  # the engine's num_workers=0 advice covers it
-    if rank.workers_ended and rank.worker_start_share > 0:
+    if rank.workers_restarted:
         return []  # restarted: the restart advice covers them, and more workers is not it
     mean_busy = statistics.mean(w.busy_share for w in rank.workers)
     if mean_busy >= WORKER_SATURATED_SHARE:

@@ -245,10 +245,11 @@ class ClassShares:
         return shares
 
 
-def class_shares(stacks: Iterable[ThreadStack], line_text: LineText | None = None) -> ClassShares:
+def class_shares(classified: Iterable[tuple[ThreadStack, SampleClass]]) -> ClassShares:
+    """The samples per class of stacks already classified (classify_stack)."""
     counts: dict[SampleClass, int] = dict.fromkeys(SAMPLE_CLASSES, 0)
-    for stack in stacks:
-        counts[classify_stack(stack.frames, line_text)] += stack.count
+    for stack, cls in classified:
+        counts[cls] += stack.count
     return ClassShares(counts=counts)
 
 
@@ -335,12 +336,15 @@ def _for_statement(filename: str, line: int, line_text: LineText) -> tuple[int, 
     return None
 
 
-def loop_host(stacks: Iterable[ThreadStack], line_text: LineText | None) -> LoopHost:
+def loop_host(
+    stacks: Iterable[ThreadStack], other: Iterable[ThreadStack], line_text: LineText | None
+) -> LoopHost:
     """Which share of the main thread's samples is the training loop's own Python code: samples of the
     function that runs ``for batch in loader`` (the caller of the DataLoader in the window's data
     samples, else of the model and optimizer) on a line of that ``for``'s body (by indentation, read
-    through ``line_text``), classified "other". Only a loop in the job's own code (not a framework's,
-    under site-packages) counts: a framework's hooks are not the user's bookkeeping."""
+    through ``line_text``), of the stacks classified "other" (``other``, a subset of ``stacks``). Only
+    a loop in the job's own code (not a framework's, under site-packages) counts: a framework's hooks
+    are not the user's bookkeeping."""
     stacks = list(stacks)
     total = sum(s.count for s in stacks)
     if not total or line_text is None:
@@ -373,10 +377,8 @@ def loop_host(stacks: Iterable[ThreadStack], line_text: LineText | None) -> Loop
         return body[line]
 
     by_line: dict[int, int] = {}
-    for stack in stacks:
-        if classify_stack(stack.frames, line_text) != "other" or any(
-            _matches(f, _NOT_BOOKKEEPING) for f in stack.frames
-        ):
+    for stack in other:
+        if any(_matches(f, _NOT_BOOKKEEPING) for f in stack.frames):
             continue
         frame = next((f for f in stack.frames if f.filename == filename and f.name == name), None)
         if frame is not None and in_body(frame.line):
@@ -426,6 +428,12 @@ class RankStacks:
     frameless_samples: int = 0
     #: The training loop's own Python work (part of "other").
     loop_host: LoopHost = LoopHost(0.0)
+
+    @property
+    def workers_restarted(self) -> int:
+        """Workers that ended while the job ran on, with the main thread seen starting or stopping a
+        loader's workers: restarts (a validation loader's workers that just finished are not)."""
+        return self.workers_ended if self.worker_start_share > 0 else 0
 
     @property
     def workers_busy(self) -> int:
@@ -558,11 +566,12 @@ def summarise_window(window: StackWindow, line_text: LineText | None = None) -> 
     # left out of the shares, not counted as "other". Seen at 40% of a job restarting its workers
     # every epoch, never in plain dumps of it.
     main = [s for s in on_main if s.frames]
+    classified = [(s, classify_stack(s.frames, line_text)) for s in main]
     workers = worker_loads(window.stacks, window.root_pid)
     placed = _placed(workers, window.placement)
     return RankStacks(
         pid=window.root_pid,
-        shares=class_shares(main, line_text),
+        shares=class_shares(classified),
         workers=workers,
         pin_busy_share=pin_busy_share(window.stacks, window.root_pid),
         worker_start_share=_start_stop_share(main),
@@ -572,5 +581,5 @@ def summarise_window(window: StackWindow, line_text: LineText | None = None) -> 
         workers_cores_busy_percent=placed.cores_busy_percent,
         placement=window.placement,
         frameless_samples=sum(s.count for s in on_main if not s.frames),
-        loop_host=loop_host(main, line_text),
+        loop_host=loop_host(main, [s for s, cls in classified if cls == "other"], line_text),
     )
