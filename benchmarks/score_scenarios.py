@@ -316,12 +316,41 @@ class Poller(threading.Thread):
         if out.returncode != 0:
             return Poll(t=t, kind=None, error=out.stderr.decode(errors="replace")[-300:])
         report = json.loads(out.stdout)
-        poll = _poll_from_verdict(t, report.get("verdict") or {}, 1, len(report.get("ranks") or []), 0)
-        # The analogue of a poll of a job that does not step: a window of the job's start-up or
-        # teardown (too few samples, or "not in a training loop": both warming-up). At --seconds 6 and
-        # 2 s windows, 2-3 of a job's windows are of its loop; its end would otherwise fill the last five.
-        poll.stepping = poll.kind != "warming-up"
-        return poll
+        return _poll_from_verdict(t, report.get("verdict") or {}, 1, len(report.get("ranks") or []), 0)
+
+
+def mark_attach_stepping(polls: list[Poll], loop_end_s: float | None) -> None:
+    """Which attach windows were of the job's loop, decided without the verdict under test where it can
+    be: a window that ended after the job printed its result line (its loop was over: teardown) is not
+    scored, nor are the windows before the first one with a verdict (imports, model build, the first
+    batches). A window in the middle of the loop that reads "not in a training loop" is scored, and wrong.
+    At --seconds 6 and 2 s windows, 2-3 of a job's windows are of its loop; its end would otherwise fill
+    the last five."""
+    started = False
+    for poll in polls:
+        started = started or (poll.kind is not None and poll.kind != "warming-up")
+        poll.stepping = started and (loop_end_s is None or poll.t <= loop_end_s)
+
+
+class ResultWatch(threading.Thread):
+    """When did the job print its result line (its loop is over; what follows is teardown)?"""
+
+    def __init__(self, stdout_path: Path, proc: subprocess.Popen[bytes]) -> None:
+        super().__init__(daemon=True)
+        self.stdout_path, self.proc = stdout_path, proc
+        self.seen_mono: float | None = None
+
+    def run(self) -> None:
+        while self.seen_mono is None:
+            running = self.proc.poll() is None
+            with contextlib.suppress(OSError):
+                text = self.stdout_path.read_bytes()
+                if text.startswith(b"result ") or b"\nresult " in text:
+                    self.seen_mono = time.monotonic()
+                    return
+            if not running:
+                return
+            time.sleep(0.05)
 
 
 def _children(pid: int) -> list[int]:
@@ -430,6 +459,8 @@ def run_job(
     poller = None
     ring_watch = RingWatch(ring_dir, proc)
     ring_watch.start()
+    result_watch = ResultWatch(out_path, proc)
+    result_watch.start()
     if mode != "truth":
         poller = Poller(
             "attach" if mode == "attach" else "once",
@@ -454,6 +485,10 @@ def run_job(
         poller.stop_event.set()
         poller.join(timeout=90)
     ring_watch.join(timeout=1)
+    result_watch.join(timeout=1)
+    if poller is not None and mode == "attach":
+        loop_end = None if result_watch.seen_mono is None else result_watch.seen_mono - launched
+        mark_attach_stepping(poller.polls, loop_end)
     stdout = out_path.read_text(errors="replace")
     truth = None
     if mode == "truth":

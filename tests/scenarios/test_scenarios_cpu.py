@@ -13,33 +13,19 @@ its reason, so it fails loudly once the defect is fixed and the mark must go.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+from scenario_scorer import scorer
 
 pytest.importorskip("torch")
 
-ROOT = Path(__file__).resolve().parents[2]
 SECONDS = 6.0
 #: The expectations checked are the CPU ones, so the jobs run on the CPU even where there is a GPU.
 CPU = ("--device", "cpu")
 
 
-def _load_scorer() -> Any:
-    path = ROOT / "benchmarks" / "score_scenarios.py"
-    spec = importlib.util.spec_from_file_location("score_scenarios", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("score_scenarios", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-scorer = _load_scorer()
 SCENARIOS = scorer.SCENARIOS
 
 
