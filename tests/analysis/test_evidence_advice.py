@@ -35,6 +35,7 @@ def _host_with_workers(
     cores: int = 16,
     quota_cores: float | None = None,
     throttled_share: float | None = None,
+    quota_used_share: float | None = None,
 ) -> HostState:
     base = host_state(cores)
     kids = tuple(
@@ -63,6 +64,7 @@ def _host_with_workers(
         cpu_quota_cores=quota_cores,
         cpu_quota_file="/sys/fs/cgroup/system.slice/train.scope/cpu.max" if quota_cores is not None else None,
         cpu_throttled_share=throttled_share,
+        cpu_quota_used_share=quota_used_share,
     )
     per_core = tuple(core_busy if i in allowed else 5.0 for i in range(cores))
     return dataclasses.replace(base, processes=(trainer,), cpu_per_core_percent=per_core, hostname=rank.host)
@@ -143,6 +145,62 @@ def test_a_throttled_cgroup_with_a_quota_above_the_workers_is_used_up_all_the_sa
         "The job uses all of its CPU quota of 6 cores (cgroup cpu.max): it was throttled in 60% of " in advice
     )
     assert "Raise num_workers" not in advice
+
+
+def test_a_cgroup_throttled_while_it_uses_its_quota_up_is_told_more_workers_cannot_help() -> None:
+    rank = _starved(workers=4)
+    host = _host_with_workers(
+        rank,
+        tuple(range(16)),
+        core_busy=20.0,
+        workers=4,
+        quota_cores=6.0,
+        throttled_share=0.6,
+        quota_used_share=0.97,
+    )
+    advice = _advice(_verdict(rank, host=host))
+    assert (
+        "The job uses all of its CPU quota of 6 cores (cgroup cpu.max): it was throttled in 60% of periods, "
+        "97% of it used, so more workers cannot help." in advice
+    )
+    assert "Raise num_workers" not in advice
+
+
+def test_a_cgroup_throttled_in_bursts_with_cpu_to_spare_may_still_gain_from_more_workers() -> None:
+    # Throttled in 60% of periods, yet only 40% of the 6-core quota used on average: its threads ask for
+    # many cores at once, then idle. The quota is not what bounds the workers.
+    rank = _starved(workers=4)
+    host = _host_with_workers(
+        rank,
+        tuple(range(16)),
+        core_busy=20.0,
+        workers=4,
+        quota_cores=6.0,
+        throttled_share=0.6,
+        quota_used_share=0.4,
+    )
+    advice = _advice(_verdict(rank, host=host))
+    assert "more workers cannot help" not in advice and "uses all of its CPU quota" not in advice
+    assert (
+        "Raise num_workers above 4 (a CPU quota of 6 cores, cgroup cpu.max, throttled in 60% of periods in "
+        "bursts, 40% of it used on average)" in advice
+    )
+
+
+def test_a_loop_without_workers_throttled_in_bursts_is_told_to_use_workers() -> None:
+    rank = _starved(workers=0)
+    host = _host_with_workers(
+        rank,
+        (0, 1, 2, 3),
+        core_busy=30.0,
+        workers=0,
+        quota_cores=4.0,
+        throttled_share=0.5,
+        quota_used_share=0.3,
+    )
+    advice = _advice(_verdict(rank, host=host))
+    assert "Set num_workers to 2-4 per GPU" in advice
+    assert "Workers would share that quota" not in advice
 
 
 def test_workers_in_an_unthrottled_cgroup_wait_on_storage_and_are_told_its_quota() -> None:

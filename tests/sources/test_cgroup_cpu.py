@@ -21,7 +21,9 @@ from xfertop.sources.cgroup_cpu import (
     parse_mountinfo,
     parse_proc_cgroup,
     parse_throttle_counters,
+    quota_used_share,
     read_cpu_limit,
+    read_throttle_counters,
     throttled_share,
 )
 
@@ -270,12 +272,54 @@ def test_mountinfo_escapes_and_odd_lines() -> None:
 
 
 def test_throttle_counters_of_v1_and_v2_and_the_share_between_two_readings() -> None:
-    assert parse_throttle_counters(V2_STAT) == ThrottleCounters(50, 20)
+    assert parse_throttle_counters(V2_STAT) == ThrottleCounters(50, 20, 9000)
     assert parse_throttle_counters(V1_STAT) == ThrottleCounters(30, 3)
     assert parse_throttle_counters("usage_usec 5\nuser_usec 4\n") is None, "v2 without the cpu controller"
     assert throttled_share(ThrottleCounters(10, 2), ThrottleCounters(30, 12)) == 0.5
     assert throttled_share(ThrottleCounters(10, 2), ThrottleCounters(10, 2)) is None, "no period ran"
     assert throttled_share(ThrottleCounters(10, 2), ThrottleCounters(5, 0)) is None, "counters went back"
+
+
+def test_the_cpu_time_against_the_quota_comes_from_v2_usage_usec_or_v1_cpuacct_usage(tmp_path: Path) -> None:
+    assert parse_throttle_counters("usage_usec 9000\nnr_periods 50\nnr_throttled 20\n") == ThrottleCounters(
+        50, 20, 9000
+    )
+    # 1.5 s of CPU in 1 s against a 2-core quota: 75% of it.
+    before, after = ThrottleCounters(10, 2, 1_000_000), ThrottleCounters(20, 8, 2_500_000)
+    assert quota_used_share(before, after, 1.0, 2.0) == pytest.approx(0.75)
+    assert quota_used_share(ThrottleCounters(10, 2), after, 1.0, 2.0) is None, "usage unknown"
+    assert quota_used_share(after, before, 1.0, 2.0) is None, "the counter went back"
+    assert quota_used_share(before, after, 0.0, 2.0) is None, "no time passed"
+    # v1: cpu.stat has no usage; cpuacct.usage (ns) beside it where cpuacct shares the cpu mount.
+    v1 = tmp_path / "cpu,cpuacct" / "job"
+    v1.mkdir(parents=True)
+    (v1 / "cpu.stat").write_text("nr_periods 30\nnr_throttled 3\nthrottled_time 100\n")
+    assert read_throttle_counters(str(v1 / "cpu.stat")) == ThrottleCounters(30, 3, None)
+    (v1 / "cpuacct.usage").write_text("123456789\n")
+    assert read_throttle_counters(str(v1 / "cpu.stat")) == ThrottleCounters(30, 3, 123456)
+    (v1 / "cpuacct.usage").write_text("garbage\n")
+    assert read_throttle_counters(str(v1 / "cpu.stat")) == ThrottleCounters(30, 3, None)
+
+
+def test_the_reader_gives_the_quota_used_over_the_same_span_as_the_throttling(tmp_path: Path) -> None:
+    leaf = "sys/fs/cgroup/job"
+    proc, root = _tree(
+        tmp_path,
+        "0::/job\n",
+        V2_MOUNT,
+        {
+            f"{leaf}/cpu.max": "200000 100000\n",
+            f"{leaf}/cpu.stat": "usage_usec 0\nnr_periods 100\nnr_throttled 0\n",
+        },
+    )
+    reader = CgroupCpuReader(proc, root, refresh_s=100.0, window_s=4.0)
+    first = reader.read((PID, 77), now=0.0)
+    assert first is not None and first.used_share is None, "one reading: no span yet"
+    # 2 s later: 3 s of CPU against 2 cores x 2 s, throttled in 10 of 20 periods: bursts.
+    (tmp_path / leaf / "cpu.stat").write_text("usage_usec 3000000\nnr_periods 120\nnr_throttled 10\n")
+    second = reader.read((PID, 77), now=2.0)
+    assert second is not None and second.used_share == pytest.approx(0.75)
+    assert second.throttled_share == pytest.approx(0.5)
 
 
 def test_the_reader_keeps_the_quota_until_its_refresh_and_reads_the_counters_every_time(

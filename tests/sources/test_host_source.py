@@ -541,7 +541,8 @@ def test_a_worker_confined_to_one_core_shows_its_allowed_cpus() -> None:
 
 def test_a_watched_process_carries_its_cgroups_cpu_quota_and_throttled_share(tmp_path: Path) -> None:
     """The host source asks its cgroup reader about each watched process (here a tree in tmp_path that
-    puts this process in a 2-core cgroup v2) and publishes quota, file and throttled share."""
+    puts this process in a 2-core cgroup v2) and publishes quota, file, throttled share and the share of
+    the quota used."""
     pid = os.getpid()
     (tmp_path / "proc" / str(pid)).mkdir(parents=True)
     (tmp_path / "proc" / str(pid) / "cgroup").write_text("0::/train.scope\n")
@@ -552,7 +553,7 @@ def test_a_watched_process_carries_its_cgroups_cpu_quota_and_throttled_share(tmp
     scope = tmp_path / "sys/fs/cgroup/train.scope"
     scope.mkdir(parents=True)
     (scope / "cpu.max").write_text("200000 100000\n")
-    (scope / "cpu.stat").write_text("nr_periods 10\nnr_throttled 0\n")
+    (scope / "cpu.stat").write_text("usage_usec 0\nnr_periods 10\nnr_throttled 0\n")
     clock = itertools.count()  # one second per call
     source = HostSource(
         cgroup_cpu=CgroupCpuReader(tmp_path / "proc", tmp_path, window_s=0.0),
@@ -562,9 +563,10 @@ def test_a_watched_process_carries_its_cgroups_cpu_quota_and_throttled_share(tmp
     first = _watched(source.sample_once(), pid)
     assert first.cpu_quota_cores == 2.0 and first.cpu_quota_file == str(scope / "cpu.max")
     assert first.cpu_throttled_share is None, "one reading: no share yet"
-    (scope / "cpu.stat").write_text("nr_periods 20\nnr_throttled 4\n")
+    (scope / "cpu.stat").write_text("usage_usec 1000000\nnr_periods 20\nnr_throttled 4\n")
     second = _watched(source.sample_once(), pid)
     assert second.cpu_throttled_share == 0.4
+    assert second.cpu_quota_used_share == 0.5, "1 s of CPU in the 1 s between samples, of a 2-core quota"
 
 
 def test_a_process_without_a_cpu_quota_has_none_and_so_do_its_workers(trainer) -> None:

@@ -90,8 +90,16 @@ def _quota_source(quota_file: str | None) -> str:
 
 
 def _throttled_text(workers: WorkersEvidence) -> str:
+    """ "throttled in 40% of periods", with how much of the quota it used where that is known."""
     share = workers.cpu_throttled_share
-    return f"throttled in {pct(share)} of periods" if share is not None else ""
+    if share is None:
+        return ""
+    used = workers.cpu_quota_used_share
+    if used is None:
+        return f"throttled in {pct(share)} of periods"
+    if workers.throttled_in_bursts:
+        return f"throttled in {pct(share)} of periods in bursts, {pct(used)} of it used on average"
+    return f"throttled in {pct(share)} of periods, {pct(used)} of it used"
 
 
 def _more_workers(dataloader_workers: int | None, workers: WorkersEvidence | None) -> str:

@@ -19,6 +19,7 @@ from xfertop.analysis.thresholds import (
     NVML_FRESH_MIN_S,
     NVML_FRESH_STEPS,
     PINNED_RAM_WARN_SHARE,
+    QUOTA_USED_UP_SHARE,
     SWAPPING_AVAILABLE_SHARE,
 )
 from xfertop.model.gpu import GpuSnapshot, GpuState
@@ -27,8 +28,24 @@ from xfertop.model.jobs import RankState
 from xfertop.model.rank_gpu import rank_gpu
 
 
-def _throttled(share: float | None) -> bool:
-    return share is not None and share >= CGROUP_THROTTLED_SHARE
+def _throttled(share: float | None, used: float | None) -> bool:
+    """The cgroup uses its quota up: throttled in many periods, and (where known) its CPU time reaches
+    the quota on average."""
+    return (
+        share is not None
+        and share >= CGROUP_THROTTLED_SHARE
+        and (used is None or used >= QUOTA_USED_UP_SHARE)
+    )
+
+
+def _throttled_in_bursts(share: float | None, used: float | None) -> bool:
+    """Throttled in many periods while its CPU time stays well below the quota on average."""
+    return (
+        share is not None
+        and share >= CGROUP_THROTTLED_SHARE
+        and used is not None
+        and used < QUOTA_USED_UP_SHARE
+    )
 
 
 @dataclass(frozen=True)
@@ -42,10 +59,13 @@ class CgroupCpuEvidence:
     quota_file: str | None
     #: Share of its recent periods in which the cgroup ran out of quota; None if unknown.
     throttled_share: float | None
+    #: Its CPU time over those periods against what the quota allowed (1.0: all); None if unknown.
+    used_share: float | None = None
 
     @property
     def throttled(self) -> bool:
-        return _throttled(self.throttled_share)
+        """It uses all of its quota (see _throttled)."""
+        return _throttled(self.throttled_share, self.used_share)
 
 
 @dataclass(frozen=True)
@@ -67,6 +87,8 @@ class WorkersEvidence:
     cpu_quota_file: str | None = None
     #: Share of that cgroup's recent periods in which it ran out of quota (cpu.stat); None if unknown.
     cpu_throttled_share: float | None = None
+    #: That cgroup's CPU time over those periods against what the quota allowed; None if unknown.
+    cpu_quota_used_share: float | None = None
 
     @property
     def effective_cores(self) -> float:
@@ -81,8 +103,14 @@ class WorkersEvidence:
 
     @property
     def throttled(self) -> bool:
-        """The cgroup ran out of its quota in a large share of periods: it uses all the CPU it may."""
-        return _throttled(self.cpu_throttled_share)
+        """The cgroup ran out of its quota in a large share of periods and (where known) used it up on
+        average: it uses all the CPU it may."""
+        return _throttled(self.cpu_throttled_share, self.cpu_quota_used_share)
+
+    @property
+    def throttled_in_bursts(self) -> bool:
+        """Throttled in many periods, with CPU to spare on average: more workers may still help."""
+        return _throttled_in_bursts(self.cpu_throttled_share, self.cpu_quota_used_share)
 
     @property
     def saturated(self) -> bool:
@@ -173,7 +201,12 @@ def cgroup_cpu_evidence(rank: RankState, host: HostState | None) -> CgroupCpuEvi
     process = _find(host.processes, rank.pid) if host is not None else None
     if process is None or process.cpu_quota_cores is None:
         return None
-    return CgroupCpuEvidence(process.cpu_quota_cores, process.cpu_quota_file, process.cpu_throttled_share)
+    return CgroupCpuEvidence(
+        process.cpu_quota_cores,
+        process.cpu_quota_file,
+        process.cpu_throttled_share,
+        process.cpu_quota_used_share,
+    )
 
 
 def _worker_processes(process: ProcessStats, num_workers: int) -> tuple[ProcessStats, ...]:
@@ -210,6 +243,7 @@ def workers_evidence(rank: RankState, host: HostState | None) -> WorkersEvidence
         cpu_quota_cores=process.cpu_quota_cores,
         cpu_quota_file=process.cpu_quota_file,
         cpu_throttled_share=process.cpu_throttled_share,
+        cpu_quota_used_share=process.cpu_quota_used_share,
     )
 
 

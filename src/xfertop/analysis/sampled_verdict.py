@@ -104,7 +104,10 @@ def _context(rank: RankStacks) -> Context:
     cgroup = None
     if placement is not None and placement.cpu_quota_cores is not None:
         cgroup = CgroupCpuEvidence(
-            placement.cpu_quota_cores, placement.cpu_quota_file, placement.cpu_throttled_share
+            placement.cpu_quota_cores,
+            placement.cpu_quota_file,
+            placement.cpu_throttled_share,
+            placement.cpu_quota_used_share,
         )
     workers = None
     if rank.workers and rank.workers_allowed_cpus:
@@ -116,6 +119,7 @@ def _context(rank: RankStacks) -> Context:
             cpu_quota_cores=cgroup.quota_cores if cgroup else None,
             cpu_quota_file=cgroup.quota_file if cgroup else None,
             cpu_throttled_share=cgroup.throttled_share if cgroup else None,
+            cpu_quota_used_share=cgroup.used_share if cgroup else None,
         )
     # Samples show host time only: a pinned, non_blocking copy costs the host nothing, so a small copy
     # share proves nothing about PCIe (no "Do not tune PCIe"), and the GPU's own figures are not here.

@@ -460,6 +460,7 @@ class RankStacks:
             "workers_cores_busy_percent": _round1(self.workers_cores_busy_percent),
             "cpu_quota_cores": self.placement.cpu_quota_cores if self.placement else None,
             "cpu_throttled_share": self.placement.cpu_throttled_share if self.placement else None,
+            "cpu_quota_used_share": self.placement.cpu_quota_used_share if self.placement else None,
             "error": self.error,
         }
 

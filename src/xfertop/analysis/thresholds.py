@@ -94,6 +94,12 @@ OVERSUBSCRIBED_BUSY_PERCENT = 50.0
 #: whose demand exceeds its quota is throttled in nearly every period (a busy loop at a 0.5-core quota
 #: read 25 of 26, on this project's VM); one that just touches it now and then stays well below.
 CGROUP_THROTTLED_SHARE = 0.25
+#: A throttled cgroup uses its quota up only where its CPU time over the same span reaches this share of
+#: what the quota allowed (the same bar as CORES_SATURATED_PERCENT for cores); below it, it is throttled
+#: in bursts (many threads at once, then idle: intra-op threads sized to the host's cores, not the
+#: quota), has CPU to spare on average, and more workers may still help. Where the usage is unknown
+#: (cgroup v1 without cpuacct on the cpu mount), throttling alone is read as the quota used up.
+QUOTA_USED_UP_SHARE = 0.85
 
 #: Pinned host memory of a host's ranks at or above this share of its RAM: a warning (it cannot be
 #: swapped or reclaimed; workers x prefetch_factor x batch size pinned buffers add up).

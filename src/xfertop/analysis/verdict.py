@@ -275,6 +275,7 @@ def context_evidence(context: Context) -> dict[str, Any]:
         "workers_cores_busy_percent": _round(workers.allowed_cores_busy_percent, 1) if workers else None,
         "cpu_quota_cores": _round(cgroup.quota_cores, 2) if cgroup else None,
         "cpu_throttled_share": _round(cgroup.throttled_share, 4) if cgroup else None,
+        "cpu_quota_used_share": _round(cgroup.used_share, 4) if cgroup else None,
         "pinned_host_share": _round(context.memory.pinned_share, 4) if context.memory else None,
     }
 

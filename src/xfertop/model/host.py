@@ -57,6 +57,9 @@ class ProcessStats:
     #: Share of that cgroup's periods in which it ran out of quota and waited (cpu.stat nr_throttled over
     #: nr_periods) over the last ~10 s; None without a quota or before a second reading.
     cpu_throttled_share: float | None = None
+    #: That cgroup's CPU time over the same span against what its quota allowed (1.0: all of it); None
+    #: without a quota, before a second reading, or where the usage is unknown (v1 without cpuacct).
+    cpu_quota_used_share: float | None = None
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,8 @@ class WindowPlacement:
     cpu_quota_cores: float | None = None
     cpu_quota_file: str | None = None
     cpu_throttled_share: float | None = None
+    #: The cgroup's CPU time over the window against what the quota allowed (1.0: all); None: unknown.
+    cpu_quota_used_share: float | None = None
     #: The attached process maps /dev/nvidiactl (a CUDA process); None when its maps could not be read.
     uses_cuda: bool | None = None
 

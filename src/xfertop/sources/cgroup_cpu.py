@@ -6,7 +6,10 @@ cgroup v2 sets a quota in ``cpu.max`` ("200000 100000": 200 ms of CPU per 100 ms
 process's quota: the files of its cgroup and of each ancestor up to the mount are read. Both versions
 count in ``cpu.stat`` the periods in which the cgroup ran (``nr_periods``) and those in which it ran out
 of quota and was stopped until the next one (``nr_throttled``); the counters of the cgroup whose quota
-is the smallest are read, since that is where the kernel counts the throttling.
+is the smallest are read, since that is where the kernel counts the throttling. The CPU time that cgroup
+used, against its quota, tells a cgroup that uses its quota up from one throttled only in bursts (its
+threads ask for many cores at once, then idle): v2's ``cpu.stat`` has it (``usage_usec``), v1 has it in
+``cpuacct.usage`` (ns) where cpuacct is mounted with cpu ("cpu,cpuacct"), and else it is unknown.
 
 Where the files are: /proc/<pid>/cgroup names the process's cgroup in each hierarchy, relative to the
 reader's cgroup namespace; the reader's /proc/self/mountinfo says where each hierarchy is mounted and
@@ -85,10 +88,12 @@ class CpuLimit:
 
 @dataclass(frozen=True)
 class ThrottleCounters:
-    """nr_periods and nr_throttled of one cpu.stat."""
+    """nr_periods and nr_throttled of one cpu.stat, and the cgroup's CPU time where it is known."""
 
     periods: int
     throttled: int
+    #: CPU time used by the cgroup, microseconds (v2 cpu.stat usage_usec, v1 cpuacct.usage); None: unknown.
+    usage_usec: int | None = None
 
 
 def throttled_share(before: ThrottleCounters, after: ThrottleCounters) -> float | None:
@@ -99,6 +104,19 @@ def throttled_share(before: ThrottleCounters, after: ThrottleCounters) -> float 
     if periods <= 0 or throttled < 0:
         return None
     return min(1.0, throttled / periods)
+
+
+def quota_used_share(
+    before: ThrottleCounters, after: ThrottleCounters, elapsed_s: float, quota_cores: float
+) -> float | None:
+    """The cgroup's CPU time between two readings over what its quota allowed in that time; None where
+    the usage is unknown, no time passed or the counter went back."""
+    if before.usage_usec is None or after.usage_usec is None or elapsed_s <= 0 or quota_cores <= 0:
+        return None
+    used = after.usage_usec - before.usage_usec
+    if used < 0:
+        return None
+    return used / 1e6 / (elapsed_s * quota_cores)
 
 
 def _unescape(field: str) -> str:
@@ -187,7 +205,7 @@ def parse_throttle_counters(text: str) -> ThrottleCounters | None:
             values[words[0]] = int(words[1])
     if "nr_periods" not in values or "nr_throttled" not in values:
         return None
-    return ThrottleCounters(values["nr_periods"], values["nr_throttled"])
+    return ThrottleCounters(values["nr_periods"], values["nr_throttled"], values.get("usage_usec"))
 
 
 def _read_text(path: Path | str) -> str | None:
@@ -198,9 +216,16 @@ def _read_text(path: Path | str) -> str | None:
 
 
 def read_throttle_counters(stat_file: str) -> ThrottleCounters | None:
-    """The counters of one cpu.stat; None where it cannot be read (the cgroup was removed)."""
+    """The counters of one cpu.stat; None where it cannot be read (the cgroup was removed). Without
+    usage_usec in it (v1), the usage is cpuacct.usage beside it, where cpuacct shares the mount."""
     text = _read_text(stat_file)
-    return parse_throttle_counters(text) if text is not None else None
+    counters = parse_throttle_counters(text) if text is not None else None
+    if counters is None or counters.usage_usec is not None:
+        return counters
+    usage_ns = _read_text(os.path.join(os.path.dirname(stat_file), "cpuacct.usage"))
+    if usage_ns is None or not usage_ns.strip().isdigit():
+        return counters
+    return ThrottleCounters(counters.periods, counters.throttled, int(usage_ns.strip()) // 1000)
 
 
 def read_cgroup_mounts(proc_root: Path = Path("/proc")) -> list[CgroupMount] | None:
@@ -321,6 +346,9 @@ class CgroupCpuReading:
     #: Share of the periods throttled over the last THROTTLE_WINDOW_S or so; None without a quota,
     #: before the second reading, or when the cgroup did not run.
     throttled_share: float | None
+    #: The cgroup's CPU time over the same span against what its quota allowed (1.0: all of it); None
+    #: where the usage is unknown (v1 without cpuacct on the cpu mount) or before the second reading.
+    used_share: float | None = None
 
 
 def _stat_file(limit: CpuLimit | None) -> str | None:
@@ -366,15 +394,15 @@ class CgroupCpuReader:
         limit = known.limit
         if limit is None:
             return None
-        share = None
+        share = used = None
         if limit.stat_file is not None:
             counters = read_throttle_counters(limit.stat_file)
             if counters is None:
                 known.read_at = float("-inf")  # moved or removed: find its cgroup again next time
                 known.counters.clear()
             else:
-                share = self._share(known.counters, now, counters)
-        return CgroupCpuReading(limit.quota_cores, limit.quota_file, share)
+                share, used = self._shares(known.counters, now, counters, limit.quota_cores)
+        return CgroupCpuReading(limit.quota_cores, limit.quota_file, share, used)
 
     def retain(self, keys: Collection[_Key]) -> None:
         """Forget the processes not in ``keys`` (exited, no longer watched)."""
@@ -386,13 +414,20 @@ class CgroupCpuReader:
             self._mounts_read_at = now
         return self._mounts
 
-    def _share(
-        self, history: deque[tuple[float, ThrottleCounters]], now: float, counters: ThrottleCounters
-    ) -> float | None:
+    def _shares(
+        self,
+        history: deque[tuple[float, ThrottleCounters]],
+        now: float,
+        counters: ThrottleCounters,
+        quota_cores: float | None,
+    ) -> tuple[float | None, float | None]:
+        """(throttled share, used share of the quota) since the base reading."""
         history.append((now, counters))
         # Keep as the base the newest reading at least a window old.
         while len(history) > 2 and history[1][0] <= now - self._window_s:
             history.popleft()
         if len(history) < 2:
-            return None
-        return throttled_share(history[0][1], counters)
+            return None, None
+        since, base = history[0]
+        used = quota_used_share(base, counters, now - since, quota_cores) if quota_cores else None
+        return throttled_share(base, counters), used

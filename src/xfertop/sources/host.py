@@ -480,6 +480,7 @@ class HostSource(PollingSource[HostState]):
                     cpu_quota_cores=reading.quota_cores,
                     cpu_quota_file=reading.quota_file,
                     cpu_throttled_share=reading.throttled_share,
+                    cpu_quota_used_share=reading.used_share,
                 )
             )
         return tuple(result)

@@ -17,6 +17,7 @@ from xfertop.model.stacks import ChildPlacement, WindowPlacement
 from xfertop.sources.cgroup_cpu import (
     CpuLimit,
     ThrottleCounters,
+    quota_used_share,
     read_cpu_limit,
     read_throttle_counters,
     throttled_share,
@@ -119,10 +120,13 @@ class PlacementProbe:
         busy: tuple[float, ...] = ()
         if start.cores is not None and cores_now is not None and len(cores_now) == len(start.cores):
             busy = tuple(_busy_percent(b, a) for b, a in zip(start.cores, cores_now, strict=True))
-        limit, share = start.limit, None
+        limit, share, used = start.limit, None, None
         if start.throttle is not None and limit is not None and limit.stat_file:
             after = read_throttle_counters(limit.stat_file)
-            share = throttled_share(start.throttle, after) if after is not None else None
+            if after is not None:
+                share = throttled_share(start.throttle, after)
+                if limit.quota_cores is not None:
+                    used = quota_used_share(start.throttle, after, elapsed, limit.quota_cores)
         return WindowPlacement(
             children=tuple(placed),
             cores_busy_percent=busy,
@@ -130,5 +134,6 @@ class PlacementProbe:
             cpu_quota_cores=limit.quota_cores if limit is not None else None,
             cpu_quota_file=limit.quota_file if limit is not None else None,
             cpu_throttled_share=share,
+            cpu_quota_used_share=used,
             uses_cuda=_uses_cuda(self.pid),
         )
