@@ -66,6 +66,34 @@ for batch in DataLoader(Phased(), batch_size=1):
         pass
 """
 
+# Three DataLoader workers pinned to one core by the job's own worker_init_fn, each sample ~6 ms of busy
+# CPU: the loop waits for data, and more workers cannot help (they would share the same core).
+CONFINED = """
+import os, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+CORE = min(os.sched_getaffinity(0))
+
+class Busy(Dataset):
+    def __len__(self):
+        return 100_000
+    def __getitem__(self, index):
+        began = time.perf_counter()
+        while time.perf_counter() - began < 0.006:
+            pass
+        return torch.ones(4)
+
+def pin(worker_id):
+    os.sched_setaffinity(0, {CORE})
+
+loader = DataLoader(Busy(), batch_size=2, num_workers=3, worker_init_fn=pin, persistent_workers=True)
+ended = time.monotonic() + 8.0
+for batch in loader:
+    if time.monotonic() > ended:
+        break
+"""
+
 
 def _run(
     tmp_path: Path, text: str, *args: str, flags: tuple[str, ...] = ()
@@ -190,3 +218,17 @@ def test_a_run_longer_than_its_ring_is_counted_whole_across_reads() -> None:
     # Lost: the unsettled steps 896-999 of the first read, and 1896-1899.
     assert known.steps_lost == (1000 - 896) + (1900 - 1896)
     assert known.totals.shares()["data_wait"] == 0.4
+
+
+def test_the_summarys_advice_sees_where_the_workers_run_as_the_live_view_does(tmp_path: Path) -> None:
+    """The summary's verdict rests on the host evidence (the workers' affinity and how busy their cores
+    are), not the step clock alone: three workers confined to one core are not told to add workers."""
+    wrapped = _run(tmp_path, CONFINED)
+    assert wrapped.returncode == 0, wrapped.stderr
+    summary = _summary_json(wrapped.stderr)
+    verdict = summary["last_verdict"]
+    assert verdict["kind"] == "input-bound", verdict
+    advice = " ".join(verdict["advice"])
+    assert "may run on only 1 core" in advice, advice
+    assert "Raise num_workers" not in advice
+    assert verdict["evidence"]["workers_found"] == 3

@@ -4,7 +4,11 @@ over time and the advice, printed on stderr after the job's own output and kept 
 A daemon thread in the launcher (never in the job) reads the rings of its own command (those carrying its
 launch token) every ``interval_s``: each read folds the steps it has not counted yet into running totals
 and notes the job's verdict, so a run far longer than a ring holds (1024 steps) is still summed whole and
-its verdicts over time survive the ring's wrap-around. A step is folded once it is ``SETTLE_STEPS`` behind
+its verdicts over time survive the ring's wrap-around. Its advice rests on the host evidence the live
+view's does (where the ranks' DataLoader workers may run, how busy those cores are, the cgroup's CPU quota,
+memory), sampled on the same thread at each read from /proc. Not on NVML: its PCIe measurement polls the
+byte counters on a thread where GPM is missing (pre-Hopper), CPU that a run without a viewer should not
+spend; the GPU figures are the live view's. A step is folded once it is ``SETTLE_STEPS`` behind
 its rank's newest (its GPU timing, resolved lazily, is in by then), and every step at the end.
 The launcher's exit waits for the thread ``JOIN_TIMEOUT_S`` at most.
 """
@@ -79,6 +83,16 @@ class PhaseTotals:
         }
 
 
+def _sample(source: Any) -> Any:
+    """One sample of an optional source; None where there is none or it failed."""
+    if source is None:
+        return None
+    try:
+        return source.sample_once()
+    except Exception:
+        return None
+
+
 def _share(part: float, whole: float) -> float:
     return round(part / whole, 4) if whole > 0 else 0.0
 
@@ -138,6 +152,7 @@ class RunFollower:
         self.job_name = ""
         self._analysis: Any = None
         self._source: Any = None
+        self._host: Any = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="xfertop-run-summary", daemon=True)
@@ -151,6 +166,10 @@ class RunFollower:
             from xfertop.sources.jobs import JobsSource
 
             self._source = JobsSource(ring_dir=self.ring_dir, launch_token=self.launch_token)
+            with contextlib.suppress(Exception):
+                from xfertop.sources.host import HostSource
+
+                self._host = HostSource()
             while not self._stop.is_set():
                 self.read(final=False)
                 self._stop.wait(self.interval_s)
@@ -161,8 +180,11 @@ class RunFollower:
             if self._source is None:
                 return
             state: JobsState = self._source.sample()
+            if self._host is not None:
+                live = {rank.pid for job in state.jobs for rank in job.ranks if rank.status != "finished"}
+                self._host.watch_pids(live)
             self._fold(state, final)
-            self._note_verdict(state)
+            self._note_verdict(state, _sample(self._host))
 
     def _fold(self, state: JobsState, final: bool) -> None:
         for job in state.jobs:
@@ -171,10 +193,10 @@ class RunFollower:
                 known = self.ranks.setdefault(rank.ring_path, RankTotals(rank))
                 known.fold(rank, final)
 
-    def _note_verdict(self, state: JobsState) -> None:
+    def _note_verdict(self, state: JobsState, host: Any) -> None:
         from xfertop.analysis.job_analysis import analyse
 
-        self._analysis = analyse(state, None, self._analysis)
+        self._analysis = analyse(state, None, self._analysis, host=host)
         # Live jobs only: an ended job's verdict is frozen. A job too short to be seen live gets the verdict
         # of its whole ring instead (not frozen: nothing came before it).
         judged = [job for job in self._analysis.jobs if job.live or (not job.frozen and not self.spans)]
@@ -200,9 +222,10 @@ class RunFollower:
         if self.spans:  # the last verdict held until the job ended, not only until the last read
             last = self.spans[-1]
             self.spans[-1] = VerdictSpan(last.from_s, round(self.duration_s(), 1), last.kind, last.headline)
-        with contextlib.suppress(Exception):
-            if self._source is not None:
-                self._source.close()
+        for source in (self._source, self._host):
+            with contextlib.suppress(Exception):
+                if source is not None:
+                    source.close()
 
     def duration_s(self) -> float:
         return self._clock() - self.started_s
