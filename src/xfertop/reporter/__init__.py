@@ -137,6 +137,7 @@ class WatchedIterator(Iterator[T]):
         self._iter_ns = _now_ns() - iter_began_ns if iter_began_ns else 0  # made right after iter() returned
         self._first_flags = first_flags | wire.F_EPOCH_START
         self._steps = 0
+        self._wait_ns = 0  # blocked in this iterator's next() in all
 
     def __iter__(self) -> WatchedIterator[T]:
         return self
@@ -147,17 +148,17 @@ class WatchedIterator(Iterator[T]):
             return next(self._iterator)
         try:
             if self._steps:
-                clock.before_next()
+                clock.before_next(source=id(self))
             else:
-                clock.before_next(self._iter_began_ns, self._first_flags, self._iter_ns)
+                clock.before_next(self._iter_began_ns, self._first_flags, self._iter_ns, id(self))
         except Exception as exc:  # the clock guards itself; this is the second line of defence
             clock.fail(exc)
         batch = next(self._iterator)  # StopIteration ends the loop; the last step is already closed
         try:
-            clock.after_next(batch)
+            self._wait_ns += clock.after_next(batch)
             self._steps += 1
-            if self._steps > clock.longest_iteration:
-                clock.count_iteration_step(self._steps, self._workers)
+            if self._steps >= clock.longest_iteration:
+                clock.count_iteration_step(self._steps, self._workers, id(self), self._wait_ns)
         except Exception as exc:
             clock.fail(exc)
         return batch

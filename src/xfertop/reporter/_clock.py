@@ -50,6 +50,12 @@ COPY_BURST_GAP_NS = 2_000_000
 #: bytes and host time but sets no copy mark, so this step's compute is not booked as copy. Seen on the
 #: H200: an HF Trainer job read "copy-bound: 100% of each step" (docs/scenarios.md).
 LATE_FIRST_COPY_SHARE = 0.5
+#: A next() on another loader that begins this soon after the open step's batch arrived, with no copy in
+#: between, fetches part of the same step: ``for a, b in zip(loader_a, loader_b)``, Lightning's
+#: CombinedLoader, a second (unlabelled) iterator read right after the first. Its wait joins the step's
+#: instead of closing a step that did no work. A training step's own host work (forward, backward,
+#: optimizer step) takes longer than this even for a tiny model on a GPU, where it only queues kernels.
+JOINED_FETCH_NS = 200_000
 
 _now_ns = time.perf_counter_ns  # CLOCK_MONOTONIC on Linux: comparable across processes of one host
 
@@ -69,6 +75,12 @@ class StepClock:
         #: Steps of the longest single iteration over a loader so far: the loader that feeds training
         #: (a validation pass or Lightning's sanity check is shorter) gives the workers count.
         self.longest_iteration = 0
+        #: Which iteration names the workers (id of its iterator wrapper, never a reference: a finished
+        #: epoch's iterator must be free to shut its workers down) and its mean wait per step.
+        self._namer = 0
+        self._namer_mean_wait_ns = 0.0
+        self._open_source = 0  # the iterator whose next() opened the open step
+        self._joining = False  # a next() on another loader joins the open step (JOINED_FETCH_NS)
         self.copy_timing = False  # set by `xfertop run`'s copy timing before the first step
         self._next_flags = 0  # flags for the step about to open (epoch start)
         self._open = False
@@ -153,24 +165,55 @@ class StepClock:
         """A watched loader's next() calls, or step() blocks, mark this process's steps."""
         return bool(self.longest_iteration or self._block_depth or self._blocks_seen)
 
-    def count_iteration_step(self, steps: int, workers: int | None) -> None:
-        """An iteration over a loader reached ``steps`` steps: the longest one so far names the workers."""
-        if steps > self.longest_iteration:
-            self.longest_iteration = steps
-            if workers is not None and workers != self.dataloader_workers:
-                self.dataloader_workers = workers
+    def count_iteration_step(
+        self, steps: int, workers: int | None, source: int = 0, wait_ns: int = 0
+    ) -> None:
+        """An iteration over a loader (``source``: its iterator) reached ``steps`` steps, having waited
+        ``wait_ns`` in all. The longest one names the workers; of iterations as long, within a step (loaders
+        zipped: they advance by turns), the one that waits longer a step: the loader that holds training
+        up, whichever of them ``zip`` asks first."""
+        mean_wait = wait_ns / steps if steps else 0.0
+        longest = self.longest_iteration
+        namer = bool(source) and source == self._namer  # the iteration that names them goes on
+        longer = steps > longest + 1 or (steps > longest and not source)
+        waits_more = steps >= longest and mean_wait > self._namer_mean_wait_ns
+        if not (namer or longer or waits_more):
+            return
+        self.longest_iteration = max(longest, steps)
+        self._namer = source
+        self._namer_mean_wait_ns = mean_wait
+        if workers is not None and workers != self.dataloader_workers:
+            self.dataloader_workers = workers
+            if self.writer is not None:  # at once, not at the next tick: a short job may see none
+                self.writer.set_word(wire.H_WORKERS, workers)
 
     # -- loader boundaries --------------------------------------------------------------------------------
-    def before_next(self, iter_began_ns: int = 0, flags: int = 0, iter_ns: int = 0) -> None:
+    def before_next(self, iter_began_ns: int = 0, flags: int = 0, iter_ns: int = 0, source: int = 0) -> None:
         """At next(loader). For an iteration's first next(): ``iter_began_ns``, when iter(loader) was
         called, and ``iter_ns``, how long it took: worker start-up is data wait of the epoch's first
-        step, not compute of the step before it, nor a gap between steps."""
+        step, not compute of the step before it, nor a gap between steps. ``source``: the iterator asked
+        (0: unknown); a next() on another one right after the open step's batch arrived joins that step
+        (JOINED_FETCH_NS)."""
         now = _now_ns()
         try:
             if not self.started:
                 self._start()
                 if self.disabled:
                     return
+            if (
+                source
+                and self._open
+                and self._open_source
+                and source != self._open_source
+                and not self._block_depth
+                and not self._flags & wire.F_COPIED
+                and now - self._opened_ns <= JOINED_FETCH_NS
+            ):
+                self._joining = True
+                self._wait_began_ns = now
+                self._flags |= flags
+                return
+            self._joining = False  # a joining next() that ended the loop (StopIteration) never arrived
             boundary = now
             # iter() inside the open step (after its batch arrived): the boundary moves back to it. With
             # no step open (the last iteration ended), only iter()'s own time is added, never the gap
@@ -183,15 +226,27 @@ class StepClock:
                 self._close(boundary)
             self._wait_began_ns = boundary
             self._next_flags = flags
+            self._open_source = source
         except Exception as exc:
             self.fail(exc)
 
-    def after_next(self, batch: Any) -> None:
+    def after_next(self, batch: Any) -> int:
+        """The batch arrived: the step opens (or, joining, its wait grows). Returns the wait in ns."""
         now = _now_ns()
         try:
-            self._open_step(self._wait_began_ns, now - self._wait_began_ns, batch)
+            wait = now - self._wait_began_ns
+            if self._joining:
+                self._joining = False
+                self._wait_ns += wait
+                self._opened_ns = now
+                if self._ready is not None and self.gpu is not None:
+                    self.gpu.re_record(self._ready)  # the step's compute starts after its last batch
+                return wait
+            self._open_step(self._wait_began_ns, wait, batch)
+            return wait
         except Exception as exc:
             self.fail(exc)
+            return 0
 
     # -- step() blocks ----------------------------------------------------------------------------------
     def enter_step(self) -> None:

@@ -1,0 +1,77 @@
+"""Two loaders zipped in one loop (``for a, b in zip(fast, slow)``), under the real `xfertop run`: one
+iteration is one step whose data wait holds both fetches, and the loader that holds training up names the
+workers count, whichever of them zip asks first."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from ring_test_tools import child_env, ranks
+from xfertop.sources.jobs import JobsSource
+
+# A fast loader with 2 workers (in memory) zipped with a slow one read in the loop (num_workers=0, 4 ms of
+# sleep a sample: storage latency), then 4 ms of busy compute. The job times its own truth: the wait in
+# next() of both, over the loop's wall time.
+ZIPPED = """
+import json, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Slow(Dataset):
+    def __len__(self):
+        return 60
+    def __getitem__(self, index):
+        time.sleep(0.004)
+        return torch.ones(4)
+
+fast = DataLoader(torch.zeros(60, 4), batch_size=2, num_workers=2)
+slow = DataLoader(Slow(), batch_size=2, num_workers=0)
+iterations, waited = 0, 0.0
+pairs = zip(fast, slow)
+first = time.perf_counter()
+while True:
+    asked = time.perf_counter()
+    try:
+        a, b = next(pairs)
+    except StopIteration:
+        break
+    waited += time.perf_counter() - asked
+    iterations += 1
+    spin = time.perf_counter()
+    while time.perf_counter() - spin < 0.004:
+        pass
+print(json.dumps({"iterations": iterations, "data_share": waited / (time.perf_counter() - first)}))
+"""
+
+
+def test_zipped_loaders_make_one_step_per_iteration_and_the_slow_one_names_the_workers(
+    tmp_path: Path,
+) -> None:
+    rings = tmp_path / "rings"
+    script = tmp_path / "zipped.py"
+    script.write_text(textwrap.dedent(ZIPPED))
+    result = subprocess.run(
+        [sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", sys.executable, str(script)],
+        env=child_env(rings),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    truth = json.loads(result.stdout.splitlines()[-1])
+    (rank,) = ranks(JobsSource(ring_dir=str(rings)))
+    assert truth["iterations"] == 30
+    assert len(rank.steps) == 30, "one step per iteration, not one per loader"
+    assert all(step.samples == 2 for step in rank.steps)
+    steady = rank.steps[2:]
+    share = sum(s.data_wait_ms for s in steady) / sum(s.wall_ms for s in steady)
+    assert abs(share - truth["data_share"]) < 0.1, (share, truth)
+    # Each step waits for the slow loader's 2 samples (>= 8 ms of sleep), and its wall holds the compute.
+    assert statistics.median(s.data_wait_ms for s in steady) >= 8.0
+    assert statistics.median(s.wall_ms for s in steady) >= 12.0
+    assert rank.dataloader_workers == 0, "the loader the loop waits on names the workers, not zip's first"
