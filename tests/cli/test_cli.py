@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -99,3 +100,24 @@ def test_once_without_json_prints_a_few_readable_lines() -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith("xfertop snapshot on ")
     assert not result.stdout.lstrip().startswith("{")
+
+
+def test_once_reads_a_busy_core_as_busy_over_a_real_window() -> None:
+    """Without a GPU the GPU sample returns at once; the host's per-core figures still span a window long
+    enough for the kernel's 10 ms CPU accounting (before, a few milliseconds: every core read 0% or 100%,
+    and a saturated machine read "0% busy")."""
+    core = min(os.sched_getaffinity(0))
+    spinner = subprocess.Popen(
+        [sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{core}}})\nwhile True: pass"]
+    )
+    try:
+        readings = []
+        for _ in range(3):
+            result = _run("--once", "--json")
+            assert result.returncode == 0, result.stderr
+            readings.append(json.loads(result.stdout)["host"]["cpu_per_core_percent"][core])
+    finally:
+        spinner.kill()
+        spinner.wait()
+    # The spinner holds the core (another process on it may take a share, never most of it).
+    assert min(readings) >= 40.0, readings

@@ -18,8 +18,15 @@ from xfertop.sources.nvml_api import NvmlApi
 from xfertop.sources.prometheus_jobs import PrometheusJobsSource
 from xfertop.sources.topology import TopologySource
 
+#: The host's CPU figures (per core, per process) are rates over the time since the host source was made:
+#: at least this long, as the GPU's first PCIe window is. Without a GPU that sample returns at once, and
+#: over a few milliseconds (a tick or two of the kernel's 10 ms CPU accounting) every core read 0% or 100%
+#: busy: a saturated 2-core machine read "2 cores allowed, 0% busy" and was told to raise num_workers.
+HOST_WINDOW_S = 0.3
+
 
 def once_snapshot(ring_dir: str | None = None, pcie: str = "auto", prometheus_url: str | None = None) -> dict:
+    host_began = time.monotonic()
     gpu, host = GpuSource(pcie=pcie), HostSource()
     jobs: PollingSource[JobsState] = JobsSource(ring_dir=ring_dir)
     if prometheus_url:
@@ -31,6 +38,9 @@ def once_snapshot(ring_dir: str | None = None, pcie: str = "auto", prometheus_ur
         # The GPU sample gathers counter time first, which also gives the host's CPU figures an interval.
         gpu_state = gpu.sample_once()
         host.watch_pids(interesting_pids(gpu, jobs))
+        left = HOST_WINDOW_S - (time.monotonic() - host_began)
+        if left > 0:
+            time.sleep(left)  # a measuring window, not a synchronisation
         host_state = host.sample_once()
         topology.watch(watched_processes(gpu_state, None if prometheus_url else jobs_state))
         topology_state = topology.sample_once()
