@@ -86,6 +86,18 @@ def test_workers_confined_to_fewer_cores_than_workers_are_not_told_to_add_worker
     assert verdict.evidence["workers_allowed_cpus"] == [3]
 
 
+def test_workers_allowed_every_core_of_a_small_machine_are_not_told_to_widen_their_affinity() -> None:
+    # A 2-core machine, nothing pinned: four workers (a training and a validation loader's) on its two
+    # busy cores outnumber the machine's cores; there is no affinity to widen.
+    rank = _starved(workers=4)
+    host = _host_with_workers(rank, allowed=(0, 1), core_busy=100.0, cores=2)
+    advice = _advice(_verdict(rank, host=host))
+    assert "The 4 DataLoader workers already outnumber this machine's 2 cores, 100% busy: more workers " in (
+        advice
+    )
+    assert "widen the affinity" not in advice and "Raise num_workers" not in advice
+
+
 def test_workers_outnumbering_idle_cores_wait_on_storage_and_may_still_gain_from_more() -> None:
     rank = _starved(workers=4)
     verdict = _verdict(rank, host=_host_with_workers(rank, allowed=(3,), core_busy=10.0))

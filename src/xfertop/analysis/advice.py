@@ -11,6 +11,7 @@ from xfertop.analysis.evidence import CgroupCpuEvidence, Context, MemoryEvidence
 from xfertop.analysis.placement import cpu_ranges
 from xfertop.analysis.steps import WindowStats
 from xfertop.analysis.thresholds import (
+    BURSTY_MAX_MEDIAN_WAIT_SHARE,
     BURSTY_P95_OVER_P50,
     H2D_SEEN_OF_RX_MIN,
     INPUT_WARN_SHARE,
@@ -32,8 +33,13 @@ def pct(share: float) -> str:
 
 
 def is_bursty(stats: WindowStats) -> bool:
-    """A few long waits among short ones: a deeper prefetch queue would absorb them."""
+    """A few long waits among short ones: a deeper prefetch queue would absorb them. Only where the
+    typical step hardly waits (the workers keep up on average): workers that are too slow wait every
+    step, in a long-short rhythm as each delivers in turn, and a deeper queue cannot fill faster than
+    they produce."""
     wait = stats.data_wait
+    if stats.wall.p50_ms > 0 and wait.p50_ms > BURSTY_MAX_MEDIAN_WAIT_SHARE * stats.wall.p50_ms:
+        return False
     return wait.p95_ms > 0 and wait.p95_ms >= BURSTY_P95_OVER_P50 * max(wait.p50_ms, 0.01)
 
 
@@ -135,7 +141,8 @@ _RAISE_QUOTA = "docker --cpus, the pod's limits.cpu, systemd CPUQuota="
 def _what_limits_workers(workers: WorkersEvidence, count: int) -> str | None:
     """Why more workers cannot help, or None where they may: "quota" (their cgroup is throttled, or its
     quota is below their count and whether it is used up is not known yet), "affinity" (they outnumber
-    their allowed cores and those are in use, or their load is unknown) or "busy" (their cores are
+    their allowed cores, fewer than the machine's, and those are in use, or their load is unknown),
+    "cores" (the same, allowed every core of the machine: not confined) or "busy" (their cores are
     saturated). Workers waiting on storage (network file systems, object stores) can outnumber their
     cores, or their quota, and still gain from more: an idle core or an unthrottled cgroup says so."""
     quota = workers.cpu_quota_cores
@@ -148,7 +155,8 @@ def _what_limits_workers(workers: WorkersEvidence, count: int) -> str | None:
         return "quota"
     busy = workers.allowed_cores_busy_percent
     if count > len(workers.allowed_cpus) and (busy is None or busy >= OVERSUBSCRIBED_BUSY_PERCENT):
-        return "affinity"
+        # Allowed every core of the machine, they are not confined: they outnumber its cores.
+        return "affinity" if workers.confined else "cores"
     return "busy" if workers.saturated else None
 
 
@@ -195,6 +203,14 @@ def _workers_cannot_help(workers: WorkersEvidence, count: int, limit: str) -> li
             "that pins them, the job's cpuset), then size num_workers to the cores."
         ]
     busy = workers.allowed_cores_busy_percent or 0.0
+    if limit == "cores":
+        cores = len(workers.allowed_cpus)
+        return [
+            f"The {count} DataLoader workers already outnumber this machine's {cores} "
+            f"core{'s' if cores != 1 else ''}, {busy:.0f}% busy: more workers cannot help. Make each "
+            "sample cheaper (decode at a smaller size, move augmentation onto the GPU after the copy) "
+            "or run on more cores."
+        ]
     return [
         f"The cores the workers may use ({cpus}) are {busy:.0f}% busy: more workers cannot help. "
         "Make each sample cheaper (decode at a smaller size, move augmentation onto the GPU after the "

@@ -89,6 +89,13 @@ class WorkersEvidence:
     cpu_throttled_share: float | None = None
     #: That cgroup's CPU time over those periods against what the quota allowed; None if unknown.
     cpu_quota_used_share: float | None = None
+    #: The cores of the machine (online), None if unknown: workers allowed all of them are not confined.
+    host_cores: int | None = None
+
+    @property
+    def confined(self) -> bool:
+        """Their affinity leaves out some of the machine's cores (unknown: taken as confined)."""
+        return self.host_cores is None or len(self.allowed_cpus) < self.host_cores
 
     @property
     def effective_cores(self) -> float:
@@ -244,6 +251,7 @@ def workers_evidence(rank: RankState, host: HostState | None) -> WorkersEvidence
         cpu_quota_file=process.cpu_quota_file,
         cpu_throttled_share=process.cpu_throttled_share,
         cpu_quota_used_share=process.cpu_quota_used_share,
+        host_cores=len(cores) or None,
     )
 
 
