@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspy_support import fixture_lines, fixture_window
 from xfertop.analysis.sampled_verdict import MIN_SAMPLES, judge_stacks, keep_last_judged, sampled_verdict
-from xfertop.analysis.stack_classify import ClassShares, RankStacks, WorkerLoad, summarise_window
+from xfertop.analysis.stack_classify import ClassShares, LoopHost, RankStacks, WorkerLoad, summarise_window
 from xfertop.analysis.verdict import Verdict
 from xfertop.model.stacks import AttachTarget, StacksState
 
@@ -124,3 +124,52 @@ def test_a_window_without_a_verdict_keeps_the_last_judged_one_with_its_age() -> 
     )
     # Nothing judged yet: the window's own warming-up stands.
     assert keep_last_judged(teardown, 1.0, None) == (teardown, None)
+
+
+def test_on_a_cpu_the_loops_own_python_is_compute_and_its_lines_are_named() -> None:
+    # A CPU job: 55% in the model, 40% building and json-dumping per-sample logs in the loop body. On a
+    # CPU that host time is the job's compute (as the truth counts it); the advice names the lines.
+    loop = LoopHost(share=0.4, loop_line="train.py:12", top_lines=(("train.py:19", 0.4),))
+    rank = RankStacks(
+        pid=1, shares=ClassShares(counts={"compute": 55, "data_wait": 5, "other": 40}), loop_host=loop
+    )
+    verdict = sampled_verdict([(None, rank)])
+    assert verdict.kind == "compute-bound", verdict.headline
+    assert "compute is 95%" in verdict.headline
+    assert (
+        "40% of samples are the training loop's own Python (the loop at train.py:12; most on train.py:19"
+        in (verdict.advice[0])
+    )
+
+
+def test_workers_beside_a_loader_the_main_thread_reads_itself_name_that_loader() -> None:
+    # zip(fast loader with 2 workers, slow loader with num_workers=0): the workers idle, the main thread
+    # loads the slow one's samples itself. Not "suspect inter-process transfer".
+    rank = RankStacks(
+        pid=1,
+        shares=ClassShares(counts={"main_loading": 45, "data_wait": 5, "compute": 50}),
+        workers=(
+            WorkerLoad(pid=2, busy_share=0.02, samples=100),
+            WorkerLoad(pid=3, busy_share=0.02, samples=100),
+        ),
+        main_fetch_share=0.45,  # in fetch.py / __getitem__ under next(loader): running the Dataset
+    )
+    verdict = sampled_verdict([(None, rank)])
+    assert verdict.kind == "input-bound"
+    advice = " ".join(verdict.advice)
+    assert (
+        "The main thread runs a Dataset itself in 45% of samples although 2 DataLoader workers run" in advice
+    )
+    assert "inter-process" not in advice and "Raise num_workers above" not in advice
+    assert "num_workers=0" in advice
+
+
+def test_unpickling_workers_batches_is_not_the_main_thread_loading_itself() -> None:
+    rank = RankStacks(
+        pid=1,
+        shares=ClassShares(counts={"main_loading": 60, "compute": 40}),
+        workers=(WorkerLoad(pid=2, busy_share=0.1, samples=100),),
+        main_fetch_share=0.0,  # main_loading here is rebuild_storage_fd: the workers' batches arriving
+    )
+    advice = " ".join(sampled_verdict([(None, rank)]).advice)
+    assert "runs a Dataset itself" not in advice and "inter-process" in advice

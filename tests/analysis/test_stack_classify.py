@@ -264,6 +264,37 @@ def test_the_loops_own_python_work_is_found_by_the_for_statements_body() -> None
     assert loop.top_lines == (("train.py:15", 0.5),)
 
 
+_WHILE_SOURCE = {
+    10: "def main():",
+    11: "    it = iter(loader)",
+    12: "    while True:",
+    13: "        try:",
+    14: "            x, y = next(it)",
+    15: "        except StopIteration:",
+    16: "            it = iter(loader)",
+    17: "            continue",
+    18: "        loss = model(x).pow(2).mean()",
+    19: "        log.write(json.dumps([{'loss': float(v)} for v in per_sample]))",
+    20: "    save(model)",
+}
+
+
+def test_a_while_loop_that_calls_next_itself_is_found_as_the_training_loop() -> None:
+    def at(line: int, *inner: tuple[str, str]) -> tuple[Frame, ...]:
+        return (*frames(*inner), Frame("main", "/job/train.py", line), Frame("<module>", "/job/train.py", 30))
+
+    waiting = at(14, ("_MultiProcessingDataLoaderIter.__next__", "torch/utils/data/dataloader.py"))
+    stacks = (
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=20, frames=waiting),
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=45, frames=at(19)),
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=35, frames=at(20)),
+    )
+    window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=stacks)
+    loop = summarise_window(window, lambda f, n: _WHILE_SOURCE.get(n, "") if f == "/job/train.py" else "")
+    assert loop.loop_host.loop_line == "train.py:12"
+    assert loop.loop_host.share == 0.45 and loop.loop_host.top_lines == (("train.py:19", 0.45),)
+
+
 def test_a_frameworks_loop_is_not_the_users_bookkeeping() -> None:
     lib = "/usr/lib/python3/site-packages/lightning/loop.py"
     waiting = (
@@ -296,3 +327,24 @@ def test_a_loop_under_tqdm_is_found_and_a_checkpoint_in_its_body_is_not_bookkeep
     window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=stacks)
     loop = summarise_window(window, _loop_lines).loop_host
     assert loop.loop_line == "train.py:11" and loop.share == 0.4
+
+
+def test_the_main_thread_running_a_dataset_is_told_apart_from_unpickling_a_workers_batch() -> None:
+    next_batch = ("_MultiProcessingDataLoaderIter.__next__", "torch/utils/data/dataloader.py")
+    fetching = frames(
+        ("Slow.__getitem__", "/job/train.py"),
+        ("_MapDatasetFetcher.fetch", "torch/utils/data/_utils/fetch.py"),
+        ("_SingleProcessDataLoaderIter._next_data", "torch/utils/data/dataloader.py"),
+        next_batch,
+    )
+    unpickling = frames(("rebuild_storage_fd", "torch/multiprocessing/reductions.py"), next_batch)
+    computing = frames(("backward", "torch/_tensor.py"))
+    stacks = (
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=40, frames=fetching),
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=20, frames=unpickling),
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=40, frames=computing),
+    )
+    window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=stacks)
+    rank = summarise_window(window)
+    assert rank.shares.share("main_loading") == 0.6
+    assert rank.main_fetch_share == 0.4

@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 from window_fixtures import WindowFixture, load_window, rank_state, window_names
 
+from xfertop.analysis.evidence import Context
 from xfertop.analysis.steps import window_stats
 from xfertop.analysis.thresholds import INPUT_CRITICAL_SHARE, INPUT_WARN_SHARE
 from xfertop.analysis.verdict import Verdict, job_verdict, judge, rank_verdict
@@ -291,3 +292,13 @@ def test_verdicts_are_immutable_values() -> None:
     with pytest.raises(AttributeError):
         verdict.kind = "healthy"  # type: ignore[misc]
     assert verdict == judge(window_stats(idle_window(0.3)))  # type: ignore[arg-type]
+
+
+def test_a_cpu_compute_bound_job_is_told_the_step_clock_cannot_see_the_loops_own_python() -> None:
+    steps = [StepRecord(i, 50.0, 0.5, 0.0, None, None, None, 0, 32, False, False) for i in range(5, 105)]
+    stats = window_stats(steps[:50])
+    verdict = judge(stats, dataloader_workers=2, context=Context(on_gpu=False))
+    assert verdict.kind == "compute-bound"
+    assert "`xfertop attach PID`" in advice_text(verdict)
+    on_a_gpu = judge(stats, dataloader_workers=2, context=Context(on_gpu=True))
+    assert "`xfertop attach PID`" not in advice_text(on_a_gpu)

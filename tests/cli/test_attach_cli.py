@@ -178,6 +178,9 @@ def test_the_loops_own_python_bookkeeping_is_measured_and_named(capsys: pytest.C
     assert rank["loop_host_share"] >= 0.3, rank
     assert rank["loop_host_lines"][0][0].startswith("train_cpu.py:")
     assert report["verdict"]["kind"] not in ("host-bound", "warming-up"), report["verdict"]["headline"]
+    # ... counted as compute, with the lines named (mixed precision would not touch them).
+    advice = " ".join(report["verdict"]["advice"])
+    assert "of samples are the training loop's own Python" in advice and "train_cpu.py:" in advice, advice
 
 
 @needs_ptrace

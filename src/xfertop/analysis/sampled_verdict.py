@@ -44,6 +44,10 @@ LOOP_HOST_WARN_SHARE = 0.3
 LOOP_HOST_CRITICAL_SHARE = 0.5
 #: ... and the loop itself seen running (data, copies, compute, syncs) in at least this share.
 LOOP_STEPPING_MIN_SHARE = 0.1
+#: Workers run, yet the main thread's own loading holds at least this share of its input samples: a
+#: loader with num_workers=0 is read beside one with workers (a trial's zip of two loaders read "the
+#: workers are mostly idle ...: suspect inter-process transfer" while the main thread loaded the other).
+MAIN_LOADS_SHARE_OF_INPUT = 0.5
 #: A healthy verdict names the unrecognised ("other") share when it is at least this.
 OTHER_NOTE_SHARE = 0.2
 #: At least this share of the main thread's samples outside every phase xfertop recognises: the window
@@ -59,9 +63,10 @@ UNKNOWN_PINNING_ADVICE = (
 _NO_SPREAD = Spread(p50_ms=0.0, p95_ms=0.0)
 
 
-def _window_stats(rank: RankStacks) -> WindowStats:
+def _window_stats(rank: RankStacks, loop_compute: float = 0.0) -> WindowStats:
     """Sampled shares in the shape of a CPU-clock window (no step timings: spreads are zero). Workers
-    that ended while the job ran stand in for the steps that started workers again."""
+    that ended while the job ran stand in for the steps that started workers again. ``loop_compute``:
+    the loop's own Python share, counted as compute (a CPU job's host time is its compute)."""
     shares = rank.shares
     samples = shares.total_samples
     input_share = shares.input_share
@@ -79,7 +84,7 @@ def _window_stats(rank: RankStacks) -> WindowStats:
         copy_share=shares.share("copy"),
         copy=_NO_SPREAD,
         copy_cpu_share=shares.share("copy"),
-        compute_share=shares.share("compute"),
+        compute_share=shares.share("compute") + loop_compute,
         compute=_NO_SPREAD,
         gpu_idle_share=None,
         gpu_idle=None,
@@ -211,10 +216,20 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         and loop.share > max(stats.input_share, stats.copy_share)
     ):
         return _labelled(_loop_host_bound(loop), rank, ranks, [])
+    # On a CPU the loop's own Python runs on the same cores as the model: it is compute, as the step clock
+    # and the truth count it; its lines are named, since mixed precision or torch.compile will not touch it.
+    cpu_loop = [] if on_gpu or loop.share < LOOP_HOST_WARN_SHARE else [_cpu_loop_python(loop)]
+    if not on_gpu and loop.share > 0:
+        stats = _window_stats(rank, loop_compute=loop.share)
+    main_loads = _main_thread_loads(rank)
     workers = workers_now(rank) if rank.workers else (0 if rank.shares.share("main_loading") > 0 else None)
+    if main_loads:
+        workers = 0  # the loader that holds the loop up is read in the main process
     context = _context(rank)
     verdict = judge(stats, dataloader_workers=workers, context=context)
-    extra = _worker_advice(rank, context) if verdict.kind == "input-bound" else []
+    extra = cpu_loop
+    if verdict.kind == "input-bound":
+        extra = extra + (main_loads or _worker_advice(rank, context))
     if verdict.kind == "healthy" and outside_share >= OTHER_NOTE_SHARE:
         # The engine's "healthy" reads data/copy/compute only; say where the rest of the samples went.
         verdict = Verdict(
@@ -236,6 +251,29 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
             tuple(a for a in verdict.advice if "pinned" not in a and "pageable" not in a),
         )
     return _labelled(verdict, rank, ranks, extra)
+
+
+def _main_thread_loads(rank: RankStacks) -> list[str]:
+    """Workers run, yet the main thread itself loads most of what it waits for: a loader with
+    num_workers=0 is read in the loop beside one with workers (zip of two loaders)."""
+    loading = rank.main_fetch_share
+    if not rank.workers or loading <= 0 or loading < MAIN_LOADS_SHARE_OF_INPUT * rank.shares.input_share:
+        return []
+    count = workers_now(rank)
+    return [
+        f"The main thread runs a Dataset itself in {pct(loading)} of samples although {count} DataLoader "
+        f"worker{'s' if count != 1 else ''} run: a loader with num_workers=0 is read in the loop beside one "
+        "with workers. That loader is the one to give workers."
+    ]
+
+
+def _cpu_loop_python(loop: LoopHost) -> str:
+    lines = ", ".join(f"{line} {pct(share)}" for line, share in loop.top_lines)
+    return (
+        f"{pct(loop.share)} of samples are the training loop's own Python (the loop at {loop.loop_line}; "
+        f"most on {lines}), not the model: do per-step bookkeeping (metrics, logging, json) every N steps "
+        "or off the loop; mixed precision or torch.compile would not touch it."
+    )
 
 
 def _loop_host_bound(loop: LoopHost) -> Verdict:

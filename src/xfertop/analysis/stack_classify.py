@@ -83,6 +83,12 @@ _LOADING = (
     ),
     _rule("", "__getitem__", "__getitems__"),
 )
+#: Inside "next batch": the main process runs the Dataset itself (a loader with num_workers=0); not
+#: unpickling a worker's batch or pinning it, which are the cost of having workers.
+_FETCH_IN_MAIN = (
+    _rule("torch/utils/data/_utils/fetch.py", "fetch"),
+    _rule("", "__getitem__", "__getitems__"),
+)
 _COPY = (
     _rule("accelerate/utils/operations.py", "send_to_device"),
     _rule("lightning/fabric/utilities/apply_func.py", "move_data_to_device"),
@@ -260,7 +266,9 @@ _NOT_BOOKKEEPING = (
     _rule("torch/distributed/checkpoint/", "*"),
     _rule("safetensors/", "*"),
 )
-_FOR_LINE = re.compile(r"\s*(async\s+)?for\b")
+#: The statement of a training loop: ``for batch in loader`` or a ``while`` loop that calls ``next(it)``
+#: itself (restarting the iterator on StopIteration).
+_LOOP_LINE = re.compile(r"\s*((async\s+)?for|while)\b")
 
 
 @dataclass(frozen=True)
@@ -315,22 +323,23 @@ def _loop_callers(
 _FOR_SEARCH_LINES = 200
 
 
-def _for_statement(filename: str, line: int, line_text: LineText) -> tuple[int, int] | None:
-    """The ``for`` statement at or above ``line`` whose body holds it: (its line, its indentation). py-spy
-    gives the line of a ``for``'s next() call as the ``for`` line or, on 3.11, a line of its body."""
+def _loop_statement(filename: str, line: int, line_text: LineText) -> tuple[int, int] | None:
+    """The ``for`` or ``while`` statement at or above ``line`` whose body holds it: (its line, its
+    indentation). py-spy gives the line of a ``for``'s next() call as the ``for`` line or, on 3.11, a line
+    of its body; a ``while`` loop's next(it) is a line of its body."""
     text = line_text(filename, line)
     if not text.strip():
         return None
-    if _FOR_LINE.match(text):
+    if _LOOP_LINE.match(text):
         return line, _indent(text)
     depth = _indent(text)
     for number in range(line - 1, max(0, line - _FOR_SEARCH_LINES), -1):
         above = line_text(filename, number)
         if not above.strip() or above.lstrip().startswith("#") or _indent(above) >= depth:
             continue
-        if _FOR_LINE.match(above):
+        if _LOOP_LINE.match(above):
             return number, _indent(above)
-        depth = _indent(above)  # a block opener (if, with, while, def): keep looking outside it
+        depth = _indent(above)  # a block opener (if, with, try, def): keep looking outside it
         if above.lstrip().startswith(("def ", "async def ", "class ")):
             return None
     return None
@@ -359,7 +368,7 @@ def loop_host(
     filename, name = max(callers, key=lambda k: sum(callers[k].values()))
     lines = callers[(filename, name)]
     # The line with most samples: the for's own line, or (py-spy on 3.11) one of its body's.
-    found = _for_statement(filename, max(lines, key=lambda n: lines[n]), line_text)
+    found = _loop_statement(filename, max(lines, key=lambda n: lines[n]), line_text)
     if found is None:
         return LoopHost(0.0)
     for_line, depth = found
@@ -414,6 +423,9 @@ class RankStacks:
     #: Share of the main thread's samples in iter(loader) or an iterator's shutdown (workers started
     #: or stopped), part of the input share.
     worker_start_share: float = 0.0
+    #: Share of the main thread's samples running a Dataset inside next(loader) (a loader with
+    #: num_workers=0), part of the loading share; unpickling and pinning workers' batches are not.
+    main_fetch_share: float = 0.0
     #: Workers sampled in the window that had ended by its end while the job ran on: the DataLoader
     #: restarts its workers (each epoch without persistent_workers, or a loader made anew).
     workers_ended: int = 0
@@ -454,6 +466,7 @@ class RankStacks:
             "loop_host_share": round(self.loop_host.share, 4),
             "loop_host_lines": [[line, round(share, 4)] for line, share in self.loop_host.top_lines],
             "worker_start_share": round(self.worker_start_share, 4),
+            "main_fetch_share": round(self.main_fetch_share, 4),
             "workers_ended": self.workers_ended,
             "workers_allowed_cpus": list(self.workers_allowed_cpus),
             "workers_cpu_percent": _round1(self.workers_cpu_percent),
@@ -527,6 +540,19 @@ def _start_stop_share(main: list[ThreadStack]) -> float:
     return in_start / total if total else 0.0
 
 
+def _fetch_in_main_share(main: list[ThreadStack]) -> float:
+    """Share of the main thread's samples running a Dataset inside next(loader): it loads itself."""
+    total = sum(s.count for s in main)
+    fetching = 0
+    for stack in main:
+        for index, frame in enumerate(stack.frames):
+            if _matches(frame, _NEXT_BATCH):
+                if any(_matches(f, _FETCH_IN_MAIN) for f in stack.frames[:index]):
+                    fetching += stack.count
+                break
+    return fetching / total if total else 0.0
+
+
 @dataclass(frozen=True)
 class _WorkersPlaced:
     ended: int = 0
@@ -576,6 +602,7 @@ def summarise_window(window: StackWindow, line_text: LineText | None = None) -> 
         workers=workers,
         pin_busy_share=pin_busy_share(window.stacks, window.root_pid),
         worker_start_share=_start_stop_share(main),
+        main_fetch_share=_fetch_in_main_share(main),
         workers_ended=placed.ended,
         workers_allowed_cpus=placed.allowed_cpus,
         workers_cpu_percent=placed.cpu_percent,
