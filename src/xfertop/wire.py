@@ -46,6 +46,9 @@ H_LAUNCH_EXIT = 40
 STATE_DISABLED = 1
 STATE_CLOSED = 2
 STATE_COPY_TIMING = 4  # `xfertop run` times Tensor.to/.cuda: a step without copies really copied nothing
+#: A watched loader is read on a thread other than the main one (the job's own prefetcher): the step
+#: clock's waits are that thread's, not the training loop's.
+STATE_LOADER_OFF_THREAD = 8
 
 # -- header strings: (byte offset, byte length); a 4-byte little-endian length, then UTF-8 ------------
 STRINGS: dict[str, tuple[int, int]] = {

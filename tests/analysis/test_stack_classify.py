@@ -348,3 +348,24 @@ def test_the_main_thread_running_a_dataset_is_told_apart_from_unpickling_a_worke
     rank = summarise_window(window)
     assert rank.shares.share("main_loading") == 0.6
     assert rank.main_fetch_share == 0.4
+
+
+def test_a_main_thread_waiting_on_the_jobs_own_prefetch_queue_waits_for_data() -> None:
+    queue_wait = frames(
+        ("Condition.wait", "/usr/lib/python3.11/threading.py"), ("Queue.get", "/usr/lib/python3.11/queue.py")
+    )
+    main_waiting = (*queue_wait, Frame("next", "/job/train.py", 20), Frame("main", "/job/train.py", 30))
+    computing = frames(("backward", "torch/_tensor.py"))
+    reader = frames(
+        ("_SingleProcessDataLoaderIter.__next__", "torch/utils/data/dataloader.py"),
+        ("Prefetcher._fill", "/job/train.py"),
+    )
+    stacks = [
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=40, frames=main_waiting),
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=60, frames=computing),
+    ]
+    alone = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=tuple(stacks))
+    assert summarise_window(alone).shares.share("data_wait") == 0.0, "no loader read elsewhere: a queue"
+    stacks.append(ThreadStack(pid=10, tid=11, thread_name="Thread-1", count=100, frames=reader))
+    prefetched = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=tuple(stacks))
+    assert summarise_window(prefetched).shares.share("data_wait") == 0.4

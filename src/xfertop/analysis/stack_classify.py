@@ -83,6 +83,11 @@ _LOADING = (
     ),
     _rule("", "__getitem__", "__getitems__"),
 )
+#: Blocked taking an item from a queue: a training loop waiting on the job's own prefetch thread.
+_QUEUE_WAIT = (
+    _rule("/queue.py", "get"),
+    _rule("multiprocessing/queues.py", "get"),
+)
 #: Inside "next batch": the main process runs the Dataset itself (a loader with num_workers=0); not
 #: unpickling a worker's batch or pinning it, which are the cost of having workers.
 _FETCH_IN_MAIN = (
@@ -540,6 +545,14 @@ def _start_stop_share(main: list[ThreadStack]) -> float:
     return in_start / total if total else 0.0
 
 
+def _prefetch_thread(window: StackWindow) -> bool:
+    """A thread of the attached process other than its main one asks a DataLoader for batches."""
+    return any(
+        s.pid == window.root_pid and not s.is_main_thread and any(_matches(f, _NEXT_BATCH) for f in s.frames)
+        for s in window.stacks
+    )
+
+
 def _fetch_in_main_share(main: list[ThreadStack]) -> float:
     """Share of the main thread's samples running a Dataset inside next(loader): it loads itself."""
     total = sum(s.count for s in main)
@@ -594,6 +607,12 @@ def summarise_window(window: StackWindow, line_text: LineText | None = None) -> 
     # every epoch, never in plain dumps of it.
     main = [s for s in on_main if s.frames]
     classified = [(s, classify_stack(s.frames, line_text)) for s in main]
+    if _prefetch_thread(window):
+        # The loader is read on a thread of the job's own: the main thread waits for data in its queue.
+        classified = [
+            (s, "data_wait" if cls == "other" and any(_matches(f, _QUEUE_WAIT) for f in s.frames) else cls)
+            for s, cls in classified
+        ]
     workers = worker_loads(window.stacks, window.root_pid)
     placed = _placed(workers, window.placement)
     return RankStacks(

@@ -117,6 +117,26 @@ def evidence_of(stats: WindowStats) -> dict[str, Any]:
     return evidence
 
 
+#: The step clock times next() on the thread that calls it. A job that reads its DataLoader on a thread of
+#: its own (a prefetcher: a thread filling a queue.Queue that the loop takes batches from) has its steps
+#: timed on that thread: their waits are the prefetcher's, which overlap the loop's compute, not the loop's.
+#: A trial read "input-bound: 53-59% of each step waits" for a job whose loop never waited (compute 96%).
+#: No verdict rests on them; py-spy sees the training thread itself.
+LOADER_OFF_THREAD = Verdict(
+    kind="warming-up",
+    severity="info",
+    headline=(
+        "not measured: the DataLoader is read on a background thread (a prefetcher of the job's own), so "
+        "the step clock times that thread's waits, not the training loop's"
+    ),
+    evidence={"loader_off_thread": True},
+    advice=(
+        "`xfertop attach PID` (or `s` on the job's row) samples the training thread itself: it tells a loop "
+        "that waits on the prefetcher's queue from one that computes.",
+    ),
+)
+
+
 def warming_up(usable: int, min_steps: int = EARLY_MIN_STEPS) -> Verdict:
     return Verdict(
         kind="warming-up",
@@ -408,6 +428,8 @@ def job_verdict(
     judged = [(rank, stats) for rank in ranks if (stats := stats_of(rank)) is not None]
     if not judged:
         return warming_up(max((len(usable_steps(r.steps)) for r in ranks), default=0))
+    if any(rank.loader_off_thread for rank, _ in judged):
+        return LOADER_OFF_THREAD
     full = [(rank, stats) for rank, stats in judged if not stats.early]
     if len(full) >= 2 and (straggler := _straggler(full)) is not None:
         return straggler

@@ -107,6 +107,9 @@ class RankState:
     gpu_steps_dropped: int = 0
     #: `xfertop run` timed every Tensor.to/.cuda: a step that shows no copy copied nothing.
     copy_timing: bool = False
+    #: A watched loader is read on a thread other than the main one (the job's own prefetcher): the
+    #: step clock's data waits are that thread's, not the training loop's.
+    loader_off_thread: bool = False
     #: How the process ended: None while it runs (status live or stalled).
     end: RankEnd | None = None
 

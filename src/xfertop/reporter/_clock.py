@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -82,6 +83,8 @@ class StepClock:
         self._open_source = 0  # the iterator whose next() opened the open step
         self._joining = False  # a next() on another loader joins the open step (JOINED_FETCH_NS)
         self.copy_timing = False  # set by `xfertop run`'s copy timing before the first step
+        self._main_thread = threading.main_thread().ident
+        self.loader_off_thread = False  # a watched loader was read off the main thread (said once)
         self._next_flags = 0  # flags for the step about to open (epoch start)
         self._open = False
         self._start_ns = 0
@@ -200,6 +203,9 @@ class StepClock:
                 self._start()
                 if self.disabled:
                     return
+            if not self.loader_off_thread and threading.get_ident() != self._main_thread:
+                self.loader_off_thread = True  # a prefetch thread of the job's own: its waits, not the loop's
+                self._set_state_flag(wire.STATE_LOADER_OFF_THREAD)
             if (
                 source
                 and self._open

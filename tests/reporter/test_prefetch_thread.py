@@ -1,0 +1,83 @@
+"""A job that reads its DataLoader on a thread of its own (a prefetcher filling a queue), under the real
+`xfertop run`: the step clock's waits are that thread's, so the ring says so and no verdict rests on them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from ring_test_tools import child_env, ranks
+from xfertop.analysis.verdict import job_verdict
+from xfertop.sources.jobs import JobsSource
+
+PREFETCHED = """
+import queue, threading, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Slow(Dataset):
+    def __len__(self):
+        return 120
+    def __getitem__(self, index):
+        time.sleep(0.002)
+        return torch.ones(4)
+
+class Prefetcher:
+    def __init__(self, loader):
+        self.queue = queue.Queue(maxsize=2)
+        threading.Thread(target=self._fill, args=(loader,), daemon=True).start()
+    def _fill(self, loader):
+        for batch in loader:
+            self.queue.put(batch)
+        self.queue.put(None)
+    def next(self):
+        return self.queue.get()
+
+prefetcher = Prefetcher(DataLoader(Slow(), batch_size=2))
+while (batch := prefetcher.next()) is not None:
+    spin = time.perf_counter()
+    while time.perf_counter() - spin < 0.008:   # the loop computes longer than a batch takes to load
+        pass
+print("done")
+"""
+
+PLAIN = """
+import torch
+from torch.utils.data import DataLoader
+for batch in DataLoader(torch.zeros(64, 4), batch_size=2):
+    pass
+"""
+
+
+def _run(tmp_path: Path, code: str) -> list:
+    rings = tmp_path / "rings"
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(code))
+    result = subprocess.run(
+        [sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", sys.executable, str(script)],
+        env=child_env(rings),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return ranks(JobsSource(ring_dir=str(rings)))
+
+
+def test_a_loader_read_on_a_prefetch_thread_is_said_and_gets_no_verdict_from_its_waits(
+    tmp_path: Path,
+) -> None:
+    (rank,) = _run(tmp_path, PREFETCHED)
+    assert rank.loader_off_thread
+    assert len(rank.steps) == 60  # the prefetcher's next() calls are still timed
+    verdict = job_verdict([rank])
+    assert verdict.kind == "warming-up"
+    assert verdict.headline.startswith("not measured: the DataLoader is read on a background thread")
+    assert "xfertop attach PID" in verdict.advice[0]
+
+
+def test_a_loader_read_in_the_main_thread_is_not_flagged(tmp_path: Path) -> None:
+    (rank,) = _run(tmp_path, PLAIN)
+    assert not rank.loader_off_thread
