@@ -237,8 +237,8 @@ def input_bound_advice(
     elif restarts:
         advice.append(
             f"{pct(stats.worker_start_wait_share)} of the wait falls in the first step of each "
-            f"epoch ({stats.worker_start_steps} of {stats.steps} steps), where the DataLoader "
-            "starts its workers again: set persistent_workers=True."
+            f"epoch ({stats.worker_start_steps} of {stats.steps} steps), where a DataLoader (training or "
+            "validation) starts its workers again: set persistent_workers=True on it."
         )
     elif spikes:
         advice.append(
