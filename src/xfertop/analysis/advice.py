@@ -96,7 +96,8 @@ def _quota_source(quota_file: str | None) -> str:
 
 
 def _throttled_text(workers: WorkersEvidence) -> str:
-    """ "throttled in 40% of periods", with how much of the quota it used where that is known."""
+    """The throttling as the advice words it (throttled in 40% of periods), with how much of the quota
+    was used where that is known."""
     share = workers.cpu_throttled_share
     if share is None:
         return ""

@@ -125,7 +125,7 @@ def _context(rank: RankStacks) -> Context:
             cpu_quota_file=cgroup.quota_file if cgroup else None,
             cpu_throttled_share=cgroup.throttled_share if cgroup else None,
             cpu_quota_used_share=cgroup.used_share if cgroup else None,
-            host_cores=len(placement.cores_busy_percent) or None if placement is not None else None,
+            host_cores=(len(placement.cores_busy_percent) or None) if placement is not None else None,
         )
     # Samples show host time only: a pinned, non_blocking copy costs the host nothing, so a small copy
     # share proves nothing about PCIe (no "Do not tune PCIe"), and the GPU's own figures are not here.
