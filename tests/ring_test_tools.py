@@ -62,3 +62,22 @@ def rank_with_steps(source: JobsSource, pid: int, min_steps: int) -> RankState |
         if rank.pid == pid and rank.steps and rank.steps[-1].step + 1 >= min_steps:
             return rank
     return None
+
+
+def run_under_xfertop(
+    tmp_path: Path, code: str, *flags: str
+) -> tuple[subprocess.CompletedProcess[str], list[RankState]]:
+    """Run ``code`` (dedented) as train.py under the real `xfertop run --no-summary` with a private ring
+    directory; fail on a non-zero exit. The finished run, and the ranks its rings hold."""
+    rings = tmp_path / "rings"
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(code))
+    result = subprocess.run(
+        [sys.executable, "-m", "xfertop.cli.run", "--no-summary", *flags, "--", sys.executable, str(script)],
+        env=child_env(rings),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return result, ranks(JobsSource(ring_dir=str(rings)))

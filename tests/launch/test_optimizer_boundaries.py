@@ -3,13 +3,9 @@ with a DataLoader keeps the loader's boundaries (one step per batch, not two).""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
-from ring_test_tools import child_env, ranks
-from xfertop.sources.jobs import JobsSource
+from ring_test_tools import run_under_xfertop
 
 NO_LOADER = """
 import time, torch
@@ -42,18 +38,9 @@ print("done")
 
 
 def _run(tmp_path: Path, code: str) -> list:
-    rings = tmp_path / "rings"
-    script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(code))
-    result = subprocess.run(
-        [sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", sys.executable, str(script)],
-        env=child_env(rings),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0 and result.stdout == "done\n", result.stderr
-    return ranks(JobsSource(ring_dir=str(rings)))
+    result, found = run_under_xfertop(tmp_path, code)
+    assert result.stdout == "done\n", result.stderr
+    return found
 
 
 def test_a_loop_without_a_dataloader_is_stepped_by_its_optimizer(tmp_path: Path) -> None:

@@ -3,14 +3,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
-from ring_test_tools import child_env, ranks
+from ring_test_tools import run_under_xfertop
 from xfertop.analysis.verdict import job_verdict
-from xfertop.sources.jobs import JobsSource
 
 PREFETCHED = """
 import queue, threading, time
@@ -52,18 +48,7 @@ for batch in DataLoader(torch.zeros(64, 4), batch_size=2):
 
 
 def _run(tmp_path: Path, code: str) -> list:
-    rings = tmp_path / "rings"
-    script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(code))
-    result = subprocess.run(
-        [sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", sys.executable, str(script)],
-        env=child_env(rings),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    return ranks(JobsSource(ring_dir=str(rings)))
+    return run_under_xfertop(tmp_path, code)[1]
 
 
 def test_a_loader_read_on_a_prefetch_thread_is_said_and_gets_no_verdict_from_its_waits(

@@ -6,13 +6,9 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
-from ring_test_tools import child_env, ranks
-from xfertop.sources.jobs import JobsSource
+from ring_test_tools import run_under_xfertop
 
 # A fast loader with 2 workers (in memory) zipped with a slow one read in the loop (num_workers=0, 4 ms of
 # sleep a sample: storage latency), then 4 ms of busy compute. The job times its own truth: the wait in
@@ -52,19 +48,8 @@ print(json.dumps({"iterations": iterations, "data_share": waited / (time.perf_co
 def test_zipped_loaders_make_one_step_per_iteration_and_the_slow_one_names_the_workers(
     tmp_path: Path,
 ) -> None:
-    rings = tmp_path / "rings"
-    script = tmp_path / "zipped.py"
-    script.write_text(textwrap.dedent(ZIPPED))
-    result = subprocess.run(
-        [sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", sys.executable, str(script)],
-        env=child_env(rings),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
+    result, (rank,) = run_under_xfertop(tmp_path, ZIPPED)
     truth = json.loads(result.stdout.splitlines()[-1])
-    (rank,) = ranks(JobsSource(ring_dir=str(rings)))
     assert truth["iterations"] == 30
     assert len(rank.steps) == 30, "one step per iteration, not one per loader"
     assert all(step.samples == 2 for step in rank.steps)
