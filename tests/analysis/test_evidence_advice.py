@@ -98,6 +98,28 @@ def test_workers_allowed_every_core_of_a_small_machine_are_not_told_to_widen_the
     assert "widen the affinity" not in advice and "Raise num_workers" not in advice
 
 
+def test_workers_and_their_training_process_filling_the_cores_are_not_told_to_add_workers() -> None:
+    # Two workers and the training loop on a 2-core machine, 70% busy: a third worker would take CPU from
+    # the other two and from the loop (a trial: 2 workers 832-873 samples/s, 3 workers 800-837).
+    rank = _starved(workers=2)
+    host = _host_with_workers(rank, allowed=(0, 1), core_busy=70.0, workers=2, cores=2)
+    advice = _advice(_verdict(rank, host=host))
+    assert (
+        "The 2 DataLoader workers and their training process already outnumber this machine's 2 cores, "
+        "70% busy: more workers cannot help." in advice
+    )
+    assert "Raise num_workers" not in advice
+
+
+def test_a_training_process_kept_off_the_workers_cores_leaves_them_room() -> None:
+    rank = _starved(workers=2)
+    host = _host_with_workers(rank, allowed=(2, 3), core_busy=70.0, workers=2)
+    (trainer,) = host.processes
+    elsewhere = dataclasses.replace(trainer, cpus_allowed=(0, 1))
+    host = dataclasses.replace(host, processes=(elsewhere,))
+    assert "Raise num_workers above 2 (2 cores allowed, 70% busy)" in _advice(_verdict(rank, host=host))
+
+
 def test_workers_outnumbering_idle_cores_wait_on_storage_and_may_still_gain_from_more() -> None:
     rank = _starved(workers=4)
     verdict = _verdict(rank, host=_host_with_workers(rank, allowed=(3,), core_busy=10.0))

@@ -141,8 +141,9 @@ _RAISE_QUOTA = "docker --cpus, the pod's limits.cpu, systemd CPUQuota="
 
 def _what_limits_workers(workers: WorkersEvidence, count: int) -> str | None:
     """Why more workers cannot help, or None where they may: "quota" (their cgroup is throttled, or its
-    quota is below their count and whether it is used up is not known yet), "affinity" (they outnumber
-    their allowed cores, fewer than the machine's, and those are in use, or their load is unknown),
+    quota is below their count and whether it is used up is not known yet), "affinity" (they, with their
+    training process where it shares their cores, outnumber their allowed cores, fewer than the
+    machine's, and those are in use, or their load is unknown),
     "cores" (the same, allowed every core of the machine: not confined) or "busy" (their cores are
     saturated). Workers waiting on storage (network file systems, object stores) can outnumber their
     cores, or their quota, and still gain from more: an idle core or an unthrottled cgroup says so."""
@@ -155,7 +156,8 @@ def _what_limits_workers(workers: WorkersEvidence, count: int) -> str | None:
     ):
         return "quota"
     busy = workers.allowed_cores_busy_percent
-    if count > len(workers.allowed_cpus) and (busy is None or busy >= OVERSUBSCRIBED_BUSY_PERCENT):
+    competing = workers.competing(count)  # the training process runs there too: it is no idle core
+    if competing > len(workers.allowed_cpus) and (busy is None or busy >= OVERSUBSCRIBED_BUSY_PERCENT):
         # Allowed every core of the machine, they are not confined: they outnumber its cores.
         return "affinity" if workers.confined else "cores"
     return "busy" if workers.saturated else None
@@ -196,9 +198,12 @@ def _workers_cannot_help(workers: WorkersEvidence, count: int, limit: str) -> li
     if limit == "quota":
         return [_quota_cannot_help(workers, count)]
     cpus = cpu_ranges(list(workers.allowed_cpus))
+    who = f"The {count} DataLoader workers"
+    if count <= len(workers.allowed_cpus):  # their training process on the same cores tips it
+        who = f"The {count} DataLoader worker{'s' if count != 1 else ''} and their training process"
     if limit == "affinity":
         return [
-            f"The {count} DataLoader workers may run on only {len(workers.allowed_cpus)} "
+            f"{who} may run on only {len(workers.allowed_cpus)} "
             f"core{'s' if len(workers.allowed_cpus) != 1 else ''} (CPU affinity {cpus}): more workers "
             "cannot help. Give them more cores: widen the affinity (taskset, numactl, a worker_init_fn "
             "that pins them, the job's cpuset), then size num_workers to the cores."
@@ -207,7 +212,7 @@ def _workers_cannot_help(workers: WorkersEvidence, count: int, limit: str) -> li
     if limit == "cores":
         cores = len(workers.allowed_cpus)
         return [
-            f"The {count} DataLoader workers already outnumber this machine's {cores} "
+            f"{who} already outnumber this machine's {cores} "
             f"core{'s' if cores != 1 else ''}, {busy:.0f}% busy: more workers cannot help. Make each "
             "sample cheaper (decode at a smaller size, move augmentation onto the GPU after the copy) "
             "or run on more cores."

@@ -91,6 +91,14 @@ class WorkersEvidence:
     cpu_quota_used_share: float | None = None
     #: The cores of the machine (online), None if unknown: workers allowed all of them are not confined.
     host_cores: int | None = None
+    #: Their training process may run on some of their cores (its affinity overlaps theirs, or is not
+    #: known): it competes with them for those cores.
+    trainer_shares_cores: bool = True
+
+    def competing(self, count: int) -> int:
+        """Processes that want the workers' cores: the ``count`` workers, and their training process
+        where it runs there too."""
+        return count + (1 if self.trainer_shares_cores else 0)
 
     @property
     def confined(self) -> bool:
@@ -252,6 +260,7 @@ def workers_evidence(rank: RankState, host: HostState | None) -> WorkersEvidence
         cpu_throttled_share=process.cpu_throttled_share,
         cpu_quota_used_share=process.cpu_quota_used_share,
         host_cores=len(cores) or None,
+        trainer_shares_cores=not process.cpus_allowed or bool(set(process.cpus_allowed) & set(allowed)),
     )
 
 

@@ -272,7 +272,7 @@ def _cpu_loop_python(loop: LoopHost) -> str:
     return (
         f"{pct(loop.share)} of samples are the training loop's own Python (the loop at {loop.loop_line}; "
         f"most on {lines}), not the model: do per-step bookkeeping (metrics, logging, json) every N steps "
-        "or off the loop; mixed precision or torch.compile would not touch it."
+        "or off the loop. Mixed precision or torch.compile would speed up only the model's share."
     )
 
 
