@@ -65,15 +65,25 @@ def rank_with_steps(source: JobsSource, pid: int, min_steps: int) -> RankState |
 
 
 def run_under_xfertop(
-    tmp_path: Path, code: str, *flags: str
+    tmp_path: Path, code: str, *flags: str, summary: bool = False
 ) -> tuple[subprocess.CompletedProcess[str], list[RankState]]:
-    """Run ``code`` (dedented) as train.py under the real `xfertop run --no-summary` with a private ring
-    directory; fail on a non-zero exit. The finished run, and the ranks its rings hold."""
+    """Run ``code`` (dedented) as train.py under the real `xfertop run` (``--no-summary`` unless
+    ``summary``) with a private ring directory; fail on a non-zero exit. The finished run, and the ranks
+    its rings hold."""
     rings = tmp_path / "rings"
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(code))
     result = subprocess.run(
-        [sys.executable, "-m", "xfertop.cli.run", "--no-summary", *flags, "--", sys.executable, str(script)],
+        [
+            sys.executable,
+            "-m",
+            "xfertop.cli.run",
+            *([] if summary else ["--no-summary"]),
+            *flags,
+            "--",
+            sys.executable,
+            str(script),
+        ],
         env=child_env(rings),
         capture_output=True,
         text=True,

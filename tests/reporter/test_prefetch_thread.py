@@ -66,3 +66,11 @@ def test_a_loader_read_on_a_prefetch_thread_is_said_and_gets_no_verdict_from_its
 def test_a_loader_read_in_the_main_thread_is_not_flagged(tmp_path: Path) -> None:
     (rank,) = _run(tmp_path, PLAIN)
     assert not rank.loader_off_thread
+
+
+def test_the_end_of_run_summary_does_not_give_the_prefetchers_waits_as_the_loops(tmp_path: Path) -> None:
+    result, _ = run_under_xfertop(tmp_path, PREFETCHED, summary=True)
+    summary = result.stderr[result.stderr.index("xfertop run: ") :]
+    assert "where the time went: not measured (the DataLoader is read on a background thread" in summary
+    assert "data wait" not in summary
+    assert "s not measured" in summary.split("verdicts: ", 1)[1].splitlines()[0], summary

@@ -83,6 +83,13 @@ class PhaseTotals:
         }
 
 
+def _same_span(span: VerdictSpan, kind: str, headline: str) -> bool:
+    """One span per run of a verdict kind; "not measured" (kind warming-up) is a span of its own."""
+    return span.kind == kind and span.headline.startswith("not measured") == headline.startswith(
+        "not measured"
+    )
+
+
 def _sample(source: Any) -> Any:
     """One sample of an optional source; None where there is none or it failed."""
     if source is None:
@@ -205,7 +212,7 @@ class RunFollower:
         verdict = max(judged, key=lambda job: len(job.ranks)).verdict
         now_s = round(self._clock() - self.started_s, 1)
         self.last_verdict = verdict.to_dict()
-        if self.spans and self.spans[-1].kind == verdict.kind:
+        if self.spans and _same_span(self.spans[-1], verdict.kind, verdict.headline):
             last = self.spans[-1]
             self.spans[-1] = VerdictSpan(last.from_s, now_s, last.kind, verdict.headline)
         else:

@@ -60,6 +60,8 @@ def build_summary(follower: RunFollower, command: list[str], returncode: int) ->
         "steps_lost": sum(known.steps_lost for known in follower.ranks.values()),
         "samples_per_s": round(samples_per_s, 2),
         "shares": whole.shares() if whole.steps else None,
+        # The step clock timed a prefetch thread's next() calls: the shares are that thread's.
+        "loader_off_thread": any(known.rank.loader_off_thread for known in follower.ranks.values()),
         "verdicts": [
             {"from_s": span.from_s, "to_s": span.to_s, "kind": span.kind, "headline": span.headline}
             for span in follower.spans
@@ -71,6 +73,11 @@ def build_summary(follower: RunFollower, command: list[str], returncode: int) ->
 
 def _pct(share: float | None) -> str:
     return "n/a" if share is None else f"{share * 100:.0f}%"
+
+
+def _span_label(span: dict[str, Any]) -> str:
+    """A span's kind, or "not measured" for the verdict that says so (kind warming-up, its own headline)."""
+    return "not measured" if span["headline"].startswith("not measured") else str(span["kind"])
 
 
 def _seconds(value_s: float) -> str:
@@ -91,18 +98,24 @@ def render_text(summary: dict[str, Any], json_path: str | None) -> str:
         + (f" over {ranks} ranks" if ranks > 1 else "")
     ]
     shares = summary["shares"]
-    lines.append(
-        f"  where the time went ({shares['clock'].upper()} clock, whole run): "
-        f"data wait {_pct(shares['data_wait'])}, copy {_pct(shares['copy'])}, "
-        f"compute {_pct(shares['compute'])}, GPU idle {_pct(shares['gpu_idle'])}"
-    )
+    if summary.get("loader_off_thread"):
+        lines.append(
+            "  where the time went: not measured (the DataLoader is read on a background thread, so the step "
+            "clock timed that thread's waits, not the training loop's)"
+        )
+    else:
+        lines.append(
+            f"  where the time went ({shares['clock'].upper()} clock, whole run): "
+            f"data wait {_pct(shares['data_wait'])}, copy {_pct(shares['copy'])}, "
+            f"compute {_pct(shares['compute'])}, GPU idle {_pct(shares['gpu_idle'])}"
+        )
     if summary["steps_lost"]:
         lines.append(f"  ({summary['steps_lost']} steps were overwritten in the ring before they were read)")
     spans = summary["verdicts"]
     if spans:
         lines.append(
             "  verdicts: "
-            + ", ".join(f"{span['from_s']:.0f}-{span['to_s']:.0f} s {span['kind']}" for span in spans)
+            + ", ".join(f"{span['from_s']:.0f}-{span['to_s']:.0f} s {_span_label(span)}" for span in spans)
         )
     last = summary["last_verdict"]
     if last:
