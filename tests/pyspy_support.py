@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -59,17 +62,21 @@ def ptrace_problem() -> str | None:
 
 @contextmanager
 def training_job(*args: str) -> Iterator[subprocess.Popen[str]]:
-    """train_cpu.py running past its warm-up steps (it prints "ready"); killed on exit."""
+    """train_cpu.py running past its warm-up steps (it prints "ready"); killed on exit with every process
+    it started: under a forkserver the DataLoader workers are the forkserver's children, and killing the
+    job alone left the forkserver and its workers running (their parent, the forkserver, lives on)."""
     job = subprocess.Popen(
         [sys.executable, str(TRAIN_SCRIPT), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
+        start_new_session=True,
     )
     try:
         assert job.stdout is not None
         assert job.stdout.readline().strip() == "ready", "train_cpu.py exited before its warm-up steps"
         yield job
     finally:
-        job.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(job.pid, signal.SIGKILL)
         job.wait()
