@@ -302,3 +302,53 @@ def test_a_cpu_compute_bound_job_is_told_the_step_clock_cannot_see_the_loops_own
     assert "`xfertop attach PID`" in advice_text(verdict)
     on_a_gpu = judge(stats, dataloader_workers=2, context=Context(on_gpu=True))
     assert "`xfertop attach PID`" not in advice_text(on_a_gpu)
+
+
+def _steady_steps(count: int, stalls: dict[int, float], epoch_start: bool = False) -> list[StepRecord]:
+    """CPU-clock steps of 20 ms compute and 0.5 ms of wait; ``stalls``: step number -> its wait (ms)."""
+    steps = []
+    for i in range(count):
+        wait = stalls.get(i, 0.5)
+        steps.append(
+            StepRecord(
+                i,
+                20.0 + wait,
+                wait,
+                0.0,
+                None,
+                None,
+                None,
+                0,
+                32,
+                False,
+                False,
+                epoch_start=epoch_start and i in stalls,
+                workers_started=epoch_start and i in stalls,
+            )
+        )
+    return steps
+
+
+def test_a_one_off_stall_is_left_out_of_the_verdict_and_said() -> None:
+    # One next() of 170 ms among ~1000 ms of compute: 14% of the window, once in 200 steps.
+    steps = _steady_steps(200, {180: 170.0})
+    verdict = rank_verdict(steps, dataloader_workers=2)
+    assert verdict.kind == "compute-bound", verdict.headline
+    assert verdict.evidence["one_off_stall_ms"] == 170.0
+    assert "One next() waited 170 ms" in advice_text(verdict) and "a one-off" in advice_text(verdict)
+
+
+def test_a_stall_that_recurs_in_the_history_is_the_pipelines_own() -> None:
+    # The same 170 ms wait every 40 steps (a shard boundary): still one per window, but not a one-off.
+    steps = _steady_steps(200, {i: 170.0 for i in range(20, 200, 40)})
+    verdict = rank_verdict(steps, dataloader_workers=2)
+    assert verdict.kind == "input-bound", verdict.headline
+    assert "one_off_stall_ms" not in verdict.evidence
+
+
+def test_an_iterations_start_is_never_a_one_off_stall() -> None:
+    # Non-persistent workers starting once in the window (a long epoch): the persistent_workers case.
+    steps = _steady_steps(200, {180: 170.0}, epoch_start=True)
+    verdict = rank_verdict(steps, dataloader_workers=2)
+    assert verdict.kind == "input-bound", verdict.headline
+    assert "persistent_workers=True" in advice_text(verdict)

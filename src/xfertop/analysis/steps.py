@@ -78,6 +78,10 @@ class WindowStats:
     #: Shares of py-spy samples, not of timed steps (`xfertop attach`): ``steps`` counts samples, and
     #: ``worker_start_steps`` the workers that ended during the window while the job ran on.
     sampled: bool = False
+    #: The window's longest data wait of a step that starts no iteration (ms), and how many other such
+    #: steps of the whole history given (the ring) waited at least half as long: 0 for a one-off stall.
+    stall_wait_ms: float = 0.0
+    stall_repeats: int = 0
 
     @property
     def input_share(self) -> float:
@@ -195,6 +199,21 @@ def window_stats(
     wall_total_s = wall_total_ms / 1000.0
     wait_total_ms = sum(wait)
     worker_starts = [s for s in window if s.workers_started]
+    stall = max((s for s in window if not s.epoch_start), key=lambda s: s.data_wait_ms, default=None)
+    stall_ms = stall.data_wait_ms if stall is not None else 0.0
+    repeats = (
+        sum(
+            1
+            for s in steps
+            if s is not stall
+            and s.step >= warmup_steps
+            and not s.epoch_start
+            and s.wall_ms > 0
+            and s.data_wait_ms >= stall_ms / 2
+        )
+        if stall_ms > 0
+        else 0
+    )
     return WindowStats(
         clock=clock,
         steps=len(window),
@@ -223,4 +242,6 @@ def window_stats(
         worker_start_steps=len(worker_starts),
         worker_start_wait_share=_share(sum(s.data_wait_ms for s in worker_starts), wait_total_ms),
         early=len(window) < MIN_WINDOW_STEPS,
+        stall_wait_ms=stall_ms,
+        stall_repeats=repeats,
     )

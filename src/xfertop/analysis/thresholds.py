@@ -47,6 +47,11 @@ BURSTY_P95_OVER_P50 = 3.0
 #: up on average. A new-user trial's 2 workers at 100% of 2 cores waited 90 ms median, 284 ms p95, in a
 #: long-short rhythm; prefetch_factor=4 made it 22% slower.
 BURSTY_MAX_MEDIAN_WAIT_SHARE = 0.1
+#: One step's wait (not an iteration's start) holding at least this share of the window's wait, without
+#: which the window is below INPUT_WARN_SHARE, and no other step of the ring's history waiting half as
+#: long: a one-off stall, left out of the verdict. A re-trial's compute-bound job (json logging, truth
+#: data 5%) read "input-bound 11-14%" for one window around a single 151-171 ms next().
+ONE_OFF_STALL_SHARE = 0.5
 #: Spikes: at most this fraction of the window's steps ...
 SPIKE_MAX_STEP_FRACTION = 0.05
 #: ... hold at least this fraction of its data wait (the epoch-start pattern of non-persistent workers).

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from xfertop.analysis import advice as advise
@@ -24,6 +24,7 @@ from xfertop.analysis.thresholds import (
     HIDDEN_WAIT_MIN_SHARE,
     INPUT_CRITICAL_SHARE,
     INPUT_WARN_SHARE,
+    ONE_OFF_STALL_SHARE,
     PAGEABLE_H2D_LARGE_BYTES_PER_S,
     PAGEABLE_H2D_MAX_BYTES_PER_S,
     PAGEABLE_LARGE_STEP_BYTES,
@@ -173,10 +174,53 @@ def judge(
     return Verdict(verdict.kind, verdict.severity, headline, verdict.evidence, verdict.advice)
 
 
+def without_one_off_stall(stats: WindowStats) -> tuple[WindowStats, str | None]:
+    """The window judged without a one-off stall, and the line that says so; the window as it is where
+    there is none. A stall is one step's wait (not an iteration's start) that makes the window read
+    input-bound on its own (without it the wait is below INPUT_WARN_SHARE, and it holds at least
+    ONE_OFF_STALL_SHARE of the wait) while no other step of the ring's history waited half as long: a
+    slow sample, a storage or GC hiccup. A stall that recurs (a shard boundary every N steps) is the
+    pipeline's own, and stays (the spikes advice names it)."""
+    stall, wall_total = stats.stall_wait_ms, stats.wall_ms_total
+    if stats.sampled or stall <= 0 or stats.stall_repeats or wall_total <= stall:
+        return stats, None
+    wait_total = stats.data_wait_share * wall_total
+    rest = wall_total - stall
+    if stall < ONE_OFF_STALL_SHARE * wait_total or stats.input_share < INPUT_WARN_SHARE:
+        return stats, None
+    scale = wall_total / rest
+    data_wait_share = max(0.0, wait_total - stall) / rest
+    idle_share = None
+    if stats.gpu_idle_share is not None:  # the GPU idled at most as long as the loop waited
+        idle_share = max(0.0, stats.gpu_idle_share * wall_total - stall) / rest
+    if (idle_share if idle_share is not None else data_wait_share) >= INPUT_WARN_SHARE:
+        return stats, None
+    without = replace(
+        stats,
+        wall_ms_total=rest,
+        data_wait_share=data_wait_share,
+        gpu_idle_share=idle_share,
+        copy_share=stats.copy_share * scale,
+        copy_cpu_share=stats.copy_cpu_share * scale,
+        compute_share=min(1.0, stats.compute_share * scale),
+        stall_wait_ms=0.0,
+    )
+    note = (
+        f"One next() waited {stall:.0f} ms, {pct(stall / wall_total)} of this window, and no other step of "
+        "the recent history half as long: a one-off (a slow sample, a storage or GC hiccup), left out of "
+        "this verdict."
+    )
+    return without, note
+
+
 def _judge(
     stats: WindowStats, dataloader_workers: int | None, gpu_busy_share: float | None, context: Context
 ) -> Verdict:
+    stall_ms = stats.stall_wait_ms
+    stats, one_off = without_one_off_stall(stats)
     evidence = evidence_of(stats)
+    if one_off is not None:
+        evidence["one_off_stall_ms"] = _round(stall_ms, 1)
     # The rule of the house: a CPU wait that the GPU did not feel is not starvation.
     hidden_wait = (
         stats.gpu_idle_share is not None
@@ -190,7 +234,7 @@ def _judge(
     evidence["gpu_busy_share"] = _round(busy_share, 4)
     evidence["dataloader_workers"] = dataloader_workers
     evidence.update(context_evidence(context))
-    memory_advice = advise.pinned_memory_advice(context.memory)
+    memory_advice = advise.pinned_memory_advice(context.memory) + ([one_off] if one_off else [])
 
     def verdict(kind: VerdictKind, severity: Severity, headline: str, advice: list[str]) -> Verdict:
         return Verdict(kind, severity, headline, evidence, tuple(advice + memory_advice))
