@@ -79,6 +79,7 @@ F_GPU_DROPPED = 16  # too many steps pending: GPU timing given up for this one
 F_COPIED = 32  # a copy was made or marked this step
 F_EPOCH_START = 64  # the first step of an iteration over a loader; its data wait includes iter(loader)
 F_WORKERS_STARTED = 128  # ... and that iter() started the loader's worker processes (not persistent)
+F_CHECKPOINT = 256  # torch.save ran inside this step (`xfertop run`): a checkpoint's time is in its wall
 
 
 def ring_bytes(capacity: int) -> int:

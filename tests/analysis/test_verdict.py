@@ -352,3 +352,29 @@ def test_an_iterations_start_is_never_a_one_off_stall() -> None:
     verdict = rank_verdict(steps, dataloader_workers=2)
     assert verdict.kind == "input-bound", verdict.headline
     assert "persistent_workers=True" in advice_text(verdict)
+
+
+def test_checkpoint_steps_that_take_a_large_share_are_named() -> None:
+    # Every 10th step also ran torch.save, 60 ms beyond its 20 ms: 23% of the window.
+    steps = [
+        StepRecord(
+            i,
+            80.0 if i % 10 == 0 else 20.0,
+            0.2,
+            0.0,
+            None,
+            None,
+            None,
+            0,
+            32,
+            False,
+            False,
+            checkpoint=i % 10 == 0,
+        )
+        for i in range(5, 105)
+    ]
+    verdict = rank_verdict(steps, dataloader_workers=2)
+    assert verdict.kind == "compute-bound"
+    assert verdict.advice[0].startswith("torch.save ran in 5 steps of the window, which took 23% of its time")
+    rare = [replace(s, wall_ms=22.0) if s.checkpoint else s for s in steps]  # cheap saves: nothing said
+    assert "torch.save" not in advice_text(rank_verdict(rare, dataloader_workers=2))

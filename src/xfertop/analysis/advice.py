@@ -13,6 +13,7 @@ from xfertop.analysis.steps import WindowStats
 from xfertop.analysis.thresholds import (
     BURSTY_MAX_MEDIAN_WAIT_SHARE,
     BURSTY_P95_OVER_P50,
+    CHECKPOINT_WARN_SHARE,
     H2D_SEEN_OF_RX_MIN,
     INPUT_WARN_SHARE,
     OVERSUBSCRIBED_BUSY_PERCENT,
@@ -325,8 +326,24 @@ def copy_bound_advice(stats: WindowStats) -> list[str]:
     return advice
 
 
+def checkpoint_advice(stats: WindowStats) -> list[str]:
+    """Steps that saved a checkpoint took a large share of the window beyond a typical step."""
+    if stats.checkpoint_share < CHECKPOINT_WARN_SHARE:
+        return []
+    count = stats.checkpoint_steps
+    return [
+        f"torch.save ran in {count} step{'s' if count != 1 else ''} of the window, which took "
+        f"{pct(stats.checkpoint_share)} of its time beyond a typical step: checkpoint less often, or save "
+        "off the training loop (torch.distributed.checkpoint.async_save; copy the state to the host, then "
+        "write it on a thread)."
+    ]
+
+
 def compute_bound_advice(stats: WindowStats, hidden_wait: bool, context: Context | None = None) -> list[str]:
-    advice = ["The input pipeline keeps up: more workers, pinning or prefetching will not speed this job up."]
+    advice = checkpoint_advice(stats)
+    advice.append(
+        "The input pipeline keeps up: more workers, pinning or prefetching will not speed this job up."
+    )
     if hidden_wait:
         advice.append(
             f"The loop does wait {pct(stats.data_wait_share)} of each step in next(loader), but "
@@ -388,7 +405,7 @@ def sync_bound_advice() -> list[str]:
 
 
 def healthy_advice(stats: WindowStats, hidden_wait: bool, context: Context | None = None) -> list[str]:
-    advice = ["Nothing to tune in the input pipeline."]
+    advice = [*checkpoint_advice(stats), "Nothing to tune in the input pipeline."]
     if hidden_wait:
         advice.append(
             f"The {pct(stats.data_wait_share)} wait in next(loader) was hidden by queued GPU "

@@ -11,6 +11,7 @@ among all the steps the ring holds (1024 by default: at least 32 timed ones).
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -82,6 +83,10 @@ class WindowStats:
     #: steps of the whole history given (the ring) waited at least half as long: 0 for a one-off stall.
     stall_wait_ms: float = 0.0
     stall_repeats: int = 0
+    #: Steps in which torch.save ran (`xfertop run`), and their wall beyond a typical (median) step as a
+    #: share of the window: what checkpointing cost it.
+    checkpoint_steps: int = 0
+    checkpoint_share: float = 0.0
 
     @property
     def input_share(self) -> float:
@@ -214,6 +219,9 @@ def window_stats(
         if stall_ms > 0
         else 0
     )
+    saving = [s for s in window if s.checkpoint]
+    typical_wall = statistics.median(wall)
+    checkpoint_ms = sum(max(0.0, s.wall_ms - typical_wall) for s in saving)
     return WindowStats(
         clock=clock,
         steps=len(window),
@@ -244,4 +252,6 @@ def window_stats(
         early=len(window) < MIN_WINDOW_STEPS,
         stall_wait_ms=stall_ms,
         stall_repeats=repeats,
+        checkpoint_steps=len(saving),
+        checkpoint_share=_share(checkpoint_ms, wall_total_ms),
     )

@@ -52,6 +52,10 @@ BURSTY_MAX_MEDIAN_WAIT_SHARE = 0.1
 #: long: a one-off stall, left out of the verdict. A re-trial's compute-bound job (json logging, truth
 #: data 5%) read "input-bound 11-14%" for one window around a single 151-171 ms next().
 ONE_OFF_STALL_SHARE = 0.5
+#: Steps that ran torch.save taking at least this share of the window beyond a typical step: the
+#: checkpoints are named, with what makes them cheaper (a trial's save every 10 steps: 15% of the time,
+#: read as compute and told "mixed precision, torch.compile").
+CHECKPOINT_WARN_SHARE = 0.1
 #: Spikes: at most this fraction of the window's steps ...
 SPIKE_MAX_STEP_FRACTION = 0.05
 #: ... hold at least this fraction of its data wait (the epoch-start pattern of non-persistent workers).

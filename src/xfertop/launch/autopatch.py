@@ -95,12 +95,35 @@ def watch_optimizer_steps(torch: Any) -> None:
     register(after_optimizer_step)
 
 
+def watch_checkpoints(torch: Any) -> None:
+    """``torch.save`` flags the step it runs in (a checkpoint's time is in that step's wall); the save
+    itself is the original's, called with the same arguments, its result and exceptions unchanged."""
+    import contextlib
+    import functools
+
+    from xfertop.reporter import note_checkpoint
+
+    original_save = torch.save
+    if getattr(original_save, "_xfertop_wrapped", False):
+        return
+
+    @functools.wraps(original_save)
+    def save(*args: Any, **kwargs: Any) -> Any:
+        with contextlib.suppress(Exception):  # never the job's problem
+            note_checkpoint()
+        return original_save(*args, **kwargs)
+
+    save._xfertop_wrapped = True  # type: ignore[attr-defined]
+    torch.save = save
+
+
 def install(copy_timing: bool = False) -> None:
     def on_torch(torch: ModuleType) -> None:
         patch_dataloader(torch)
         if copy_timing:
             install_copy_timing(torch)
         watch_optimizer_steps(torch)
+        watch_checkpoints(torch)
 
     torch = sys.modules.get("torch")
     if torch is not None and hasattr(torch, "utils"):

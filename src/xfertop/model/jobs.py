@@ -44,6 +44,8 @@ class StepRecord:
     epoch_start: bool = False
     #: ... which started the loader's worker processes (num_workers > 0, persistent_workers=False).
     workers_started: bool = False
+    #: torch.save ran inside this step (`xfertop run`): its wall holds a checkpoint.
+    checkpoint: bool = False
 
 
 @dataclass(frozen=True)

@@ -295,6 +295,14 @@ def mark_copied(device: Any = None) -> None:
         clock.fail(exc)
 
 
+def note_checkpoint() -> None:
+    """For `xfertop run`: torch.save was called; the open step is flagged (its wall holds the save)."""
+    clock = _clock
+    if clock is None or clock.disabled:
+        return
+    clock.checkpointed()
+
+
 def note_tensor_copy(source: Any, moved: Any, non_blocking: bool, copy_cpu_ns: int) -> None:
     """For ``xfertop run --copy-timing``: account one ``Tensor.to``/``.cuda`` call made inside a step."""
     clock = _clock

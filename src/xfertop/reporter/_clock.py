@@ -290,6 +290,14 @@ class StepClock:
         except Exception as exc:
             self.fail(exc)
 
+    def checkpointed(self) -> None:
+        """torch.save ran now (`xfertop run`): the open step holds a checkpoint."""
+        try:
+            if self._open:
+                self._flags |= wire.F_CHECKPOINT
+        except Exception as exc:
+            self.fail(exc)
+
     # -- copies -------------------------------------------------------------------------------------------
     def copied(
         self,

@@ -85,6 +85,7 @@ def to_step_record(body: list[int]) -> StepRecord:
         bool(flags & wire.F_COPIED),
         bool(flags & wire.F_EPOCH_START),
         bool(flags & wire.F_WORKERS_STARTED),
+        bool(flags & wire.F_CHECKPOINT),
     )
 
 
