@@ -18,6 +18,7 @@ from typing import Literal
 
 from xfertop.analysis.thresholds import (
     MIN_WINDOW_STEPS,
+    ONE_OFF_STALL_SHARE,
     SPIKE_MAX_STEP_FRACTION,
     WARMUP_STEPS,
     WINDOW_STEPS,
@@ -206,8 +207,10 @@ def window_stats(
     worker_starts = [s for s in window if s.workers_started]
     stall = max((s for s in window if not s.epoch_start), key=lambda s: s.data_wait_ms, default=None)
     stall_ms = stall.data_wait_ms if stall is not None else 0.0
-    repeats = (
-        sum(
+    repeats = 0
+    if stall_ms > 0 and stall_ms >= ONE_OFF_STALL_SHARE * wait_total_ms:
+        # Only a stall that could be a one-off is looked for in the whole history (up to a ring of steps).
+        repeats = sum(
             1
             for s in steps
             if s is not stall
@@ -216,9 +219,6 @@ def window_stats(
             and s.wall_ms > 0
             and s.data_wait_ms >= stall_ms / 2
         )
-        if stall_ms > 0
-        else 0
-    )
     saving = [s for s in window if s.checkpoint]
     typical_wall = statistics.median(wall)
     checkpoint_ms = sum(max(0.0, s.wall_ms - typical_wall) for s in saving)
