@@ -188,9 +188,13 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     if rank.error or samples < MIN_SAMPLES:
         headline = rank.error or f"warming-up: {samples} of the {MIN_SAMPLES} samples a verdict needs"
         return Verdict("warming-up", "info", headline, _evidence(rank, ranks))
-    stats = _window_stats(rank)
+    loop = rank.loop_host
+    on_gpu = rank.placement is not None and rank.placement.uses_cuda
+    # On a CPU the loop's own Python runs on the same cores as the model: it is compute, as the step clock
+    # and the truth count it.
+    stats = _window_stats(rank, loop_compute=0.0 if on_gpu else loop.share)
     other_share = rank.shares.share("other")
-    outside_share = other_share - rank.loop_host.share  # the loop's own Python code is in the loop
+    outside_share = other_share - loop.share  # the loop's own Python code is in the loop
     if outside_share >= OUTSIDE_LOOP_SHARE:
         headline = (
             f"not in a training loop: {pct(outside_share)} of samples are outside the phases xfertop "
@@ -206,8 +210,6 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         severity: Severity = "critical" if sync_share >= SYNC_CRITICAL_SHARE else "warn"
         verdict = Verdict("sync-bound", severity, headline, advice=tuple(sync_bound_advice()))
         return _labelled(verdict, rank, ranks, [])
-    loop = rank.loop_host
-    on_gpu = rank.placement is not None and rank.placement.uses_cuda
     stepping = 1.0 - other_share  # data, loading, copies, compute, syncs: the loop runs
     if (
         on_gpu
@@ -216,11 +218,8 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         and loop.share > max(stats.input_share, stats.copy_share)
     ):
         return _labelled(_loop_host_bound(loop), rank, ranks, [])
-    # On a CPU the loop's own Python runs on the same cores as the model: it is compute, as the step clock
-    # and the truth count it; its lines are named, since mixed precision or torch.compile will not touch it.
+    # Its lines are named, since mixed precision or torch.compile will not touch them.
     cpu_loop = [] if on_gpu or loop.share < LOOP_HOST_WARN_SHARE else [_cpu_loop_python(loop)]
-    if not on_gpu and loop.share > 0:
-        stats = _window_stats(rank, loop_compute=loop.share)
     main_loads = _main_thread_loads(rank)
     workers = workers_now(rank) if rank.workers else (0 if rank.shares.share("main_loading") > 0 else None)
     if main_loads:
@@ -267,8 +266,13 @@ def _main_thread_loads(rank: RankStacks) -> list[str]:
     ]
 
 
+def _top_lines_text(loop: LoopHost) -> str:
+    """The loop body's busiest lines: "train.py:45 40%, train.py:43 5%"."""
+    return ", ".join(f"{line} {pct(share)}" for line, share in loop.top_lines)
+
+
 def _cpu_loop_python(loop: LoopHost) -> str:
-    lines = ", ".join(f"{line} {pct(share)}" for line, share in loop.top_lines)
+    lines = _top_lines_text(loop)
     return (
         f"{pct(loop.share)} of samples are the training loop's own Python (the loop at {loop.loop_line}; "
         f"most on {lines}), not the model: do per-step bookkeeping (metrics, logging, json) every N steps "
@@ -277,7 +281,7 @@ def _cpu_loop_python(loop: LoopHost) -> str:
 
 
 def _loop_host_bound(loop: LoopHost) -> Verdict:
-    lines = ", ".join(f"{line} {pct(share)}" for line, share in loop.top_lines)
+    lines = _top_lines_text(loop)
     # py-spy sees the host only: the GPU's own utilisation is not in the window, and an implicit
     # sync (float(loss), an f-string of a tensor, `if loss.isnan():`) also reads as the loop's code.
     headline = (

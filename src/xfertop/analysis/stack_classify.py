@@ -282,7 +282,7 @@ class LoopHost:
     sync: the loop's own Python work (metrics, logging, bookkeeping) while the GPU waits for it."""
 
     share: float
-    #: The loop's ``for`` statement: "file.py:57".
+    #: The loop's ``for`` or ``while`` statement: "file.py:57".
     loop_line: str = ""
     #: The body's lines that held most of those samples, most first: ("file.py:61", share).
     top_lines: tuple[tuple[str, float], ...] = ()
@@ -324,8 +324,8 @@ def _loop_callers(
     return callers
 
 
-#: How far above the line that called the DataLoader its ``for`` statement is looked for.
-_FOR_SEARCH_LINES = 200
+#: How far above the line that called the DataLoader its loop statement is looked for.
+_LOOP_SEARCH_LINES = 200
 
 
 def _loop_statement(filename: str, line: int, line_text: LineText) -> tuple[int, int] | None:
@@ -338,7 +338,7 @@ def _loop_statement(filename: str, line: int, line_text: LineText) -> tuple[int,
     if _LOOP_LINE.match(text):
         return line, _indent(text)
     depth = _indent(text)
-    for number in range(line - 1, max(0, line - _FOR_SEARCH_LINES), -1):
+    for number in range(line - 1, max(0, line - _LOOP_SEARCH_LINES), -1):
         above = line_text(filename, number)
         if not above.strip() or above.lstrip().startswith("#") or _indent(above) >= depth:
             continue
@@ -354,8 +354,9 @@ def loop_host(
     stacks: Iterable[ThreadStack], other: Iterable[ThreadStack], line_text: LineText | None
 ) -> LoopHost:
     """Which share of the main thread's samples is the training loop's own Python code: samples of the
-    function that runs ``for batch in loader`` (the caller of the DataLoader in the window's data
-    samples, else of the model and optimizer) on a line of that ``for``'s body (by indentation, read
+    function that runs ``for batch in loader`` or a ``while`` loop of ``next(it)`` (the caller of the
+    DataLoader in the window's data samples, else of the model and optimizer) on a line of that loop's
+    body (by indentation, read
     through ``line_text``), of the stacks classified "other" (``other``, a subset of ``stacks``). Only
     a loop in the job's own code (not a framework's, under site-packages) counts: a framework's hooks
     are not the user's bookkeeping."""
@@ -372,17 +373,17 @@ def loop_host(
         return LoopHost(0.0)
     filename, name = max(callers, key=lambda k: sum(callers[k].values()))
     lines = callers[(filename, name)]
-    # The line with most samples: the for's own line, or (py-spy on 3.11) one of its body's.
+    # The line with most samples: the loop's own line, or (py-spy on 3.11) one of its body's.
     found = _loop_statement(filename, max(lines, key=lambda n: lines[n]), line_text)
     if found is None:
         return LoopHost(0.0)
-    for_line, depth = found
+    loop_line, depth = found
     body: dict[int, bool] = {}
 
     def in_body(line: int) -> bool:
         if line not in body:
-            inside = line > for_line
-            for number in range(for_line + 1, line + 1) if inside else ():
+            inside = line > loop_line
+            for number in range(loop_line + 1, line + 1) if inside else ():
                 text = line_text(filename, number)
                 if text.strip() and not text.lstrip().startswith("#") and _indent(text) <= depth:
                     inside = False
@@ -401,7 +402,7 @@ def loop_host(
     top = sorted(by_line.items(), key=lambda item: -item[1])[:3]
     return LoopHost(
         share=sum(by_line.values()) / total,
-        loop_line=f"{short}:{for_line}",
+        loop_line=f"{short}:{loop_line}",
         top_lines=tuple((f"{short}:{line}", count / total) for line, count in top),
     )
 
