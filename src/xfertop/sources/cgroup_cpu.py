@@ -119,6 +119,14 @@ def quota_used_share(
     return used / 1e6 / (elapsed_s * quota_cores)
 
 
+def shares_between(
+    before: ThrottleCounters, after: ThrottleCounters, elapsed_s: float, quota_cores: float | None
+) -> tuple[float | None, float | None]:
+    """(throttled share, used share of the quota) between two readings ``elapsed_s`` apart."""
+    used = quota_used_share(before, after, elapsed_s, quota_cores) if quota_cores else None
+    return throttled_share(before, after), used
+
+
 def _unescape(field: str) -> str:
     """mountinfo writes space, tab, newline and backslash in paths as octal escapes (\\040)."""
     if "\\" not in field:
@@ -429,5 +437,4 @@ class CgroupCpuReader:
         if len(history) < 2:
             return None, None
         since, base = history[0]
-        used = quota_used_share(base, counters, now - since, quota_cores) if quota_cores else None
-        return throttled_share(base, counters), used
+        return shares_between(base, counters, now - since, quota_cores)

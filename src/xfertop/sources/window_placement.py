@@ -17,10 +17,9 @@ from xfertop.model.stacks import ChildPlacement, WindowPlacement
 from xfertop.sources.cgroup_cpu import (
     CpuLimit,
     ThrottleCounters,
-    quota_used_share,
     read_cpu_limit,
     read_throttle_counters,
-    throttled_share,
+    shares_between,
 )
 from xfertop.sources.proc_memory import NVIDIA_CONTROL_DEVICE, maps_has_pathname
 from xfertop.sources.proc_placement import read_proc_file
@@ -124,9 +123,7 @@ class PlacementProbe:
         if start.throttle is not None and limit is not None and limit.stat_file:
             after = read_throttle_counters(limit.stat_file)
             if after is not None:
-                share = throttled_share(start.throttle, after)
-                if limit.quota_cores is not None:
-                    used = quota_used_share(start.throttle, after, elapsed, limit.quota_cores)
+                share, used = shares_between(start.throttle, after, elapsed, limit.quota_cores)
         return WindowPlacement(
             children=tuple(placed),
             cores_busy_percent=busy,
