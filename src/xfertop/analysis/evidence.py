@@ -28,24 +28,24 @@ from xfertop.model.jobs import RankState
 from xfertop.model.rank_gpu import rank_gpu
 
 
+def _throttled_often(share: float | None) -> bool:
+    return share is not None and share >= CGROUP_THROTTLED_SHARE
+
+
+def _used_up(used: float | None) -> bool:
+    """Its CPU time reaches the quota on average, or is not known (then throttling alone tells)."""
+    return used is None or used >= QUOTA_USED_UP_SHARE
+
+
 def _throttled(share: float | None, used: float | None) -> bool:
     """The cgroup uses its quota up: throttled in many periods, and (where known) its CPU time reaches
     the quota on average."""
-    return (
-        share is not None
-        and share >= CGROUP_THROTTLED_SHARE
-        and (used is None or used >= QUOTA_USED_UP_SHARE)
-    )
+    return _throttled_often(share) and _used_up(used)
 
 
 def _throttled_in_bursts(share: float | None, used: float | None) -> bool:
     """Throttled in many periods while its CPU time stays well below the quota on average."""
-    return (
-        share is not None
-        and share >= CGROUP_THROTTLED_SHARE
-        and used is not None
-        and used < QUOTA_USED_UP_SHARE
-    )
+    return _throttled_often(share) and not _used_up(used)
 
 
 @dataclass(frozen=True)
