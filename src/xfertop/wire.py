@@ -21,10 +21,10 @@ from typing import Any
 from xfertop.procfs import split_stat
 
 MAGIC = b"XFERTOP\x00"
-VERSION = 1
+VERSION = 2
 BYTE_ORDER_MARK = 0x0102030405060708
 HEADER_BYTES = 4096
-RECORD_WORDS = 12
+RECORD_WORDS = 16
 RECORD_BYTES = RECORD_WORDS * 8
 DEFAULT_CAPACITY = 1024
 MAX_CAPACITY = 1 << 20
@@ -65,21 +65,38 @@ LAUNCH_TOKEN_ENV = "XFERTOP_LAUNCH_TOKEN"
 _LAUNCH_EXITED, _LAUNCH_SIGNALLED = 1, 2
 
 # -- step record: int64 word offsets inside a slot -----------------------------------------------
+# Version 2: the host's step in six parts that add up to its wall (wait, loop_pre, copy, model, sync,
+# loop_post; model is what is left), and the GPU's own idle gap before the step's first work.
 R_SEQ, R_STEP, R_START_NS, R_WALL_NS, R_DATA_WAIT_NS, R_COPY_CPU_NS = 0, 1, 2, 3, 4, 5
-R_COPY_GPU_NS, R_COMPUTE_GPU_NS, R_GPU_IDLE_NS, R_H2D_BYTES, R_SAMPLES, R_FLAGS = 6, 7, 8, 9, 10, 11
+#: The loop's own work between the batch's arrival and the step's first copy or model call.
+R_LOOP_PRE_NS = 6
+#: Host time blocked in syncs with the device (.item(), .tolist(), .cpu() of a CUDA tensor, synchronize).
+R_SYNC_NS = 7
+#: The GPU sat idle this long before the step's first work (its stream had drained): patched in once
+#: the step's events complete; 0 when work was still queued then; NO_VALUE: not measured.
+R_GPU_GAP_NS = 8
+R_H2D_BYTES, R_SAMPLES, R_FLAGS = 9, 10, 11
+#: The loop's own work after the model's last backward or optimizer step (logging, metrics, saving).
+R_LOOP_POST_NS = 12
+#: Words 13-15 are reserved (zero).
 #: A GPU field not (yet) measured.
 NO_VALUE = -1
 
 # Record flags.
 F_PINNED = 1
 F_PAGEABLE_NON_BLOCKING = 2
-F_GPU_PENDING = 4  # CUDA events recorded; the GPU fields will be patched in when they complete
+F_GPU_PENDING = 4  # CUDA events recorded; the GPU gap will be patched in when they complete
 F_GPU_RESOLVED = 8
 F_GPU_DROPPED = 16  # too many steps pending: GPU timing given up for this one
 F_COPIED = 32  # a copy was made or marked this step
 F_EPOCH_START = 64  # the first step of an iteration over a loader; its data wait includes iter(loader)
 F_WORKERS_STARTED = 128  # ... and that iter() started the loader's worker processes (not persistent)
 F_CHECKPOINT = 256  # torch.save ran inside this step (`xfertop run`): a checkpoint's time is in its wall
+#: The model's calls were seen this step (`xfertop run`): loop_pre and loop_post are measured; without it
+#: the step's host time after the wait is copy, sync and model only.
+F_PARTITIONED = 512
+#: A sync with the device ran in this step.
+F_SYNCED = 1024
 
 
 def ring_bytes(capacity: int) -> int:

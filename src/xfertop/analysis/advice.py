@@ -420,3 +420,43 @@ def straggler_advice(rank: int | None) -> list[str]:
         f"Inspect input loading on {name}: its DataLoader workers, its node's CPU load and its storage.",
         f"The other ranks wait for {name} inside their collectives: fixing it speeds up the whole job.",
     ]
+
+
+def loop_bound_advice(before_model: bool, on_gpu: bool) -> list[str]:
+    """The loop's own code holds the step (and, on a GPU, leaves it idle)."""
+    if before_model:
+        advice = [
+            "The loop's own code between next(loader) and the model (conversion, augmentation, "
+            "normalisation on the CPU) holds each step: move it into the Dataset's __getitem__ (or a "
+            "collate_fn) so the DataLoader workers run it in parallel, ahead of the loop."
+        ]
+        if on_gpu:
+            advice.append(
+                "Or do it on the GPU after the copy: copy the raw batch (uint8) and convert, normalise and "
+                "augment there (torchvision.transforms.v2 works on CUDA tensors)."
+            )
+    else:
+        advice = [
+            "The loop's own code after the optimizer step (logging, metrics, bookkeeping) holds each step: "
+            "do it every N steps, keep running metrics on the device, or hand it to a background thread."
+        ]
+    advice.append("`xfertop attach PID` (or `s` on the job's row) names the loop's lines that take the time.")
+    return advice
+
+
+def sync_then_host_work_advice() -> list[str]:
+    return [
+        "The loop synchronises with the GPU every step (loss.item(), .cpu(), .tolist(), printing a tensor, "
+        "torch.cuda.synchronize()) and then works on the host while the GPU has nothing queued: log every "
+        "N steps, accumulate losses and metrics on the GPU, and read them back rarely.",
+        "`xfertop attach PID` (or `s` on the job's row) names the lines.",
+    ]
+
+
+def launch_bound_advice() -> list[str]:
+    return [
+        "The host dispatches the model's kernels more slowly than the GPU runs them: many small kernels. "
+        "Give the GPU fewer, bigger ones: a larger batch, torch.compile (mode='reduce-overhead' adds CUDA "
+        "graphs), fused or foreach optimizers (foreach=True, fused=True).",
+        "The input pipeline is not the cause: more workers or pinning will not help.",
+    ]

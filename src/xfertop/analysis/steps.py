@@ -1,11 +1,15 @@
 """Rolling-window statistics over a rank's step records: where each step's wall time went.
 
-One clock per window: the GPU clock (copy, compute and idle gap from CUDA events) when enough recent
-steps carry it, else the CPU clock (data wait, copy call time, and the rest of the step as compute).
-GPU fields are resolved lazily by the reporter, so the newest steps may not have them yet: the GPU
-window is the most recent steps that do. The reporter also samples: with short steps only one step in k
-(k <= 32) gets the GPU clock, so the GPU window widens by itself to the last ``window_steps`` timed steps
-among all the steps the ring holds (1024 by default: at least 32 timed ones).
+Two clocks, never mixed:
+- the host's: each step's wall in six parts that add up to it (wait in next(), the loop's own work
+  before the model, copies, the model, syncs, the loop's own work after it);
+- the GPU's own idle gap before each step's first work, where the reporter measured it (events across
+  which work was queued: see reporter/_gpu_timer.py). Each gap is attributed to what the host was doing
+  meanwhile, walking back from the step's first work: its loop work before the model, its wait, the step
+  before's loop work after the model, and what is left to the model before that. A step whose stream had
+  drained also idles the GPU's kernels through its synchronous copy calls.
+The reporter measures one gap in k steps when steps are short, so the GPU side of a window is the most
+recent ``window_steps`` steps that carry a gap, among all the steps the ring holds.
 """
 
 from __future__ import annotations
@@ -37,6 +41,57 @@ class Spread:
 
 
 @dataclass(frozen=True)
+class IdleShares:
+    """The GPU's measured idle time, by what the host was doing meanwhile: shares of the wall."""
+
+    wait: float = 0.0
+    loop_pre: float = 0.0
+    copy: float = 0.0
+    loop_post: float = 0.0
+    #: Before the step before's model had finished on the host: the GPU ran out of work mid-dispatch.
+    model: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.wait + self.loop_pre + self.copy + self.loop_post + self.model
+
+
+def attribute_idle(
+    steps: Sequence[StepRecord], *, newest: int = WINDOW_STEPS, warmup_steps: int = WARMUP_STEPS
+) -> IdleShares | None:
+    """The ``newest`` measured gaps of ``steps`` (oldest first), each split over what the host did while
+    it lasted (see the module docstring), as shares of the wall of the steps that carry them; None when
+    no step carries one."""
+    wall = wait = pre = copy = post = model = 0.0
+    counted = 0
+    for index in range(len(steps) - 1, -1, -1):
+        step = steps[index]
+        gap = step.gpu_gap_ms
+        if gap is None or step.step < warmup_steps or step.wall_ms <= 0:
+            continue
+        wall += step.wall_ms
+        part = min(gap, step.loop_pre_ms)
+        pre += part
+        left = gap - part
+        part = min(left, step.data_wait_ms)
+        wait += part
+        left -= part
+        previous = steps[index - 1] if index else None
+        if previous is not None and previous.step == step.step - 1 and not step.epoch_start:
+            part = min(left, previous.loop_post_ms)
+            post += part
+            model += min(left - part, previous.model_ms + previous.sync_ms)
+        if gap > 0:  # the stream had drained: its copy calls were all the GPU had to do
+            copy += step.copy_cpu_ms
+        counted += 1
+        if counted == newest:
+            break
+    if wall <= 0:
+        return None
+    return IdleShares(wait / wall, pre / wall, copy / wall, post / wall, model / wall)
+
+
+@dataclass(frozen=True)
 class WindowStats:
     """Where the steps of one window spent their wall time. Shares are fractions of total wall time."""
 
@@ -52,15 +107,15 @@ class WindowStats:
     #: Largest single data wait and the share of all wait held by the few longest waits (spikes).
     data_wait_max_ms: float
     data_wait_top_share: float
-    #: Copy on the window's clock (GPU copy time, else host time in the copy call).
+    #: Host time in the copy calls (large when copies from pageable memory are synchronous).
     copy_share: float
     copy: Spread
-    #: Host time in the copy call, on either clock (large when pageable copies are synchronous).
+    #: The same (kept for the faces that name it so).
     copy_cpu_share: float
-    #: Compute on the window's clock; on the CPU clock, what is left after data wait and copy.
+    #: The model on the host: forward, backward and optimizer step (what is left of the wall).
     compute_share: float
     compute: Spread
-    #: GPU clock only: the part of the step the GPU sat idle waiting for the next batch.
+    #: GPU clock only: the GPU's measured idle gaps between steps' work, as a share of the wall.
     gpu_idle_share: float | None
     gpu_idle: Spread | None
     samples_per_s: float
@@ -88,16 +143,40 @@ class WindowStats:
     #: share of the window: what checkpointing cost it.
     checkpoint_steps: int = 0
     checkpoint_share: float = 0.0
+    #: The loop's own work before the model and after it, and syncs: host shares of the wall.
+    loop_pre_share: float = 0.0
+    sync_share: float = 0.0
+    loop_post_share: float = 0.0
+    #: Most steps had their model's calls seen (`xfertop run`): the loop's own work is measured.
+    partitioned: bool = False
+    #: Steps that synced with the device, as a fraction of the window.
+    synced_step_fraction: float = 0.0
+    #: GPU clock only: where its measured idle fell, by what the host was doing (shares of the wall).
+    idle: IdleShares | None = None
 
     @property
     def input_share(self) -> float:
         """What the GPU (or, without GPU timing, the training loop) lost waiting for data."""
-        return self.gpu_idle_share if self.gpu_idle_share is not None else self.data_wait_share
+        return self.idle.wait if self.idle is not None else self.data_wait_share
 
     @property
-    def gpu_busy_share(self) -> float | None:
-        """GPU clock only: copy plus compute as a share of the step."""
-        return self.copy_share + self.compute_share if self.clock == "gpu" else None
+    def loop_share(self) -> float:
+        """What the GPU (or, without GPU timing, the loop) lost to the loop's own work."""
+        if self.idle is not None:
+            return self.idle.loop_pre + self.idle.loop_post
+        return self.loop_pre_share + self.loop_post_share
+
+    @property
+    def host_parts(self) -> dict[str, float]:
+        """The host's step in its six parts (shares of the wall that add up to 1)."""
+        return {
+            "wait": self.data_wait_share,
+            "loop_pre": self.loop_pre_share,
+            "copy": self.copy_share,
+            "model": self.compute_share,
+            "sync": self.sync_share,
+            "loop_post": self.loop_post_share,
+        }
 
 
 def usable_steps(steps: Sequence[StepRecord], warmup_steps: int = WARMUP_STEPS) -> list[StepRecord]:
@@ -112,31 +191,8 @@ def select_window(
     min_steps: int = MIN_WINDOW_STEPS,
     warmup_steps: int = WARMUP_STEPS,
 ) -> tuple[Clock, list[StepRecord]]:
-    """The clock to judge by and the most recent steps on it (possibly fewer than ``min_steps``)."""
-    # A step has the GPU clock when it has compute and idle time; copy_gpu_ms is None when nothing marked
-    # a copy (watch() alone, `xfertop run` without --copy-timing): the copy then sits inside compute, and
-    # the idle gap is still the GPU's own. The newest steps usually all have it, and then they are the
-    # window: no pass over the whole ring (1024 steps) on every repaint of every rank.
-    newest = steps[-max(window_steps, min_steps) :]
-    if len(newest) >= min_steps and all(
-        s.step >= warmup_steps
-        and s.wall_ms > 0
-        and s.compute_gpu_ms is not None
-        and s.gpu_idle_ms is not None
-        for s in newest
-    ):
-        return "gpu", list(newest[-window_steps:])
-    timed = [
-        s
-        for s in steps
-        if s.gpu_idle_ms is not None
-        and s.compute_gpu_ms is not None
-        and s.step >= warmup_steps
-        and s.wall_ms > 0
-    ]
-    if len(timed) >= min_steps:
-        return "gpu", timed[-window_steps:]
-    # The CPU clock's window: the newest usable steps, read newest first until there are enough.
+    """The most recent usable steps (possibly fewer than ``min_steps``) and whether enough of them carry
+    the GPU's measured gap ("gpu") to attribute its idle time, else "cpu" (the host's clock alone)."""
     recent: list[StepRecord] = []
     for step in reversed(steps):
         if step.step >= warmup_steps and step.wall_ms > 0:
@@ -144,7 +200,12 @@ def select_window(
             if len(recent) == window_steps:
                 break
     recent.reverse()
-    return "cpu", recent
+    gapped = sum(1 for s in recent if s.gpu_gap_ms is not None)
+    if gapped >= min(min_steps, len(recent)) and gapped:
+        return "gpu", recent
+    # Sampled gaps (one step in k): the window is wide enough when the ring's history holds enough.
+    timed = sum(1 for s in steps if s.gpu_gap_ms is not None and s.step >= warmup_steps and s.wall_ms > 0)
+    return ("gpu" if timed >= min_steps else "cpu"), recent
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -191,16 +252,10 @@ def window_stats(
     wall = [s.wall_ms for s in window]
     wall_total_ms = sum(wall)
     wait = [s.data_wait_ms for s in window]
-    copy_cpu = [s.copy_cpu_ms for s in window]
-    idle: list[float] | None = None
-    if clock == "gpu":
-        copy = [float(s.copy_gpu_ms or 0.0) for s in window]
-        compute = [float(s.compute_gpu_ms or 0.0) for s in window]
-        idle = [float(s.gpu_idle_ms or 0.0) for s in window]
-    else:
-        copy = copy_cpu
-        # Without a GPU the host computes synchronously: the rest of the step is compute.
-        compute = [max(0.0, s.wall_ms - s.data_wait_ms - s.copy_cpu_ms) for s in window]
+    copy = [s.copy_cpu_ms for s in window]
+    model = [s.model_ms for s in window]
+    idle = attribute_idle(steps, newest=window_steps, warmup_steps=warmup_steps) if clock == "gpu" else None
+    gaps = [s.gpu_gap_ms for s in window if s.gpu_gap_ms is not None]
     copying = [s for s in window if s.h2d_bytes > 0]
     wall_total_s = wall_total_ms / 1000.0
     wait_total_ms = sum(wait)
@@ -235,11 +290,11 @@ def window_stats(
         data_wait_top_share=_top_share(wait, spike_step_fraction),
         copy_share=_share(sum(copy), wall_total_ms),
         copy=_spread(copy),
-        copy_cpu_share=_share(sum(copy_cpu), wall_total_ms),
-        compute_share=_share(sum(compute), wall_total_ms),
-        compute=_spread(compute),
-        gpu_idle_share=_share(sum(idle), wall_total_ms) if idle is not None else None,
-        gpu_idle=_spread(idle) if idle is not None else None,
+        copy_cpu_share=_share(sum(copy), wall_total_ms),
+        compute_share=_share(sum(model), wall_total_ms),
+        compute=_spread(model),
+        gpu_idle_share=idle.total if idle is not None else None,
+        gpu_idle=_spread(gaps) if idle is not None and gaps else None,
         samples_per_s=sum(s.samples for s in window) / wall_total_s if wall_total_s > 0 else 0.0,
         h2d_bytes_per_s=sum(s.h2d_bytes for s in window) / wall_total_s if wall_total_s > 0 else 0.0,
         pinned_step_fraction=(sum(s.pinned for s in copying) / len(copying)) if copying else None,
@@ -254,4 +309,10 @@ def window_stats(
         stall_repeats=repeats,
         checkpoint_steps=len(saving),
         checkpoint_share=_share(checkpoint_ms, wall_total_ms),
+        loop_pre_share=_share(sum(s.loop_pre_ms for s in window), wall_total_ms),
+        sync_share=_share(sum(s.sync_ms for s in window), wall_total_ms),
+        loop_post_share=_share(sum(s.loop_post_ms for s in window), wall_total_ms),
+        partitioned=sum(s.partitioned for s in window) * 2 > len(window),
+        synced_step_fraction=sum(s.synced for s in window) / len(window),
+        idle=idle,
     )

@@ -130,3 +130,14 @@ STRAGGLER_CRITICAL_EXCESS_SHARE = 0.20
 #: ... while the other ranks' median compute exceeds the straggler's by at least this share of its
 #: step: they wait for it inside their collectives, which their clock counts as compute.
 STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE = 0.05
+
+#: The loop's own work (before the model or after the step) that holds the GPU idle, or on a CPU the
+#: loop's wall, at least this share: loop-bound (the same bar as the input's).
+LOOP_WARN_SHARE = 0.10
+#: The loop's work after the step follows a sync in at least this fraction of steps: the sync drained
+#: the GPU's queue for it, and the verdict is sync-bound.
+SYNCED_STEPS_FRACTION = 0.5
+#: A copy share is believed only where the bytes moved explain it at this slowest rate (pageable H2D
+#: of small tensors ran ~3 GB/s on the H200: GPU-FACTS.md), plus a slack share for per-call overhead.
+COPY_FLOOR_BYTES_PER_S = 1.0e9
+COPY_UNEXPLAINED_SLACK_SHARE = 0.05

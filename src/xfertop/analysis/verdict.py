@@ -8,22 +8,25 @@ docs/verdicts.md; the numbers live in ``thresholds``.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from xfertop.analysis import advice as advise
 from xfertop.analysis.advice import pct
 from xfertop.analysis.evidence import Context
-from xfertop.analysis.steps import Spread, WindowStats, usable_steps, window_stats
+from xfertop.analysis.steps import IdleShares, Spread, WindowStats, usable_steps, window_stats
 from xfertop.analysis.thresholds import (
     COMPUTE_BOUND_SHARE,
     COPY_CRITICAL_SHARE,
+    COPY_FLOOR_BYTES_PER_S,
+    COPY_UNEXPLAINED_SLACK_SHARE,
     COPY_WARN_SHARE,
     EARLY_MIN_STEPS,
     HIDDEN_WAIT_MIN_SHARE,
     INPUT_CRITICAL_SHARE,
     INPUT_WARN_SHARE,
+    LOOP_WARN_SHARE,
     ONE_OFF_STALL_SHARE,
     PAGEABLE_H2D_LARGE_BYTES_PER_S,
     PAGEABLE_H2D_MAX_BYTES_PER_S,
@@ -34,6 +37,7 @@ from xfertop.analysis.thresholds import (
     STRAGGLER_WARN_EXCESS_SHARE,
     SYNC_GPU_BUSY_CRITICAL_SHARE,
     SYNC_GPU_BUSY_WARN_SHARE,
+    SYNCED_STEPS_FRACTION,
     WARMUP_STEPS,
     WINDOW_STEPS,
 )
@@ -41,7 +45,9 @@ from xfertop.model.jobs import RankState, StepRecord
 
 VerdictKind = Literal[
     "input-bound",
+    "loop-bound",
     "copy-bound",
+    "launch-bound",
     "compute-bound",
     "sync-bound",
     "host-bound",
@@ -63,6 +69,8 @@ class Verdict:
     #: Shares (fractions of step wall time), p50/p95 in ms, rates; what the verdict rests on.
     evidence: Evidence = field(default_factory=dict, hash=False)
     advice: tuple[str, ...] = ()
+    #: The name of the rule that wrote it (docs/verdicts.md lists them in order): "" where none did.
+    rule: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape used by `--once --json`, record files and the exporter."""
@@ -72,6 +80,7 @@ class Verdict:
             "headline": self.headline,
             "evidence": dict(self.evidence),
             "advice": list(self.advice),
+            "rule": self.rule,
         }
 
 
@@ -113,6 +122,19 @@ def evidence_of(stats: WindowStats) -> dict[str, Any]:
             "worker_start_steps": stats.worker_start_steps,
             "worker_start_wait_share": _round(stats.worker_start_wait_share, 4),
             "early": stats.early,
+            "partitioned": stats.partitioned,
+            "synced_step_fraction": _round(stats.synced_step_fraction, 4),
+        }
+    )
+    for part, share in stats.host_parts.items():
+        evidence[f"host_{part}_share"] = _round(share, 4)
+    idle = stats.idle
+    evidence["gpu_idle_in"] = (
+        None
+        if idle is None
+        else {
+            name: _round(getattr(idle, name), 4)
+            for name in ("wait", "loop_pre", "copy", "loop_post", "model")
         }
     )
     return evidence
@@ -190,19 +212,29 @@ def without_one_off_stall(stats: WindowStats) -> tuple[WindowStats, str | None]:
         return stats, None
     scale = wall_total / rest
     data_wait_share = max(0.0, wait_total - stall) / rest
-    idle_share = None
-    if stats.gpu_idle_share is not None:  # the GPU idled at most as long as the loop waited
-        idle_share = max(0.0, stats.gpu_idle_share * wall_total - stall) / rest
-    if (idle_share if idle_share is not None else data_wait_share) >= INPUT_WARN_SHARE:
+    idle = stats.idle
+    if idle is not None:  # the GPU idled at most as long as the loop waited
+        idle = IdleShares(
+            max(0.0, idle.wait * wall_total - stall) / rest,
+            idle.loop_pre * scale,
+            idle.copy * scale,
+            idle.loop_post * scale,
+            idle.model * scale,
+        )
+    if (idle.wait if idle is not None else data_wait_share) >= INPUT_WARN_SHARE:
         return stats, None
     without = replace(
         stats,
         wall_ms_total=rest,
         data_wait_share=data_wait_share,
-        gpu_idle_share=idle_share,
+        gpu_idle_share=idle.total if idle is not None else None,
+        idle=idle,
         copy_share=stats.copy_share * scale,
         copy_cpu_share=stats.copy_cpu_share * scale,
         compute_share=min(1.0, stats.compute_share * scale),
+        loop_pre_share=stats.loop_pre_share * scale,
+        sync_share=stats.sync_share * scale,
+        loop_post_share=stats.loop_post_share * scale,
         stall_wait_ms=0.0,
     )
     note = (
@@ -213,117 +245,318 @@ def without_one_off_stall(stats: WindowStats) -> tuple[WindowStats, str | None]:
     return without, note
 
 
+@dataclass(frozen=True)
+class Signals:
+    """What the rules read, computed once per window. Shares are of the step's wall time.
+
+    Where the GPU's idle gaps are measured, each cause's share is the GPU idle time that fell while the
+    host did that (``WindowStats.idle``); without them (a CPU job, a GPU the reporter could not time) it
+    is the host's own share of that part."""
+
+    stats: WindowStats
+    context: Context
+    workers: int | None
+    #: The GPU's busy share from NVML (the rank alone on its GPU); None: not measured.
+    busy: float | None
+    input: float
+    loop_pre: float
+    loop_post: float
+    copy: float
+    #: The GPU idle while the host was inside the model (dispatching kernels): known with ``busy``.
+    dispatch: float
+    #: The copy share the bytes moved can explain at the slowest pageable rate (a cross-check).
+    copy_explained: bool
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.context.on_gpu
+
+    @property
+    def loop(self) -> float:
+        return self.loop_pre + self.loop_post
+
+    def largest(self) -> str:
+        """The cause that holds the most: input, loop, copy or dispatch."""
+        causes = {"input": self.input, "loop": self.loop, "copy": self.copy, "dispatch": self.dispatch}
+        return max(causes, key=lambda name: causes[name])
+
+
+def signals(stats: WindowStats, workers: int | None, busy: float | None, context: Context) -> Signals:
+    idle = stats.idle
+    if idle is not None:
+        input_share, pre, post, copy = idle.wait, idle.loop_pre, idle.loop_post, idle.copy
+    else:
+        input_share, pre, post = stats.data_wait_share, stats.loop_pre_share, stats.loop_post_share
+        copy = stats.copy_share
+    dispatch = 0.0
+    if busy is not None and context.on_gpu:
+        measured = idle.total - idle.model if idle is not None else input_share + pre + post + copy
+        dispatch = max(0.0, 1.0 - busy - measured)
+    elif idle is not None:
+        dispatch = idle.model
+    step_s = stats.wall_ms_total / max(stats.steps, 1) / 1000
+    explained = stats.h2d_bytes_per_s * step_s / COPY_FLOOR_BYTES_PER_S / max(step_s, 1e-9)
+    return Signals(
+        stats=stats,
+        context=context,
+        workers=workers,
+        busy=busy,
+        input=input_share,
+        loop_pre=pre,
+        loop_post=post,
+        copy=copy,
+        dispatch=dispatch,
+        copy_explained=copy <= explained + COPY_UNEXPLAINED_SLACK_SHARE,
+    )
+
+
+RuleResult = tuple[Severity, str, list[str]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One named rule of the verdict: when it applies, and the headline and advice it writes."""
+
+    name: str
+    kind: VerdictKind
+    applies: Callable[[Signals], bool]
+    write: Callable[[Signals], RuleResult]
+
+
+def _busy_text(sig: Signals) -> str:
+    return f"the GPU is busy {pct(sig.busy)}" if sig.busy is not None else "GPU busy not measured"
+
+
+def _input_applies(sig: Signals) -> bool:
+    return sig.input >= INPUT_WARN_SHARE and sig.largest() == "input"
+
+
+def _input_write(sig: Signals) -> RuleResult:
+    if sig.stats.idle is not None:
+        headline = f"input-bound: the GPU sits idle {pct(sig.input)} of each step waiting for data"
+    else:
+        headline = f"input-bound: {pct(sig.input)} of each step waits for the DataLoader"
+    if sig.workers == 0:
+        headline += " (num_workers=0)"
+    severity = _severity(sig.input, INPUT_CRITICAL_SHARE)
+    return severity, headline, advise.input_bound_advice(sig.stats, sig.workers, sig.context)
+
+
+def _loop_applies(sig: Signals) -> bool:
+    return sig.loop >= LOOP_WARN_SHARE and sig.largest() == "loop"
+
+
+def _synced_after(sig: Signals) -> bool:
+    """The loop's work after the step follows a sync in most steps: the GPU had drained for it."""
+    return sig.loop_post >= sig.loop_pre and sig.stats.synced_step_fraction >= SYNCED_STEPS_FRACTION
+
+
+def _where_loop(sig: Signals) -> str:
+    return "before the model" if sig.loop_pre >= sig.loop_post else "after the step"
+
+
+def _loop_write(sig: Signals) -> RuleResult:
+    waits = f"the GPU sits idle {pct(sig.loop)} of each step" if sig.stats.idle is not None else ""
+    holds = waits or f"it takes {pct(sig.loop)} of each step"
+    headline = f"loop-bound: the loop's own work {_where_loop(sig)} holds the step; {holds}"
+    if sig.busy is not None:
+        headline += f" ({_busy_text(sig)})"
+    before = sig.loop_pre >= sig.loop_post
+    return _severity(sig.loop, INPUT_CRITICAL_SHARE), headline, advise.loop_bound_advice(before, sig.on_gpu)
+
+
+def _sync_write(sig: Signals) -> RuleResult:
+    headline = (
+        f"sync-bound: the loop syncs with the GPU every step, then works on the host while it idles "
+        f"{pct(sig.loop)} of each step"
+    )
+    return _severity(sig.loop, INPUT_CRITICAL_SHARE), headline, advise.sync_then_host_work_advice()
+
+
+def _copy_applies(sig: Signals) -> bool:
+    return sig.copy >= COPY_WARN_SHARE and sig.largest() == "copy" and sig.copy_explained
+
+
+def _copy_write(sig: Signals) -> RuleResult:
+    source = ""
+    if advise.asks_non_blocking_from_pageable(sig.stats):
+        source = " (non_blocking from pageable memory: synchronous)"
+    elif advise.is_pageable(sig.stats):
+        source = " (pageable memory)"
+    headline = f"copy-bound: host-to-device copies take {pct(sig.copy)} of each step{source}"
+    return _severity(sig.copy, COPY_CRITICAL_SHARE), headline, advise.copy_bound_advice(sig.stats)
+
+
+def _gpu_starved(sig: Signals) -> bool:
+    return sig.on_gpu and sig.busy is not None and sig.busy < SYNC_GPU_BUSY_WARN_SHARE
+
+
+def _untimed_copy(sig: Signals) -> dict[str, Any] | None:
+    """NVML counts kernels only: a GPU busy copying reads idle. Its link may say so."""
+    context, stats = sig.context, sig.stats
+    rx_share, rx = context.rx_link_share, context.gpu_rx_bytes_per_s
+    if not _gpu_starved(sig) or context.copies_measured or rx is None or rx_share is None:
+        return None
+    step_bytes = rx * stats.wall.p50_ms / 1000
+    pageable_rate = (
+        PAGEABLE_H2D_LARGE_BYTES_PER_S
+        if step_bytes >= PAGEABLE_LARGE_STEP_BYTES
+        else PAGEABLE_H2D_MAX_BYTES_PER_S
+    )
+    # The reporter's pinned host memory says whether a step's bytes can come from pinned buffers: if it
+    # holds them, the link-speed figure is the estimate; if it cannot (known, smaller), they are
+    # pageable; unknown, the pageable figure is only an upper bound.
+    pinned = context.memory.pinned_bytes if context.memory is not None else None
+    holds = pinned is not None and pinned >= step_bytes
+    pageable_share = rx_share if holds else min(1.0, rx / pageable_rate)
+    if rx_share < COPY_WARN_SHARE and pageable_share < RX_COPY_BOUND_PAGEABLE_SHARE:
+        return None
+    return {
+        "rx": rx,
+        "rx_share": rx_share,
+        "pageable_share": pageable_share,
+        "holds": holds,
+        "severity_share": pageable_share if pinned is not None else rx_share,
+    }
+
+
+def _untimed_copy_write(sig: Signals) -> RuleResult:
+    found = _untimed_copy(sig)
+    assert found is not None and sig.busy is not None
+    estimate = (
+        "(its pinned host memory can hold a step's bytes)"
+        if found["holds"]
+        else f"{pct(found['pageable_share'])} if pageable"
+    )
+    headline = (
+        f"copy-bound (likely): the GPU's link receives {found['rx'] / 1e9:.1f} GB/s, copies the "
+        f"step clock did not time: {pct(found['rx_share'])} of each step at full link speed, "
+        f"{estimate}; kernels run only {pct(sig.busy)}"
+    )
+    return _severity(found["severity_share"], COPY_CRITICAL_SHARE), headline, advise.untimed_copy_advice()
+
+
+def _launch_applies(sig: Signals) -> bool:
+    return _gpu_starved(sig) and sig.dispatch >= INPUT_WARN_SHARE and sig.largest() == "dispatch"
+
+
+def _busy_severity(sig: Signals) -> Severity:
+    return "critical" if sig.busy is not None and sig.busy < SYNC_GPU_BUSY_CRITICAL_SHARE else "warn"
+
+
+def _launch_write(sig: Signals) -> RuleResult:
+    assert sig.busy is not None
+    headline = (
+        f"launch-bound: the GPU is busy only {pct(sig.busy)} of each step while the host dispatches the "
+        f"model (idle {pct(sig.dispatch)} inside it): many small kernels"
+    )
+    return _busy_severity(sig), headline, advise.launch_bound_advice()
+
+
+def _host_write(sig: Signals) -> RuleResult:
+    assert sig.busy is not None
+    headline = (
+        f"host-bound: the GPU is busy only {pct(sig.busy)} of each step yet never waits for data: the host "
+        "holds it back"
+    )
+    return _busy_severity(sig), headline, advise.host_bound_advice()
+
+
+def _hidden_wait(sig: Signals) -> bool:
+    """A CPU wait that the GPU did not feel is not starvation."""
+    stats = sig.stats
+    return (
+        stats.idle is not None
+        and sig.input < INPUT_WARN_SHARE
+        and stats.data_wait_share >= HIDDEN_WAIT_MIN_SHARE
+    )
+
+
+def _not_starving(sig: Signals) -> str:
+    if not _hidden_wait(sig):
+        return ""
+    return (
+        f"; its {pct(sig.stats.data_wait_share)} DataLoader wait is hidden by queued GPU work: not starving"
+    )
+
+
+def _compute_share(sig: Signals) -> float:
+    """GPU: its busy share where NVML has it; else (CPU, or GPU busy not measured) the host's model and
+    sync share (on a GPU, host time that waits on the GPU's queue)."""
+    if sig.on_gpu and sig.busy is not None:
+        return sig.busy
+    return min(1.0, sig.stats.compute_share + sig.stats.sync_share)
+
+
+def _compute_applies(sig: Signals) -> bool:
+    return _compute_share(sig) >= COMPUTE_BOUND_SHARE
+
+
+def _compute_write(sig: Signals) -> RuleResult:
+    share = _compute_share(sig)
+    if sig.on_gpu and sig.busy is not None:
+        headline = f"compute-bound: the GPU is busy {pct(share)} of each step{_not_starving(sig)}"
+    elif sig.on_gpu:
+        headline = (
+            f"compute-bound: the model takes {pct(share)} of each step ({_busy_text(sig)})"
+            f"{_not_starving(sig)}"
+        )
+    else:
+        headline = f"compute-bound: compute is {pct(share)} of each step"
+    return "info", headline, advise.compute_bound_advice(sig.stats, _hidden_wait(sig), sig.context)
+
+
+def _healthy_write(sig: Signals) -> RuleResult:
+    stats = sig.stats
+    copy_text = f"copy {pct(sig.copy)}" if sig.context.copies_measured else "copy not measured"
+    gpu = f", {_busy_text(sig)}" if sig.on_gpu else ""
+    headline = (
+        f"healthy: data {pct(sig.input)}, loop {pct(sig.loop)}, {copy_text}, model "
+        f"{pct(stats.compute_share)} of each step{gpu}{_not_starving(sig)}"
+    )
+    return "info", headline, advise.healthy_advice(stats, _hidden_wait(sig), sig.context)
+
+
+#: The verdict's rules, in order: the first that applies writes the verdict (docs/verdicts.md).
+RULES: tuple[Rule, ...] = (
+    Rule("input-bound", "input-bound", _input_applies, _input_write),
+    Rule("sync-then-host-work", "sync-bound", lambda s: _loop_applies(s) and _synced_after(s), _sync_write),
+    Rule("loop-work", "loop-bound", _loop_applies, _loop_write),
+    Rule("copy-bound", "copy-bound", _copy_applies, _copy_write),
+    Rule("untimed-copies", "copy-bound", lambda s: _untimed_copy(s) is not None, _untimed_copy_write),
+    Rule("launch-bound", "launch-bound", _launch_applies, _launch_write),
+    Rule("gpu-starved", "host-bound", _gpu_starved, _host_write),
+    Rule("compute-bound", "compute-bound", _compute_applies, _compute_write),
+    Rule("healthy", "healthy", lambda s: True, _healthy_write),
+)
+
+
 def _judge(
     stats: WindowStats, dataloader_workers: int | None, gpu_busy_share: float | None, context: Context
 ) -> Verdict:
     stall_ms = stats.stall_wait_ms
     stats, one_off = without_one_off_stall(stats)
+    if gpu_busy_share is None:
+        gpu_busy_share = context.gpu_busy_share
+    sig = signals(stats, dataloader_workers, gpu_busy_share, context)
     evidence = evidence_of(stats)
     if one_off is not None:
         evidence["one_off_stall_ms"] = _round(stall_ms, 1)
-    # The rule of the house: a CPU wait that the GPU did not feel is not starvation.
-    hidden_wait = (
-        stats.gpu_idle_share is not None
-        and stats.gpu_idle_share < INPUT_WARN_SHARE
-        and stats.data_wait_share >= HIDDEN_WAIT_MIN_SHARE
-    )
-    evidence["hidden_wait"] = hidden_wait
-    if gpu_busy_share is None:
-        gpu_busy_share = context.gpu_busy_share
-    busy_share = gpu_busy_share if gpu_busy_share is not None else stats.gpu_busy_share
-    evidence["gpu_busy_share"] = _round(busy_share, 4)
+    evidence["hidden_wait"] = _hidden_wait(sig)
+    evidence["gpu_busy_share"] = _round(gpu_busy_share, 4)
     evidence["dataloader_workers"] = dataloader_workers
     evidence.update(context_evidence(context))
     memory_advice = advise.pinned_memory_advice(context.memory) + ([one_off] if one_off else [])
-
-    def verdict(kind: VerdictKind, severity: Severity, headline: str, advice: list[str]) -> Verdict:
-        return Verdict(kind, severity, headline, evidence, tuple(advice + memory_advice))
-
-    input_share, copy_share = stats.input_share, stats.copy_share
-    if input_share >= INPUT_WARN_SHARE and (copy_share < COPY_WARN_SHARE or input_share >= copy_share):
-        if stats.gpu_idle_share is not None:
-            headline = f"input-bound: the GPU sits idle {pct(input_share)} of each step waiting for data"
-        else:
-            headline = f"input-bound: {pct(input_share)} of each step waits for the DataLoader"
-        if dataloader_workers == 0:
-            headline += " (num_workers=0)"
-        return verdict(
-            "input-bound",
-            _severity(input_share, INPUT_CRITICAL_SHARE),
-            headline,
-            advise.input_bound_advice(stats, dataloader_workers, context),
-        )
-    if copy_share >= COPY_WARN_SHARE:
-        source = ""
-        if advise.asks_non_blocking_from_pageable(stats):
-            source = " (non_blocking from pageable memory: synchronous)"
-        elif advise.is_pageable(stats):
-            source = " (pageable memory)"
-        headline = f"copy-bound: host-to-device copies take {pct(copy_share)} of each step{source}"
-        return verdict(
-            "copy-bound",
-            _severity(copy_share, COPY_CRITICAL_SHARE),
-            headline,
-            advise.copy_bound_advice(stats),
-        )
-    if stats.clock == "gpu" and busy_share is not None and busy_share < SYNC_GPU_BUSY_WARN_SHARE:
-        severity: Severity = "critical" if busy_share < SYNC_GPU_BUSY_CRITICAL_SHARE else "warn"
-        rx_share = context.rx_link_share
-        rx = context.gpu_rx_bytes_per_s
-        if not context.copies_measured and rx is not None and rx_share is not None:
-            step_bytes = rx * stats.wall.p50_ms / 1000
-            pageable_rate = (
-                PAGEABLE_H2D_LARGE_BYTES_PER_S
-                if step_bytes >= PAGEABLE_LARGE_STEP_BYTES
-                else PAGEABLE_H2D_MAX_BYTES_PER_S
-            )
-            # The reporter's pinned host memory says whether a step's bytes can come from pinned
-            # buffers: if it holds them, the link-speed figure is the estimate; if it cannot (known,
-            # smaller), they are pageable; unknown, the pageable figure is only an upper bound.
-            pinned = context.memory.pinned_bytes if context.memory is not None else None
-            pinned_holds_a_step = pinned is not None and pinned >= step_bytes
-            pageable_share = rx_share if pinned_holds_a_step else min(1.0, rx / pageable_rate)
-            severity_share = pageable_share if pinned is not None else rx_share
-            if rx_share >= COPY_WARN_SHARE or pageable_share >= RX_COPY_BOUND_PAGEABLE_SHARE:
-                # NVML counts kernels only: a GPU busy copying reads idle. Its link says otherwise.
-                evidence["untimed_copy_share_range"] = [_round(rx_share, 4), _round(pageable_share, 4)]
-                estimate = (
-                    "(its pinned host memory can hold a step's bytes)"
-                    if pinned_holds_a_step
-                    else f"{pct(pageable_share)} if pageable"
-                )
-                headline = (
-                    f"copy-bound (likely): the GPU's link receives {rx / 1e9:.1f} GB/s, copies the "
-                    f"step clock did not time: {pct(rx_share)} of each step at full link speed, "
-                    f"{estimate}; kernels run only {pct(busy_share)}"
-                )
-                return verdict(
-                    "copy-bound",
-                    _severity(severity_share, COPY_CRITICAL_SHARE),
-                    headline,
-                    advise.untimed_copy_advice(),
-                )
-        headline = (
-            f"host-bound: the GPU is busy only {pct(busy_share)} of each step yet never waits for "
-            "data: the host holds it back"
-        )
-        return verdict("host-bound", severity, headline, advise.host_bound_advice())
-    not_starving = ""
-    if hidden_wait:
-        not_starving = (
-            f"; its {pct(stats.data_wait_share)} DataLoader wait is hidden by queued GPU work: not starving"
-        )
-    if stats.compute_share >= COMPUTE_BOUND_SHARE:
-        headline = f"compute-bound: compute is {pct(stats.compute_share)} of each step{not_starving}"
-        return verdict(
-            "compute-bound", "info", headline, advise.compute_bound_advice(stats, hidden_wait, context)
-        )
-    copy_text = f"copy {pct(copy_share)}" if context.copies_measured else "copy not measured"
-    headline = (
-        f"healthy: data {pct(input_share)}, {copy_text}, compute "
-        f"{pct(stats.compute_share)} of each step{not_starving}"
-    )
-    return verdict("healthy", "info", headline, advise.healthy_advice(stats, hidden_wait, context))
+    rule = next(rule for rule in RULES if rule.applies(sig))
+    severity, headline, advice = rule.write(sig)
+    if rule.name == "untimed-copies":
+        found = _untimed_copy(sig)
+        assert found is not None
+        evidence["untimed_copy_share_range"] = [
+            _round(found["rx_share"], 4),
+            _round(found["pageable_share"], 4),
+        ]
+    return Verdict(rule.kind, severity, headline, evidence, tuple(advice + memory_advice), rule.name)
 
 
 def context_evidence(context: Context) -> dict[str, Any]:
@@ -377,6 +610,9 @@ def _median_or_none(values: Sequence[Any]) -> Any:
     return statistics.median(known) if known else None
 
 
+_IDLE_PARTS = ("wait", "loop_pre", "copy", "loop_post", "model")
+
+
 def median_window(windows: Sequence[WindowStats]) -> WindowStats:
     """The typical rank: every number is the median across ranks (so one bad rank cannot hide or fake
     a job-wide bottleneck)."""
@@ -396,12 +632,21 @@ def median_window(windows: Sequence[WindowStats]) -> WindowStats:
             values[f.name] = min(column)
         elif f.name == "early":
             values[f.name] = any(column)
+        elif f.name in ("partitioned", "sampled"):
+            values[f.name] = all(column)
+        elif f.name == "idle":
+            known_idle = [i for i in column if i is not None]
+            values[f.name] = (
+                IdleShares(*(statistics.median(getattr(i, n) for i in known_idle) for n in _IDLE_PARTS))
+                if known_idle and len(known_idle) == len(column)
+                else None
+            )
         elif f.name == "last_step":
             values[f.name] = max(column)
         else:
             values[f.name] = _median_or_none(column)
-    if values["clock"] == "cpu":
-        values["gpu_idle_share"], values["gpu_idle"] = None, None
+    if values["clock"] == "cpu" or values["idle"] is None:
+        values["gpu_idle_share"], values["gpu_idle"], values["idle"] = None, None, None
     return WindowStats(**values)
 
 

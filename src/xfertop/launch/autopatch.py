@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from xfertop.launch.copy_timing import install_copy_timing
+from xfertop.launch.step_parts import install_step_parts
 
 
 class AfterImport(importlib.abc.MetaPathFinder):
@@ -122,6 +123,7 @@ def install(copy_timing: bool = False) -> None:
         patch_dataloader(torch)
         if copy_timing:
             install_copy_timing(torch)
+            install_step_parts(torch)
         watch_optimizer_steps(torch)
         watch_checkpoints(torch)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from xfertop.reporter import copy_timing_installed, note_tensor_copy
+from xfertop.reporter import copy_timing_installed, note_tensor_copy, note_work_starting
 
 
 def install_copy_timing(torch: Any) -> None:
@@ -23,6 +23,7 @@ def install_copy_timing(torch: Any) -> None:
     now_ns = time.perf_counter_ns
 
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
+        note_work_starting()
         began = now_ns()
         moved = original_to(self, *args, **kwargs)
         if moved is not self:
@@ -30,6 +31,7 @@ def install_copy_timing(torch: Any) -> None:
         return moved
 
     def cuda(self: Any, *args: Any, **kwargs: Any) -> Any:
+        note_work_starting()
         began = now_ns()
         moved = original_cuda(self, *args, **kwargs)
         if moved is not self:

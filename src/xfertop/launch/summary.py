@@ -33,53 +33,67 @@ SCHEMA = "xfertop.run-summary/1"
 
 @dataclass
 class PhaseTotals:
-    """Sums over the steps of one rank, in milliseconds. ``gpu_*``: the steps that carry GPU timing."""
+    """Sums over the steps of one rank, in milliseconds: the host's parts, and the GPU's measured idle
+    gaps over the steps that carry one (``gpu_*``)."""
 
     steps: int = 0
     samples: int = 0
     wall_ms: float = 0.0
     data_wait_ms: float = 0.0
+    loop_pre_ms: float = 0.0
     copy_cpu_ms: float = 0.0
+    sync_ms: float = 0.0
+    loop_post_ms: float = 0.0
+    partitioned_steps: int = 0
     gpu_steps: int = 0
     gpu_wall_ms: float = 0.0
-    copy_gpu_ms: float = 0.0
-    compute_gpu_ms: float = 0.0
-    gpu_idle_ms: float = 0.0
+    gpu_gap_ms: float = 0.0
 
     def add(self, step: StepRecord) -> None:
         self.steps += 1
         self.samples += step.samples
         self.wall_ms += step.wall_ms
         self.data_wait_ms += step.data_wait_ms
+        self.loop_pre_ms += step.loop_pre_ms
         self.copy_cpu_ms += step.copy_cpu_ms
-        if step.compute_gpu_ms is not None and step.gpu_idle_ms is not None:
+        self.sync_ms += step.sync_ms
+        self.loop_post_ms += step.loop_post_ms
+        self.partitioned_steps += step.partitioned
+        if step.gpu_gap_ms is not None:
             self.gpu_steps += 1
             self.gpu_wall_ms += step.wall_ms
-            self.copy_gpu_ms += step.copy_gpu_ms or 0.0
-            self.compute_gpu_ms += step.compute_gpu_ms
-            self.gpu_idle_ms += step.gpu_idle_ms
+            self.gpu_gap_ms += step.gpu_gap_ms
 
     def merge(self, other: PhaseTotals) -> None:
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
+    def host_shares(self) -> dict[str, float]:
+        """The host's step in its six parts, as fractions of the wall that add up to 1."""
+        parts = {
+            "wait": self.data_wait_ms,
+            "loop_pre": self.loop_pre_ms,
+            "copy": self.copy_cpu_ms,
+            "sync": self.sync_ms,
+            "loop_post": self.loop_post_ms,
+        }
+        model = max(0.0, self.wall_ms - sum(parts.values()))
+        shares = {name: _share(ms, self.wall_ms) for name, ms in parts.items()}
+        shares["model"] = _share(model, self.wall_ms)
+        return {name: shares[name] for name in ("wait", "loop_pre", "copy", "model", "sync", "loop_post")}
+
     def shares(self) -> dict[str, Any]:
-        """Fractions of the step wall time: on the GPU clock where steps carry it, else the CPU clock."""
-        if self.gpu_steps and self.gpu_wall_ms > 0:
-            return {
-                "clock": "gpu",
-                "data_wait": _share(self.data_wait_ms, self.wall_ms),
-                "copy": _share(self.copy_gpu_ms, self.gpu_wall_ms),
-                "compute": _share(self.compute_gpu_ms, self.gpu_wall_ms),
-                "gpu_idle": _share(self.gpu_idle_ms, self.gpu_wall_ms),
-            }
-        compute_ms = max(0.0, self.wall_ms - self.data_wait_ms - self.copy_cpu_ms)
+        """Fractions of the step wall time: the host's parts, and the GPU's measured idle gaps (between
+        steps' work) where steps carry them."""
+        host = self.host_shares()
         return {
-            "clock": "cpu",
-            "data_wait": _share(self.data_wait_ms, self.wall_ms),
-            "copy": _share(self.copy_cpu_ms, self.wall_ms),
-            "compute": _share(compute_ms, self.wall_ms),
-            "gpu_idle": None,
+            "clock": "gpu" if self.gpu_steps else "cpu",
+            "data_wait": host["wait"],
+            "copy": host["copy"],
+            "compute": host["model"],
+            "gpu_idle": _share(self.gpu_gap_ms, self.gpu_wall_ms) if self.gpu_steps else None,
+            "partitioned": self.partitioned_steps * 2 > self.steps,
+            "host": host,
         }
 
 

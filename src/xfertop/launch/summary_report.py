@@ -60,6 +60,8 @@ def build_summary(follower: RunFollower, command: list[str], returncode: int) ->
         "steps_lost": sum(known.steps_lost for known in follower.ranks.values()),
         "samples_per_s": round(samples_per_s, 2),
         "shares": whole.shares() if whole.steps else None,
+        # The host's step in six parts adding up to 1; None where the model's calls were not seen.
+        "host_shares": whole.host_shares() if whole.steps and whole.shares()["partitioned"] else None,
         # The step clock timed a prefetch thread's next() calls: the shares are that thread's.
         "loader_off_thread": any(known.rank.loader_off_thread for known in follower.ranks.values()),
         "verdicts": [
@@ -73,6 +75,21 @@ def build_summary(follower: RunFollower, command: list[str], returncode: int) ->
 
 def _pct(share: float | None) -> str:
     return "n/a" if share is None else f"{share * 100:.0f}%"
+
+
+def _host_text(shares: dict[str, Any]) -> str:
+    host = shares["host"]
+    if not shares["partitioned"]:
+        return (
+            f"data wait {_pct(host['wait'])}, copy {_pct(host['copy'])}, sync {_pct(host['sync'])}, "
+            f"the rest {_pct(host['model'] + host['loop_pre'] + host['loop_post'])} "
+            "(model and loop not told apart)"
+        )
+    return (
+        f"data wait {_pct(host['wait'])}, loop before the model {_pct(host['loop_pre'])}, "
+        f"copy {_pct(host['copy'])}, model {_pct(host['model'])}, sync {_pct(host['sync'])}, "
+        f"loop after the step {_pct(host['loop_post'])}"
+    )
 
 
 def _span_label(span: dict[str, Any]) -> str:
@@ -104,11 +121,9 @@ def render_text(summary: dict[str, Any], json_path: str | None) -> str:
             "clock timed that thread's waits, not the training loop's)"
         )
     else:
-        lines.append(
-            f"  where the time went ({shares['clock'].upper()} clock, whole run): "
-            f"data wait {_pct(shares['data_wait'])}, copy {_pct(shares['copy'])}, "
-            f"compute {_pct(shares['compute'])}, GPU idle {_pct(shares['gpu_idle'])}"
-        )
+        lines.append(f"  where the time went (host, whole run): {_host_text(shares)}")
+        if shares["gpu_idle"] is not None:
+            lines.append(f"  GPU idle between steps' work (measured): {_pct(shares['gpu_idle'])}")
     if summary["steps_lost"]:
         lines.append(f"  ({summary['steps_lost']} steps were overwritten in the ring before they were read)")
     spans = summary["verdicts"]

@@ -1,7 +1,7 @@
 """Training jobs as the viewer sees them: ranks read from ring files, grouped into jobs.
 
 The ring's wire format lives in xfertop.wire; sources.jobs turns ring records into these.
-Times are milliseconds; a GPU-clock field is None where the step had no CUDA timing.
+Times are milliseconds; the GPU gap is None where the step had no CUDA timing.
 """
 
 from __future__ import annotations
@@ -15,19 +15,25 @@ RankStatus = Literal["live", "stalled", "finished"]
 
 @dataclass(frozen=True)
 class StepRecord:
+    """One step on the host's clock, in six parts that add up to its wall time (``model_ms`` is what is
+    left), and the GPU's own idle gap before the step's first work where it was measured."""
+
     step: int
     #: Wall time from this step's next() call to the next step's next() call (CPU clock).
     wall_ms: float
-    #: Time blocked in next(loader) (CPU clock).
+    #: Time blocked in next(loader).
     data_wait_ms: float
     #: Host time spent in the copy call(s): large when copies from pageable memory are synchronous.
     copy_cpu_ms: float
-    #: GPU clock: batch ready -> copied.
-    copy_gpu_ms: float | None
-    #: GPU clock: copied -> step end.
-    compute_gpu_ms: float | None
-    #: GPU clock: previous step end -> this batch ready: the part of the wait the GPU felt.
-    gpu_idle_ms: float | None
+    #: The loop's own work between the batch's arrival and the step's first copy or model call.
+    loop_pre_ms: float
+    #: Host time blocked in syncs with the device (.item(), .tolist(), .cpu(), synchronize).
+    sync_ms: float
+    #: The loop's own work after the model's last backward or optimizer step.
+    loop_post_ms: float
+    #: How long the GPU sat idle before this step's first work (0: work was still queued then); None
+    #: where not measured (no GPU, a step the reporter did not time, events not resolved yet).
+    gpu_gap_ms: float | None
     h2d_bytes: int
     samples: int
     #: Every copied tensor of the step came from pinned memory.
@@ -46,6 +52,16 @@ class StepRecord:
     workers_started: bool = False
     #: torch.save ran inside this step (`xfertop run`): its wall holds a checkpoint.
     checkpoint: bool = False
+    #: The model's calls were seen (`xfertop run`): loop_pre and loop_post are measured, not 0 by default.
+    partitioned: bool = False
+    #: A sync with the device ran in this step.
+    synced: bool = False
+
+    @property
+    def model_ms(self) -> float:
+        """Forward, backward and optimizer step on the host: the wall less every other part."""
+        rest = self.data_wait_ms + self.loop_pre_ms + self.copy_cpu_ms + self.sync_ms + self.loop_post_ms
+        return max(0.0, self.wall_ms - rest)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,8 @@ _clock: StepClock | None = None
 _in_forked_child = False
 #: `xfertop run` times every Tensor.to/.cuda (launch/copy_timing.py): copies are seen, not only marked.
 _copy_timing = False
+#: `xfertop run` watches the model's calls, backward and optimizer steps (launch/step_parts.py).
+_partitioning = False
 
 
 def _make_writer() -> RingWriter:
@@ -46,6 +48,7 @@ def _get_clock() -> StepClock | None:
             return None
         _clock = StepClock(_make_writer)
         _clock.copy_timing = _copy_timing
+        _clock.partitioning = _partitioning
     return _clock
 
 
@@ -311,6 +314,10 @@ def note_tensor_copy(source: Any, moved: Any, non_blocking: bool, copy_cpu_ns: i
     try:
         notes = CopyNotes()
         target = moved.device
+        if target.type == "cpu":
+            if getattr(source, "is_cuda", False):  # device to host: the loop waits for the GPU
+                clock.synced(copy_cpu_ns)
+            return
         if target.type != "cpu":
             note_copy(source, non_blocking, notes)
         if notes.inspect_error is not None:
@@ -328,6 +335,47 @@ def note_tensor_copy(source: Any, moved: Any, non_blocking: bool, copy_cpu_ns: i
         clock.fail(exc)
 
 
+# -- the model's calls and syncs (`xfertop run`) ------------------------------------------------------
+def note_work_starting() -> None:
+    """For `xfertop run`: a copy or the model's call is about to be issued (see StepClock.work_starting).
+    Called before every timed copy: it returns at once once the step's first work is known."""
+    clock = _clock
+    if clock is not None and not clock.disabled and not clock.parts.first_work_ns:
+        clock.work_starting()
+
+
+def open_step() -> int | None:
+    """The number of the step open now, or None between steps (or with no clock)."""
+    clock = _clock
+    if clock is None or clock.disabled or not clock.is_open:
+        return None
+    return clock.steps_written
+
+
+def note_model_ended() -> None:
+    """For `xfertop run`: the model finished a backward, an optimizer step or a forward."""
+    clock = _clock
+    if clock is not None and not clock.disabled:
+        clock.model_ended()
+
+
+def note_sync(sync_ns: int) -> None:
+    """For `xfertop run`: the loop waited ``sync_ns`` for the device in .item(), .tolist(), .cpu() or
+    synchronize."""
+    clock = _clock
+    if clock is not None and not clock.disabled:
+        clock.synced(sync_ns)
+
+
+def partitioning_installed() -> None:
+    """Called by `xfertop run` once the model's calls are watched: a step's first work is its first copy
+    or model call (not its batch's arrival)."""
+    global _partitioning
+    _partitioning = True
+    if _clock is not None:
+        _clock.partitioning = True
+
+
 # -- optimizer steps -------------------------------------------------------------------------------------
 def note_optimizer_step() -> None:
     """For `xfertop run`: an optimizer finished a step. In a loop that iterates no DataLoader (data already
@@ -341,7 +389,10 @@ def note_optimizer_step() -> None:
         clock = _get_clock()  # None in a DataLoader worker
         if clock is None:
             return
-    if clock.disabled or clock.has_loop_boundaries():
+    if clock.disabled:
+        return
+    if clock.has_loop_boundaries():
+        clock.model_ended()
         return
     try:
         clock.before_next()

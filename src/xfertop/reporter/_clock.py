@@ -1,17 +1,19 @@
-"""The step clock: CPU timings at step boundaries, GPU events when a CUDA device is in use.
+"""The step clock: the host's step in parts, and the GPU's own idle gap before each step's work.
 
 A step runs from one ``next()`` call on the loader to the next one (or from one ``step()`` exit to
-the next). Each closed step is one record in the ring; its GPU fields are patched in later, once its
-CUDA events have completed. Every method is fail-open: an internal error is counted, and after
+the next). Its host time is split into parts that add up to its wall (wait, the loop's own work before
+the model, copies, the model, syncs, the loop's own work after it: _host_parts.py); where a CUDA device
+is in use, the GPU's idle gap before the step's first work is measured with events (_gpu_timer.py) and
+patched in once they complete. Every method is fail-open: an internal error is counted, and after
 ``MAX_ERRORS`` of them the clock switches itself off for good.
 
-Sampling: every step gets the CPU clock, but only one step in ``gpu_every`` gets the GPU clock. A CUDA
-event record costs ~2.4 us of host time on an H200, query and elapsed_time ~1.5 us each, so a timed
-step costs 15-20 us. The clock measures that host time itself (perf_counter around its CUDA calls) and
-picks ``gpu_every`` so that the average stays within max(GPU_BUDGET_FLOOR_NS, GPU_BUDGET_SHARE of the
-step's wall time): long steps (>= 5 ms) are all timed, short ones every k-th (k <= GPU_EVERY_MAX, so
-that a ring of 1024 steps always holds at least 32 GPU-timed steps). ``XFERTOP_GPU_SAMPLING=off``
-times every step.
+Sampling: every step gets the host clock, but only one step in ``gpu_every`` gets its gap measured. A
+CUDA event record costs ~2.4 us of host time on an H200, query and elapsed_time ~0.3-1.5 us, so a
+measured gap costs 5-10 us. The clock measures that host time itself (perf_counter around its CUDA
+calls) and picks ``gpu_every`` so that the average stays within max(GPU_BUDGET_FLOOR_NS,
+GPU_BUDGET_SHARE of the step's wall time): long steps (>= 5 ms) are all timed, short ones every k-th
+(k <= GPU_EVERY_MAX, so that a ring of 1024 steps always holds at least 32 measured gaps).
+``XFERTOP_GPU_SAMPLING=off`` times every step.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from xfertop import wire
-from xfertop.reporter._gpu_timer import MAX_RESOLVED_PER_BOUNDARY, GpuTimer, PendingStep
+from xfertop.reporter._gpu_timer import MAX_RESOLVED_PER_BOUNDARY, GpuTimer, PendingGap
 from xfertop.reporter._host_memory import pinned_host_bytes
+from xfertop.reporter._host_parts import HostParts
 from xfertop.reporter._ring_writer import RingWriter
 
 MAX_ERRORS = 10
@@ -40,17 +43,6 @@ GPU_EVERY_MAX = 32
 #: read as an expensive clock; at 5 ms even 150 us per timed step is the work of waking up, and the
 #: warm cost (~26 us on the H200) is 0.5% of the step.
 GPU_TIME_EVERY_STEP_ABOVE_NS = 5_000_000
-#: Copy timing (copies seen, not marked): a copy that begins this long after the step's last copy ended
-#: is not part of loading the batch (a scalar a framework moves for logging after the backward pass), and
-#: does not move the step's copy mark. Measured on the H200: an HF Trainer job read "copy-bound: 100% of
-#: each step" when every late .to() moved the mark to the end of the step.
-COPY_BURST_GAP_NS = 2_000_000
-#: Copy timing: a step's first seen copy that begins later than this share of the previous step's wall
-#: after the batch arrived is the NEXT batch's copy, made by a prefetching loader before the boundary
-#: (accelerate's DataLoaderShard moves batch k+1 to the device before yielding batch k): it counts its
-#: bytes and host time but sets no copy mark, so this step's compute is not booked as copy. Seen on the
-#: H200: an HF Trainer job read "copy-bound: 100% of each step" (docs/scenarios.md).
-LATE_FIRST_COPY_SHARE = 0.5
 #: A next() on another loader that begins this soon after the open step's batch arrived, with no copy in
 #: between, fetches part of the same step: ``for a, b in zip(loader_a, loader_b)``, Lightning's
 #: CombinedLoader, a second (unlabelled) iterator read right after the first. Its wait joins the step's
@@ -94,36 +86,35 @@ class StepClock:
         self._samples = 0
         self._flags = 0
         self._any_pageable = False
-        self._ready: Any = None
-        self._copied: Any = None
-        self._prev_end: Any = None
-        self._last_end: Any = None
+        self.parts = HostParts()
+        #: `xfertop run` sees the model's calls, backward and optimizer steps: the step's first work is its
+        #: first copy or model call (else the batch's arrival, as far as anyone can tell).
+        self.partitioning = False
         self._wait_began_ns = 0
         self._last_exit_ns = 0
         self._last_target: Any = None
-        self._last_copy_end_ns = 0  # when the step's last copy of its first burst ended (0: none yet)
         self._opened_ns = 0  # when the open step's batch arrived (next() returned)
-        self._last_wall_ns = 0  # the wall time of the step closed last
-        self._late_copies = False  # the open step's first seen copy came late (maybe the next batch's)
         self._last_close_ns = 0  # when the step closed last
         self._blocks_seen = False  # step() blocks mark this process's steps
         self._block_depth = 0  # step() blocks open around the current step (0: not theirs)
         self._next_tick_ns = 0
         self._ticks = 0
-        # GPU sampling (see the module docstring).
+        # The GPU gap (see _gpu_timer.py) and its sampling (see the module docstring).
+        self._after: Any = None  # this step's "work queued" event, for the next step's gap
+        self._after_prev: Any = None  # the previous step's, until this step's first work asks it
+        self._marks_end = False  # this step records ``after``: the next one gets its gap measured
+        self._gap_ns = wire.NO_VALUE  # the open step's gap: measured at once (0), pending, or not
         self.gpu_sampling = os.environ.get("XFERTOP_GPU_SAMPLING", "").lower() not in ("off", "0", "no")
         self.gpu_every = 1
         self.gpu_budget_floor_ns = GPU_BUDGET_FLOOR_NS
         self.gpu_budget_share = GPU_BUDGET_SHARE
         self.gpu_cost_ns = 0.0  # smoothed host ns per timed step spent in CUDA calls
         self._cost_samples = 0
-        self.gpu_timed_steps = 0  # steps that got the GPU clock (events recorded), for benchmarks
-        self._countdown = 1  # steps until the next timed one; 1: the next step is timed
-        self._time_next = True  # the step about to open gets the GPU clock
+        self.gpu_timed_steps = 0  # steps whose gap was measured (events asked), for benchmarks
+        self._countdown = 1  # steps until the next one that records ``after``; 1: the next step does
         self._gpu_spent_ns = 0  # host ns in CUDA calls since the last timed step closed
         self._period_began_ns = 0  # when the last timed step closed
         self._period_steps = 0
-        self._epoch_at_prev_end = -1
 
     # -- failure handling ---------------------------------------------------------------------------------
     def fail(self, exc: BaseException) -> None:
@@ -163,6 +154,11 @@ class StepClock:
         writer = self.writer
         if writer is not None:
             writer.set_word(wire.H_STATE_FLAGS, writer.words[wire.H_STATE_FLAGS] | flag)
+
+    @property
+    def is_open(self) -> bool:
+        """A step is open: its batch arrived and its boundary has not come yet."""
+        return self._open
 
     def has_loop_boundaries(self) -> bool:
         """A watched loader's next() calls, or step() blocks, mark this process's steps."""
@@ -245,8 +241,7 @@ class StepClock:
                 self._joining = False
                 self._wait_ns += wait
                 self._opened_ns = now
-                if self._ready is not None and self.gpu is not None:
-                    self.gpu.re_record(self._ready)  # the step's compute starts after its last batch
+                self.parts.open(now)  # the loop's own work starts after its last batch
                 return wait
             self._open_step(self._wait_began_ns, wait, batch)
             return wait
@@ -298,7 +293,38 @@ class StepClock:
         except Exception as exc:
             self.fail(exc)
 
-    # -- copies -------------------------------------------------------------------------------------------
+    # -- the model, copies and syncs (`xfertop run`) -------------------------------------------------------
+    def work_starting(self) -> None:
+        """A copy or a model call is about to be issued: the step's first one ends the loop's own work
+        before the model, and is where the GPU's idle gap is measured (it must be asked before the work
+        is queued)."""
+        try:
+            if self._open and self.parts.work_started(_now_ns()):
+                self._measure_gap()
+        except Exception as exc:
+            self.fail(exc)
+
+    def model_ended(self) -> None:
+        """The model finished a backward, an optimizer step or (no backward after it) a forward: its work
+        for the step is queued. The step's ``after`` event moves here."""
+        try:
+            if not self._open:
+                return
+            self.parts.model_ended(_now_ns(), self._copy_cpu_ns)
+            if self._marks_end and self.gpu is not None:
+                self._record_after(self.gpu)
+        except Exception as exc:
+            self.fail(exc)
+
+    def synced(self, sync_ns: int) -> None:
+        """The loop waited ``sync_ns`` for the device (.item(), .cpu(), synchronize) just now."""
+        try:
+            if self._open:
+                self.parts.synced(sync_ns)
+                self._flags |= wire.F_SYNCED
+        except Exception as exc:
+            self.fail(exc)
+
     def copied(
         self,
         h2d_bytes: int,
@@ -308,42 +334,20 @@ class StepClock:
         device: Any,
         seen: bool = False,
     ) -> None:
-        """A copy of ``h2d_bytes`` to ``device`` ended now. ``seen``: found by copy timing rather than
-        marked by the loop (to_device, mark_copied): then only the step's first burst of copies sets the
-        copy mark (COPY_BURST_GAP_NS); its bytes and host time count whenever it comes."""
+        """A copy of ``h2d_bytes`` to ``device`` ended now, having taken ``copy_cpu_ns`` of host time.
+        ``seen``: found by copy timing (which said ``work_starting`` before it) rather than marked by the
+        loop (to_device, mark_copied)."""
         try:
             if device is not None and device is not self._last_target:
                 self._learn_device(device)
             if not self._open:
                 return
+            if not seen and self.parts.work_started(_now_ns() - copy_cpu_ns):
+                self._measure_gap()  # late: the copy is queued already, so a drained stream reads busy
             self._copy_cpu_ns += copy_cpu_ns
             self._h2d_bytes += h2d_bytes
             self._any_pageable = self._any_pageable or any_pageable
             self._flags |= wire.F_COPIED | (wire.F_PAGEABLE_NON_BLOCKING if pageable_non_blocking else 0)
-            now = _now_ns()
-            began = now - copy_cpu_ns
-            late_after_ns = max(COPY_BURST_GAP_NS, self._last_wall_ns * LATE_FIRST_COPY_SHARE)
-            if (
-                seen
-                and self._last_copy_end_ns == 0
-                and self._last_wall_ns
-                and began - self._opened_ns > late_after_ns
-            ):
-                self._late_copies = (
-                    True  # judged at the close: the next batch's copy only if the boundary follows
-                )
-            in_burst = (
-                not seen or self._last_copy_end_ns == 0 or began - self._last_copy_end_ns <= COPY_BURST_GAP_NS
-            )
-            gpu = self.gpu
-            if gpu is not None and self._ready is not None and in_burst:
-                if self._copied is None:
-                    self._copied = gpu.record()
-                else:
-                    gpu.re_record(self._copied)  # the last copy of the burst is the one that counts
-                self._gpu_spent_ns += _now_ns() - now
-            if in_burst:
-                self._last_copy_end_ns = now
         except Exception as exc:
             self.fail(exc)
 
@@ -357,11 +361,10 @@ class StepClock:
         self._flags = self._next_flags
         self._next_flags = 0
         self._any_pageable = False
-        self._copied = None
-        self._last_copy_end_ns = 0
-        self._late_copies = False
         self._opened_ns = start_ns + wait_ns
+        self.parts.open(self._opened_ns)
         self._samples = 0
+        self._gap_ns = wire.NO_VALUE
         if batch is not None:
             leaf = _first_leaf(batch)
             shape = getattr(leaf, "shape", None)
@@ -369,105 +372,97 @@ class StepClock:
                 self._samples = int(shape[0])
                 if self.gpu is None and getattr(leaf, "is_cuda", False):
                     self._use_cuda_device(leaf.device.index)
-        self._prev_end = self._last_end
+        # Sampling: this step records ``after`` when the next one is to have its gap measured.
+        self._countdown -= 1
+        self._marks_end = self._countdown <= 0
+        if self._marks_end:
+            self._countdown = self.gpu_every
+        if not self.partitioning and self.gpu is not None:
+            # Nothing tells the model's calls apart: the step's work may start as soon as its batch is here.
+            self._measure_gap()
+
+    def _measure_gap(self) -> None:
+        """At the step's first work: ask whether the GPU still works on the step before (no gap) or has
+        drained (an event now; the gap resolves later). See _gpu_timer.py."""
+        after = self._after_prev
         gpu = self.gpu
-        if gpu is not None and self._time_next:
-            self._ready = gpu.record()
-            # Charged from the boundary on (start + wait = when next() returned): a little CPU-clock
-            # work counts as GPU-clock cost, so the estimate errs on the dear side.
-            self._gpu_spent_ns += _now_ns() - start_ns - wait_ns
+        if after is None or gpu is None:
+            return
+        began = _now_ns()
+        self._after_prev = None
+        if not after.query():
+            self._gap_ns = 0
+            gpu.release(after)
         else:
-            self._ready = None
+            first = gpu.record()
+            if first is None:  # a CUDA graph is being captured: no gap this step
+                gpu.release(after)
+            else:
+                gpu.add(PendingGap(self.steps_written, after, first))
+                self._gap_ns = wire.NO_VALUE
+                self._flags |= wire.F_GPU_PENDING
+                self.gpu_timed_steps += 1
+        self._gpu_spent_ns += _now_ns() - began
+
+    def _record_after(self, gpu: GpuTimer) -> None:
+        began = _now_ns()
+        if self._after is None:
+            self._after = gpu.record()
+        else:
+            gpu.re_record(self._after)  # the model's last call of the step is the one that counts
+        self._gpu_spent_ns += _now_ns() - began
 
     def _close(self, now: int) -> None:
         self._open = False
-        self._last_wall_ns = now - self._start_ns
         self._last_close_ns = now
-        if (
-            self._late_copies
-            and self._copied is not None
-            and now - self._last_copy_end_ns <= COPY_BURST_GAP_NS
-        ):
-            # A late copy burst right before the boundary: a prefetching loader moving the next batch
-            # (accelerate's DataLoaderShard). It marks no copy; its bytes and host time still count.
-            if self.gpu is not None:
-                self.gpu.release(self._copied)
-            self._copied = None
         writer = self.writer
         if writer is None:
             return
+        gpu = self.gpu
+        if gpu is not None:
+            self._close_gpu(gpu, now)
         flags = self._flags
         if self._h2d_bytes and not self._any_pageable:  # only host-to-device copies can be pinned
             flags |= wire.F_PINNED
-        gpu = self.gpu
+        if self.partitioning and self.parts.first_work_ns:
+            flags |= wire.F_PARTITIONED
         step = self.steps_written
-        if gpu is None:
-            self._write_step(writer, step, now, flags)
-        else:
-            self._period_steps += 1
-            countdown = self._countdown - 1
-            time_next = countdown <= 0
-            if time_next:
-                countdown = self.gpu_every
-            self._countdown = countdown
-            self._time_next = time_next
-            ready = self._ready
-            if ready is None and not time_next:  # the common case when sampling: CPU clock only
-                self._last_end = None
-                self._write_step(writer, step, now, flags)
-            else:
-                self._close_gpu(gpu, now, step, flags, ready, time_next)
-        if now >= self._next_tick_ns:
-            self._tick(now)
-
-    def _write_step(self, writer: RingWriter, step: int, now: int, flags: int) -> None:
-        """The open step's record, ended at ``now`` (its GPU fields follow once its events resolve)."""
         writer.write_step(
             step,
             self._start_ns,
             now - self._start_ns,
             self._wait_ns,
             self._copy_cpu_ns,
+            self.parts.loop_pre_ns(),
+            self.parts.sync_ns,
+            self._gap_ns,
             self._h2d_bytes,
             self._samples,
             flags,
+            self.parts.loop_post_ns(now, self._copy_cpu_ns),
         )
         self.steps_written = step + 1
+        if gpu is not None:
+            if gpu.pending_count:  # after the write: this very step's gap may resolve at once
+                gpu.resolve(self._on_resolved)
+            if gpu.dropped_steps:
+                self._mark_dropped(gpu)
+        if now >= self._next_tick_ns:
+            self._tick(now)
 
-    def _close_gpu(self, gpu: GpuTimer, now: int, step: int, flags: int, ready: Any, time_next: bool) -> None:
-        """Close a timed step, or one whose end event the next (timed) step needs for its idle gap."""
-        writer = self.writer
-        assert writer is not None
-        began = now  # the boundary itself: the whole close is charged (see _open_step)
-        if ready is not None:
-            # Earlier timed steps first (they had a whole period to complete); this one's end is only
-            # now being recorded, so asking about it would waste a query.
-            gpu.resolve(self._on_resolved)
-        end = gpu.record()
-        epoch = gpu.stream_epoch
-        if ready is not None and end is not None:
-            flags |= wire.F_GPU_PENDING
-            self.gpu_timed_steps += 1
-            gpu.add(
-                PendingStep(
-                    step,
-                    self._prev_end,
-                    ready,
-                    self._copied,
-                    end,
-                    one_stream=epoch == self._epoch_at_prev_end,
-                    end_shared=time_next,
-                    idle_cap_ns=self._wait_ns if flags & wire.F_EPOCH_START else -1,
-                )
-            )
-        self._last_end = end if time_next else None
-        self._epoch_at_prev_end = epoch
-        self._write_step(writer, step, now, flags)
-        if gpu.dropped_steps:
-            self._mark_dropped(gpu)
+    def _close_gpu(self, gpu: GpuTimer, now: int) -> None:
+        """The step's GPU bookkeeping at its end: a gap still to ask (no work was seen), its ``after``
+        event handed to the next step, the sampling rate revised."""
+        began = _now_ns()
+        if self._after_prev is not None:
+            self._measure_gap()  # no copy or model call was seen: the step's end is its first work
+        if self._marks_end and self._after is None:
+            self._after = gpu.record()  # no backward or optimizer step seen: the step's end
+        self._after_prev, self._after = self._after, None
+        self._period_steps += 1
         spent = self._gpu_spent_ns + _now_ns() - began
-        if ready is None:
-            self._gpu_spent_ns = spent  # the boundary event belongs to the next (timed) step's cost
+        if not self._marks_end:
+            self._gpu_spent_ns = spent  # charged to the next measured step
             return
         self._gpu_spent_ns = 0
         if self.gpu_sampling:
@@ -498,18 +493,14 @@ class StepClock:
         self._period_began_ns = now
         self._period_steps = 0
 
-    def _on_resolved(self, step: int, copy_gpu_ns: int, compute_gpu_ns: int, gpu_idle_ns: int) -> None:
+    def _on_resolved(self, step: int, gap_ns: int) -> None:
         assert self.writer is not None
-        self.writer.patch_gpu(
-            step, copy_gpu_ns, compute_gpu_ns, gpu_idle_ns, wire.F_GPU_RESOLVED, wire.F_GPU_PENDING
-        )
+        self.writer.patch_gpu(step, gap_ns, wire.F_GPU_RESOLVED, wire.F_GPU_PENDING)
 
     def _mark_dropped(self, gpu: GpuTimer) -> None:
         assert self.writer is not None
         for step in gpu.dropped_steps:
-            self.writer.patch_gpu(
-                step, wire.NO_VALUE, wire.NO_VALUE, wire.NO_VALUE, wire.F_GPU_DROPPED, wire.F_GPU_PENDING
-            )
+            self.writer.patch_gpu(step, wire.NO_VALUE, wire.F_GPU_DROPPED, wire.F_GPU_PENDING)
         dropped_total = self.writer.words[wire.H_GPU_DROPPED] + len(gpu.dropped_steps)
         self.writer.set_word(wire.H_GPU_DROPPED, dropped_total)
         gpu.dropped_steps.clear()

@@ -1,11 +1,15 @@
-"""GPU clock for steps: pooled CUDA timing events, resolved lazily and never synchronised.
+"""The GPU's own idle gap before a step's first work: CUDA events, resolved lazily, never synchronised.
 
-A timed step records up to three events on the current stream of its device: ready (batch handed to
-the loop), copied (host-to-device copies issued, only when a copy was marked), end (the next step
-begins); its idle gap also needs the end event of the step before it. They sit in a bounded deque; the
-clock asks the oldest with ``query()`` (only its ``end`` event when all of them went to one stream) and,
-once every event it needs has completed, turns them into durations with two or three
-``elapsed_time()`` calls. Which steps are timed is the clock's choice (see _clock.py: sampling).
+An event completes when the stream reaches it, and on an empty stream that is when the host records it,
+so the time between two events is GPU time only while work is queued across it. The gap is measured
+where that holds: the step before records ``after`` once its model has queued its work (after its last
+backward or optimizer step, else at its end). When the next step is about to issue its first work (a copy
+or the model's call), ``after`` is asked with ``query()``:
+- not complete: the GPU still works on the step before: no gap (0), and nothing more to record;
+- complete: the stream has drained, so an event ``first`` recorded now completes at once, and
+  ``after.elapsed_time(first)`` is how long the GPU had nothing to do. That is the GPU's idle gap, and
+  the host's clock says what the host did meanwhile (the analysis attributes it).
+Pending pairs sit in a bounded deque; the oldest is asked at step boundaries and resolved once done.
 """
 
 from __future__ import annotations
@@ -15,26 +19,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-#: Called with (step, copy_gpu_ns or -1, compute_gpu_ns, gpu_idle_ns or -1) when a step resolves.
-ResolvedCallback = Callable[[int, int, int, int], None]
+#: Called with (step, gap_ns) when a step's gap resolves.
+ResolvedCallback = Callable[[int, int], None]
 MAX_RESOLVED_PER_BOUNDARY = 4
 
 
 @dataclass(slots=True)
-class PendingStep:
+class PendingGap:
     step: int
-    prev_end: Any | None
-    ready: Any
-    copied: Any | None
-    end: Any
-    #: Every event went to one stream (same-stream events complete in order: asking ``end`` is enough).
-    one_stream: bool = False
-    #: ``end`` is also the next step's ``prev_end``: released when that step resolves, not this one.
-    end_shared: bool = True
-    #: An iteration's first step: its wall time (host clock), which its idle gap cannot exceed. The step
-    #: starts at iter(loader), while its ``prev_end`` is the last step of the iteration before: the time
-    #: between the two (validation, checkpointing) is no step's, and no step's idle gap. -1: no cap.
-    idle_cap_ns: int = -1
+    after: Any
+    first: Any
 
 
 class GpuTimer:
@@ -43,7 +37,7 @@ class GpuTimer:
         self._cuda = cuda
         self.device_index = device_index
         self._pool: list[Any] = []
-        self._pending: deque[PendingStep] = deque()
+        self._pending: deque[PendingGap] = deque()
         self.max_pending = max_pending
         self.dropped_steps: list[int] = []
         # Fast paths (about 5 us of Python per record saved on an H200): ask the C++ side which stream is
@@ -54,9 +48,6 @@ class GpuTimer:
         self._stream_key: Any = None
         self._stream: Any = None
         self._cuda_ready = False
-        #: Bumped whenever the current stream changes (or cannot be told): equal values around a step's
-        #: records mean they all went to one stream.
-        self.stream_epoch = 0
 
     def _current_stream(self) -> Any:
         raw = self._raw_current_stream
@@ -66,11 +57,9 @@ class GpuTimer:
                 if key != self._stream_key or self._stream is None:
                     self._stream = self._cuda.current_stream(self.device_index)
                     self._stream_key = key
-                    self.stream_epoch += 1
                 return self._stream
             except Exception:
                 self._raw_current_stream = None
-        self.stream_epoch += 1  # the public API cannot say whether the stream changed: assume it did
         return self._cuda.current_stream(self.device_index)
 
     def capturing(self) -> bool:
@@ -85,16 +74,7 @@ class GpuTimer:
 
     def record(self) -> Any | None:
         """A timing event recorded now on the device's current stream; None while a graph is captured."""
-        raw = self._raw_capturing
-        if raw is not None and self._cuda_ready:  # the fast path of capturing()
-            try:
-                if raw():
-                    return None
-            except Exception:
-                self._raw_capturing = None
-                if self.capturing():
-                    return None
-        elif self.capturing():
+        if self.capturing():
             return None
         pool = self._pool
         event = pool.pop() if pool else self._cuda.Event(enable_timing=True)
@@ -110,12 +90,12 @@ class GpuTimer:
         if event is not None and len(self._pool) < 4 * self.max_pending:
             self._pool.append(event)
 
-    def add(self, pending: PendingStep) -> None:
+    def add(self, pending: PendingGap) -> None:
         if len(self._pending) >= self.max_pending:
             oldest = self._pending.popleft()
             self.dropped_steps.append(oldest.step)
-            self.release(oldest.ready)
-            self.release(oldest.copied)
+            self.release(oldest.after)
+            self.release(oldest.first)
         self._pending.append(pending)
 
     @property
@@ -123,51 +103,13 @@ class GpuTimer:
         return len(self._pending)
 
     def resolve(self, on_resolved: ResolvedCallback) -> None:
-        """Resolve the oldest completed steps (a few at most); never waits for the GPU."""
+        """Resolve the oldest completed gaps (a few at most); never waits for the GPU."""
         pending = self._pending
         for _ in range(MAX_RESOLVED_PER_BOUNDARY):
-            if not pending:
+            if not pending or not pending[0].first.query():
                 return
-            oldest = pending[0]
-            if not (oldest.end.query() if oldest.one_stream else _all_done(oldest)):
-                return
-            pending.popleft()
-            ready = oldest.ready
-            copied = oldest.copied
-            copy_ns = -1
-            if copied is not None:
-                copy_ns = int(ready.elapsed_time(copied) * 1_000_000)
-                if copy_ns < 0:  # never backwards on one stream; a stream switch can order events oddly
-                    copy_ns = 0
-                compute_ns = int(copied.elapsed_time(oldest.end) * 1_000_000)
-            else:
-                compute_ns = int(ready.elapsed_time(oldest.end) * 1_000_000)
-            prev_end = oldest.prev_end
-            idle_ns = -1
-            if prev_end is not None:
-                idle_ns = int(prev_end.elapsed_time(ready) * 1_000_000)
-                if idle_ns < 0:
-                    idle_ns = 0
-                elif 0 <= oldest.idle_cap_ns < idle_ns:
-                    idle_ns = oldest.idle_cap_ns
-            on_resolved(oldest.step, copy_ns, compute_ns if compute_ns > 0 else 0, idle_ns)
-            # prev_end was the end of an earlier step, resolved or never timed: no one needs it any more.
-            pool = self._pool
-            if len(pool) < 4 * self.max_pending:
-                pool.append(ready)
-                if prev_end is not None:
-                    pool.append(prev_end)
-                if copied is not None:
-                    pool.append(copied)
-                if not oldest.end_shared:
-                    pool.append(oldest.end)
-
-
-def _all_done(step: PendingStep) -> bool:
-    # The loop switched streams between the step's events: each must be asked.
-    return (
-        step.end.query()
-        and step.ready.query()
-        and (step.copied is None or step.copied.query())
-        and (step.prev_end is None or step.prev_end.query())
-    )
+            oldest = pending.popleft()
+            gap_ns = int(oldest.after.elapsed_time(oldest.first) * 1_000_000)
+            on_resolved(oldest.step, max(0, gap_ns))
+            self.release(oldest.after)
+            self.release(oldest.first)

@@ -15,7 +15,7 @@ import struct
 from xfertop import wire
 from xfertop.wire import RingIdentity
 
-_BODY = struct.Struct("<11q")  # every record word after the sequence word
+_BODY = struct.Struct("<12q")  # every record word after the sequence word
 
 
 class RingDirError(Exception):
@@ -117,9 +117,13 @@ class RingWriter:
         wall_ns: int,
         data_wait_ns: int,
         copy_cpu_ns: int,
+        loop_pre_ns: int,
+        sync_ns: int,
+        gpu_gap_ns: int,
         h2d_bytes: int,
         samples: int,
         flags: int,
+        loop_post_ns: int,
     ) -> None:
         words = self.words
         base = wire.HEADER_BYTES // 8 + (step % self.capacity) * wire.RECORD_WORDS
@@ -133,35 +137,26 @@ class RingWriter:
             wall_ns,
             data_wait_ns,
             copy_cpu_ns,
-            wire.NO_VALUE,
-            wire.NO_VALUE,
-            wire.NO_VALUE,
+            loop_pre_ns,
+            sync_ns,
+            gpu_gap_ns,
             h2d_bytes,
             samples,
             flags,
+            loop_post_ns,
         )
         words[base] = seq + 1
         words[wire.H_WRITE_INDEX] = step + 1
         words[wire.H_HEARTBEAT_NS] = start_ns + wall_ns
 
-    def patch_gpu(
-        self,
-        step: int,
-        copy_gpu_ns: int,
-        compute_gpu_ns: int,
-        gpu_idle_ns: int,
-        flags_set: int,
-        flags_clear: int,
-    ) -> None:
+    def patch_gpu(self, step: int, gpu_gap_ns: int, flags_set: int, flags_clear: int) -> None:
         words = self.words
         base = wire.HEADER_BYTES // 8 + (step % self.capacity) * wire.RECORD_WORDS
         if words[base + wire.R_STEP] != step or words[base] & 1:
             return  # overwritten by a newer lap: nothing to patch
         seq = words[base] | 1
         words[base] = seq
-        words[base + wire.R_COPY_GPU_NS] = copy_gpu_ns
-        words[base + wire.R_COMPUTE_GPU_NS] = compute_gpu_ns
-        words[base + wire.R_GPU_IDLE_NS] = gpu_idle_ns
+        words[base + wire.R_GPU_GAP_NS] = gpu_gap_ns
         words[base + wire.R_FLAGS] = (words[base + wire.R_FLAGS] | flags_set) & ~flags_clear
         words[base] = seq + 1
 

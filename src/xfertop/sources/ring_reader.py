@@ -56,17 +56,11 @@ class RingCounters:
     launch_exit: int = 0
 
 
-def _ms(value_ns: int) -> float | None:
-    return None if value_ns < 0 else value_ns / NS_PER_MS
-
-
 def to_step_record(body: list[int]) -> StepRecord:
     flags = body[wire.R_FLAGS]
-    copy_gpu_ms = compute_gpu_ms = gpu_idle_ms = None
-    if flags & wire.F_GPU_RESOLVED:
-        copy_gpu_ms = _ms(body[wire.R_COPY_GPU_NS])
-        compute_gpu_ms = _ms(body[wire.R_COMPUTE_GPU_NS])
-        gpu_idle_ms = _ms(body[wire.R_GPU_IDLE_NS])
+    gap = body[wire.R_GPU_GAP_NS]
+    # Pending events leave the gap unknown (NO_VALUE) until they resolve; a gap of 0 is written at once.
+    gpu_gap_ms = gap / NS_PER_MS if gap >= 0 and not flags & wire.F_GPU_PENDING else None
     # Positional: a frozen dataclass built from keywords costs ~0.8 us more, times every step of every
     # rank. tests/sources/test_jobs_source.py checks each field lands where it belongs.
     return StepRecord(
@@ -74,9 +68,10 @@ def to_step_record(body: list[int]) -> StepRecord:
         body[wire.R_WALL_NS] / NS_PER_MS,
         body[wire.R_DATA_WAIT_NS] / NS_PER_MS,
         body[wire.R_COPY_CPU_NS] / NS_PER_MS,
-        copy_gpu_ms,
-        compute_gpu_ms,
-        gpu_idle_ms,
+        body[wire.R_LOOP_PRE_NS] / NS_PER_MS,
+        body[wire.R_SYNC_NS] / NS_PER_MS,
+        body[wire.R_LOOP_POST_NS] / NS_PER_MS,
+        gpu_gap_ms,
         body[wire.R_H2D_BYTES],
         body[wire.R_SAMPLES],
         bool(flags & wire.F_PINNED),
@@ -86,6 +81,8 @@ def to_step_record(body: list[int]) -> StepRecord:
         bool(flags & wire.F_EPOCH_START),
         bool(flags & wire.F_WORKERS_STARTED),
         bool(flags & wire.F_CHECKPOINT),
+        bool(flags & wire.F_PARTITIONED),
+        bool(flags & wire.F_SYNCED),
     )
 
 
