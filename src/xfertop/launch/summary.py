@@ -6,9 +6,9 @@ launch token) every ``interval_s``: each read folds the steps it has not counted
 and notes the job's verdict, so a run far longer than a ring holds (1024 steps) is still summed whole and
 its verdicts over time survive the ring's wrap-around. Its advice rests on the host evidence the live
 view's does (where the ranks' DataLoader workers may run, how busy those cores are, the cgroup's CPU quota,
-memory), sampled on the same thread at each read from /proc. Not on NVML: its PCIe measurement polls the
-byte counters on a thread where GPM is missing (pre-Hopper), CPU that a run without a viewer should not
-spend; the GPU figures are the live view's. A step is folded once it is ``SETTLE_STEPS`` behind
+memory), sampled on the same thread at each read from /proc, and on the GPU's busy share from NVML
+(utilisation and processes only: no PCIe measurement, whose byte counters need a polling thread before
+Hopper), so the summary and the live view judge the same evidence. A step is folded once it is ``SETTLE_STEPS`` behind
 its rank's newest (its GPU timing, resolved lazily, is in by then), and every step at the end.
 The launcher's exit waits for the thread ``JOIN_TIMEOUT_S`` at most.
 """
@@ -174,6 +174,7 @@ class RunFollower:
         self._analysis: Any = None
         self._source: Any = None
         self._host: Any = None
+        self._gpu: Any = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="xfertop-run-summary", daemon=True)
@@ -191,6 +192,10 @@ class RunFollower:
                 from xfertop.sources.host import HostSource
 
                 self._host = HostSource()
+            with contextlib.suppress(Exception):  # no driver, no NVML: the summary says GPU busy unknown
+                from xfertop.sources.gpu import GpuSource
+
+                self._gpu = GpuSource(pcie="off", first_window_s=0.0)
             while not self._stop.is_set():
                 self.read(final=False)
                 self._stop.wait(self.interval_s)
@@ -205,7 +210,7 @@ class RunFollower:
                 live = {rank.pid for job in state.jobs for rank in job.ranks if rank.status != "finished"}
                 self._host.watch_pids(live)
             self._fold(state, final)
-            self._note_verdict(state, _sample(self._host))
+            self._note_verdict(state, _sample(self._host), None if final else _sample(self._gpu))
 
     def _fold(self, state: JobsState, final: bool) -> None:
         for job in state.jobs:
@@ -214,10 +219,10 @@ class RunFollower:
                 known = self.ranks.setdefault(rank.ring_path, RankTotals(rank))
                 known.fold(rank, final)
 
-    def _note_verdict(self, state: JobsState, host: Any) -> None:
+    def _note_verdict(self, state: JobsState, host: Any, gpu: Any) -> None:
         from xfertop.analysis.job_analysis import analyse
 
-        self._analysis = analyse(state, None, self._analysis, host=host)
+        self._analysis = analyse(state, gpu, self._analysis, host=host)
         # Live jobs only: an ended job's verdict is frozen. A job too short to be seen live gets the verdict
         # of its whole ring instead (not frozen: nothing came before it).
         judged = [job for job in self._analysis.jobs if job.live or (not job.frozen and not self.spans)]
@@ -243,7 +248,7 @@ class RunFollower:
         if self.spans:  # the last verdict held until the job ended, not only until the last read
             last = self.spans[-1]
             self.spans[-1] = VerdictSpan(last.from_s, round(self.duration_s(), 1), last.kind, last.headline)
-        for source in (self._source, self._host):
+        for source in (self._source, self._host, self._gpu):
             with contextlib.suppress(Exception):
                 if source is not None:
                     source.close()

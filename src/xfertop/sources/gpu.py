@@ -32,8 +32,9 @@ SAMPLED_WINDOW_S = 0.020
 _PCIE_UTIL_TX, _PCIE_UTIL_RX = 0, 1  # NVML_PCIE_UTIL_TX_BYTES / RX_BYTES
 _CLOCK_SM, _CLOCK_MEM, _TEMPERATURE_GPU = 1, 2, 0
 #: How PCIe throughput is measured: "auto" uses GPM where the GPU has it (Hopper or newer), else the
-#: byte counters, else the 20 ms sampler; "counters" never uses GPM.
-PCIE_CHOICES = ("auto", "counters")
+#: byte counters, else the 20 ms sampler; "counters" never uses GPM; "off" measures none (`xfertop run`'s
+#: summary wants the GPU's busy share, not a counter-polling thread in a run nobody watches).
+PCIE_CHOICES = ("auto", "counters", "off")
 #: Facts that change rarely are read at most this often: the PCIe error counters (replay counter and
 #: field 173, 0.17 ms of driver time each on the H200) and the enforced power limit. At 4 Hz they were
 #: a fifth of the sampler's NVML time; an error shows up within 2 s instead of within one period.
@@ -189,6 +190,8 @@ class GpuSource(PollingSource[GpuState]):
     def _start_pcie(self) -> None:
         polled = []
         notes = []
+        if self._pcie == "off":
+            return
         for gpu in self._gpus:
             if self._pcie == "auto":
                 try:
@@ -271,6 +274,8 @@ class GpuSource(PollingSource[GpuState]):
         if gpu.has_counters and self._poller is not None:
             rates = self._poller.take(gpu.index)
             return PcieThroughput(rates.rx_bytes_per_s, rates.tx_bytes_per_s, "counter", rates.coverage)
+        if self._pcie == "off":
+            return PcieThroughput(None, None, "none", None)
         # Units are KB/s (1000 bytes), each call blocks for its 20 ms window.
         rx_kb_per_s = self._api.query("nvmlDeviceGetPcieThroughput", gpu.handle, _PCIE_UTIL_RX)
         tx_kb_per_s = self._api.query("nvmlDeviceGetPcieThroughput", gpu.handle, _PCIE_UTIL_TX)

@@ -11,13 +11,22 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 from xfertop.analysis.job_analysis import Analysis, JobAnalysis, RankAnalysis
+from xfertop.analysis.steps import WindowStats
 from xfertop.model.jobs import RankState
 from xfertop.ui import chart
 from xfertop.ui.format import NA, ms, rate_gb_per_s
 from xfertop.ui.jobs_pane import verdict_line
 from xfertop.ui.key_footer import KeyFooter
 from xfertop.ui.process_table import pinned_text
-from xfertop.ui.rank_row import breakdown_bar, legend, rank_flags, rank_label
+from xfertop.ui.rank_row import (
+    SEGMENTS,
+    breakdown_bar,
+    gpu_busy_text,
+    host_shares,
+    legend,
+    rank_flags,
+    rank_label,
+)
 from xfertop.ui.view_state import ViewState
 
 #: Each of the two charts is at least this tall; they share what the facts above them leave.
@@ -47,6 +56,24 @@ def _step_chart(
     return lines
 
 
+def _pct(share: float) -> str:
+    return f"{100 * share:.0f}%"
+
+
+def _gpu_text(busy: float | None, stats: WindowStats) -> str:
+    """The GPU's own clock: its busy share (NVML) and where its measured idle gaps fell."""
+    text = f"busy {gpu_busy_text(busy, stats)}" + ("" if busy is not None else " (NVML busy not known)")
+    idle = stats.idle
+    if idle is None:
+        return text + "; idle gaps not measured (no CUDA timing)"
+    where = ", ".join(
+        f"{name} {_pct(getattr(idle, name))}"
+        for name in ("wait", "loop_pre", "copy", "loop_post", "model")
+        if getattr(idle, name) >= 0.005
+    )
+    return f"{text}; idle between steps' work {_pct(idle.total)}" + (f" (in {where})" if where else "")
+
+
 def rank_detail(job: JobAnalysis, found: RankAnalysis, view: ViewState, width: int, height: int) -> Text:
     """Everything about one rank, its two charts as tall as ``height`` rows leave room for."""
     rank, stats = found.rank, found.stats
@@ -66,15 +93,16 @@ def rank_detail(job: JobAnalysis, found: RankAnalysis, view: ViewState, width: i
         warming = f"warming up: {len(rank.steps)} steps recorded, not yet a full window"
         lines.append(Text(warming, style="dim"))
     else:
-        idle = ms(stats.gpu_idle.p50_ms) if stats.gpu_idle else "n/a (no GPU timing)"
+        parts = "  ".join(
+            f"{name} {_pct(share)}" for (name, _, _), share in zip(SEGMENTS, host_shares(stats))
+        )
         lines.append(
             Text(
-                f"median step {ms(stats.wall.p50_ms)} (p95 {ms(stats.wall.p95_ms)})  "
-                f"wait {ms(stats.data_wait.p50_ms)}  copy {ms(stats.copy.p50_ms)}  "
-                f"compute {ms(stats.compute.p50_ms)}  GPU idle {idle}"
-                f"   steps {stats.first_step}-{stats.last_step}, {stats.clock} clock"
+                f"median step {ms(stats.wall.p50_ms)} (p95 {ms(stats.wall.p95_ms)})   host: {parts}"
+                f"   steps {stats.first_step}-{stats.last_step}"
             )
         )
+        lines.append(Text(f"GPU: {_gpu_text(found.gpu_busy_share, stats)}"))
         key = legend()
         bar = breakdown_bar(stats, max(min(width - key.cell_len - 2, 60), 10))
         bar.append("  ")

@@ -139,7 +139,7 @@ def rank_rows(shown: ShownJobs) -> list[tuple[str, tuple[str | Text, ...]]]:
     rows = []
     for job in shown.jobs:
         for rank in job.ranks:
-            cells = rank_cells(names[job.job.job_key], rank.rank, rank.stats)
+            cells = rank_cells(names[job.job.job_key], rank.rank, rank.stats, rank.gpu_busy_share)
             rows.append((rank_key(rank.rank), cells if job.live else _dimmed(cells)))
     return rows
 

@@ -18,11 +18,13 @@ COLUMNS = (
     Column("STATUS"),
     Column("STEP"),
     Column("HISTORY", drop_order=6),
-    Column("BREAKDOWN"),
+    Column("HOST: STEP PARTS"),
     Column("WAIT", drop_order=1),
+    Column("LOOP", drop_order=3),
     Column("COPY", drop_order=4),
-    Column("COMPUTE", drop_order=5),
-    Column("GPU IDLE", drop_order=2),
+    Column("MODEL", drop_order=5),
+    Column("SYNC", drop_order=10),
+    Column("GPU BUSY", drop_order=2),
     Column("SAMPLES/S", drop_order=7),
     Column("H2D", drop_order=8),
     Column("PINNED", drop_order=9),
@@ -30,13 +32,15 @@ COLUMNS = (
     Column("FLAGS", fill=True, min_width=len("pageable non_blocking")),
 )
 COLUMN_NAMES = tuple(column.name for column in COLUMNS)
-#: The parts of the stacked bar: name, the letter its cells are drawn with, colour. The first part is
-#: the GPU idle gap when the steps carry GPU timing, else the host's data wait: what the step lost to
-#: input. Letters as well as colours: the bar reads the same without colour (docs/ui.md).
+#: The parts of the stacked bar: the host's step on one clock (they add up to the whole bar): name, the
+#: letter its cells are drawn with, colour. Letters as well as colours: the bar reads the same without
+#: colour (docs/ui.md). The GPU's busy share is a column of its own, on its own clock.
 SEGMENTS = (
-    ("input", "I", "bold black on red"),
+    ("wait", "W", "bold black on red"),
+    ("loop", "L", "bold black on magenta"),
     ("copy", "C", "bold black on yellow"),
-    ("compute", "X", "bold black on green"),
+    ("model", "M", "bold black on green"),
+    ("sync", "S", "bold black on cyan"),
 )
 BAR_CELLS = 16
 #: Recent steps in the HISTORY column: step time, scaled to the slowest of them.
@@ -46,25 +50,47 @@ _FEW_WORKERS = 2
 _WAIT_WORTH_FLAGGING = 0.2
 
 
+def host_shares(stats: WindowStats) -> tuple[float, float, float, float, float]:
+    """Wait, loop (before and after the model), copy, model and sync: shares that add up to 1."""
+    return (
+        stats.data_wait_share,
+        stats.loop_pre_share + stats.loop_post_share,
+        stats.copy_share,
+        stats.compute_share,
+        stats.sync_share,
+    )
+
+
 def breakdown_bar(stats: WindowStats | None, width: int = BAR_CELLS) -> Text:
     if stats is None:
         return Text("·" * width, style="dim")
-    shares = (stats.input_share, stats.copy_share, stats.compute_share)
     pieces = chart.stacked(
-        [(share, letter, style) for share, (_, letter, style) in zip(shares, SEGMENTS, strict=True)], width
+        [
+            (share, letter, style)
+            for share, (_, letter, style) in zip(host_shares(stats), SEGMENTS, strict=True)
+        ],
+        width,
     )
     return Text.assemble(*pieces)
 
 
 def legend() -> Text:
-    """ "I input  C copy  X compute  · rest", each letter in its part's colour."""
+    """ "W wait  L loop  C copy  M model  S sync", each letter in its part's colour."""
     text = Text()
     for name, letter, style in SEGMENTS:
         text.append(letter, style=style)
         text.append(f" {name}  ")
-    text.append("·", style="dim")
-    text.append(" rest")
     return text
+
+
+def gpu_busy_text(busy: float | None, stats: WindowStats | None) -> str:
+    """The GPU's busy share where NVML measured it; else at most what its measured idle gaps leave
+    ("<=80%"); else n/a. Never a share derived from the host's clock."""
+    if busy is not None:
+        return f"{100 * busy:.0f}%"
+    if stats is not None and stats.gpu_idle_share is not None:
+        return f"<={100 * (1 - stats.gpu_idle_share):.0f}%"
+    return NA
 
 
 def step_history(rank: RankState, cells: int = HISTORY_CELLS) -> Text:
@@ -85,7 +111,7 @@ def rank_flags(rank: RankState, stats: WindowStats | None) -> list[str]:
         and stats is not None
         and stats.data_wait_share >= _WAIT_WORTH_FLAGGING
     ):
-        flags.append("few workers")
+        flags.append("no workers" if workers == 0 else "few workers")
     if rank.reporter_disabled:
         flags.append("reporter off")
     return flags
@@ -107,8 +133,11 @@ def rank_label(rank: RankState) -> str:
     return f"{rank.rank}/{rank.world_size}" if rank.world_size else str(rank.rank)
 
 
-def rank_cells(job_name: str, rank: RankState, stats: WindowStats | None) -> tuple[str | Text, ...]:
-    """The row's cells, in ``COLUMNS`` order; ``stats`` from the app's analysis (None: warming up)."""
+def rank_cells(
+    job_name: str, rank: RankState, stats: WindowStats | None, gpu_busy: float | None = None
+) -> tuple[str | Text, ...]:
+    """The row's cells, in ``COLUMNS`` order; ``stats`` from the app's analysis (None: warming up),
+    ``gpu_busy`` the rank's GPU busy share from NVML where known."""
     flags = rank_flags(rank, stats)
     flag_text: str | Text = Text(", ".join(flags), style="yellow") if flags else ""
     if stats is None:
@@ -120,10 +149,8 @@ def rank_cells(job_name: str, rank: RankState, stats: WindowStats | None) -> tup
             "warming up",
             step_history(rank),
             breakdown_bar(None),
-            NA,
-            NA,
-            NA,
-            NA,
+            *([NA] * 5),
+            gpu_busy_text(gpu_busy, None),
             NA,
             NA,
             human_bytes(rank.pinned_host_bytes),
@@ -136,10 +163,8 @@ def rank_cells(job_name: str, rank: RankState, stats: WindowStats | None) -> tup
         ms(stats.wall.p50_ms),
         step_history(rank),
         breakdown_bar(stats),
-        _share(stats.data_wait_share),
-        _share(stats.copy_share),
-        _share(stats.compute_share),
-        _share(stats.gpu_idle_share),
+        *(_share(share) for share in host_shares(stats)),
+        gpu_busy_text(gpu_busy, stats),
         f"{stats.samples_per_s:.0f}",
         rate_gb_per_s(stats.h2d_bytes_per_s),
         human_bytes(rank.pinned_host_bytes),
