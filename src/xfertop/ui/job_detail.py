@@ -93,9 +93,8 @@ def rank_detail(job: JobAnalysis, found: RankAnalysis, view: ViewState, width: i
         warming = f"warming up: {len(rank.steps)} steps recorded, not yet a full window"
         lines.append(Text(warming, style="dim"))
     else:
-        parts = "  ".join(
-            f"{name} {_pct(share)}" for (name, _, _), share in zip(SEGMENTS, host_shares(stats))
-        )
+        shares = zip(SEGMENTS, host_shares(stats), strict=True)
+        parts = "  ".join(f"{name} {_pct(share)}" for (name, _, _), share in shares)
         lines.append(
             Text(
                 f"median step {ms(stats.wall.p50_ms)} (p95 {ms(stats.wall.p95_ms)})   host: {parts}"
