@@ -395,6 +395,7 @@ def note_optimizer_step() -> None:
         clock.model_ended()
         return
     try:
+        clock.model_ended()  # the optimizer step is the model's, not the loop's work after it
         clock.before_next()
         clock.after_next(None)
     except Exception as exc:
