@@ -7,22 +7,36 @@ start, e.g. torch.compile, does not eat the run), then prints one line:
 
 - plain:    ``result scenario=<id> device=<cpu|cuda> first_loss=<x> steps=<N> samples_per_s=<r>``
 - --truth:  ``{"truth": {"data_share": ..., "copy_share": ..., "compute_share": ...,
-              "sync_or_host_share": ...}, "steps": N, "samples_per_s": ..., ...}``
+              "sync_or_host_share": ..., "parts": {"wait": ..., "loop_pre": ..., "copy": ...,
+              "model": ..., "sync": ..., "loop_post": ...}}, "steps": N, "samples_per_s": ..., ...}``
 
 With ``--truth`` the loop is the same, but each phase ends with a device synchronisation
-(``torch.cuda.synchronize()`` on a GPU) and is timed on the host clock:
+(``torch.cuda.synchronize()`` on a GPU) and is timed on the host clock. The phases are those of xfertop's
+host clock (docs/reporter.md, DESIGN "The step clock"):
 
-- data:    time blocked in ``next(loader)`` (``clock.timed(loader)``; with no DataLoader, the script's
-           own batch-making code in ``clock.phase("data")``);
-- copy:    the host-to-device copy (``clock.phase("copy")``);
-- compute: forward, backward and optimizer step (``clock.phase("compute")``);
-- sync_or_host: everything else in the loop's wall time (``.item()``, printing, metrics on the host,
-           epoch bookkeeping).
+- data (``wait``):   time blocked in ``next(loader)`` (``clock.timed(loader)``; a framework's own
+                     loader, timed by its callbacks, ``clock.add("data", ...)``);
+- ``loop_pre``:      the loop's own work between the batch's arrival and the first copy or forward
+                     (decoding, augmenting on the CPU in the loop body; with no DataLoader, slicing the
+                     batch out of memory), ``clock.phase("loop_pre")``;
+- copy:              the host-to-device copy (``clock.phase("copy")``);
+- compute (``model``): forward, backward and optimizer step (``clock.phase("compute")``);
+- ``sync``:          host time blocked in ``.item()``, ``.cpu()``, ``.tolist()``, ``synchronize()``
+                     (``clock.phase("sync")``);
+- ``loop_post``:     the loop's own work after the step (metrics, logging, checkpoints),
+                     ``clock.phase("loop_post")``, and any time in no phase.
+
+``parts`` holds the six as fractions of the loop's wall time, adding to 1. The older keys stay for the
+scorer's first rules: ``data_share`` (= wait), ``copy_share``, ``compute_share`` (= model) and
+``sync_or_host_share`` (everything else: loop_pre + sync + loop_post).
 
 Shares are fractions of the loop's wall time from the start of step ``WARMUP_STEPS`` (the same warm-up
 xfertop skips) to the end. Because every phase is synchronised, a GPU truth is the cost of each phase
 run alone: work that a real (unsynchronised) run overlaps, such as a DataLoader wait hidden behind
-queued kernels, is counted in full. On a CPU nothing is asynchronous and the two agree.
+queued kernels, is counted in full, and a sync right after a synchronised model phase finds nothing left
+to wait for (its share is the copy of the value alone). On a CPU nothing is asynchronous and the two
+agree. ``model_dispatch_share`` (GPU only) is the host's share of the model phase spent before its closing
+synchronisation, i.e. issuing the kernels: near 1 when the GPU keeps pace with the launches.
 """
 
 from __future__ import annotations
@@ -41,6 +55,17 @@ T = TypeVar("T")
 
 #: Steps before this index are not counted in the truth (xfertop's WARMUP_STEPS is the same, 5).
 WARMUP_STEPS = 5
+#: The timed phases, in the order a step runs them ("compute" is the model: forward, backward, optimizer).
+PHASES = ("data", "loop_pre", "copy", "compute", "sync", "loop_post")
+#: The truth's ``parts``, named as xfertop's host clock names them, from the phases above.
+PART_OF_PHASE = {
+    "data": "wait",
+    "loop_pre": "loop_pre",
+    "copy": "copy",
+    "compute": "model",
+    "sync": "sync",
+    "loop_post": "loop_post",
+}
 _NULL = contextlib.nullcontext()
 
 
@@ -92,6 +117,9 @@ class _Phase:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self.name == "compute" and self.clock._cuda:
+            # The host's time issuing the model's kernels, before the GPU is waited for.
+            self.clock.add("model_dispatch", time.perf_counter() - self.started)
         self.clock.synchronize()
         self.clock.add(self.name, time.perf_counter() - self.started)
 
@@ -105,8 +133,10 @@ class Clock:
         self.seconds = float(args.seconds)
         self.device = device
         self._cuda = device.type == "cuda"
-        self._phases = {name: _Phase(self, name) for name in ("data", "copy", "compute")}
-        self.totals = {"data": 0.0, "copy": 0.0, "compute": 0.0}
+        self._phases = {name: _Phase(self, name) for name in PHASES}
+        self._phases["model"] = self._phases["compute"]
+        self.totals = dict.fromkeys(PHASES, 0.0)
+        self._dispatch_s = 0.0  # host time in the model phase before its synchronisation (GPU only)
         #: Step boundaries passed (every next() that returned a batch, on any loader).
         self.boundaries = 0
         self._t0: float | None = None  # start of step WARMUP_STEPS: the truth's window
@@ -151,15 +181,23 @@ class Clock:
             self.boundaries += 1
 
     def phase(self, name: str) -> contextlib.AbstractContextManager[Any]:
-        return self._phases[name] if self.truth else _NULL
+        """``with clock.phase("copy"):`` times the block (synchronised at its end) under --truth. Names:
+        data, loop_pre, copy, compute (or model), sync, loop_post."""
+        if not self.truth:
+            return _NULL
+        return self._phases[name]
 
     def synchronize(self) -> None:
         if self._cuda:
             torch.cuda.synchronize(self.device)
 
     def add(self, name: str, seconds: float) -> None:
-        if self._t0 is not None:
-            self.totals[name] += seconds
+        if self._t0 is None:
+            return
+        if name == "model_dispatch":
+            self._dispatch_s += seconds
+        else:
+            self.totals["compute" if name == "model" else name] += seconds
 
     def step_done(self, samples: int, loss: torch.Tensor | float | None = None) -> bool:
         """Call at the end of each training step; True when the run should stop."""
@@ -190,9 +228,11 @@ class Clock:
         }
         if self.truth:
             wall = end - self._t0 if self._t0 is not None else 0.0
-            shares = {f"{k}_share": (v / wall if wall > 0 else 0.0) for k, v in self.totals.items()}
-            shares["sync_or_host_share"] = max(0.0, 1.0 - sum(shares.values()))
-            out["truth"] = {k: round(v, 4) for k, v in shares.items()}
+            out["truth"] = truth_shares(self.totals, wall)
+            if self._cuda:
+                model = self.totals["compute"]
+                dispatch = round(self._dispatch_s / model, 4) if model > 0 else None
+                out["truth"]["model_dispatch_share"] = dispatch
             out["truth_wall_s"] = round(wall, 3)
             out["truth_steps"] = max(0, self.boundaries - WARMUP_STEPS)
             counted = max(1, self.boundaries - WARMUP_STEPS)
@@ -212,6 +252,24 @@ class Clock:
         if emit:
             emit_summary(out, self.truth, self.first_loss)
         return out
+
+
+def truth_shares(totals: dict[str, float], wall: float) -> dict[str, Any]:
+    """The truth from the phases' seconds over the loop's wall: the first four keys as before, and
+    ``parts`` (the six of xfertop's host clock, adding to 1: time in no phase is loop_post)."""
+
+    def share(seconds: float) -> float:
+        return seconds / wall if wall > 0 else 0.0
+
+    old = {f"{k}_share": share(totals.get(k, 0.0)) for k in ("data", "copy", "compute")}
+    old["sync_or_host_share"] = max(0.0, 1.0 - sum(old.values()))
+    out: dict[str, Any] = {k: round(v, 4) for k, v in old.items()}
+    parts = {PART_OF_PHASE[k]: round(share(totals.get(k, 0.0)), 4) for k in PHASES if k != "loop_post"}
+    named = sum(parts.values())
+    # Rounded so that the six add to 1 exactly (up to float): loop_post takes what the others leave.
+    parts["loop_post"] = round(max(0.0, 1.0 - named), 4) if wall > 0 else 0.0
+    out["parts"] = {PART_OF_PHASE[k]: parts[PART_OF_PHASE[k]] for k in PHASES}
+    return out
 
 
 def train_step(

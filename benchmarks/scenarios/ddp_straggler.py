@@ -61,6 +61,23 @@ def gather_json(obj: dict, device: torch.device, size: int = 8192) -> list[dict]
     return [json.loads(bytes(t.cpu().tolist()).rstrip(b"\0")) for t in out]
 
 
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def _median_truth(truths: list[dict]) -> dict:
+    """The median rank's shares, key by key (``parts`` part by part; a share a rank lacks is left out)."""
+    out: dict = {}
+    for key, first in truths[0].items():
+        if isinstance(first, dict):
+            out[key] = _median_truth([t[key] for t in truths])
+        elif all(isinstance(t.get(key), (int, float)) for t in truths):
+            out[key] = round(_median([t[key] for t in truths]), 4)
+    return out
+
+
 def launch() -> int:
     """No RANK: start the job through torchrun's module, exactly as `torchrun` would."""
     command = [
@@ -125,7 +142,9 @@ def rank_main() -> None:
             if clock.train_steps % STOP_CHECK_EVERY == 0:
                 flag = torch.tensor([1.0 if clock.done else 0.0], device=flag_device)
                 dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-                if flag.item() > 0:
+                with clock.phase("sync"):
+                    stop_now = flag.item() > 0
+                if stop_now:
                     stop = True
                     break
     summary = clock.finish(emit=False)
@@ -146,13 +165,7 @@ def rank_main() -> None:
                 }
                 for s in gathered
             ]
-            keys = gathered[0]["truth"].keys()
-            out["truth"] = {
-                k: round(sorted(s["truth"][k] for s in gathered)[WORLD // 2 - 1 + WORLD % 2], 4)
-                if WORLD % 2
-                else round(sum(s["truth"][k] for s in gathered) / WORLD, 4)
-                for k in keys
-            }  # the median rank, as xfertop judges a job
+            out["truth"] = _median_truth([s["truth"] for s in gathered])  # as xfertop judges a job
         out["tags"] = {"backend": backend, "world": str(WORLD)}
         emit_summary(out, args.truth, clock.first_loss)
     dist.destroy_process_group()

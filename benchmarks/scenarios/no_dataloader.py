@@ -30,7 +30,7 @@ def main() -> None:
         order = torch.randperm(len(x_all), device=device)
         for start in range(0, len(order) - batch + 1, batch):
             clock.manual_step()
-            with clock.phase("data"):
+            with clock.phase("loop_pre"):  # no loader to wait for: the loop makes its own batch
                 index = order[start : start + batch]
                 x, y = x_all[index], y_all[index]
             with clock.phase("compute"):

@@ -1,6 +1,7 @@
 """(h) A host-device sync every step: the loop accumulates ``loss.item()`` and computes top-5 accuracy
 and a running confusion count on the host from ``logits.cpu()``, in Python, every step. On a GPU the
-device then idles while the host does its bookkeeping (and cannot queue the next step ahead).
+device then idles while the host does its bookkeeping (and cannot queue the next step ahead). Truth:
+``.item()``/``.cpu()``/``.tolist()`` are the sync, the Python over the batch the loop's work after the step.
 
     python benchmarks/scenarios/sync_every_step.py [--seconds 20] [--truth]
 """
@@ -53,13 +54,16 @@ def main() -> None:
                 loss.backward()
                 optimizer.step()
             # The bookkeeping every step: a sync, then Python over the batch.
-            running_loss += loss.item()
-            scores = logits.detach().cpu().tolist()
-            for row, label in zip(scores, y.cpu().tolist(), strict=True):
-                top5 = sorted(range(CLASSES), key=row.__getitem__)[-5:]
-                top5_hits += label in top5
-                confusion[label][top5[-1]] += 1
-            seen += len(scores)
+            with clock.phase("sync"):
+                running_loss += loss.item()
+                scores = logits.detach().cpu().tolist()
+                labels = y.cpu().tolist()
+            with clock.phase("loop_post"):
+                for row, label in zip(scores, labels, strict=True):
+                    top5 = sorted(range(CLASSES), key=row.__getitem__)[-5:]
+                    top5_hits += label in top5
+                    confusion[label][top5[-1]] += 1
+                seen += len(scores)
             if clock.step_done(len(x), loss.detach() if clock.train_steps == 0 else None):
                 break
     clock.finish(extra={"top5": round(top5_hits / max(1, seen), 3)})

@@ -59,7 +59,8 @@ def main() -> None:
                             vx, vy = vx.to(device, non_blocking=True), vy.to(device, non_blocking=True)
                         with clock.phase("compute"):
                             correct += (model(vx).argmax(1) == vy).sum()
-                val_accuracy = float(correct) / len(val)  # one sync per validation pass
+                with clock.phase("sync"):
+                    val_accuracy = float(correct) / len(val)  # one sync per validation pass
                 model.train()
             if stop:
                 break
