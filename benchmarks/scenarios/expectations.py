@@ -8,7 +8,9 @@ means the scenario claims nothing there, with ``na`` saying why.
 
 ``truth_kind`` turns a ``--truth`` measurement into the verdict kind the documented rules
 (docs/verdicts.md, xfertop/analysis/thresholds.py) would give to those shares; the scorer calls the
-expectation wrong on this machine when that kind is not among ``kinds``.
+expectation wrong on this machine when that kind is not among ``kinds``. It reads the truth's six
+``parts`` (wait, loop_pre, copy, model, sync, loop_post: xfertop's host clock) where the truth has them,
+else the four older shares.
 
 Plain data: no xfertop import (the scorer and the tests use it; the scripts do not).
 """
@@ -24,10 +26,17 @@ INPUT_WARN_SHARE = 0.10
 COPY_WARN_SHARE = 0.10
 SYNC_GPU_BUSY_WARN_SHARE = 0.70
 COMPUTE_BOUND_SHARE = 0.90
+#: The loop's own work (loop_pre + loop_post) from this share of the step, with the model below
+#: MODEL_SMALL_SHARE, is loop-bound: the step waits for the loop's own code, not for the model.
+LOOP_WARN_SHARE = 0.10
+MODEL_SMALL_SHARE = 0.50
 STRAGGLER_WARN_EXCESS_SHARE = 0.10
 STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE = 0.05
 
 Required = str | tuple[str, ...]
+
+#: What a window of a job's set-up (before its training loop) may read: "not in a training loop (yet)".
+SETUP_KINDS = ("warming-up",)
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,9 @@ class Scenario:
     #: Modes that cannot see this job, with why: still run (exit code and result must match the plain
     #: run), not scored.
     modes_na: dict[str, str] = field(default_factory=dict)
+    #: A job with a long set-up before its loop prints a line starting with this when the set-up is over:
+    #: every poll answered before it must read one of ``SETUP_KINDS`` (or see no job), never a bottleneck.
+    setup_line: str | None = None
 
     def expect(self, device: str) -> Expect | None:
         return self.cuda if device == "cuda" else self.cpu
@@ -190,11 +202,22 @@ SCENARIOS: dict[str, Scenario] = {
                 why="on a CPU the bookkeeping is host compute: there is no device to hold back",
             ),
             cuda=Expect(
-                ("sync-bound", "host-bound"),
-                required=(".item()",),
+                ("sync-bound", "loop-bound", "host-bound"),
+                required=(
+                    (
+                        ".item()",
+                        ".cpu()",
+                        ".tolist()",
+                        "after the step",
+                        "after the optimizer step",
+                        "sync_every_step.py:",
+                    ),
+                ),
                 forbidden=("num_workers", "pin_memory=True"),
-                why="the GPU idles while the host does its per-step bookkeeping; without a "
-                "sync seen, host-bound naming the sync is right",
+                why="the GPU idles while the host syncs (.item(), .cpu(), .tolist()) and then does its "
+                "per-step bookkeeping in Python: sync-bound where the syncs' wait is the larger part, "
+                "loop-bound where the Python after the step is (the truth, synchronised, reads the "
+                "bookkeeping as loop_post); host-bound naming the sync where neither is told apart",
             ),
         ),
         Scenario(
@@ -208,12 +231,13 @@ SCENARIOS: dict[str, Scenario] = {
                 forbidden=("num_workers", "pin_memory", "loss.item()"),
             ),
             cuda=Expect(
-                ("compute-bound", "host-bound"),
-                required=(("torch.compile", "CUDA graphs"),),
+                ("launch-bound",),
+                required=(("torch.compile", "CUDA graph"),),
                 forbidden=("num_workers", "pin_memory"),
-                why="fewer, bigger kernels (torch.compile / CUDA graphs) is the fix; the GPU "
-                "waits for the host's launches (host-bound) or the truth's synchronised "
-                "compute counts the launches (compute-bound)",
+                why="the GPU mostly waits for the host's launches of ~1,500 tiny kernels a step: "
+                "fewer, bigger kernels (torch.compile / CUDA graphs) is the fix. The truth, "
+                "synchronised, counts the launches as the model (compute-bound): truth_kind reads "
+                "that as launch-bound where launch-bound is expected",
             ),
         ),
         Scenario(
@@ -302,29 +326,136 @@ SCENARIOS: dict[str, Scenario] = {
                 "at optimizer.step(); attach samples it)"
             },
         ),
+        Scenario(
+            "r",
+            "loop_augment.py",
+            (),
+            "per-batch augmentation on the CPU in the loop body (float, normalise, flip, interpolate, noise) "
+            "before .to(device); small CNN",
+            cpu=Expect(
+                ("loop-bound",),
+                required=(("Dataset", "workers"),),
+                forbidden=("pin_memory", "Raise num_workers", "torch.compile"),
+                why="the loop's own work before the copy is most of the step and the model is small: "
+                "moving the augmentation into the Dataset (workers) is the fix, not the model",
+            ),
+            cuda=Expect(
+                ("loop-bound",),
+                required=(("Dataset", "workers"), "GPU"),
+                forbidden=("Raise num_workers", "torch.compile"),
+                why="the GPU idles while the host augments in the loop body: into the Dataset (workers) "
+                "or onto the GPU",
+            ),
+        ),
+        Scenario(
+            "s",
+            "loop_logging.py",
+            (),
+            "after optimizer.step(): per-class counts, per-feature running stats in Python and a JSON "
+            "line every step (one loss.item()); small MLP",
+            cpu=Expect(
+                ("loop-bound",),
+                required=(("after the step", "after the optimizer step", "loop_logging.py:"),),
+                forbidden=("num_workers", "pin_memory", "torch.compile"),
+                why="the loop's own Python after the step is most of it, not the one sync: its lines (or "
+                "'after the step') must be named",
+            ),
+            cuda=Expect(
+                ("loop-bound",),
+                required=(("after the step", "after the optimizer step", "loop_logging.py:"),),
+                forbidden=("num_workers", "pin_memory=True", "torch.compile"),
+                why="the GPU idles while the loop logs in Python after the step; the one loss.item() waits "
+                "for a small model only",
+            ),
+        ),
+        Scenario(
+            "t",
+            "tiny_layers.py",
+            (),
+            "no DataLoader, data on the device, 120 x Linear(64,64)+ReLU at batch 32, loss.item() every step",
+            cpu=Expect(
+                ("compute-bound",),
+                required=(("torch.compile", "CUDA graph"),),
+                forbidden=("num_workers", "pin_memory"),
+                why="on a CPU there is no launch to wait for: the tiny layers are the compute",
+            ),
+            cuda=Expect(
+                ("launch-bound",),
+                required=(("torch.compile", "CUDA graph"),),
+                forbidden=("num_workers", "pin_memory"),
+                why="~1,000 tiny kernels a step: the GPU is busy well under half the time while the host "
+                "launches them; a synchronised truth reads compute-bound, which truth_kind reads as "
+                "launch-bound here",
+            ),
+            modes_na={"watch": "no DataLoader for xfertop.watch(loader) to wrap"},
+        ),
+        Scenario(
+            "u",
+            "slow_setup.py",
+            (),
+            "~8-10 s of data building in Python before the first step, then a compute-bound Transformer LM",
+            cpu=Expect(("compute-bound",), forbidden=_COMPUTE.forbidden),
+            cuda=Expect(("compute-bound",), forbidden=_COMPUTE.forbidden),
+            setup_line="data: ",
+        ),
     ]
 }
 
 
-def truth_kind(measured: dict[str, Any], device: str) -> str:
+def truth_parts(truth: dict[str, Any]) -> dict[str, float]:
+    """The truth's six parts of the host clock; from the four older shares for a truth that has none
+    (measured before they existed): what was neither data, copy nor compute is read as sync."""
+    parts = truth.get("parts")
+    if parts:
+        return {key: float(parts.get(key) or 0.0) for key in PARTS}
+    return {
+        "wait": truth["data_share"],
+        "loop_pre": 0.0,
+        "copy": truth["copy_share"],
+        "model": truth["compute_share"],
+        "sync": truth["sync_or_host_share"],
+        "loop_post": 0.0,
+    }
+
+
+#: The host clock's six parts, in the order a step runs them.
+PARTS = ("wait", "loop_pre", "copy", "model", "sync", "loop_post")
+
+
+def truth_kind(measured: dict[str, Any], device: str, expect: Expect | None = None) -> str:
     """The verdict kind that the documented rules give to the measured shares.
 
-    On a CPU nothing is asynchronous, so host time outside the named phases is compute too; on a GPU it is
-    time the device was held back (sync-bound when it is 30% or more, i.e. busy below 70%).
+    Of the parts that keep the model from running, the largest one past its bar names the bottleneck:
+    waiting for data (``wait`` >= 10%: input-bound), the copy (>= 10%: copy-bound), the loop's own work
+    (``loop_pre + loop_post`` >= 10% with the model under half the step: loop-bound). Then, on a GPU,
+    host time outside the model of 30% or more (busy below 70%) is loop-bound or sync-bound, whichever
+    part is larger; on a CPU nothing is asynchronous, so host time outside the named parts is compute
+    too. Compute-bound at 90%, healthy otherwise.
+
+    A GPU truth is synchronised after every phase, so it cannot show launch-bound: a model phase of tiny
+    kernels reads as the model's time (compute-bound). Where ``expect`` says launch-bound on a GPU, a
+    compute-bound truth is read as launch-bound (the expectation, not the truth, says which).
     """
     ranks = measured.get("ranks") or []
     if len(ranks) >= 2 and _straggler(ranks):
         return "straggler"
-    truth = measured["truth"]
-    data, copy = truth["data_share"], truth["copy_share"]
-    compute, other = truth["compute_share"], truth["sync_or_host_share"]
-    if data >= INPUT_WARN_SHARE and data >= copy:
-        return "input-bound"
-    if copy >= COPY_WARN_SHARE:
-        return "copy-bound"
+    parts = truth_parts(measured["truth"])
+    loop = parts["loop_pre"] + parts["loop_post"]
+    candidates = []
+    if parts["wait"] >= INPUT_WARN_SHARE:
+        candidates.append((parts["wait"], 2, "input-bound"))
+    if parts["copy"] >= COPY_WARN_SHARE:
+        candidates.append((parts["copy"], 1, "copy-bound"))
+    if loop >= LOOP_WARN_SHARE and parts["model"] < MODEL_SMALL_SHARE:
+        candidates.append((loop, 0, "loop-bound"))
+    if candidates:  # the largest; on a tie, data before copy before the loop (as the rules were)
+        return max(candidates)[2]
+    other = 1.0 - parts["wait"] - parts["copy"] - parts["model"]
     if device == "cuda" and other >= 1 - SYNC_GPU_BUSY_WARN_SHARE:
-        return "sync-bound"
-    if compute + (other if device != "cuda" else 0.0) >= COMPUTE_BOUND_SHARE:
+        return "loop-bound" if loop > parts["sync"] else "sync-bound"
+    if parts["model"] + (other if device != "cuda" else 0.0) >= COMPUTE_BOUND_SHARE:
+        if device == "cuda" and expect is not None and "launch-bound" in expect.kinds:
+            return "launch-bound"
         return "compute-bound"
     return "healthy"
 
