@@ -369,3 +369,40 @@ def test_a_main_thread_waiting_on_the_jobs_own_prefetch_queue_waits_for_data() -
     stacks.append(ThreadStack(pid=10, tid=11, thread_name="Thread-1", count=100, frames=reader))
     prefetched = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=tuple(stacks))
     assert summarise_window(prefetched).shares.share("data_wait") == 0.4
+
+
+def test_building_an_optimizer_or_a_module_is_start_up_not_a_step() -> None:
+    # Adam's constructor imported torch._dynamo for seconds on a first run: "compute" by torch/optim/.
+    importing = frames(
+        ("_find_and_load", "<frozen importlib._bootstrap>"),
+        ("Optimizer.__init__", "/venv/lib/python3.11/site-packages/torch/optim/optimizer.py"),
+        ("Adam.__init__", "/venv/lib/python3.11/site-packages/torch/optim/adam.py"),
+        ("main", "/job/train.py"),
+    )
+    assert classify_stack(importing) == "other"
+    stepping = frames(
+        ("Adam.step", "/venv/lib/python3.11/site-packages/torch/optim/adam.py"), ("main", "/job/train.py")
+    )
+    assert classify_stack(stepping) == "compute"
+
+
+def test_a_start_up_window_says_which_function_of_the_job_holds_it_and_doing_what() -> None:
+    loading = (
+        Frame("_load", "/venv/lib/python3.11/site-packages/torch/serialization.py", 1900),
+        Frame("load", "/venv/lib/python3.11/site-packages/torch/serialization.py", 1400),
+        Frame("restore", "/job/train.py", 8),
+        Frame("main", "/job/train.py", 30),
+    )
+    parsing = (
+        Frame("parse_args", "/usr/lib/python3.11/argparse.py", 1800),
+        Frame("main", "/job/train.py", 25),
+    )
+    stacks = (
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=80, frames=loading),
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=20, frames=parsing),
+    )
+    window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=stacks)
+    rank = summarise_window(window, lambda filename, line: "")
+    assert not rank.loop_seen
+    assert rank.outside_at is not None and rank.outside_at.share == 0.8
+    assert str(rank.outside_at) == "loading a checkpoint in restore (train.py:8)"

@@ -2,23 +2,27 @@
 
 A sampled window has no steps, only the share of main-thread samples per class (stack_classify).
 Those shares stand in for the CPU clock's shares of step wall time, so ``verdict.judge`` applies the
-same rules and thresholds; the result is labelled ``"source": "sampled"``. Two things only sampling
-sees are added: a sync-bound verdict from samples blocked in ``.item()``-like calls (the step clock
-infers it from GPU busy time instead), and whether the DataLoader workers are saturated or idle.
+same rules and thresholds; the result is labelled ``"source": "sampled"``. What only sampling sees is
+added: a job that has not reached its training loop yet, a sync-bound verdict from samples blocked in
+``.item()``-like calls (the step clock infers it from GPU busy time instead), whether the DataLoader
+workers are saturated or idle, and, with the GPU's busy share from NVML, whether a GPU that waits waits
+for the loop's own code (loop-bound) or for the host dispatching the model (launch-bound).
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from xfertop.analysis.advice import host_bound_advice, pct, sync_bound_advice
+from xfertop.analysis.advice import copy_bound_advice, host_bound_advice, pct, sync_bound_advice
 from xfertop.analysis.evidence import CgroupCpuEvidence, Context, WorkersEvidence
 from xfertop.analysis.stack_classify import LineText, LoopHost, RankStacks, summarise_window
 from xfertop.analysis.steps import Spread, WindowStats
 from xfertop.analysis.thresholds import (
+    COPY_CRITICAL_SHARE,
+    COPY_WARN_SHARE,
     INPUT_CRITICAL_SHARE,
     INPUT_WARN_SHARE,
     STRAGGLER_CRITICAL_EXCESS_SHARE,
@@ -26,7 +30,8 @@ from xfertop.analysis.thresholds import (
     STRAGGLER_WARN_EXCESS_SHARE,
 )
 from xfertop.analysis.verdict import Severity, Verdict, judge
-from xfertop.model.stacks import StacksState
+from xfertop.model.gpu import GpuState
+from xfertop.model.stacks import StacksState, StackWindow
 
 #: Fewer main-thread samples than this (0.8 s at the default 50 Hz) and the verdict is warming-up.
 MIN_SAMPLES = 40
@@ -54,6 +59,17 @@ OTHER_NOTE_SHARE = 0.2
 #: is not of a training loop (start-up, teardown, evaluation, checkpointing) and gets no verdict. On the
 #: CPU corpus the windows of a job's start and end read 84-100% "other" and were judged "healthy".
 OUTSIDE_LOOP_SHARE = 0.6
+#: A GPU busy (NVML) less than this share of the window waits for the host: compute is then the host's,
+#: not the GPU's (research/diagnosis.md: a busy share under 50% vetoes compute-bound). On the H200 a CPU
+#: augmentation in the loop read "healthy, compute 84%" with the GPU 1% busy, and 120 tiny layers
+#: "compute-bound 97%" with it 15% busy.
+GPU_BUSY_MIN_SHARE = 0.5
+#: ... with the main thread in the model step (module calls, autograd, the optimizer) in at least this
+#: share of samples, more than in the loop's own code: launch-bound.
+LAUNCH_DISPATCH_SHARE = 0.5
+#: NVML averages utilisation over its sample period (up to 1 s) before a reading: a reading this long
+#: after a window's end still covers some of it.
+GPU_READING_SLACK_S = 1.0
 SAMPLED_SUFFIX = " (py-spy samples)"
 UNKNOWN_PINNING_ADVICE = (
     "py-spy cannot see whether batches are pinned: set pin_memory=True in the DataLoader and copy with "
@@ -128,8 +144,9 @@ def _context(rank: RankStacks) -> Context:
             host_cores=(len(placement.cores_busy_percent) or None) if placement is not None else None,
         )
     # Samples show host time only: a pinned, non_blocking copy costs the host nothing, so a small copy
-    # share proves nothing about PCIe (no "Do not tune PCIe"), and the GPU's own figures are not here.
-    return Context(on_gpu=False, workers=workers, cgroup_cpu=cgroup)
+    # share proves nothing about PCIe (no "Do not tune PCIe"); of the GPU's own figures only its busy
+    # share is here (for the evidence: the rules that read it are this module's).
+    return Context(on_gpu=False, workers=workers, cgroup_cpu=cgroup, gpu_busy_share=rank.gpu_busy_share)
 
 
 def _evidence(rank: RankStacks, ranks: int) -> dict[str, Any]:
@@ -179,7 +196,14 @@ def _labelled(verdict: Verdict, rank: RankStacks, ranks: int, extra_advice: list
         headline=verdict.headline + SAMPLED_SUFFIX,
         evidence=_evidence(rank, ranks),
         advice=tuple(extra_advice) + verdict.advice,
+        rule=verdict.rule or verdict.kind,
     )
+
+
+def runs_on_gpu(rank: RankStacks) -> bool:
+    """A CUDA process (it maps /dev/nvidiactl), or one NVML lists on a GPU."""
+    placement = rank.placement
+    return bool(placement is not None and placement.uses_cuda) or rank.gpu_busy_share is not None
 
 
 def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
@@ -187,22 +211,33 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     samples = rank.shares.total_samples
     if rank.error or samples < MIN_SAMPLES:
         headline = rank.error or f"warming-up: {samples} of the {MIN_SAMPLES} samples a verdict needs"
-        return Verdict("warming-up", "info", headline, _evidence(rank, ranks))
+        return Verdict("warming-up", "info", headline, _evidence(rank, ranks), rule="warming-up")
+    if not rank.loop_seen:
+        # Start-up (building data, the model, compiling) is no step: its tensor maths is not compute.
+        return _labelled(_not_in_loop_yet(rank), rank, ranks, [])
     loop = rank.loop_host
-    on_gpu = rank.placement is not None and rank.placement.uses_cuda
+    busy = rank.gpu_busy_share
+    on_gpu = runs_on_gpu(rank)
     # On a CPU the loop's own Python runs on the same cores as the model: it is compute, as the step clock
     # and the truth count it.
     stats = _window_stats(rank, loop_compute=0.0 if on_gpu else loop.share)
     other_share = rank.shares.share("other")
     outside_share = other_share - loop.share  # the loop's own Python code is in the loop
     if outside_share >= OUTSIDE_LOOP_SHARE:
+        where = f"; the main thread is mostly {rank.outside_at}" if rank.outside_at is not None else ""
         headline = (
             f"not in a training loop: {pct(outside_share)} of samples are outside the phases xfertop "
-            "recognises (start-up, teardown, evaluation, checkpointing, or a loop it does not know)"
+            f"recognises (start-up, teardown, evaluation, checkpointing, or a loop it does not know){where}"
         )
-        return _labelled(Verdict("warming-up", "info", headline), rank, ranks, [])
+        return _labelled(Verdict("warming-up", "info", headline, rule="not-in-loop"), rank, ranks, [])
+    # The GPU's busy share where it waits for the host, else None.
+    waiting_busy = busy if on_gpu and busy is not None and busy < GPU_BUSY_MIN_SHARE else None
+    own = loop.share + rank.loop_tensor.share
     sync_share = rank.shares.share("gpu_sync")
-    if sync_share >= SYNC_WARN_SHARE and sync_share > max(stats.input_share, stats.copy_share):
+    # With the GPU mostly idle a sync waits for little: it is named only where it holds more of the
+    # host than the model's dispatch or the loop's own code (a launch-bound loop's loss.item()).
+    sync_leads = waiting_busy is None or sync_share > max(rank.dispatch_share, own)
+    if sync_share >= SYNC_WARN_SHARE and sync_share > max(stats.input_share, stats.copy_share) and sync_leads:
         headline = (
             f"sync-bound: the main thread waits for the GPU (.item(), .cpu(), synchronize) in "
             f"{pct(sync_share)} of samples"
@@ -210,14 +245,33 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         severity: Severity = "critical" if sync_share >= SYNC_CRITICAL_SHARE else "warn"
         verdict = Verdict("sync-bound", severity, headline, advice=tuple(sync_bound_advice()))
         return _labelled(verdict, rank, ranks, [])
+    host_waits = max(stats.input_share, stats.copy_share)  # what the judge's own rules would name
+    if (
+        waiting_busy is not None
+        and rank.loop_tensor.share >= loop.share
+        and own >= LOOP_HOST_WARN_SHARE
+        and own > max(host_waits, rank.dispatch_share)
+    ):
+        return _labelled(_loop_bound(rank, waiting_busy), rank, ranks, [])
     stepping = 1.0 - other_share  # data, loading, copies, compute, syncs: the loop runs
     if (
         on_gpu
         and loop.share >= LOOP_HOST_WARN_SHARE
         and stepping >= LOOP_STEPPING_MIN_SHARE
-        and loop.share > max(stats.input_share, stats.copy_share)
+        and loop.share > host_waits
     ):
         return _labelled(_loop_host_bound(loop), rank, ranks, [])
+    if (
+        waiting_busy is not None
+        and rank.dispatch_share >= LAUNCH_DISPATCH_SHARE
+        and rank.dispatch_share > own
+    ):
+        return _labelled(_launch_bound(rank, waiting_busy), rank, ranks, [])
+    copy_share = stats.copy_share
+    if copy_share >= COPY_WARN_SHARE and (
+        stats.input_share < INPUT_WARN_SHARE or copy_share > stats.input_share
+    ):
+        return _labelled(_copy_bound(stats), rank, ranks, [])
     # Its lines are named, since mixed precision or torch.compile will not touch them.
     cpu_loop = [] if on_gpu or loop.share < LOOP_HOST_WARN_SHARE else [_cpu_loop_python(loop)]
     main_loads = _main_thread_loads(rank)
@@ -229,27 +283,74 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     extra = cpu_loop
     if verdict.kind == "input-bound":
         extra = extra + (main_loads or _worker_advice(rank, context))
+    if on_gpu and verdict.kind in ("compute-bound", "healthy"):
+        verdict, gpu_extra = _gpu_compute(verdict, rank, stats)
+        extra = extra + gpu_extra
     if verdict.kind == "healthy" and outside_share >= OTHER_NOTE_SHARE:
         # The engine's "healthy" reads data/copy/compute only; say where the rest of the samples went.
-        verdict = Verdict(
-            verdict.kind,
-            verdict.severity,
-            f"{verdict.headline}; {pct(outside_share)} of samples are outside the training "
+        verdict = replace(
+            verdict,
+            headline=f"{verdict.headline}; {pct(outside_share)} of samples are outside the training "
             "phases xfertop recognises",
-            verdict.evidence,
-            verdict.advice,
-        )
-    if verdict.kind == "copy-bound":
-        # Sampling cannot see whether batches are pinned: replace the step clock's claim about it.
-        extra = [UNKNOWN_PINNING_ADVICE]
-        verdict = Verdict(
-            verdict.kind,
-            verdict.severity,
-            verdict.headline,
-            verdict.evidence,
-            tuple(a for a in verdict.advice if "pinned" not in a and "pageable" not in a),
         )
     return _labelled(verdict, rank, ranks, extra)
+
+
+def _copy_bound(stats: WindowStats) -> Verdict:
+    """The step clock's copy rule, on samples: the engine's own believes a copy share only where the bytes
+    moved explain it, and py-spy sees no bytes. Nor can it see whether batches are pinned: the advice says
+    so instead of the step clock's claim about it."""
+    share = stats.copy_share
+    headline = f"copy-bound: the main thread copies to the device (.to(), .cuda()) in {pct(share)} of samples"
+    severity: Severity = "critical" if share >= COPY_CRITICAL_SHARE else "warn"
+    advice = [a for a in copy_bound_advice(stats) if "pinned" not in a and "pageable" not in a]
+    return Verdict(
+        "copy-bound", severity, headline, advice=(UNKNOWN_PINNING_ADVICE, *advice), rule="copy-bound"
+    )
+
+
+def _not_in_loop_yet(rank: RankStacks) -> Verdict:
+    at = rank.outside_at
+    doing = (
+        f"the main thread is {at}, {pct(at.share)} of samples"
+        if at is not None
+        else "the main thread runs no code of the job's own that py-spy could name"
+    )
+    headline = f"not in the training loop yet: {doing}; no DataLoader, model or optimizer call seen"
+    return Verdict("warming-up", "info", headline, rule="not-in-loop-yet")
+
+
+def _gpu_compute(verdict: Verdict, rank: RankStacks, stats: WindowStats) -> tuple[Verdict, list[str]]:
+    """A GPU job's compute-bound or healthy window: samples see the host only, so its compute is the
+    GPU's only where NVML says the GPU is busy. Under GPU_BUSY_MIN_SHARE compute-bound is vetoed (the host
+    holds the GPU back); unmeasured, the headline says so instead of guessing. Returns the verdict and
+    the advice to add."""
+    busy = rank.gpu_busy_share
+    compute = pct(stats.compute_share)
+    if busy is not None and busy < GPU_BUSY_MIN_SHARE and verdict.kind == "compute-bound":
+        headline = (
+            f"host-bound: the GPU is busy only {pct(busy)} while the main thread computes in {compute} of "
+            "samples: the host holds it back"
+        )
+        return Verdict("host-bound", "critical", headline, advice=tuple(host_bound_advice()[:2])), []
+    busy_text = f"; the GPU is busy {pct(busy)}" if busy is not None else ""
+    compute_text = "compute" if busy is not None else "compute (GPU busy not measured)"
+    if verdict.kind == "compute-bound":
+        headline = f"compute-bound: {compute_text} is {compute} of samples{busy_text}"
+    else:
+        headline = (
+            f"healthy: data {pct(stats.input_share)}, copy {pct(stats.copy_share)}, {compute_text} {compute} "
+            f"of samples{busy_text}"
+        )
+    tensor = rank.loop_tensor
+    extra = []
+    if busy is None and tensor.share >= LOOP_HOST_WARN_SHARE:
+        extra.append(
+            f"{pct(tensor.share)} of samples are tensor maths on the training loop's own lines "
+            f"({_top_lines_text(tensor)}), outside the model: on CPU tensors that is host work the GPU "
+            "waits for (NVML gave no busy share for this process to tell)."
+        )
+    return replace(verdict, headline=headline), extra
 
 
 def _main_thread_loads(rank: RankStacks) -> list[str]:
@@ -297,7 +398,47 @@ def _loop_host_bound(loop: LoopHost) -> Verdict:
         "the GPU too: there the GPU, not the host, may be the cost.",
         *host_bound_advice()[1:2],
     )
-    return Verdict("host-bound", severity, headline, advice=advice)
+    return Verdict("host-bound", severity, headline, advice=advice, rule="host-bound")
+
+
+def _loop_bound(rank: RankStacks, busy: float) -> Verdict:
+    tensor, python = rank.loop_tensor, rank.loop_host
+    own = tensor.share + python.share
+    headline = (
+        f"loop-bound: the loop's own code holds the main thread {pct(own)} of samples while the GPU is "
+        f"busy {pct(busy)}"
+    )
+    severity: Severity = "critical" if own >= LOOP_HOST_CRITICAL_SHARE else "warn"
+    advice = [
+        f"Most of it is tensor maths on the loop's own lines ({_top_lines_text(tensor)}; the loop at "
+        f"{tensor.loop_line}), outside the model: on CPU tensors it runs on the host, one batch at a time, "
+        "while the GPU waits. Move it into the Dataset (__getitem__ or a transform) so the DataLoader "
+        "workers run it in parallel, or onto the GPU after the copy (copy the raw batch, then transform "
+        "the CUDA tensor)."
+    ]
+    if python.share >= OTHER_NOTE_SHARE / 2:
+        advice.append(
+            f"The loop's own Python adds {pct(python.share)} ({_top_lines_text(python)}): do per-step "
+            "bookkeeping every N steps."
+        )
+    return Verdict("loop-bound", severity, headline, advice=tuple(advice), rule="loop-bound")
+
+
+def _launch_bound(rank: RankStacks, busy: float) -> Verdict:
+    headline = (
+        f"launch-bound: the GPU is busy only {pct(busy)}; the host spends {pct(rank.dispatch_share)} of "
+        "samples dispatching the model's many small kernels"
+    )
+    advice = (
+        "Give the GPU fewer, bigger kernels: a larger batch (the same kernels each do more work), fewer "
+        "and wider layers, fused ops.",
+        'torch.compile(model) fuses small ops; mode="reduce-overhead" also captures the step as CUDA '
+        "graphs, launched as one.",
+        "A foreach or fused optimizer (foreach=True; fused=True for Adam, AdamW, SGD) updates all "
+        "parameters in a few kernels instead of several per parameter.",
+        "The input pipeline is not the cause: more workers or pinning will not help.",
+    )
+    return Verdict("launch-bound", "critical", headline, advice=advice, rule="launch-bound")
 
 
 def _straggler(ranks: Sequence[tuple[int | None, RankStacks]]) -> Verdict | None:
@@ -329,6 +470,7 @@ def _straggler(ranks: Sequence[tuple[int | None, RankStacks]]) -> Verdict | None
         headline + SAMPLED_SUFFIX,
         evidence,
         (f"Inspect input loading on {name}: its DataLoader workers, CPU load and storage.",),
+        rule="straggler",
     )
 
 
@@ -343,7 +485,9 @@ def sampled_verdict(ranks: Sequence[tuple[int | None, RankStacks]]) -> Verdict:
         return (
             rank_sampled_verdict(ranks[0][1], ranks=len(ranks))
             if ranks
-            else Verdict("warming-up", "info", "warming-up: no samples yet", {"source": "sampled"})
+            else Verdict(
+                "warming-up", "info", "warming-up: no samples yet", {"source": "sampled"}, rule="warming-up"
+            )
         )
     if len(usable) >= 2 and (straggler := _straggler(usable)) is not None:
         return straggler
@@ -373,17 +517,46 @@ def keep_last_judged(
     kept = last.verdict
     headline = f"{kept.headline}; last verdict, {age_s:.0f} s ago (now {current.headline})"
     evidence = {**kept.evidence, "kept_from_s_ago": round(age_s, 1)}
-    return Verdict(kept.kind, kept.severity, headline, evidence, kept.advice), last
+    return replace(kept, headline=headline, evidence=evidence), last
+
+
+def gpu_busy_share(pid: int, window: StackWindow, gpu_states: Sequence[GpuState]) -> float | None:
+    """NVML utilisation of the GPU that ``pid`` runs on, averaged over the readings taken during its
+    window, where the process is that GPU's only user (as the live view's evidence takes it): None where
+    no reading falls in the window, NVML lists the process on no GPU (no CUDA context yet, or another pid
+    namespace), on several, or beside other processes."""
+    end = window.started_at + window.duration_s + GPU_READING_SLACK_S
+    busy: list[float] = []
+    for state in gpu_states:
+        if not window.started_at <= state.timestamp <= end:
+            continue
+        holding = [gpu for gpu in state.gpus if any(proc.pid == pid for proc in gpu.processes)]
+        if not holding:
+            continue
+        if len(holding) > 1 or {proc.pid for proc in holding[0].processes} != {pid}:
+            return None  # shared: the GPU's busy share is not this process's
+        util = holding[0].util_gpu_percent
+        if util is not None and not holding[0].lost_reason:
+            busy.append(util / 100)
+    return statistics.mean(busy) if busy else None
 
 
 def judge_stacks(
     state: StacksState,
     line_text_for: Callable[[int], LineText | None] = lambda pid: None,
+    gpu_states: Sequence[GpuState] = (),
 ) -> tuple[tuple[RankStacks, ...], Verdict]:
-    """Every rank's window summary and the job's sampled verdict, from one StacksState."""
+    """Every rank's window summary and the job's sampled verdict, from one StacksState and the GPU
+    readings (GpuSource snapshots) taken while it was sampled."""
     by_pid = {target.pid: target for target in state.targets}
-    summaries = tuple(summarise_window(w, line_text_for(w.root_pid)) for w in state.windows)
+    summaries = tuple(
+        replace(
+            summarise_window(w, line_text_for(w.root_pid)),
+            gpu_busy_share=gpu_busy_share(w.root_pid, w, gpu_states),
+        )
+        for w in state.windows
+    )
     labelled = [(by_pid[s.pid].rank if s.pid in by_pid else None, s) for s in summaries]
     if state.error and not summaries:
-        return summaries, Verdict("warming-up", "info", state.error, {"source": "sampled"})
+        return summaries, Verdict("warming-up", "info", state.error, {"source": "sampled"}, rule="warming-up")
     return summaries, sampled_verdict(labelled)

@@ -5,14 +5,16 @@ py-spy prints code names, not import paths. A plain ``.to()`` / ``.cuda()`` / ``
 has no Python frame of its own, so the innermost frame's source line is read through ``line_text``,
 a lookup the caller supplies (the sources layer reads the target's files; tests pass a dict). The same
 line places tensor maths written directly in the training loop (``loss = model(x).pow(2).mean()``:
-``pow`` and ``mean`` have no Python frame either) as compute.
+``pow`` and ``mean`` have no Python frame either) as compute; only there, though: before the loop runs
+(start-up building data and weights) the same maths is outside the phases, and a window without the
+loop's machinery (DataLoader, model, autograd, optimizer, syncs) says where the job is instead.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from xfertop.model.stacks import Frame, StackWindow, ThreadStack, WindowPlacement
@@ -113,6 +115,13 @@ _COMPUTE = (
     _rule("torch/nn/modules/module.py", "_call_impl", "_wrapped_call_impl"),
     _rule("torch/nn/modules/", "forward"),
 )
+#: The model step as the host runs it: a module call (torch's own modules and any ``forward``, the job's
+#: own nn.Module subclasses included), autograd's backward, the optimizer. Tensor maths outside these
+#: frames is the loop's own (or start-up's) work, not the model's.
+_DISPATCH = (*_COMPUTE, _rule("", "forward"))
+#: Building an optimizer or one of torch's modules is start-up, not a step (Adam's constructor imports
+#: torch._dynamo for seconds on a first run).
+_CONSTRUCTION = (_rule("torch/optim/", "__init__"), _rule("torch/nn/modules/", "__init__"))
 # Only the DataLoader calls these: loading even when --nonblocking cut the stack above them.
 _LOADING_ALONE = (
     _rule("torch/utils/data/_utils/fetch.py", "fetch"),
@@ -193,6 +202,16 @@ def _matches(frame: Frame, rules: Iterable[_Rule]) -> bool:
     return False
 
 
+def _computes(frame: Frame) -> bool:
+    """A frame of the model's forward, backward or optimizer step."""
+    return _matches(frame, _COMPUTE) and not _matches(frame, _CONSTRUCTION)
+
+
+def _dispatches(frame: Frame) -> bool:
+    """A frame of the model step as the host runs it, the job's own forward methods included."""
+    return _matches(frame, _DISPATCH) and not _matches(frame, _CONSTRUCTION)
+
+
 def classify_stack(frames: tuple[Frame, ...], line_text: LineText | None = None) -> SampleClass:
     """One main-thread stack (innermost first) -> its class."""
     for index, frame in enumerate(frames):
@@ -213,7 +232,7 @@ def classify_stack(frames: tuple[Frame, ...], line_text: LineText | None = None)
             return "gpu_sync"
         if _matches(frame, _COPY):
             return "copy"
-        if _matches(frame, _COMPUTE):
+        if _computes(frame):
             return "compute"
     return "compute" if _TENSOR_LINE.search(source) else "other"
 
@@ -288,6 +307,11 @@ class LoopHost:
     top_lines: tuple[tuple[str, float], ...] = ()
 
 
+def _short(filename: str) -> str:
+    """The file's name without its folders: "train.py"."""
+    return filename.replace("\\", "/").rsplit("/", 1)[-1]
+
+
 def _indent(text: str) -> int:
     return len(text) - len(text.lstrip())
 
@@ -297,10 +321,10 @@ def _is_library(frame: Frame) -> bool:
     return any(d in filename for d in _LIBRARY_DIRS)
 
 
-def _caller_of(frames: tuple[Frame, ...], rules: tuple[_Rule, ...]) -> Frame | None:
-    """The job's own frame that calls the outermost frame matching ``rules``, past library frames
+def _caller_of(frames: tuple[Frame, ...], matches: Callable[[Frame], bool]) -> Frame | None:
+    """The job's own frame that calls the outermost frame ``matches`` accepts, past library frames
     between them (``for batch in tqdm(loader)``: tqdm's ``__iter__`` calls the DataLoader)."""
-    outermost = max((i for i, f in enumerate(frames) if _matches(f, rules)), default=None)
+    outermost = max((i for i, f in enumerate(frames) if matches(f)), default=None)
     if outermost is None:
         return None
     return next((f for f in frames[outermost + 1 :] if not _is_library(f)), None)
@@ -308,7 +332,7 @@ def _caller_of(frames: tuple[Frame, ...], rules: tuple[_Rule, ...]) -> Frame | N
 
 def _loop_frame(frames: tuple[Frame, ...]) -> Frame | None:
     """The caller of the outermost DataLoader frame: the user's ``for batch in loader`` line."""
-    return _caller_of(frames, _NEXT_BATCH)
+    return _caller_of(frames, lambda frame: _matches(frame, _NEXT_BATCH))
 
 
 def _loop_callers(
@@ -350,61 +374,214 @@ def _loop_statement(filename: str, line: int, line_text: LineText) -> tuple[int,
     return None
 
 
-def loop_host(
-    stacks: Iterable[ThreadStack], other: Iterable[ThreadStack], line_text: LineText | None
-) -> LoopHost:
-    """Which share of the main thread's samples is the training loop's own Python code: samples of the
-    function that runs ``for batch in loader`` or a ``while`` loop of ``next(it)`` (the caller of the
-    DataLoader in the window's data samples, else of the model and optimizer) on a line of that loop's
-    body (by indentation, read
-    through ``line_text``), of the stacks classified "other" (``other``, a subset of ``stacks``). Only
-    a loop in the job's own code (not a framework's, under site-packages) counts: a framework's hooks
-    are not the user's bookkeeping."""
-    stacks = list(stacks)
-    total = sum(s.count for s in stacks)
-    if not total or line_text is None:
-        return LoopHost(0.0)
+@dataclass
+class _Loop:
+    """The training loop's ``for`` or ``while`` statement in the job's own code, and its body's lines."""
+
+    filename: str
+    name: str
+    line: int
+    depth: int
+    line_text: LineText
+    _body: dict[int, bool] = field(default_factory=dict)
+
+    def label(self, line: int) -> str:
+        return f"{_short(self.filename)}:{line}"
+
+    def frame_in(self, frames: tuple[Frame, ...]) -> Frame | None:
+        """The stack's frame of the function that runs the loop, if it passes through it."""
+        return next((f for f in frames if f.filename == self.filename and f.name == self.name), None)
+
+    def in_body(self, line: int) -> bool:
+        if line not in self._body:
+            inside = line > self.line
+            for number in range(self.line + 1, line + 1) if inside else ():
+                text = self.line_text(self.filename, number)
+                if text.strip() and not text.lstrip().startswith("#") and _indent(text) <= self.depth:
+                    inside = False
+                    break
+            self._body[line] = inside
+        return self._body[line]
+
+
+def _find_loop(stacks: list[ThreadStack], line_text: LineText | None) -> _Loop | None:
+    """The function that runs ``for batch in loader`` or a ``while`` loop of ``next(it)`` (the caller of
+    the DataLoader in the window's data samples, else of the model and optimizer), and that loop's
+    statement above the line with most samples. Only a loop in the job's own code (not a framework's,
+    under site-packages) counts: a framework's hooks are not the user's bookkeeping."""
+    if line_text is None:
+        return None
     # The function that asks the DataLoader for batches; in a window that caught none of those calls
     # (a fast loader), the one that calls the model, backward and the optimizer.
     callers = _loop_callers(stacks, _loop_frame) or _loop_callers(
-        stacks, lambda frames: _caller_of(frames, _COMPUTE)
+        stacks, lambda frames: _caller_of(frames, _computes)
     )
     if not callers:
-        return LoopHost(0.0)
+        return None
     filename, name = max(callers, key=lambda k: sum(callers[k].values()))
     lines = callers[(filename, name)]
     # The line with most samples: the loop's own line, or (py-spy on 3.11) one of its body's.
     found = _loop_statement(filename, max(lines, key=lambda n: lines[n]), line_text)
     if found is None:
+        return None
+    return _Loop(filename, name, found[0], found[1], line_text)
+
+
+def _body_line(loop: _Loop | None, stack: ThreadStack) -> int | None:
+    """The line of the loop's body that ``stack`` runs, None where it is not in the body; a checkpoint
+    written in the body is not the loop's per-step work."""
+    if loop is None or any(_matches(f, _NOT_BOOKKEEPING) for f in stack.frames):
+        return None
+    frame = loop.frame_in(stack.frames)
+    return frame.line if frame is not None and loop.in_body(frame.line) else None
+
+
+def _loop_work(loop: _Loop | None, stacks: Iterable[ThreadStack], total: int) -> LoopHost:
+    """The share of ``total`` samples that ``stacks`` spend on lines of the loop's body, and its busiest
+    lines."""
+    if loop is None or not total:
         return LoopHost(0.0)
-    loop_line, depth = found
-    body: dict[int, bool] = {}
-
-    def in_body(line: int) -> bool:
-        if line not in body:
-            inside = line > loop_line
-            for number in range(loop_line + 1, line + 1) if inside else ():
-                text = line_text(filename, number)
-                if text.strip() and not text.lstrip().startswith("#") and _indent(text) <= depth:
-                    inside = False
-                    break
-            body[line] = inside
-        return body[line]
-
     by_line: dict[int, int] = {}
-    for stack in other:
-        if any(_matches(f, _NOT_BOOKKEEPING) for f in stack.frames):
-            continue
-        frame = next((f for f in stack.frames if f.filename == filename and f.name == name), None)
-        if frame is not None and in_body(frame.line):
-            by_line[frame.line] = by_line.get(frame.line, 0) + stack.count
-    short = filename.replace("\\", "/").rsplit("/", 1)[-1]
+    for stack in stacks:
+        line = _body_line(loop, stack)
+        if line is not None:
+            by_line[line] = by_line.get(line, 0) + stack.count
     top = sorted(by_line.items(), key=lambda item: -item[1])[:3]
     return LoopHost(
         share=sum(by_line.values()) / total,
-        loop_line=f"{short}:{loop_line}",
-        top_lines=tuple((f"{short}:{line}", count / total) for line, count in top),
+        loop_line=loop.label(loop.line),
+        top_lines=tuple((loop.label(line), count / total) for line, count in top),
     )
+
+
+#: At least this share of the main thread's samples in the training loop's own machinery (the DataLoader,
+#: the model, autograd, the optimizer, a sync) and the window shows the loop running; below it the job is
+#: still starting (building data, the model, compiling). 5 samples of a 2 s window at 50 Hz.
+LOOP_SEEN_MIN_SHARE = 0.05
+#: Classes only a running training loop produces (a sync only in the loop's body: start-up's .numpy()
+#: and .tolist() of the data it builds read as syncs too).
+_LOOP_CLASSES: frozenset[SampleClass] = frozenset({"data_wait", "main_loading"})
+# Frames of the job's own code: not a library's (site-packages), the standard library's or the
+# interpreter's (<frozen importlib._bootstrap>).
+_NOT_OWN = re.compile(r"/(site|dist)-packages/|/lib/python\d[\d.]*/|^<")
+#: What the main thread is doing outside the training loop, by the frames below the job's own: the first
+#: that matches (an import is an import, whatever module it runs: Adam's constructor imports torch._dynamo).
+_SETUP_DOINGS: tuple[tuple[tuple[_Rule, ...], str], ...] = (
+    ((_rule("<frozen importlib._bootstrap>", "*"), _rule("importlib/", "*")), "importing modules"),
+    ((_rule("torch/serialization.py", "load", "_load"), _rule("safetensors/", "*")), "loading a checkpoint"),
+    ((_rule("torch/serialization.py", "save", "_save"),), "saving a checkpoint"),
+    ((_rule("torch/_dynamo/", "*"), _rule("torch/_inductor/", "*")), "compiling (torch.compile)"),
+    (
+        (_rule("torch/nn/init.py", "*"), _rule("torch/nn/modules/", "__init__", "reset_parameters")),
+        "building the model",
+    ),
+    ((_rule("torch/distributed/", "*"),), "setting up torch.distributed"),
+)
+_CLASS_DOINGS: dict[SampleClass, str] = {
+    "compute": "building data",  # tensor maths on the job's own lines outside a training loop
+    "copy": "copying or converting tensors",  # .to() of a dtype reads as a copy too
+    "gpu_sync": "waiting for the GPU",
+}
+
+
+@dataclass(frozen=True)
+class MainThreadAt:
+    """The job's own function that holds most of a set of main-thread samples (outside the training
+    loop), at its busiest line, and what it is doing there when the frames say."""
+
+    function: str
+    #: "train.py:41"
+    location: str
+    share: float
+    #: "building data", "loading a checkpoint", ...; "" when the frames do not say.
+    doing: str = ""
+
+    def __str__(self) -> str:
+        place = (
+            f"at {self.location} (module level)"
+            if self.function == "<module>"
+            else f"in {self.function} ({self.location})"
+        )
+        return f"{self.doing} {place}" if self.doing else place
+
+
+def _is_own(frame: Frame) -> bool:
+    return not _NOT_OWN.search(frame.filename.replace("\\", "/"))
+
+
+def _doing(frames: tuple[Frame, ...], cls: SampleClass) -> str:
+    for rules, words in _SETUP_DOINGS:
+        if any(_matches(f, rules) for f in frames):
+            return words
+    return _CLASS_DOINGS.get(cls, "")
+
+
+def _main_thread_at(classified: Iterable[tuple[ThreadStack, SampleClass]], total: int) -> MainThreadAt | None:
+    """Where ``classified`` samples (as classify_stack placed them) spend most of ``total``: the job's
+    own innermost function that holds most of them; None when none has a frame of the job's own."""
+    lines: dict[tuple[str, str], dict[int, int]] = {}
+    doings: dict[tuple[str, str], dict[str, int]] = {}
+    for stack, cls in classified:
+        frame = next((f for f in stack.frames if _is_own(f)), None)
+        if frame is None:
+            continue
+        key = (frame.filename, frame.name)
+        at_line = lines.setdefault(key, {})
+        at_line[frame.line] = at_line.get(frame.line, 0) + stack.count
+        by_doing = doings.setdefault(key, {})
+        doing = _doing(stack.frames, cls)
+        by_doing[doing] = by_doing.get(doing, 0) + stack.count
+    if not lines or not total:
+        return None
+    key = max(lines, key=lambda k: sum(lines[k].values()))
+    line = max(lines[key], key=lambda n: lines[key][n])
+    return MainThreadAt(
+        function=key[1],
+        location=f"{_short(key[0])}:{line}",
+        share=sum(lines[key].values()) / total,
+        doing=max(doings[key], key=lambda d: doings[key][d]),
+    )
+
+
+def _loop_seen(
+    classified: list[tuple[ThreadStack, SampleClass]], total: int, loop: _Loop | None, lines_known: bool
+) -> bool:
+    """The window shows the training loop running: enough samples in the DataLoader, the model, autograd,
+    the optimizer, or a sync in the loop's body (anywhere, where no line could be read to find it)."""
+    running = sum(
+        s.count
+        for s, cls in classified
+        if cls in _LOOP_CLASSES
+        or any(_dispatches(f) for f in s.frames)
+        or (cls == "gpu_sync" and (not lines_known or _body_line(loop, s) is not None))
+    )
+    return not total or running >= LOOP_SEEN_MIN_SHARE * total
+
+
+def _own_maths(stack: ThreadStack, cls: SampleClass) -> bool:
+    """Compute by the tensor maths on a line of its own (classify_stack's last rule), not in a module call,
+    autograd or the optimizer."""
+    return cls == "compute" and not any(_dispatches(f) for f in stack.frames)
+
+
+def _place_own_maths(
+    classified: list[tuple[ThreadStack, SampleClass]], loop: _Loop | None, loop_seen: bool
+) -> tuple[list[tuple[ThreadStack, SampleClass]], list[ThreadStack]]:
+    """Tensor maths on the job's own lines, outside the model, is a training step's compute only inside
+    the training loop. Before the loop (start-up builds data and weights: no loop in the window, or a line
+    of the loop's function above its statement) it is "other": outside the phases. Returns the classes
+    so placed, and the stacks of the loop body's own tensor maths."""
+    placed: list[tuple[ThreadStack, SampleClass]] = []
+    in_body: list[ThreadStack] = []
+    for stack, cls in classified:
+        if _own_maths(stack, cls):
+            frame = loop.frame_in(stack.frames) if loop is not None else None
+            if not loop_seen or (loop is not None and frame is not None and 0 < frame.line < loop.line):
+                cls = "other"
+            elif _body_line(loop, stack) is not None:
+                in_body.append(stack)
+        placed.append((stack, cls))
+    return placed, in_body
 
 
 @dataclass(frozen=True)
@@ -446,6 +623,18 @@ class RankStacks:
     frameless_samples: int = 0
     #: The training loop's own Python work (part of "other").
     loop_host: LoopHost = LoopHost(0.0)
+    #: Tensor maths on the training loop body's own lines, outside the model, autograd and the optimizer
+    #: (part of "compute"): augmentation or metrics written in the loop.
+    loop_tensor: LoopHost = LoopHost(0.0)
+    #: Share of the main thread's samples in the model step: module calls, autograd, the optimizer.
+    dispatch_share: float = 0.0
+    #: The window shows the training loop running (LOOP_SEEN_MIN_SHARE); False while the job starts up.
+    loop_seen: bool = True
+    #: Where the main thread spends most of its samples outside the training phases; None if nowhere.
+    outside_at: MainThreadAt | None = None
+    #: NVML utilisation of the rank's GPU over the window, where the rank is that GPU's only user
+    #: (sampled_verdict.gpu_busy_share); None: not measured.
+    gpu_busy_share: float | None = None
 
     @property
     def workers_restarted(self) -> int:
@@ -471,6 +660,12 @@ class RankStacks:
             "frameless_samples": self.frameless_samples,
             "loop_host_share": round(self.loop_host.share, 4),
             "loop_host_lines": [[line, round(share, 4)] for line, share in self.loop_host.top_lines],
+            "loop_tensor_share": round(self.loop_tensor.share, 4),
+            "loop_tensor_lines": [[line, round(share, 4)] for line, share in self.loop_tensor.top_lines],
+            "dispatch_share": round(self.dispatch_share, 4),
+            "loop_seen": self.loop_seen,
+            "outside_at": None if self.outside_at is None else str(self.outside_at),
+            "gpu_busy_share": None if self.gpu_busy_share is None else round(self.gpu_busy_share, 4),
             "worker_start_share": round(self.worker_start_share, 4),
             "main_fetch_share": round(self.main_fetch_share, 4),
             "workers_ended": self.workers_ended,
@@ -614,20 +809,44 @@ def summarise_window(window: StackWindow, line_text: LineText | None = None) -> 
             (s, "data_wait" if cls == "other" and any(_matches(f, _QUEUE_WAIT) for f in s.frames) else cls)
             for s, cls in classified
         ]
+    total = sum(s.count for s in main)
+    loop = _find_loop(main, line_text)
+    loop_seen = _loop_seen(classified, total, loop, line_text is not None)
+    placed, loop_maths = _place_own_maths(classified, loop, loop_seen)
+    loop_python = [s for s, cls in placed if cls == "other"]
+    # Outside the phases: everything while the job starts up (as first classified: its tensor maths
+    # builds data), else the "other" samples that are not the loop's own Python.
+    outside = (
+        classified
+        if not loop_seen
+        else [(s, cls) for s, cls in placed if cls == "other" and _body_line(loop, s) is None]
+    )
     workers = worker_loads(window.stacks, window.root_pid)
-    placed = _placed(workers, window.placement)
+    placed_workers = _placed(workers, window.placement)
     return RankStacks(
         pid=window.root_pid,
-        shares=class_shares(classified),
+        shares=class_shares(placed),
         workers=workers,
         pin_busy_share=pin_busy_share(window.stacks, window.root_pid),
         worker_start_share=_start_stop_share(main),
         main_fetch_share=_fetch_in_main_share(main),
-        workers_ended=placed.ended,
-        workers_allowed_cpus=placed.allowed_cpus,
-        workers_cpu_percent=placed.cpu_percent,
-        workers_cores_busy_percent=placed.cores_busy_percent,
+        workers_ended=placed_workers.ended,
+        workers_allowed_cpus=placed_workers.allowed_cpus,
+        workers_cpu_percent=placed_workers.cpu_percent,
+        workers_cores_busy_percent=placed_workers.cores_busy_percent,
         placement=window.placement,
         frameless_samples=sum(s.count for s in on_main if not s.frames),
-        loop_host=loop_host(main, [s for s, cls in classified if cls == "other"], line_text),
+        loop_host=_loop_work(loop, loop_python, total),
+        loop_tensor=_loop_work(loop, loop_maths, total),
+        dispatch_share=_dispatch_share(placed, total),
+        loop_seen=loop_seen,
+        outside_at=_main_thread_at(outside, total),
     )
+
+
+def _dispatch_share(placed: list[tuple[ThreadStack, SampleClass]], total: int) -> float:
+    """Share of the samples computing inside the model step (a module call, autograd, the optimizer)."""
+    dispatching = sum(
+        s.count for s, cls in placed if cls == "compute" and any(_dispatches(f) for f in s.frames)
+    )
+    return dispatching / total if total else 0.0

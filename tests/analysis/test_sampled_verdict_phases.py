@@ -1,0 +1,226 @@
+"""What attach says of the job shapes it misread on an H200: a job still building its data, a loop that
+augments its batches on the CPU while the GPU idles, and a model of many tiny layers. Each is a py-spy
+window recorded from a real CPU process (fixtures/pyspy_phases), judged with NVML's answers about the GPU
+(faked: the hardware boundary) where the case needs a GPU."""
+
+from __future__ import annotations
+
+from pyspy_phases_support import nvml_readings, phase_lines, phase_window
+from xfertop.analysis.sampled_verdict import gpu_busy_share, judge_stacks, sampled_verdict
+from xfertop.analysis.stack_classify import ClassShares, RankStacks, summarise_window
+from xfertop.analysis.verdict import Verdict
+from xfertop.model.gpu import GpuState
+from xfertop.model.stacks import AttachTarget, Frame, StacksState, StackWindow, ThreadStack, WindowPlacement
+
+
+def judged(
+    name: str, readings: list[GpuState] | None = None, uses_cuda: bool | None = None
+) -> tuple[RankStacks, Verdict]:
+    """The recorded window ``name`` judged as attach judges it, with the GPU readings taken during it."""
+    readings = readings or []
+    started_at = readings[0].timestamp - 1.0 if readings else 0.0
+    window = phase_window(name, started_at=started_at, uses_cuda=uses_cuda)
+    state = StacksState(
+        timestamp=started_at + 3.0, targets=(AttachTarget(pid=window.root_pid),), windows=(window,)
+    )
+    (rank,), verdict = judge_stacks(state, lambda pid: phase_lines(name), readings)
+    return rank, verdict
+
+
+def pid_of(name: str) -> int:
+    return phase_window(name).root_pid
+
+
+def test_a_job_still_building_its_data_is_not_in_the_training_loop_yet() -> None:
+    # H200: attached 4-8 s after launch, while the job built its tensors, attach read "compute-bound:
+    # compute is 99%". No DataLoader, model or optimizer call in the window: no verdict, and where it is.
+    rank, verdict = judged("setup", nvml_readings(pid_of("setup"), 0))
+    assert not rank.loop_seen and rank.shares.share("compute") == 0.0, rank.shares.counts
+    assert verdict.kind == "warming-up" and verdict.rule == "not-in-loop-yet", verdict.headline
+    assert verdict.headline.startswith(
+        "not in the training loop yet: the main thread is building data in make_dataset (train_phases.py:31)"
+    ), verdict.headline
+    assert "no DataLoader, model or optimizer call seen" in verdict.headline
+
+
+def test_the_window_in_which_start_up_ends_is_not_read_as_compute() -> None:
+    # The same job's start-up ending inside the window (its data, then Adam's constructor importing
+    # torch._dynamo, then 10% of training steps): before, "compute-bound: compute is 97%".
+    rank, verdict = judged("setup_end")
+    assert rank.loop_seen
+    assert verdict.kind == "warming-up" and verdict.rule == "not-in-loop", verdict.headline
+    assert "the main thread is mostly importing modules in main (train_phases.py:59)" in verdict.headline
+    assert rank.shares.share("compute") < 0.15, rank.shares.counts
+
+
+_SETUP_THEN_LOOP = {
+    10: "def main():",
+    11: "    x_all = torch.randn(65536, 256)",
+    12: "    x_all = (x_all - x_all.mean(0)) / x_all.std(0)",
+    13: "    for step in range(steps):",
+    14: "        loss = model(x_all[step % 64]).pow(2).mean()",
+    15: "        loss.backward()",
+}
+
+
+def test_tensor_maths_above_the_loop_statement_is_start_up_not_compute() -> None:
+    # The loop has started (model calls seen), but most samples still normalise the data set on the line
+    # above the loop statement, in the loop's own function: not the step's compute.
+    def at(line: int, *inner: Frame) -> tuple[Frame, ...]:
+        return (*inner, Frame("main", "/job/train.py", line), Frame("<module>", "/job/train.py", 30))
+
+    forward = Frame(
+        "Module._call_impl", "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", 1789
+    )
+    stacks = (
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=70, frames=at(12)),
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=25, frames=at(14, forward)),
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=5, frames=at(14)),
+    )
+    window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=stacks)
+    rank = summarise_window(window, lambda f, n: _SETUP_THEN_LOOP.get(n, "") if f == "/job/train.py" else "")
+    assert rank.shares.counts["other"] == 70 and rank.shares.counts["compute"] == 30
+    assert rank.loop_tensor.share == 0.05 and rank.loop_tensor.top_lines == (("train.py:14", 0.05),)
+    assert rank.outside_at is not None and str(rank.outside_at) == "in main (train.py:12)"
+    verdict = sampled_verdict([(None, rank)])
+    assert verdict.kind == "warming-up" and verdict.rule == "not-in-loop", verdict.headline
+
+
+def test_cpu_augmentation_in_the_loop_on_an_idle_gpu_is_loop_bound() -> None:
+    # H200: the loop's own tensor maths on CPU tensors, 87% of each step, the GPU 1% busy per NVML, read
+    # "healthy: data 3%, copy 5%, compute 84%". The window: the same loop recorded on a CPU.
+    rank, verdict = judged("augment", nvml_readings(pid_of("augment"), 1))
+    assert rank.gpu_busy_share == 0.01
+    assert rank.loop_tensor.share > 0.6 and rank.loop_tensor.top_lines[0][0] == "train_phases.py:68"
+    assert verdict.kind == "loop-bound" and verdict.rule == "loop-bound", verdict.headline
+    assert verdict.severity == "critical"
+    assert verdict.headline.startswith("loop-bound: the loop's own code holds the main thread 73% of samples")
+    assert "while the GPU is busy 1%" in verdict.headline
+    advice = verdict.advice[0]
+    assert "train_phases.py:68 45%" in advice and "the loop at train_phases.py:62" in advice, advice
+    assert (
+        "into the Dataset" in advice
+        and "DataLoader workers" in advice
+        and "onto the GPU after the copy" in advice
+    )
+    assert verdict.evidence["gpu_busy_share"] == 0.01
+    # On a CPU-only job the same work is its compute, as before.
+    _, on_cpu = judged("augment")
+    assert on_cpu.kind == "compute-bound" and "compute is 92%" in on_cpu.headline, on_cpu.headline
+
+
+def test_a_gpu_job_whose_busy_share_is_unknown_says_so_instead_of_guessing() -> None:
+    # A CUDA process (it maps /dev/nvidiactl) that NVML does not list alone on a GPU: a container's pid
+    # namespace, a shared GPU. Its compute may be the host's: the headline says the GPU was not measured.
+    _, verdict = judged("augment", uses_cuda=True)
+    assert verdict.kind == "compute-bound", verdict.headline
+    assert verdict.headline.startswith("compute-bound: compute (GPU busy not measured) is 90% of samples")
+    assert any(
+        a.startswith(
+            "72% of samples are tensor maths on the training loop's own lines (train_phases.py:68 45%"
+        )
+        for a in verdict.advice
+    ), verdict.advice
+
+
+def test_many_tiny_layers_on_an_idle_gpu_are_launch_bound() -> None:
+    # H200: 120 tiny layers, batch 32, loss.item() every step, the GPU 15% busy per NVML (8% by the
+    # profiler), read "compute-bound 97%": the host was dispatching the model, not the GPU computing.
+    rank, verdict = judged("launch", nvml_readings(pid_of("launch"), 15))
+    assert rank.dispatch_share > 0.9, rank.to_dict()
+    assert verdict.kind == "launch-bound" and verdict.rule == "launch-bound", verdict.headline
+    assert verdict.headline.startswith(
+        "launch-bound: the GPU is busy only 15%; the host spends 97% of samples dispatching the model's many "
+        "small kernels"
+    ), verdict.headline
+    advice = " ".join(verdict.advice)
+    for remedy in (
+        "larger batch",
+        "fused ops",
+        'mode="reduce-overhead"',
+        "CUDA graphs",
+        "foreach=True",
+        "fused=True",
+    ):
+        assert remedy in advice, (remedy, advice)
+
+
+def test_the_same_window_on_a_busy_gpu_stays_compute_bound_and_says_how_busy() -> None:
+    _, verdict = judged("launch", nvml_readings(pid_of("launch"), 95))
+    assert verdict.kind == "compute-bound" and verdict.rule == "compute-bound", verdict.headline
+    assert verdict.headline.startswith("compute-bound: compute is 97% of samples; the GPU is busy 95%")
+
+
+def test_compute_on_an_idle_gpu_that_is_neither_loop_nor_dispatch_is_not_compute_bound() -> None:
+    # Compute by tensor maths in a function the loop finder does not know (its loop elsewhere), with the
+    # GPU 20% busy: the host holds the GPU back; "a GPU busy share under 50% vetoes compute-bound".
+    rank = RankStacks(
+        pid=1,
+        shares=ClassShares(counts={"compute": 95, "data_wait": 5}),
+        placement=WindowPlacement((), (), uses_cuda=True),
+        gpu_busy_share=0.2,
+    )
+    verdict = sampled_verdict([(None, rank)])
+    assert verdict.kind == "host-bound" and verdict.rule == "host-bound", verdict.headline
+    assert verdict.headline.startswith("host-bound: the GPU is busy only 20% while the main thread computes")
+
+
+def test_the_gpu_busy_share_is_the_processs_own_only_when_it_is_the_gpus_only_user() -> None:
+    readings = nvml_readings(4242, 30, count=2)
+    window = StackWindow(
+        root_pid=4242, started_at=readings[0].timestamp - 1, duration_s=2, rate_hz=50, stacks=()
+    )
+    assert gpu_busy_share(4242, window, readings) == 0.3
+    shared = nvml_readings(4242, 30, others=(4343,))
+    assert gpu_busy_share(4242, window, shared) is None, "another process's kernels count in NVML's share"
+    assert gpu_busy_share(5151, window, readings) is None, "not on this GPU (no CUDA context yet)"
+    later = StackWindow(
+        root_pid=4242, started_at=readings[-1].timestamp + 5, duration_s=2, rate_hz=50, stacks=()
+    )
+    assert gpu_busy_share(4242, later, readings) is None, "readings before the window do not describe it"
+
+
+def test_a_launch_bound_loops_item_does_not_make_it_sync_bound() -> None:
+    # The H200 job called loss.item() every step: on a GPU busy 15% that wait is short beside the
+    # dispatch, and the verdict names the dispatch.
+    rank = RankStacks(
+        pid=1,
+        shares=ClassShares(counts={"compute": 80, "gpu_sync": 15, "data_wait": 5}),
+        placement=WindowPlacement((), (), uses_cuda=True),
+        dispatch_share=0.8,
+        gpu_busy_share=0.15,
+    )
+    assert sampled_verdict([(None, rank)]).kind == "launch-bound"
+    busy = RankStacks(
+        pid=1,
+        shares=ClassShares(counts={"compute": 80, "gpu_sync": 15, "data_wait": 5}),
+        placement=WindowPlacement((), (), uses_cuda=True),
+        dispatch_share=0.8,
+        gpu_busy_share=0.9,
+    )
+    assert sampled_verdict([(None, busy)]).kind == "sync-bound", "a busy GPU's sync is the GPU's work"
+
+
+_BUILDING = {
+    20: "def make_images(count):",
+    21: "    for i in range(count):",
+    22: "        img = (torch.rand(3, 96, 96) * 255).byte()",
+    23: "        blobs.append(zlib.compress(img.numpy().tobytes()))",
+}
+
+
+def test_start_up_that_turns_its_tensors_into_bytes_is_not_sync_bound() -> None:
+    # A scenario job compressing its images at start-up read "sync-bound: 19%": .numpy() reads as a sync
+    # (on a GPU it would wait for one). Outside a training loop's body it shows no loop running.
+    def at(line: int) -> tuple[Frame, ...]:
+        return (Frame("make_images", "/job/train.py", line), Frame("main", "/job/train.py", 40))
+
+    stacks = (
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=60, frames=at(22)),
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=40, frames=at(23)),
+    )
+    window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=stacks)
+    rank = summarise_window(window, lambda f, n: _BUILDING.get(n, "") if f == "/job/train.py" else "")
+    verdict = sampled_verdict([(None, rank)])
+    assert verdict.kind == "warming-up" and verdict.rule == "not-in-loop-yet", verdict.headline
+    assert "building data in make_images (train.py:22), 100% of samples" in verdict.headline
