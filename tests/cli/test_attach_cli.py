@@ -13,6 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from pyspy_phases_support import fake_nvml_gpu, phases_job
 from pyspy_support import FIXTURES, ptrace_problem, training_job
 from xfertop.analysis.sampled_verdict import judge_stacks
 from xfertop.cli import attach
@@ -211,3 +212,35 @@ def test_persistent_workers_under_a_forkserver_are_not_restarts(capsys: pytest.C
     assert len(rank["workers"]) == 2 and rank["workers_ended"] == 0
     assert len(rank["workers_allowed_cpus"]) >= 1
     assert "persistent_workers" not in " ".join(report["verdict"]["advice"])
+
+
+@needs_ptrace
+def test_a_job_still_building_its_data_gets_no_verdict_but_where_it_is(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # H200: attached seconds after launch, while the job built its tensors: "compute-bound: compute is 99%".
+    with phases_job("setup") as job:
+        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    verdict = report["verdict"]
+    assert verdict["kind"] == "warming-up" and verdict["rule"] == "not-in-loop-yet", verdict["headline"]
+    assert "building data in make_dataset (train_phases.py:" in verdict["headline"], verdict["headline"]
+    (rank,) = report["ranks"]
+    assert rank["loop_seen"] is False and rank["compute_share"] == 0.0, rank
+
+
+@needs_ptrace
+def test_attach_reads_the_gpus_busy_share_while_it_samples_and_names_the_loops_lines() -> None:
+    # A loop that augments its batches with tensor maths on CPU tensors; NVML (faked: this machine has
+    # no GPU) lists the job alone on its GPU, 1% busy. The job, py-spy and the analysis are real.
+    with phases_job("augment") as job:
+        sampler = StackSampler(job.pid, window_s=2, with_ranks=False)
+        report, error = attach.once_report(sampler, fake_nvml_gpu(job.pid, 1))
+    assert error is None
+    (rank,) = report["ranks"]
+    assert rank["gpu_busy_share"] == 0.01, rank
+    verdict = report["verdict"]
+    assert verdict["kind"] == "loop-bound" and verdict["rule"] == "loop-bound", verdict["headline"]
+    assert "while the GPU is busy 1%" in verdict["headline"]
+    assert "train_phases.py:6" in verdict["advice"][0], verdict["advice"]

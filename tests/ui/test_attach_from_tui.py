@@ -67,6 +67,8 @@ async def test_s_on_a_process_samples_its_stacks_and_escape_returns() -> None:
             await pilot.pause()
             assert screen.verdict is not None and screen.verdict.kind == "input-bound"
             assert "num_workers=0" in screen.verdict.headline
+            # The screen reads the live view's GPU source: NVML lists the job alone on its GPU, idle.
+            assert screen.summaries[0].gpu_busy_share == 0.0
             await pilot.press("escape")
             await pilot.pause()
             assert not isinstance(app.screen, AttachScreen)

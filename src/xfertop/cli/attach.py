@@ -1,5 +1,8 @@
 """`xfertop attach PID [--once] [--json]`: diagnose a job started without xfertop, with py-spy.
 
+While py-spy samples, NVML is read for the GPU's busy share (where the job is its GPU's only user): the
+samples see the host only, and whether its compute is the GPU's rests on it.
+
 Exit codes: 0 sampled, 2 cannot attach (the reason is one line on stderr).
 """
 
@@ -15,6 +18,9 @@ import psutil
 
 from xfertop.analysis.sampled_verdict import judge_stacks
 from xfertop.cli.viewer import is_terminal
+from xfertop.model.gpu import GpuState
+from xfertop.sources.base import PollingSource
+from xfertop.sources.gpu import GpuSource
 from xfertop.sources.pyspy_runner import DEFAULT_RATE_HZ, DEFAULT_WINDOW_S
 from xfertop.sources.source_lines import line_reader
 from xfertop.sources.stacks import StackSampler
@@ -22,6 +28,14 @@ from xfertop.sources.stacks import StackSampler
 EXIT_OK = 0
 EXIT_CANNOT_ATTACH = 2
 ONCE_WINDOW_S = 3
+#: How often NVML is read while a window is sampled (its utilisation is an average over up to 1 s).
+GPU_READ_INTERVAL_S = 0.5
+
+
+def gpu_reader() -> GpuSource:
+    """NVML's utilisation and process lists for attach: no PCIe measurement (its counter polling would
+    cost a thread for figures attach does not show)."""
+    return GpuSource(interval_s=GPU_READ_INTERVAL_S, pcie="off", first_window_s=0.0)
 
 
 def register(subparsers: Any) -> None:
@@ -91,13 +105,24 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CANNOT_ATTACH
     from xfertop.ui.attach_screen import AttachApp
 
-    return AttachApp(sampler).run() or EXIT_OK
+    return AttachApp(sampler, gpu_reader()).run() or EXIT_OK
 
 
-def once_report(sampler: StackSampler) -> tuple[dict[str, Any], str | None]:
-    """Sample one window of every rank; the JSON report and the error that stopped it (if any)."""
-    state = sampler.sample_once()
-    summaries, verdict = judge_stacks(state, line_reader)
+def once_report(
+    sampler: StackSampler, gpu: PollingSource[GpuState] | None = None
+) -> tuple[dict[str, Any], str | None]:
+    """Sample one window of every rank, reading ``gpu`` (started and stopped here) meanwhile; the JSON
+    report and the error that stopped it (if any)."""
+    readings: list[GpuState] = []
+    if gpu is not None:
+        gpu.subscribe(readings.append)
+        gpu.start()
+    try:
+        state = sampler.sample_once()
+    finally:
+        if gpu is not None:
+            gpu.stop()
+    summaries, verdict = judge_stacks(state, line_reader, readings)
     report = {
         "pid": sampler.pid,
         "rate_hz": sampler.rate_hz,
@@ -121,7 +146,7 @@ def once_report(sampler: StackSampler) -> tuple[dict[str, Any], str | None]:
 
 
 def _once(sampler: StackSampler, as_json: bool) -> int:
-    report, error = once_report(sampler)
+    report, error = once_report(sampler, gpu_reader())
     if error is not None:
         print(f"xfertop attach: {error}", file=sys.stderr)
         return EXIT_CANNOT_ATTACH

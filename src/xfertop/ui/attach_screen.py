@@ -3,11 +3,13 @@
 Self-contained: the screen receives a StackSampler, subscribes to it (the listener posts one coalesced
 message per window), starts it on mount if nobody has, and stops it when the screen goes away. It
 shows where each rank's main thread spends its samples, the DataLoader workers' and the pin-memory
-thread's load, and the sampled verdict.
+thread's load, the GPU's busy share and the sampled verdict. The GPU readings come from a GPU source:
+the one given (`xfertop attach`), else the live view's that opened the screen (`s` on a row).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
@@ -19,10 +21,12 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from xfertop.analysis.sampled_verdict import JudgedWindow, judge_stacks, keep_last_judged
+from xfertop.analysis.sampled_verdict import JudgedWindow, judge_stacks, keep_last_judged, runs_on_gpu
 from xfertop.analysis.stack_classify import CLASS_LABELS, SAMPLE_CLASSES, LineText, RankStacks
 from xfertop.analysis.verdict import Verdict
+from xfertop.model.gpu import GpuState
 from xfertop.model.stacks import StacksState
+from xfertop.sources.base import PollingSource
 from xfertop.sources.source_lines import line_reader
 from xfertop.sources.stacks import StackSampler
 from xfertop.ui.terminal_watch import watch_terminal
@@ -37,6 +41,9 @@ _CLASS_STYLES = {
 }
 _SEVERITY_STYLES = {"info": "green", "warn": "bold yellow", "critical": "bold red"}
 _BAR_CELLS = 40
+#: How often the screen takes the GPU source's latest reading, and how many it keeps (more than a window's).
+GPU_READ_INTERVAL_S = 0.5
+GPU_READINGS_KEPT = 64
 
 
 class StacksUpdated(Message, bubble=False):
@@ -65,7 +72,13 @@ def _rank_text(label: str, rank: RankStacks) -> Text:
     if rank.error:
         text.append(f"\n  {rank.error}", style="bold red")
         return text
-    text.append(f"   {rank.shares.total_samples} main-thread samples\n")
+    text.append(f"   {rank.shares.total_samples} main-thread samples")
+    busy = rank.gpu_busy_share
+    if busy is not None:
+        text.append(f"; GPU busy {busy * 100:.0f}% (NVML)")
+    elif runs_on_gpu(rank):
+        text.append("; GPU busy not measured (NVML gave none for this process alone)")
+    text.append("\n")
     text.append_text(_bar(rank))
     for cls in SAMPLE_CLASSES:
         text.append(f"\n  {rank.shares.share(cls) * 100:5.1f}%  ", style=_CLASS_STYLES[cls])
@@ -109,10 +122,15 @@ class AttachScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "close", "Back")]
 
     def __init__(
-        self, sampler: StackSampler, line_text_for: Callable[[int], LineText | None] = line_reader
+        self,
+        sampler: StackSampler,
+        line_text_for: Callable[[int], LineText | None] = line_reader,
+        gpu: PollingSource[GpuState] | None = None,
     ) -> None:
         super().__init__()
         self.sampler = sampler
+        self._gpu = gpu
+        self.gpu_readings: deque[GpuState] = deque(maxlen=GPU_READINGS_KEPT)
         self._line_text_for = line_text_for
         self._line_text: dict[int, LineText | None] = {}
         self.summaries: tuple[RankStacks, ...] = ()
@@ -136,6 +154,20 @@ class AttachScreen(Screen[None]):
         if latest is not None:
             self.post_message(StacksUpdated(latest))
         self.sampler.start()
+        if self._gpu is None:
+            from xfertop.ui.app import XfertopApp  # the live view that opened this screen
+
+            self._gpu = self.app.sources.gpu if isinstance(self.app, XfertopApp) else None
+        if self._gpu is not None:
+            # Read, not subscribed: a listener on the live view's source would outlive the screen.
+            self.set_interval(GPU_READ_INTERVAL_S, self._read_gpu)
+
+    def _read_gpu(self) -> None:
+        latest = self._gpu.latest() if self._gpu is not None else None
+        if latest is not None and (
+            not self.gpu_readings or latest.timestamp != self.gpu_readings[-1].timestamp
+        ):
+            self.gpu_readings.append(latest)
 
     def on_unmount(self) -> None:
         self.sampler.stop()
@@ -147,7 +179,7 @@ class AttachScreen(Screen[None]):
 
     def on_stacks_updated(self, message: StacksUpdated) -> None:
         self.state = message.state
-        self.summaries, verdict = judge_stacks(message.state, self._lines_for)
+        self.summaries, verdict = judge_stacks(message.state, self._lines_for, tuple(self.gpu_readings))
         self.verdict, self._last_judged = keep_last_judged(
             verdict, message.state.timestamp, self._last_judged
         )
@@ -162,9 +194,10 @@ class AttachApp(App[int]):
 
     TITLE = "xfertop attach"
 
-    def __init__(self, sampler: StackSampler) -> None:
+    def __init__(self, sampler: StackSampler, gpu: PollingSource[GpuState] | None = None) -> None:
         super().__init__()
         self._sampler = sampler
+        self._gpu = gpu
 
     def get_driver_class(self) -> type[Driver]:
         """The viewer's driver (ui/textual_compat.py): it lets go of a terminal that went away."""
@@ -174,4 +207,10 @@ class AttachApp(App[int]):
 
     def on_mount(self) -> None:
         watch_terminal(self)  # a dropped SSH session: leave quietly, like the main viewer
-        self.push_screen(AttachScreen(self._sampler), callback=lambda _: self.exit(0))
+        if self._gpu is not None:
+            self._gpu.start()
+        self.push_screen(AttachScreen(self._sampler, gpu=self._gpu), callback=lambda _: self.exit(0))
+
+    def on_unmount(self) -> None:
+        if self._gpu is not None:
+            self._gpu.stop()
