@@ -11,7 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from xfertop import wire
 from xfertop.model.jobs import JobsState, RankState
+from xfertop.reporter._ring_writer import RingWriter
 from xfertop.sources.jobs import JobsSource
 
 T = TypeVar("T")
@@ -28,6 +30,40 @@ def wait_until(check: Callable[[], T | None], timeout_s: float, what: str, every
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
         time.sleep(every_s)
+
+
+def write_step(
+    writer: RingWriter,
+    step: int,
+    start_ns: int,
+    wall_ns: int,
+    data_wait_ns: int = 0,
+    copy_cpu_ns: int = 0,
+    h2d_bytes: int = 0,
+    samples: int = 0,
+    flags: int = 0,
+    *,
+    loop_pre_ns: int = 0,
+    sync_ns: int = 0,
+    loop_post_ns: int = 0,
+    gpu_gap_ns: int = wire.NO_VALUE,
+) -> None:
+    """One step record, for tests that need steps in a ring but not every part of one: the loop's own
+    work and syncs default to none, and the GPU gap to not measured (as a step without CUDA timing)."""
+    writer.write_step(
+        step,
+        start_ns,
+        wall_ns,
+        data_wait_ns,
+        copy_cpu_ns,
+        loop_pre_ns,
+        sync_ns,
+        gpu_gap_ns,
+        h2d_bytes,
+        samples,
+        flags,
+        loop_post_ns,
+    )
 
 
 def child_env(ring_dir: Path, **extra: str) -> dict[str, str]:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.window_fixtures import load_window
+from analysis.window_fixtures import rank_state
 from xfertop.analysis.job_analysis import analyse
 from xfertop.analysis.thresholds import CGROUP_THROTTLED_SHARE
-from xfertop.model.jobs import JobsState, JobState
+from xfertop.model.jobs import JobsState, JobState, RankState
 from xfertop.sources.cgroup_cpu import CgroupCpuReader, read_cpu_limit
 from xfertop.sources.host import HostSource
 
@@ -160,6 +160,31 @@ sys.stdin.read()
 """
 
 
+def _input_bound_gpu_rank() -> RankState:
+    """A rank whose loader cannot keep a 30 ms step fed: 20 ms of each 50 ms step waiting for the batch,
+    the GPU idle through 19 ms of it (its measured gap before each step's first work)."""
+    steps = [
+        {
+            "step": number,
+            "wall_ms": 50.0,
+            "data_wait_ms": 19.6,
+            "copy_cpu_ms": 0.02,
+            "loop_pre_ms": 0.1,
+            "sync_ms": 0.0,
+            "loop_post_ms": 0.1,
+            "gpu_gap_ms": 19.3,
+            "h2d_bytes": 12 * 2**20,
+            "samples": 256,
+            "pinned": True,
+            "pageable_non_blocking": False,
+            "copied": True,
+            "partitioned": True,
+        }
+        for number in range(100)
+    ]
+    return rank_state(0, steps, dataloader_workers=2)
+
+
 def test_workers_in_a_half_core_cgroup_are_told_the_quota_not_to_add_workers(half_core_cgroup) -> None:
     trainer = _start_in(half_core_cgroup, TRAINER_OF_BUSY_WORKERS)
     try:
@@ -174,9 +199,8 @@ def test_workers_in_a_half_core_cgroup_are_told_the_quota_not_to_add_workers(hal
         assert stats.cpu_quota_cores == 0.5 and stats.cpu_quota_file == str(half_core_cgroup.quota_file)
         assert stats.cpu_throttled_share is not None and stats.cpu_throttled_share >= CGROUP_THROTTLED_SHARE
 
-        rank = load_window("input_bound_gpu").ranks[0]
         rank = dataclasses.replace(
-            rank,
+            _input_bound_gpu_rank(),
             pid=trainer.pid,
             host=host.hostname,
             dataloader_workers=4,

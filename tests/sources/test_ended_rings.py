@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from ring_test_tools import SRC_DIR
+from ring_test_tools import SRC_DIR, write_step
 from xfertop import wire
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
@@ -29,8 +29,8 @@ def _template(tmp_path: Path, steps: int = 30) -> bytearray:
     writer = RingWriter(str(tmp_path / "template"), current_identity())
     start_ns = time.perf_counter_ns() - steps * 10_000_000
     for step in range(steps):
-        writer.write_step(
-            step, start_ns + step * 10_000_000, 10_000_000, 1_000_000, 0, 1024, 8, wire.F_COPIED
+        write_step(
+            writer, step, start_ns + step * 10_000_000, 10_000_000, 1_000_000, 0, 1024, 8, wire.F_COPIED
         )
     content = bytearray(Path(writer.path).read_bytes())
     os.unlink(writer.path)
@@ -214,7 +214,7 @@ def test_a_writer_seen_dying_is_kept_for_the_grace_period_even_after_a_long_stal
             start_ticks=wire.process_start_ticks(writer_process.pid),
         )
         writer = RingWriter(str(tmp_path / "rings"), identity)
-        writer.write_step(0, LONG_AGO_NS, 10_000_000, 0, 0, 0, 0, 0)  # stalled since boot
+        write_step(writer, 0, LONG_AGO_NS, 10_000_000, 0, 0, 0, 0, 0)  # stalled since boot
         clock = [time.monotonic()]
         source = JobsSource(
             ring_dir=str(tmp_path / "rings"), finished_grace_s=30.0, monotonic=lambda: clock[0]
@@ -252,7 +252,7 @@ def test_a_ring_first_read_after_its_writer_ended_still_names_its_device(tmp_pat
     # Seen on the H200: a job that ran and ended before any viewer looked read device '' (its content is
     # read once, then the mapping is dropped: the device string went with it).
     writer = RingWriter(str(tmp_path / "template"), current_identity())
-    writer.write_step(0, time.perf_counter_ns(), 10_000_000, 1_000_000, 0, 1024, 8, wire.F_COPIED)
+    write_step(writer, 0, time.perf_counter_ns(), 10_000_000, 1_000_000, 0, 1024, 8, wire.F_COPIED)
     writer.set_device("cuda:3")
     content = bytearray(Path(writer.path).read_bytes())
     os.unlink(writer.path)

@@ -9,6 +9,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
+from ring_test_tools import write_step
 from xfertop import wire
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
@@ -31,7 +32,7 @@ def _short_job(ring_dir: Path, index: int, now_ns: int) -> None:
     writer = RingWriter(str(ring_dir), identity)
     start_ns = now_ns - STEPS_PER_JOB * 1_000_000
     for step in range(STEPS_PER_JOB):
-        writer.write_step(step, start_ns + step * 1_000_000, 1_000_000, 100_000, 0, 4096, 8, wire.F_COPIED)
+        write_step(writer, step, start_ns + step * 1_000_000, 1_000_000, 100_000, 0, 4096, 8, wire.F_COPIED)
     writer.words.release()
     writer._map.close()  # a writer that ended: this test process does not keep 1,000 mappings
     os.close(writer._fd)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ring_test_tools import rank_with_steps, ranks, start_script, wait_until
+from ring_test_tools import rank_with_steps, ranks, start_script, wait_until, write_step
 from xfertop import wire
 from xfertop.model.jobs import JobsState, StepRecord
 from xfertop.reporter._identity import current_identity
@@ -26,7 +26,7 @@ def _writer(ring_dir: Path, steps: int = 0, **identity_changes: object) -> RingW
     first_ns = time.perf_counter_ns() - steps * 10_000_000
     for step in range(steps):
         start_ns = first_ns + step * 10_000_000
-        writer.write_step(step, start_ns, 10_000_000, 4_000_000, 0, 1024, 8, wire.F_COPIED)
+        write_step(writer, step, start_ns, 10_000_000, 4_000_000, 0, 1024, 8, wire.F_COPIED)
     return writer
 
 
@@ -46,19 +46,31 @@ def test_a_late_viewer_sees_the_history_and_ranks_group_into_jobs(tmp_path: Path
     assert [s.step for s in ddp.ranks[0].steps] == list(range(50))
     first = ddp.ranks[0].steps[0]
     assert (first.wall_ms, first.data_wait_ms, first.h2d_bytes, first.samples) == (10.0, 4.0, 1024, 8)
-    assert first.compute_gpu_ms is None and not first.pinned
+    assert first.gpu_gap_ms is None and not first.pinned  # no CUDA timing: the GPU gap is not measured
     assert len(by_key[f"pid:{os.getpid()}"].ranks) == 1
 
 
-def test_gpu_fields_appear_when_patched_after_the_step_was_read(tmp_path: Path) -> None:
+def test_the_gpu_gap_appears_when_patched_after_the_step_was_read(tmp_path: Path) -> None:
     writer = _writer(tmp_path)
-    writer.write_step(0, 0, 10_000_000, 1_000_000, 0, 0, 4, wire.F_GPU_PENDING)
+    writer.write_step(0, 0, 10_000_000, 1_000_000, 0, 0, 0, wire.NO_VALUE, 0, 4, wire.F_GPU_PENDING, 0)
     source = _source(tmp_path)
     [step] = source.sample_once().jobs[0].ranks[0].steps
-    assert step.compute_gpu_ms is None
-    writer.patch_gpu(0, 2_000_000, 6_000_000, 500_000, wire.F_GPU_RESOLVED, wire.F_GPU_PENDING)
+    assert step.gpu_gap_ms is None  # its events have not completed yet
+    writer.patch_gpu(0, 2_500_000, wire.F_GPU_RESOLVED, wire.F_GPU_PENDING)
     [step] = source.sample_once().jobs[0].ranks[0].steps
-    assert (step.copy_gpu_ms, step.compute_gpu_ms, step.gpu_idle_ms) == (2.0, 6.0, 0.5)
+    assert step.gpu_gap_ms == 2.5
+
+
+def test_a_gap_of_zero_written_at_once_is_measured_and_a_dropped_one_is_not(tmp_path: Path) -> None:
+    # The GPU still ran the step before at this step's first work: no events, a gap of 0 in the record.
+    writer = _writer(tmp_path)
+    writer.write_step(0, 0, 10_000_000, 1_000_000, 0, 0, 0, 0, 0, 4, 0, 0)
+    writer.write_step(
+        1, 10_000_000, 10_000_000, 1_000_000, 0, 0, 0, wire.NO_VALUE, 0, 4, wire.F_GPU_PENDING, 0
+    )
+    writer.patch_gpu(1, wire.NO_VALUE, wire.F_GPU_DROPPED, wire.F_GPU_PENDING)  # too many steps pending
+    [busy, dropped] = _source(tmp_path).sample_once().jobs[0].ranks[0].steps
+    assert busy.gpu_gap_ms == 0.0 and dropped.gpu_gap_ms is None
 
 
 def _problems(ring_dir: Path) -> str:
@@ -73,6 +85,18 @@ def test_unknown_versions_are_reported_and_the_others_carry_on(tmp_path: Path) -
     assert len(state.jobs) == 1 and len(state.jobs[0].ranks) == 1
     [problem] = state.problems
     assert "version 99 is not known to this viewer" in problem and future.path in problem
+
+
+def test_a_ring_of_the_first_format_is_reported_not_misread(tmp_path: Path) -> None:
+    # Version 1 had 12-word records with GPU copy/compute/idle where version 2 has the loop's own work,
+    # syncs and the GPU gap: read as version 2, its slots would land in the wrong fields.
+    old = _writer(tmp_path, steps=2, pid=os.getpid())
+    old.words[wire.H_VERSION] = 1
+    old.words[wire.H_RECORD_BYTES] = 12 * 8
+    state = _source(tmp_path).sample_once()
+    assert state.jobs == ()
+    [problem] = state.problems
+    assert "version 1 is not known to this viewer" in problem and old.path in problem
 
 
 def test_malformed_and_truncated_rings_are_skipped_with_a_reason(tmp_path: Path) -> None:
@@ -129,7 +153,7 @@ def test_a_half_written_header_is_not_a_problem_while_young(tmp_path: Path) -> N
 def test_liveness_live_stalled_and_finished(tmp_path: Path) -> None:
     writer = _writer(tmp_path)
     now_ns = time.perf_counter_ns()
-    writer.write_step(0, now_ns - 10_000_000, 10_000_000, 0, 0, 0, 0, 0)
+    write_step(writer, 0, now_ns - 10_000_000, 10_000_000, 0, 0, 0, 0, 0)
     source = _source(tmp_path, stall_after_s=0.05)
     assert source.sample_once().jobs[0].ranks[0].status == "live"
     writer.words[wire.H_HEARTBEAT_NS] = now_ns - 1_000_000_000
@@ -185,35 +209,76 @@ def test_every_record_field_lands_in_its_step_record_field() -> None:
     values = {
         wire.R_STEP: 3,
         wire.R_START_NS: 11,
-        wire.R_WALL_NS: 5_000_000,
+        wire.R_WALL_NS: 20_000_000,
         wire.R_DATA_WAIT_NS: 2_000_000,
         wire.R_COPY_CPU_NS: 1_000_000,
-        wire.R_COPY_GPU_NS: 3_000_000,
-        wire.R_COMPUTE_GPU_NS: 4_000_000,
-        wire.R_GPU_IDLE_NS: 6_000_000,
+        wire.R_LOOP_PRE_NS: 3_000_000,
+        wire.R_SYNC_NS: 4_000_000,
+        wire.R_GPU_GAP_NS: 6_000_000,
         wire.R_H2D_BYTES: 77,
         wire.R_SAMPLES: 9,
-        wire.R_FLAGS: wire.F_GPU_RESOLVED | wire.F_PAGEABLE_NON_BLOCKING,
+        wire.R_FLAGS: wire.F_GPU_RESOLVED
+        | wire.F_PAGEABLE_NON_BLOCKING
+        | wire.F_COPIED
+        | wire.F_EPOCH_START
+        | wire.F_WORKERS_STARTED
+        | wire.F_CHECKPOINT
+        | wire.F_PARTITIONED
+        | wire.F_SYNCED,
+        wire.R_LOOP_POST_NS: 5_000_000,
     }
     for word, value in values.items():
         body[word] = value
-    assert to_step_record(body) == StepRecord(
+    record = to_step_record(body)
+    assert record == StepRecord(
         step=3,
-        wall_ms=5.0,
+        wall_ms=20.0,
         data_wait_ms=2.0,
         copy_cpu_ms=1.0,
-        copy_gpu_ms=3.0,
-        compute_gpu_ms=4.0,
-        gpu_idle_ms=6.0,
+        loop_pre_ms=3.0,
+        sync_ms=4.0,
+        loop_post_ms=5.0,
+        gpu_gap_ms=6.0,
         h2d_bytes=77,
         samples=9,
         pinned=False,
         pageable_non_blocking=True,
         start_monotonic_ns=11,
+        copied=True,
+        epoch_start=True,
+        workers_started=True,
+        checkpoint=True,
+        partitioned=True,
+        synced=True,
     )
+    assert record.model_ms == 20.0 - 2.0 - 3.0 - 1.0 - 4.0 - 5.0  # the model is what the parts leave
     body[wire.R_FLAGS] = wire.F_PINNED | wire.F_GPU_PENDING
     pending = to_step_record(body)
-    assert pending.pinned and pending.copy_gpu_ms is None and pending.gpu_idle_ms is None
+    assert pending.pinned and pending.gpu_gap_ms is None  # the gap word is not read before it resolves
+    assert not (pending.partitioned or pending.synced or pending.copied or pending.checkpoint)
+    body[wire.R_FLAGS] = 0
+    body[wire.R_GPU_GAP_NS] = wire.NO_VALUE
+    assert to_step_record(body).gpu_gap_ms is None  # no CUDA timing
+    body[wire.R_GPU_GAP_NS] = 0
+    assert to_step_record(body).gpu_gap_ms == 0.0  # the GPU still had work queued: measured, no gap
+
+
+def test_a_step_record_lands_in_the_ring_word_by_word(tmp_path: Path) -> None:
+    writer = RingWriter(str(tmp_path), current_identity())
+    writer.write_step(5, 100, 20, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+    base = wire.slot_word(writer.capacity, 5)
+    words = [writer.words[base + offset] for offset in range(wire.RECORD_WORDS)]
+    assert words[wire.R_SEQ] % 2 == 0 and words[wire.R_STEP] == 5
+    named = (wire.R_START_NS, wire.R_WALL_NS, wire.R_DATA_WAIT_NS, wire.R_COPY_CPU_NS, wire.R_LOOP_PRE_NS)
+    assert [words[offset] for offset in named] == [100, 20, 2, 3, 4]
+    named = (wire.R_SYNC_NS, wire.R_GPU_GAP_NS, wire.R_H2D_BYTES, wire.R_SAMPLES, wire.R_FLAGS)
+    assert [words[offset] for offset in named] == [5, 6, 7, 8, 9]
+    assert words[wire.R_LOOP_POST_NS] == 10
+    assert words[wire.R_LOOP_POST_NS + 1 :] == [0] * (wire.RECORD_WORDS - wire.R_LOOP_POST_NS - 1)  # reserved
+    writer.patch_gpu(5, 44, wire.F_GPU_RESOLVED, 1)
+    assert writer.words[base + wire.R_GPU_GAP_NS] == 44
+    assert writer.words[base + wire.R_FLAGS] == (9 | wire.F_GPU_RESOLVED) & ~1
+    assert writer.words[base + wire.R_LOOP_POST_NS] == 10  # a patch touches the gap and the flags only
 
 
 def test_job_keys_and_names() -> None:
@@ -309,7 +374,7 @@ def test_a_dead_writers_half_written_slot_is_skipped_and_its_later_steps_read(tm
 
 def test_a_finished_ranks_heartbeat_age_keeps_growing(tmp_path: Path) -> None:
     writer = _writer(tmp_path, start_ticks=1)
-    writer.write_step(0, time.perf_counter_ns() - 1_000_000_000, 1_000_000, 0, 0, 0, 0, 0)
+    write_step(writer, 0, time.perf_counter_ns() - 1_000_000_000, 1_000_000, 0, 0, 0, 0, 0)
     source = _source(tmp_path)
     ages = [source.sample_once().jobs[0].ranks[0].heartbeat_age_s for _ in range(4)]
     assert ages == sorted(ages) and ages[3] > ages[2] > ages[1]

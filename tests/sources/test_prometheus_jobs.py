@@ -63,17 +63,40 @@ def test_steps_overwritten_unread_carry_no_time_and_a_reset_counts_from_zero() -
     assert records[-1].step == 29 and records[-1].wall_ms == 20.0  # after the reset: 30 steps in 0.6 s
 
 
-def test_gpu_clock_shares_apply_to_the_mean_step() -> None:
-    series = _series(
-        steps=[(0, 0), (10, 100)],
-        step_seconds=[(0, 0), (10, 10)],
-        gpu_timed_steps=[(0, 0), (10, 10)],
-        gpu_timed_step_seconds=[(0, 0), (10, 1)],
-        gpu_idle_seconds=[(0, 0), (10, 0.5)],
-        compute_gpu_seconds=[(0, 0), (10, 0.4)],
-    )
-    record = step_records(series)[-1]
-    assert (record.wall_ms, record.gpu_idle_ms, record.compute_gpu_ms) == (100.0, 50.0, 40.0)
+def test_the_gpu_gap_and_the_host_parts_survive_the_trip_through_prometheus() -> None:
+    # 60 steps of 100 ms under `xfertop run`: 10 ms of loop work before the model, 2 ms of copies, 5 ms of
+    # syncs, 20 ms of loop work after the step; the GPU idled 30 ms before every other step's first work
+    # (one gap measured in two steps: the others carry none).
+    steps = [
+        StepRecord(
+            step=n,
+            wall_ms=100.0,
+            data_wait_ms=10.0,
+            copy_cpu_ms=2.0,
+            loop_pre_ms=10.0,
+            sync_ms=5.0,
+            loop_post_ms=20.0,
+            gpu_gap_ms=30.0 if n % 2 else None,
+            h2d_bytes=4096,
+            samples=8,
+            pinned=True,
+            pageable_non_blocking=False,
+            copied=True,
+            partitioned=True,
+            synced=True,
+        )
+        for n in range(60)
+    ]
+    records = step_records(_scraped(steps, [0, 10, 25, 40, 60]))
+    assert [r.step for r in records] == [s.step for s in steps]
+    local, remote = window_stats(steps), window_stats(records)
+    assert local is not None and remote is not None
+    assert (remote.clock, remote.partitioned) == (local.clock, local.partitioned) == ("gpu", True)
+    assert remote.host_parts == pytest.approx(local.host_parts)
+    assert remote.synced_step_fraction == pytest.approx(local.synced_step_fraction)
+    assert remote.gpu_idle_share == pytest.approx(local.gpu_idle_share)
+    assert remote.idle is not None and local.idle is not None
+    assert remote.idle.total == pytest.approx(local.idle.total)
 
 
 def test_node_local_job_keys_get_their_host() -> None:
@@ -94,7 +117,7 @@ def test_an_unreachable_prometheus_is_the_states_error() -> None:
 
 
 def _step(number: int, wall_ms: float, wait_ms: float, **flags: bool) -> StepRecord:
-    return StepRecord(number, wall_ms, wait_ms, 0.0, None, None, None, 0, 8, False, False, **flags)
+    return StepRecord(number, wall_ms, wait_ms, 0.0, 0.0, 0.0, 0.0, None, 0, 8, False, False, **flags)
 
 
 def _epochs(epochs: int, steps_per_epoch: int, start_wait_ms: float) -> list[StepRecord]:
