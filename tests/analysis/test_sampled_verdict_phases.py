@@ -5,9 +5,11 @@ window recorded from a real CPU process (fixtures/pyspy_phases), judged with NVM
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pyspy_phases_support import nvml_readings, phase_lines, phase_window
 from xfertop.analysis.sampled_verdict import gpu_busy_share, judge_stacks, sampled_verdict
-from xfertop.analysis.stack_classify import ClassShares, RankStacks, summarise_window
+from xfertop.analysis.stack_classify import ClassShares, LoopHost, RankStacks, summarise_window
 from xfertop.analysis.verdict import Verdict
 from xfertop.model.gpu import GpuState
 from xfertop.model.stacks import AttachTarget, Frame, StacksState, StackWindow, ThreadStack, WindowPlacement
@@ -224,3 +226,27 @@ def test_start_up_that_turns_its_tensors_into_bytes_is_not_sync_bound() -> None:
     verdict = sampled_verdict([(None, rank)])
     assert verdict.kind == "warming-up" and verdict.rule == "not-in-loop-yet", verdict.headline
     assert "building data in make_images (train.py:22), 100% of samples" in verdict.headline
+
+
+def test_the_loops_own_python_on_an_idle_gpu_is_loop_bound_and_named_host_bound_without_nvml() -> None:
+    # Per-step bookkeeping in Python (the corpus's loop_logging.py: 74% of samples). With NVML's 5% the
+    # GPU is known to wait for it; without, the verdict stays "host-bound (likely)", as before.
+    python = LoopHost(
+        share=0.74, loop_line="train.py:61", top_lines=(("train.py:70", 0.5), ("train.py:72", 0.2))
+    )
+    rank = RankStacks(
+        pid=1,
+        shares=ClassShares(counts={"other": 74, "compute": 21, "data_wait": 5}),
+        placement=WindowPlacement((), (), uses_cuda=True),
+        loop_host=python,
+        dispatch_share=0.2,
+        gpu_busy_share=0.05,
+    )
+    verdict = sampled_verdict([(None, rank)])
+    assert verdict.kind == "loop-bound" and verdict.rule == "loop-bound", verdict.headline
+    assert "holds the main thread 74% of samples while the GPU is busy 5%" in verdict.headline
+    assert verdict.advice[0].startswith(
+        "Most of it on train.py:70 50%, train.py:72 20%: move per-step bookkeeping"
+    )
+    unmeasured = sampled_verdict([(None, replace(rank, gpu_busy_share=None))])
+    assert unmeasured.kind == "host-bound" and unmeasured.headline.startswith("host-bound (likely)")

@@ -44,11 +44,15 @@ WORKER_IDLE_SHARE = 0.3
 #: A GPU job's main thread in its training loop's own Python code (not data, copy, compute or sync) in
 #: at least this share of samples, more than in data or copies: host-bound. The host is then busy
 #: where the GPU cannot overlap it once the loop syncs (scenario h on the H200: 53% of samples outside
-#: the phases, its truth 55% host and sync). Critical from the second value.
+#: the phases, its truth 55% host and sync). Critical from the second value. With NVML's busy share
+#: under GPU_BUSY_MIN_SHARE the same bar, for the loop's Python and tensor maths together, is loop-bound.
 LOOP_HOST_WARN_SHARE = 0.3
 LOOP_HOST_CRITICAL_SHARE = 0.5
 #: ... and the loop itself seen running (data, copies, compute, syncs) in at least this share.
 LOOP_STEPPING_MIN_SHARE = 0.1
+#: A loop-bound verdict names the smaller of the loop's two parts (its Python, its tensor maths) too
+#: from this share.
+LOOP_PART_NOTE_SHARE = 0.1
 #: Workers run, yet the main thread's own loading holds at least this share of its input samples: a
 #: loader with num_workers=0 is read beside one with workers (a trial's zip of two loaders read "the
 #: workers are mostly idle ...: suspect inter-process transfer" while the main thread loaded the other).
@@ -248,7 +252,6 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     host_waits = max(stats.input_share, stats.copy_share)  # what the judge's own rules would name
     if (
         waiting_busy is not None
-        and rank.loop_tensor.share >= loop.share
         and own >= LOOP_HOST_WARN_SHARE
         and own > max(host_waits, rank.dispatch_share)
     ):
@@ -381,8 +384,17 @@ def _cpu_loop_python(loop: LoopHost) -> str:
     )
 
 
+def _bookkeeping_advice(loop: LoopHost) -> str:
+    return (
+        f"Most of it on {_top_lines_text(loop)}: move per-step bookkeeping (metrics, confusion counts, "
+        "logging) onto the GPU as tensor ops, or do it every N steps; a .item()/.cpu()/.tolist() that feeds "
+        "it makes the GPU wait for it every step (loss.item(): accumulate the loss on the GPU instead). A "
+        "line that turns a tensor into a Python value (float(loss), printing it, `if loss.isnan():`) waits "
+        "for the GPU too: there the GPU, not the host, may be the cost."
+    )
+
+
 def _loop_host_bound(loop: LoopHost) -> Verdict:
-    lines = _top_lines_text(loop)
     # py-spy sees the host only: the GPU's own utilisation is not in the window, and an implicit
     # sync (float(loss), an f-string of a tensor, `if loss.isnan():`) also reads as the loop's code.
     headline = (
@@ -390,14 +402,7 @@ def _loop_host_bound(loop: LoopHost) -> Verdict:
         f"loop's own Python code (the loop at {loop.loop_line}; not data, copies, the model or syncs)"
     )
     severity: Severity = "critical" if loop.share >= LOOP_HOST_CRITICAL_SHARE else "warn"
-    advice = (
-        f"Most of it on {lines}: move per-step bookkeeping (metrics, confusion counts, logging) onto the "
-        "GPU as tensor ops, or do it every N steps; a .item()/.cpu()/.tolist() that feeds it makes the "
-        "GPU wait for it every step (loss.item(): accumulate the loss on the GPU instead). A line that "
-        "turns a tensor into a Python value (float(loss), printing it, `if loss.isnan():`) waits for "
-        "the GPU too: there the GPU, not the host, may be the cost.",
-        *host_bound_advice()[1:2],
-    )
+    advice = (_bookkeeping_advice(loop), *host_bound_advice()[1:2])
     return Verdict("host-bound", severity, headline, advice=advice, rule="host-bound")
 
 
@@ -409,18 +414,20 @@ def _loop_bound(rank: RankStacks, busy: float) -> Verdict:
         f"busy {pct(busy)}"
     )
     severity: Severity = "critical" if own >= LOOP_HOST_CRITICAL_SHARE else "warn"
-    advice = [
-        f"Most of it is tensor maths on the loop's own lines ({_top_lines_text(tensor)}; the loop at "
-        f"{tensor.loop_line}), outside the model: on CPU tensors it runs on the host, one batch at a time, "
-        "while the GPU waits. Move it into the Dataset (__getitem__ or a transform) so the DataLoader "
-        "workers run it in parallel, or onto the GPU after the copy (copy the raw batch, then transform "
-        "the CUDA tensor)."
-    ]
-    if python.share >= OTHER_NOTE_SHARE / 2:
-        advice.append(
-            f"The loop's own Python adds {pct(python.share)} ({_top_lines_text(python)}): do per-step "
-            "bookkeeping every N steps."
-        )
+    maths = (
+        f"tensor maths on the loop's own lines ({_top_lines_text(tensor)}; the loop at {tensor.loop_line}), "
+        "outside the model: on CPU tensors it runs on the host, one batch at a time, while the GPU waits. "
+        "Move it into the Dataset (__getitem__ or a transform) so the DataLoader workers run it in "
+        "parallel, or onto the GPU after the copy (copy the raw batch, then transform the CUDA tensor)."
+    )
+    if tensor.share >= python.share:
+        advice = [f"Most of it is {maths}"]
+        if python.share >= LOOP_PART_NOTE_SHARE:
+            advice.append(f"The loop's own Python adds {pct(python.share)}. {_bookkeeping_advice(python)}")
+    else:
+        advice = [_bookkeeping_advice(python)]
+        if tensor.share >= LOOP_PART_NOTE_SHARE:
+            advice.append(f"{pct(tensor.share)} more is {maths}")
     return Verdict("loop-bound", severity, headline, advice=tuple(advice), rule="loop-bound")
 
 
