@@ -23,7 +23,12 @@ For each scenario (see benchmarks/scenarios/README.md):
    ``--poll`` seconds and each verdict (kind, headline, advice) is kept with its time.
 
 Scored per scenario and mode: the verdict (majority kind of the last 5 polls that saw the job) against
-the expected kinds; required advice present and forbidden advice absent (in most of those last polls);
+the expected kinds; for a job with a long set-up (``Scenario.setup_line``), every poll answered before
+its set-up line must read warming-up ("not in a training loop"), never a bottleneck; required advice
+present and forbidden advice absent (in most of those last polls); the six host-clock parts of the
+verdicts' evidence (``host_<part>_share``: wait, loop_pre, copy, model, sync, loop_post; the mean of those
+polls, or `xfertop run`'s end-of-run ``host_shares``) next to the truth's ``parts``, and ``p_err``, the
+largest gap between them in points;
 seconds from the job's first step (its ring file appearing, or step 0's start time) to the first right
 verdict; exit code and result line (step counts and rates masked) equal to the plain run's; samples/s
 relative to the plain run. The plain run is polled the same way (an empty ring directory), so the
@@ -57,9 +62,20 @@ SCENARIO_DIR = ROOT / "benchmarks" / "scenarios"
 if str(SCENARIO_DIR) not in sys.path:
     sys.path.insert(0, str(SCENARIO_DIR))
 
-from expectations import SCENARIOS, Expect, Scenario, advice_findings, truth_kind  # noqa: E402
+from expectations import (  # noqa: E402
+    PARTS,
+    SCENARIOS,
+    SETUP_KINDS,
+    Expect,
+    Scenario,
+    advice_findings,
+    truth_kind,
+    truth_parts,
+)
 
 MODES = ("run", "runct", "run-nocopy", "watch", "attach")
+#: The verdict's evidence keys of the host clock's six parts (issue 20), by part.
+HOST_PART_KEYS = {part: f"host_{part}_share" for part in PARTS}
 FINAL_POLLS = 5
 #: Extra wall time a job may take beyond --seconds (imports, compile, torchrun rendezvous) before it is
 #: killed.
@@ -135,6 +151,10 @@ class Poll:
     #: after its loop) is not scored: the live view keeps the verdict of the last stepping window there
     #: (analysis.job_analysis), which a one-shot `--once` cannot know.
     stepping: bool = True
+    #: The verdict's six host-clock parts (evidence host_<part>_share), where it carries them.
+    parts: dict[str, float] | None = None
+    #: The name of the rule that gave the verdict (its top-level ``rule``), where it says.
+    rule: str | None = None
 
 
 @dataclass
@@ -151,6 +171,10 @@ class JobRun:
     stdout_tail: str
     stderr_tail: str
     timed_out: bool = False
+    #: `xfertop run`'s end-of-run summary (the JSON it keeps in <XFERTOP_DIR>/summaries/), run modes only.
+    summary: dict[str, Any] | None = None
+    #: Seconds from launch to the job's set-up line (Scenario.setup_line), where it has one and printed it.
+    setup_end_s: float | None = None
 
 
 def _python() -> str:
@@ -208,6 +232,20 @@ def _stepping(rank: dict[str, Any]) -> bool:
     return rank.get("status") == "live" and (rank.get("heartbeat_age_s") or 0.0) <= max(1.5, 3 * typical_s)
 
 
+def host_parts(evidence: dict[str, Any] | None) -> dict[str, float] | None:
+    """The six host-clock parts of a verdict's evidence (or of a summary's ``host_shares``), or None
+    where any is missing."""
+    if not evidence:
+        return None
+    if all(part in evidence for part in PARTS):  # host_shares: keyed by part
+        values = {part: evidence[part] for part in PARTS}
+    else:
+        values = {part: evidence.get(key) for part, key in HOST_PART_KEYS.items()}
+    if any(not isinstance(v, (int, float)) for v in values.values()):
+        return None
+    return {part: float(v) for part, v in values.items()}
+
+
 def _poll_from_verdict(t: float, verdict: dict[str, Any], jobs: int, ranks: int, steps: int) -> Poll:
     evidence = verdict.get("evidence") or {}
     shares = {
@@ -243,6 +281,8 @@ def _poll_from_verdict(t: float, verdict: dict[str, Any], jobs: int, ranks: int,
         steps=steps,
         clock=evidence.get("clock"),
         shares=shares,
+        parts=host_parts(evidence),
+        rule=verdict.get("rule"),
     )
 
 
@@ -333,11 +373,13 @@ def mark_attach_stepping(polls: list[Poll], loop_end_s: float | None) -> None:
 
 
 class ResultWatch(threading.Thread):
-    """When did the job print its result line (its loop is over; what follows is teardown)?"""
+    """When did the job print its result line (its loop is over; what follows is teardown)? Or, with
+    ``prefix``, another line of its stdout (e.g. the end of its set-up)."""
 
-    def __init__(self, stdout_path: Path, proc: subprocess.Popen[bytes]) -> None:
+    def __init__(self, stdout_path: Path, proc: subprocess.Popen[bytes], prefix: str = "result ") -> None:
         super().__init__(daemon=True)
         self.stdout_path, self.proc = stdout_path, proc
+        self.prefix = prefix.encode()
         self.seen_mono: float | None = None
 
     def run(self) -> None:
@@ -345,7 +387,7 @@ class ResultWatch(threading.Thread):
             running = self.proc.poll() is None
             with contextlib.suppress(OSError):
                 text = self.stdout_path.read_bytes()
-                if text.startswith(b"result ") or b"\nresult " in text:
+                if text.startswith(self.prefix) or b"\n" + self.prefix in text:
                     self.seen_mono = time.monotonic()
                     return
             if not running:
@@ -414,10 +456,12 @@ def run_job(
     python: str | None = None,
     extra_args: tuple[str, ...] = (),
     env_extra: dict[str, str] | None = None,
+    poll: bool = True,
 ) -> JobRun:
     """Run one scenario in one mode ("truth", "plain", "run", "runct", "watch", "attach") and poll it.
     ``extra_args`` go to the script (e.g. ``("--device", "cpu")``); ``env_extra`` to every process of the
-    run, the pollers included (e.g. CUDA_VISIBLE_DEVICES)."""
+    run, the pollers included (e.g. CUDA_VISIBLE_DEVICES); ``poll=False`` leaves the job alone (no
+    ``--once`` every ``poll_interval``: the run modes still leave their end-of-run summary)."""
     py = python or _python()
     script = str(SCENARIO_DIR / scenario.script)
     job_cmd = [py, script, *scenario.args, *extra_args, "--seconds", f"{seconds:g}"]
@@ -461,7 +505,11 @@ def run_job(
     ring_watch.start()
     result_watch = ResultWatch(out_path, proc)
     result_watch.start()
-    if mode != "truth":
+    setup_watch = None
+    if scenario.setup_line:
+        setup_watch = ResultWatch(out_path, proc, prefix=scenario.setup_line)
+        setup_watch.start()
+    if mode != "truth" and poll:
         poller = Poller(
             "attach" if mode == "attach" else "once",
             poll_env,
@@ -486,6 +534,10 @@ def run_job(
         poller.join(timeout=90)
     ring_watch.join(timeout=1)
     result_watch.join(timeout=1)
+    setup_end = None
+    if setup_watch is not None:
+        setup_watch.join(timeout=1)
+        setup_end = None if setup_watch.seen_mono is None else setup_watch.seen_mono - launched
     if poller is not None and mode == "attach":
         loop_end = None if result_watch.seen_mono is None else result_watch.seen_mono - launched
         mark_attach_stepping(poller.polls, loop_end)
@@ -516,6 +568,8 @@ def run_job(
         stdout_tail=stdout[-1500:],
         stderr_tail=_tail(err_path),
         timed_out=timed_out,
+        summary=_run_summary(ring_dir) if mode in ("run", "runct", "run-nocopy") else None,
+        setup_end_s=setup_end,
     )
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -524,6 +578,16 @@ def run_job(
                 shutil.copy(work / name, log_dir / f"{scenario.id}-{mode}-{name}")
     shutil.rmtree(work, ignore_errors=True)
     return run
+
+
+def _run_summary(ring_dir: Path) -> dict[str, Any] | None:
+    """The end-of-run summary `xfertop run` kept beside its rings (<XFERTOP_DIR>/summaries/*.json; the run
+    has a ring directory of its own, so the newest file is its summary), or None."""
+    with contextlib.suppress(OSError, ValueError):
+        files = sorted((ring_dir / "summaries").glob("*.json"), key=lambda path: path.stat().st_mtime)
+        if files:
+            return json.loads(files[-1].read_text())
+    return None
 
 
 # -- scoring ----------------------------------------------------------------------------------------------
@@ -550,6 +614,15 @@ def score_mode(run: JobRun, plain: JobRun | None, expect: Expect) -> dict[str, A
     missing = sorted({m for f, _ in findings for m in f if sum(m in g for g, _ in findings) >= need})
     present = sorted({x for _, f in findings for x in f if sum(x in g for _, g in findings) >= need})
     first_step = run.first_step_s
+    setup = setup_findings(run)
+    with_parts = [p.parts for p in final if p.parts]
+    parts = (
+        {part: round(sum(ps[part] for ps in with_parts) / len(with_parts), 4) for part in PARTS}
+        if with_parts
+        else None
+    )
+    summary = run.summary or {}
+    last_kind = (summary.get("last_verdict") or {}).get("kind")
     first_right = next((p.t for p in seen if p.kind in expect.kinds), None)
     first_verdict = next((p.t for p in seen if p.kind != "warming-up"), None)
     last = final[-1] if final else None
@@ -563,7 +636,19 @@ def score_mode(run: JobRun, plain: JobRun | None, expect: Expect) -> dict[str, A
         "required_missing": missing,
         "forbidden_present": present,
         "advice_ok": bool(final) and not missing and not present,
-        "right": bool(right) and bool(final) and not missing and not present,
+        "right": bool(right)
+        and bool(final)
+        and not missing
+        and not present
+        and setup.get("right") is not False,
+        # Before the loop (Scenario.setup_line): polls answered before the set-up line, their kinds.
+        "setup": setup,
+        # The six host parts (mean of the scored polls' evidence) and the rule of the last verdict.
+        "host_parts": parts,
+        "rules": [p.rule for p in final],
+        # `xfertop run`'s own end-of-run summary: the whole run's host shares and its last verdict.
+        "summary_host_shares": summary.get("host_shares"),
+        "summary_last_kind": last_kind,
         "polls": len(run.polls),
         "polls_with_job": len(seen),
         "jobs_seen_max": max((p.jobs for p in seen), default=0),
@@ -589,7 +674,10 @@ def score_mode(run: JobRun, plain: JobRun | None, expect: Expect) -> dict[str, A
         "last_shares": last.shares if last else {},
         "gpu_util_final": [p.gpu_util for p in final],
         # Every scored poll's headline and advice, so a run can be read (or scored again) afterwards.
-        "final_polls": [{"t": round(p.t, 1), "headline": p.headline, "advice": p.advice} for p in final],
+        "final_polls": [
+            {"t": round(p.t, 1), "headline": p.headline, "advice": p.advice, "rule": p.rule, "parts": p.parts}
+            for p in final
+        ],
         "timed_out": run.timed_out,
         "timeline": [
             [round(p.t, 1), p.kind, p.shares.get("gpu_busy_share"), p.shares.get("gpu_rx_bytes_per_s")]
@@ -597,6 +685,31 @@ def score_mode(run: JobRun, plain: JobRun | None, expect: Expect) -> dict[str, A
         ],
         "errors": sorted({p.error for p in run.polls if p.error})[:3],
     }
+
+
+def setup_findings(run: JobRun) -> dict[str, Any]:
+    """For a job with a set-up line: the polls answered before it (every window of them in the set-up)
+    and their kinds; ``right`` is False when one of them named a bottleneck (any kind but SETUP_KINDS),
+    None when no poll before it saw the job (nothing to judge), True otherwise."""
+    if run.setup_end_s is None:
+        return {}
+    before = [p for p in run.polls if p.t <= run.setup_end_s and p.kind is not None]
+    kinds = [p.kind for p in before]
+    return {
+        "end_s": round(run.setup_end_s, 2),
+        "polls": len(before),
+        "kinds": kinds,
+        "right": (all(kind in SETUP_KINDS for kind in kinds) if kinds else None),
+        "headlines": sorted({p.headline for p in before})[:3],
+    }
+
+
+def parts_error(parts: dict[str, float] | None, truth: dict[str, Any]) -> float | None:
+    """The largest gap, in points, between xfertop's six host parts and the truth's."""
+    if not parts:
+        return None
+    reference = truth_parts(truth)
+    return round(max(abs(parts[part] - reference[part]) for part in PARTS) * 100, 1)
 
 
 def _share_error(shares: dict[str, Any], truth: dict[str, Any]) -> float | None:
@@ -687,7 +800,7 @@ def score_scenario(
     if truth is None or "truth" not in truth:
         entry["status"] = f"truth run failed (exit {truth_run.exit_code}): {truth_run.stderr_tail[-300:]}"
         return entry
-    entry["truth_kind"] = truth_kind(truth, device)
+    entry["truth_kind"] = truth_kind(truth, device, expect)
     scored = entry["truth_kind"] in expect.kinds
     entry["status"] = (
         "scored"
@@ -709,6 +822,8 @@ def score_scenario(
         if result["verdict"] == "straggler" and truth.get("ranks"):  # its evidence is the straggler's
             reference = max((r["truth"] for r in truth["ranks"]), key=lambda t: t["data_share"])
         result["data_share_error"] = _share_error(result.get("last_shares") or {}, reference)
+        result["parts_error"] = parts_error(result.get("host_parts"), reference)
+        result["summary_parts_error"] = parts_error(host_parts(result.get("summary_host_shares")), reference)
         if not result["scored"]:
             result["right"] = None
         entry["modes"][mode] = result
@@ -724,24 +839,37 @@ def score_scenario(
 
 
 # -- output ------------------------------------------------------------------------------------------------
+def parts_text(parts: dict[str, float] | None) -> str:
+    """Six parts in percent, in step order: wait/loop_pre/copy/model/sync/loop_post."""
+    if not parts:
+        return "-"
+    return "/".join(f"{parts[part] * 100:.0f}" for part in PARTS)
+
+
 def _truth_text(entry: dict[str, Any]) -> str:
     truth = (entry.get("truth") or {}).get("truth")
     if not truth:
         return "-"
-    text = (
-        f"d{truth['data_share'] * 100:.0f} c{truth['copy_share'] * 100:.0f} "
-        f"k{truth['compute_share'] * 100:.0f} o{truth['sync_or_host_share'] * 100:.0f}"
-    )
-    return f"{entry.get('truth_kind')} ({text})"
+    return f"{entry.get('truth_kind')} {parts_text(truth_parts(truth))}"
+
+
+def _said_parts(result: dict[str, Any]) -> str:
+    """xfertop's six parts: the scored polls' mean, else (run modes) the end-of-run summary's, marked."""
+    if result.get("host_parts"):
+        return parts_text(result["host_parts"])
+    summary = host_parts(result.get("summary_host_shares"))
+    return f"{parts_text(summary)} (sum)" if summary else "-"
 
 
 def table(entries: list[dict[str, Any]]) -> str:
     header = [
         "id",
         "mode",
-        "truth (% data/copy/compute/other)",
+        "truth: kind, % wait/pre/copy/model/sync/post",
         "expected",
         "xfertop said (last 5)",
+        "xfertop % wait/pre/copy/model/sync/post",
+        "p_err",
         "right",
         "advice",
         "d_err",
@@ -754,7 +882,7 @@ def table(entries: list[dict[str, Any]]) -> str:
     for e in entries:
         expected = "/".join((e.get("expect") or {}).get("kinds", [])) or "-"
         if not e.get("modes"):
-            rows.append([e["id"], "-", _truth_text(e), expected, "-", "-", "", "", "", "", ""])
+            rows.append([e["id"], "-", _truth_text(e), expected, "-", "-", "", "-", "", "", "", "", ""])
             notes.append(f"{e['id']}: {e.get('status', '')}")
             continue
         if e.get("status") != "scored":
@@ -767,12 +895,18 @@ def table(entries: list[dict[str, Any]]) -> str:
                 said = f"{r['verdict']} {n}/{len(r['final_kinds'])}"
             else:
                 said = "no verdict (job not seen)" if not r["polls_with_job"] else "no verdict"
-            right = ("yes" if r["verdict_right"] else "NO") if r["scored"] else "unscored"
+            setup_wrong = (r.get("setup") or {}).get("right") is False
+            right = ("yes" if r["verdict_right"] and not setup_wrong else "NO") if r["scored"] else "unscored"
             advice_bits = []
             if r["required_missing"]:
                 advice_bits.append("missing " + "; ".join(r["required_missing"]))
             if r["forbidden_present"]:
                 advice_bits.append("says " + "; ".join(r["forbidden_present"]))
+            setup = r.get("setup") or {}
+            if setup.get("right") is False:
+                advice_bits.append("before the loop said " + "/".join(sorted(set(setup["kinds"]))))
+            elif setup.get("right"):
+                advice_bits.append(f"set-up {len(setup['kinds'])}/{len(setup['kinds'])} not in loop")
             advice = ", ".join(advice_bits) if advice_bits else ("ok" if r["polls_with_job"] else "-")
             t_right = "-" if r["t_first_right_s"] is None else f"{r['t_first_right_s']:.1f}s"
             if r.get("first_step_estimated"):
@@ -780,11 +914,29 @@ def table(entries: list[dict[str, Any]]) -> str:
             match = f"{r['exit_code']}/{'=' if r['result_match'] else '!='}"
             rate = "-" if r["samples_rel"] is None else f"{r['samples_rel']:.2f}"
             err = "-" if r.get("data_share_error") is None else f"{r['data_share_error']:+.0f}"
+            p_err = r.get("parts_error")
+            if p_err is None:
+                p_err = r.get("summary_parts_error")
+            p_err_text = "-" if p_err is None else f"{p_err:.0f}"
             rows.append(
-                [e["id"], mode, _truth_text(e), expected, said, right, advice, err, t_right, match, rate]
+                [
+                    e["id"],
+                    mode,
+                    _truth_text(e),
+                    expected,
+                    said,
+                    _said_parts(r),
+                    p_err_text,
+                    right,
+                    advice,
+                    err,
+                    t_right,
+                    match,
+                    rate,
+                ]
             )
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
-    widths[6] = min(widths[6], 60)
+    widths[8] = min(widths[8], 60)
     lines = []
     for n, row in enumerate(rows):
         cells = [str(c)[: widths[i]].ljust(widths[i]) for i, c in enumerate(row)]

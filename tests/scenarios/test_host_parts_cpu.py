@@ -1,0 +1,89 @@
+"""The host clock's six parts (issue 20) against each job's own measured truth, on a CPU.
+
+Each case runs one script of benchmarks/scenarios/ twice, one after the other: with ``--truth`` (every
+phase timed by the script itself: its ``parts``, fractions of the loop's wall) and under
+``python -m xfertop run`` with a private ring directory and no poller, whose end-of-run summary (the JSON
+`xfertop run` keeps in ``<XFERTOP_DIR>/summaries/``) carries ``host_shares``: wait, loop_pre, copy, model,
+sync and loop_post, fractions of the whole run's step wall. Every part must be within 10 points of the
+truth's, and the summary's last verdict one of the kinds the scenario expects on a CPU
+(benchmarks/scenarios/expectations.py), with the six parts and its rule in the verdict.
+
+The scenarios cover every part a CPU has: a (wait), h (sync and loop_post beside a big model), r
+(loop_pre), s (loop_post), t (model, no DataLoader). The truth counts from step 5 (xfertop's warm-up),
+the summary the whole run; at --seconds 4 both hold hundreds of steps but for h (~50).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from scenario_scorer import scorer
+
+pytest.importorskip("torch")
+
+SECONDS = 4.0
+#: The expectations checked are the CPU ones, so the jobs run on the CPU even where there is a GPU.
+CPU = ("--device", "cpu")
+#: How far a part of the summary may be from the truth's, as a fraction of the step.
+TOLERANCE = 0.10
+PARTS = scorer.PARTS
+CASES = ("a", "h", "r", "s", "t")
+
+
+def _omp() -> str | None:
+    return "1" if (os.cpu_count() or 1) <= 2 else None
+
+
+def _explain(run: Any) -> str:
+    summary = run.summary or {}
+    return (
+        f"exit {run.exit_code}; summary verdicts {summary.get('verdicts')}; last verdict "
+        f"{(summary.get('last_verdict') or {}).get('headline')!r}; stderr {run.stderr_tail[-600:]!r}"
+    )
+
+
+def _percent(parts: dict[str, float]) -> str:
+    return ", ".join(f"{part} {parts[part] * 100:.1f}%" for part in PARTS)
+
+
+@pytest.mark.parametrize("scenario_id", CASES)
+def test_summary_host_shares_match_the_truth(scenario_id: str) -> None:
+    scenario = scorer.SCENARIOS[scenario_id]
+    expect = scenario.expect("cpu")
+    truth_run = scorer.run_job(scenario, "truth", SECONDS, omp_threads=_omp(), extra_args=CPU)
+    assert truth_run.exit_code == 0, truth_run.stderr_tail
+    measured = truth_run.truth
+    assert measured is not None and "parts" in measured.get("truth", {}), truth_run.stdout_tail
+    truth = scorer.truth_parts(measured["truth"])
+    assert abs(sum(truth.values()) - 1.0) <= 0.002, truth
+    kind = scorer.truth_kind(measured, "cpu", expect)
+    assert kind in expect.kinds, (
+        f"expectation wrong on this machine: the truth ({_percent(truth)}) reads {kind}, "
+        f"expected {'/'.join(expect.kinds)}"
+    )
+
+    run = scorer.run_job(scenario, "run", SECONDS, omp_threads=_omp(), extra_args=CPU, poll=False)
+    assert run.exit_code == 0, _explain(run)
+    assert run.result_line.startswith(f"result scenario={scenario_id} device=cpu "), _explain(run)
+    summary = run.summary
+    assert summary is not None, f"no summary JSON in XFERTOP_DIR/summaries: {_explain(run)}"
+    assert summary.get("steps"), f"the summary saw no step: {_explain(run)}"
+    shares = summary.get("host_shares")
+    assert shares is not None, f"host_shares is null (model boundaries not seen): {_explain(run)}"
+    said = scorer.host_parts(shares)
+    assert said is not None, f"host_shares lacks a part of {PARTS}: {shares}"
+    assert abs(sum(said.values()) - 1.0) <= 0.01, f"host_shares add to {sum(said.values()):.3f}: {shares}"
+    off = {part: round((said[part] - truth[part]) * 100, 1) for part in PARTS}
+    assert all(abs(points) <= TOLERANCE * 100 for points in off.values()), (
+        f"xfertop: {_percent(said)}; truth: {_percent(truth)}; off by (points) {off}"
+    )
+
+    verdict = summary.get("last_verdict") or {}
+    assert verdict.get("kind") in expect.kinds, (
+        f"expected {'/'.join(expect.kinds)}, got {verdict.get('kind')}: {_explain(run)}"
+    )
+    assert isinstance(verdict.get("rule"), str) and verdict["rule"], f"no rule in the verdict: {verdict}"
+    evidence = scorer.host_parts(verdict.get("evidence"))
+    assert evidence is not None, f"the verdict's evidence lacks host_<part>_share: {verdict.get('evidence')}"
