@@ -1,10 +1,13 @@
 """A fake CUDA for the reporter's GPU clock: events on streams against a simulated GPU timeline.
 
 It behaves like the real thing where the reporter depends on it (recorded on an H200, GPU-FACTS.md and
-ATen's CUDAEvent.h): an event completes when all work queued before it on its stream has run;
-``query()`` says whether it has; ``elapsed_time()`` on an event that has not completed raises
-"Both events must be completed before calculating elapsed time."; nothing ever blocks. Time is driven
-by the test: ``FakeCuda.host_ms`` is the host clock, ``launch()`` queues GPU work on a stream.
+ATen's CUDAEvent.h): an event completes when all work queued before it on its stream has run, so one
+recorded on an empty stream completes at once (when the host records it); ``query()`` is False until
+the stream reaches it (True for an event never recorded); ``elapsed_time()`` on an event that has not
+completed raises "Both events must be completed before calculating elapsed time."; a stream keeps its
+work when another one is made current and back again; nothing blocks but ``synchronize()``, which
+returns once every stream has drained. Time is driven by the test: ``FakeCuda.host_ms`` is the host
+clock, ``launch()`` queues GPU work on the current stream.
 
 A cost model makes its calls cost what the real ones cost the host, as busy-waits, so a benchmark on a
 CPU machine predicts the reporter's overhead on a GPU one: ``FakeCuda(costs=H200_COSTS_NS)``.
@@ -102,6 +105,7 @@ class FakeCuda:
         self.costs_ns = {"record": 0, "query": 0, "elapsed_time": 0, **(costs or {})}
         self.host_ms = 0.0
         self.stream = FakeStream(self, 0)
+        self._streams = {0: self.stream}
         self.current_stream_objects_made = 0
         self.initialized = True
         self.current_device = 0
@@ -136,12 +140,15 @@ class FakeCuda:
         return self.stream
 
     def use_stream(self, stream_id: int) -> FakeStream:
-        """Like ``with torch.cuda.stream(s)``: later work and events go to another stream."""
-        self.stream = FakeStream(self, stream_id)
+        """Like ``with torch.cuda.stream(s)``: later work and events go to that stream (made at its first
+        use; 0 is the default stream), which keeps whatever was queued on it."""
+        self.stream = self._streams.setdefault(stream_id, FakeStream(self, stream_id))
         return self.stream
 
     def _synchronize(self) -> None:
+        """The host blocks until every stream has run all its work."""
         self.synchronize_calls += 1
+        self.host_ms = max(self.host_ms, *(stream.busy_until_ms for stream in self._streams.values()))
 
     def launch(self, duration_ms: float) -> None:
         """Queue GPU work on the current stream; it starts when the stream is free and the host got here."""

@@ -1,6 +1,11 @@
 """The GPU half of the step clock against a fake CUDA that behaves like the real one (no GPU here).
 
-The same stories run on a real GPU in tests/gpu/test_reporter_gpu.py.
+The clock measures one thing on the GPU: how long it sat idle before a step's first work. The step
+before records ``after`` once its model has queued its work; at the next step's first work ``after`` is
+asked: still running -> gap 0, and no event more; drained -> an event ``first`` now, which completes at
+once on the empty stream, and after->first is the gap. The host's own clock, and a fake CUDA driven by
+it, run here on one fake time line, so every gap is exact. The same stories run on a real GPU in
+tests/gpu/test_reporter_gpu.py.
 """
 
 from __future__ import annotations
@@ -12,12 +17,87 @@ import pytest
 
 from fakes.fake_cuda import FakeCuda, FakeEvent
 from xfertop import wire
+from xfertop.analysis.steps import attribute_idle
 from xfertop.model.jobs import StepRecord
 from xfertop.reporter._clock import StepClock, cuda_device_in_use
 from xfertop.reporter._gpu_timer import GpuTimer
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
 from xfertop.sources.ring_reader import RingReader
+
+MS = 1_000_000
+
+
+class GpuLoop:
+    """A training loop on the fake GPU. The step clock's host clock (``_now_ns``) and the fake's host time
+    move together. ``partitioning``: under `xfertop run`, whose hooks say where copies and the model's
+    calls begin and where the model ends; without it, a plain ``xfertop.watch`` loop."""
+
+    def __init__(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu: FakeCuda, partitioning: bool
+    ) -> None:
+        self.gpu = gpu
+        self.partitioning = partitioning
+        self.now_ns = 10**12
+        clock_module = importlib.import_module("xfertop.reporter._clock")  # the package's _clock is the clock
+        monkeypatch.setattr(clock_module, "_now_ns", lambda: self.now_ns)
+        self.clock = StepClock(lambda: RingWriter(str(tmp_path), current_identity()))
+        self.clock.partitioning = partitioning
+        self.clock.before_next()  # opens the ring
+        self.clock.gpu = GpuTimer(gpu, 0, max_pending=8)
+        # These stories check every step's gap; sampling has tests/reporter/test_gpu_sampling.py.
+        self.clock.gpu_sampling = False
+
+    def host(self, ms: float) -> None:
+        self.gpu.host_work(ms)
+        self.now_ns += round(ms * MS)
+
+    def next_batch(self, wait_ms: float) -> None:
+        """next(loader): the loader blocks ``wait_ms``; the step before closes, this one opens."""
+        self.clock.before_next()
+        self.host(wait_ms)
+        self.clock.after_next([0] * 4)
+
+    def copy(self, host_ms: float, gpu_ms: float, seen: bool = True) -> None:
+        """A copy to the GPU: seen by `xfertop run`'s copy timing (work starts before it is issued), or
+        marked by the loop after it (to_device)."""
+        if seen:
+            self.clock.work_starting()
+        self.gpu.launch(gpu_ms)
+        self.host(host_ms)
+        self.clock.copied(4096, False, False, round(host_ms * MS), None, seen=seen)
+
+    def model(self, host_ms: float, gpu_ms: float) -> None:
+        """Forward, backward and optimizer step: ``host_ms`` on the host, queueing ``gpu_ms`` of kernels."""
+        if self.partitioning:
+            self.clock.work_starting()  # the model's call
+        self.gpu.launch(gpu_ms)
+        self.host(host_ms)
+        if self.partitioning:
+            self.clock.model_ended()  # the optimizer step's end
+
+    def sync(self) -> None:
+        """loss.item(): the host blocks until the stream has run its work."""
+        waited_ms = max(0.0, self.gpu.stream.busy_until_ms - self.gpu.host_ms)
+        self.host(waited_ms)
+        self.clock.synced(round(waited_ms * MS))
+
+    def steps(self) -> list[StepRecord]:
+        assert self.clock.writer is not None
+        reader = RingReader(self.clock.writer.path)
+        reader.poll()
+        steps = list(reader.steps)
+        reader.close()
+        return steps
+
+    def finish(self) -> list[StepRecord]:
+        """The loop ends; much later, at exit, the clock resolves the gaps whose events have completed."""
+        self.clock.before_next()
+        self.host(10_000)
+        self.clock.resolve_pending()
+        assert self.clock.errors == 0, self.clock.last_error
+        assert self.gpu.unfinished_elapsed_calls == 0 and self.gpu.synchronize_calls == 0
+        return self.steps()
 
 
 @pytest.fixture
@@ -26,101 +106,152 @@ def gpu() -> FakeCuda:
 
 
 @pytest.fixture
-def clock(tmp_path: Path, gpu: FakeCuda) -> StepClock:
-    clock = StepClock(lambda: RingWriter(str(tmp_path), current_identity()))
-    clock.before_next()  # opens the ring
-    clock.gpu = GpuTimer(gpu, 0, max_pending=8)
-    clock.gpu_sampling = False  # these stories check every step's GPU arithmetic; see test_gpu_sampling.py
-    return clock
+def plain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu: FakeCuda) -> GpuLoop:
+    return GpuLoop(tmp_path, monkeypatch, gpu, partitioning=False)
 
 
-def _step(clock: StepClock, gpu: FakeCuda, wait_ms: float, copy_ms: float, compute_ms: float) -> None:
-    """One loop iteration: the loader blocks wait_ms, then a copy and the model's kernels are queued."""
-    clock.before_next()
-    gpu.host_work(wait_ms)
-    clock.after_next([0] * 4)
-    gpu.launch(copy_ms)
-    clock.copied(4096, False, False, 5_000, None)
-    gpu.launch(compute_ms)
-    gpu.host_work(0.5)  # launching costs the host a little
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu: FakeCuda) -> GpuLoop:
+    return GpuLoop(tmp_path, monkeypatch, gpu, partitioning=True)
 
 
-def _steps(clock: StepClock) -> list[StepRecord]:
-    assert clock.writer is not None
-    reader = RingReader(clock.writer.path)
-    reader.poll()
-    return list(reader.steps)
+def _starved_step(loop: GpuLoop, wait_ms: float = 20.0) -> None:
+    loop.next_batch(wait_ms)
+    loop.copy(0.0, 2.0, seen=False)
+    loop.model(0.5, 10.0)
+    loop.host(5.0)  # the rest of the step on the host; the GPU still has 6.5 ms queued at its end
 
 
-def test_a_starved_loop_shows_the_wait_as_gpu_idle(clock: StepClock, gpu: FakeCuda) -> None:
+def _ms(value: float) -> object:
+    """A gap as the ring holds it: whole nanoseconds, truncated."""
+    return pytest.approx(value, abs=1e-6)
+
+
+def _host_parts_sum(step: StepRecord) -> float:
+    return (
+        step.data_wait_ms
+        + step.loop_pre_ms
+        + step.copy_cpu_ms
+        + step.model_ms
+        + step.sync_ms
+        + step.loop_post_ms
+    )
+
+
+# -- the gap ---------------------------------------------------------------------------------------------
+def test_a_starved_loop_shows_the_part_of_the_wait_its_backlog_did_not_cover(
+    plain: GpuLoop, gpu: FakeCuda
+) -> None:
     for _ in range(12):
-        _step(clock, gpu, wait_ms=20, copy_ms=2, compute_ms=10)
-        gpu.host_work(5)  # the rest of the step on the host; the GPU still has 6.5 ms queued
-    steps = [s for s in _steps(clock)[2:] if s.compute_gpu_ms is not None]
-    assert len(steps) >= 8
+        _starved_step(plain)
+    steps = plain.finish()[1:]  # step 0 has no step before it to measure from
+    assert len(steps) == 11
     for s in steps:
-        assert s.copy_gpu_ms == pytest.approx(2.0)
-        assert s.compute_gpu_ms == pytest.approx(10.0)
         # Of the 20 ms wait the GPU felt only what its 6.5 ms backlog did not cover.
-        assert s.gpu_idle_ms == pytest.approx(20.0 - 6.5)
-    assert gpu.unfinished_elapsed_calls == 0 and gpu.synchronize_calls == 0 and clock.errors == 0
+        assert s.gpu_gap_ms == _ms(20.0 - 6.5)
+        assert s.data_wait_ms == pytest.approx(20.0)
+        assert _host_parts_sum(s) == pytest.approx(s.wall_ms)
+    # One event at each step's end, one at each next step's first work; each gap asked once.
+    assert gpu.records == 2 * len(steps) + 1 and gpu.elapsed_calls == len(steps)
 
 
-def test_queued_work_hides_the_wait(clock: StepClock, gpu: FakeCuda) -> None:
+def test_queued_work_hides_the_wait_and_costs_no_event(plain: GpuLoop, gpu: FakeCuda) -> None:
     for _ in range(12):
-        _step(clock, gpu, wait_ms=5, copy_ms=1, compute_ms=30)  # the GPU falls further behind each step
-    clock.before_next()
-    gpu.host_work(1000)  # the GPU catches up; at exit the clock resolves what has completed
-    clock.resolve_pending()
-    steps = _steps(clock)
-    assert all(s.compute_gpu_ms is None for s in steps[1:4])  # dropped: more than 8 steps pending
-    assert all(s.gpu_idle_ms == pytest.approx(0.0) for s in steps[4:12]), steps
-    assert all(s.data_wait_ms >= 0 for s in steps)
+        plain.next_batch(5.0)
+        plain.copy(0.0, 1.0, seen=False)
+        plain.model(0.5, 30.0)  # the GPU falls further behind each step
+    plain.clock.before_next()
+    # The gap of 0 is in the ring as soon as each step closes: no event to wait for.
+    steps = plain.steps()
+    assert len(steps) == 12 and steps[0].gpu_gap_ms is None
+    assert all(s.gpu_gap_ms == 0.0 for s in steps[1:]), [s.gpu_gap_ms for s in steps]
+    assert plain.clock.gpu is not None and plain.clock.gpu.pending_count == 0
+    # Only the ``after`` event of each step: asked once, never a ``first``, never an elapsed_time.
+    assert gpu.records == 12 and gpu.queries == 11 and gpu.elapsed_calls == 0
+    assert plain.clock.gpu_timed_steps == 0
+    assert plain.clock.writer is not None and plain.clock.writer.words[wire.H_GPU_DROPPED] == 0
 
 
-def test_events_resolve_lazily_and_never_too_early(clock: StepClock, gpu: FakeCuda) -> None:
-    _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=500)
-    _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=500)
-    clock.before_next()
-    assert all(s.compute_gpu_ms is None for s in _steps(clock))  # the GPU is still busy: nothing resolved
-    gpu.host_work(2000)
-    clock.after_next([0])
-    clock.before_next()
-    resolved = [s for s in _steps(clock) if s.compute_gpu_ms is not None]
-    assert resolved and gpu.unfinished_elapsed_calls == 0 and clock.errors == 0
+def test_a_gap_resolves_lazily_and_never_too_early(plain: GpuLoop, gpu: FakeCuda) -> None:
+    plain.next_batch(1.0)
+    plain.model(1.0, 5.0)
+    model_done_ms = gpu.stream.busy_until_ms
+    plain.clock.before_next()  # ``after`` at the step's end
+    plain.host(10.0)  # the GPU drains
+    copy_began_ms = gpu.host_ms
+    gpu.launch(500.0)  # the loader itself moves the batch to the GPU inside next()
+    plain.clock.after_next([0] * 4)  # ``after`` has completed: ``first``, behind the loader's copy
+    plain.host(1.0)
+    plain.clock.before_next()
+    assert [s.gpu_gap_ms for s in plain.steps()] == [None, None]  # its events have not completed
+    plain.host(2000.0)
+    plain.clock.after_next([0] * 4)
+    plain.host(1.0)
+    plain.clock.before_next()  # at this boundary the oldest pending gap is asked again, and resolves
+    gaps = [s.gpu_gap_ms for s in plain.steps()]
+    # The GPU ran nothing of the model's from its last kernel to the event, which sits behind the copy.
+    assert gaps[1] == _ms(copy_began_ms + 500.0 - model_done_ms)
+    assert gpu.unfinished_elapsed_calls == 0 and plain.clock.errors == 0
 
 
-def test_no_events_while_a_cuda_graph_is_captured(clock: StepClock, gpu: FakeCuda) -> None:
+def test_no_events_while_a_cuda_graph_is_captured(plain: GpuLoop, gpu: FakeCuda) -> None:
     gpu.capturing = True
     for _ in range(5):
-        _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=1)
-    clock.before_next()
-    assert gpu.records == 0 and clock.errors == 0
-    assert all(s.compute_gpu_ms is None for s in _steps(clock))
+        _starved_step(plain, wait_ms=1.0)
+    steps = plain.finish()
+    assert gpu.records == 0
+    assert all(s.gpu_gap_ms is None for s in steps)
 
 
-def test_a_hung_gpu_drops_old_steps_instead_of_growing(clock: StepClock, gpu: FakeCuda) -> None:
+def test_a_hung_gpu_leaves_nothing_pending_and_no_event_behind(plain: GpuLoop, gpu: FakeCuda) -> None:
+    made: list[FakeEvent] = []
+    make = gpu.cuda.Event
+    gpu.cuda.Event = lambda enable_timing=False: made.append(make(enable_timing)) or made[-1]
     gpu.launch(1e9)  # never finishes within the test
     for _ in range(40):
-        _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=1)
-    clock.before_next()
-    assert clock.gpu is not None and clock.gpu.pending_count <= 8
-    assert clock.errors == 0
-    assert clock.writer is not None
-    assert clock.writer.words[wire.H_GPU_DROPPED] >= 30
+        _starved_step(plain, wait_ms=1.0)
+    plain.clock.before_next()
+    steps = plain.steps()
+    assert all(s.gpu_gap_ms == 0.0 for s in steps[1:])  # work was always queued: never idle
+    assert plain.clock.gpu is not None and plain.clock.gpu.pending_count == 0
+    assert len(made) <= 2  # each step's ``after`` goes back to the pool once asked
+    assert plain.clock.errors == 0 and gpu.elapsed_calls == 0
+    assert plain.clock.writer is not None and plain.clock.writer.words[wire.H_GPU_DROPPED] == 0
+
+
+def test_pending_gaps_are_bounded_and_the_oldest_dropped(plain: GpuLoop, gpu: FakeCuda) -> None:
+    # A loader that leaves its copy stream current when it yields, a stream that never drains: each
+    # step's ``first`` event lands there and never completes, while the model runs on the default stream.
+    gpu.use_stream(1)
+    gpu.launch(1e9)
+    for _ in range(40):
+        gpu.use_stream(0)
+        plain.clock.before_next()  # ``after`` on the default stream, which has drained by then
+        plain.host(1.0)
+        gpu.use_stream(1)
+        plain.clock.after_next([0] * 4)
+        gpu.use_stream(0)
+        plain.model(1.0, 0.5)
+    plain.clock.before_next()
+    assert plain.clock.gpu is not None and plain.clock.gpu.pending_count <= 8
+    assert plain.clock.errors == 0 and gpu.unfinished_elapsed_calls == 0
+    assert plain.clock.writer is not None and plain.clock.writer.words[wire.H_GPU_DROPPED] >= 30
+    steps = plain.steps()
+    assert all(s.gpu_gap_ms is None for s in steps)  # dropped or still pending: none measured
 
 
 def test_the_stream_object_is_reused_until_another_stream_becomes_current(
-    clock: StepClock, gpu: FakeCuda
+    plain: GpuLoop, gpu: FakeCuda
 ) -> None:
     for _ in range(10):
-        _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=1)
+        _starved_step(plain, wait_ms=1.0)
     assert gpu.current_stream_objects_made == 1
     side = gpu.use_stream(7)
-    _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=50)
-    clock.before_next()
+    plain.next_batch(1.0)
+    plain.model(1.0, 50.0)
+    plain.clock.before_next()
     assert gpu.current_stream_objects_made == 2
-    assert side.busy_until_ms > 0 and clock.errors == 0
+    assert side.busy_until_ms > 0 and plain.clock.errors == 0
 
 
 def test_the_gpu_in_use_is_found_without_a_copy_but_never_guessed() -> None:
@@ -136,182 +267,163 @@ def test_the_gpu_in_use_is_found_without_a_copy_but_never_guessed() -> None:
 
 
 def test_a_failing_cuda_call_is_counted_and_the_loop_goes_on(
-    clock: StepClock, gpu: FakeCuda, monkeypatch: pytest.MonkeyPatch
+    plain: GpuLoop, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken_record(self: FakeEvent, stream: object = None) -> None:
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
     monkeypatch.setattr(FakeEvent, "record", broken_record)
     for _ in range(30):
-        _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=1)
-    clock.before_next()
-    assert clock.disabled and clock.errors == 10
-    assert "illegal memory access" in clock.last_error
+        _starved_step(plain, wait_ms=1.0)
+    plain.clock.before_next()
+    assert plain.clock.disabled and plain.clock.errors == 10
+    assert "illegal memory access" in plain.clock.last_error
 
 
-def test_a_second_copy_inside_a_cuda_graph_capture_records_nothing(clock: StepClock, gpu: FakeCuda) -> None:
-    # The step's first copy ran eagerly; the next one is part of a graph being captured: re-recording the
-    # copied event there would put our event into the user's graph (or invalidate the capture).
+def test_the_models_end_inside_a_cuda_graph_capture_records_nothing(run: GpuLoop, gpu: FakeCuda) -> None:
+    # The step's forward ran eagerly and recorded ``after``; its backward is part of a graph being
+    # captured: re-recording ``after`` there would put our event into the user's graph (or invalidate the
+    # capture).
     for _ in range(3):
-        _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=1)
-    clock.before_next()
-    clock.after_next([0])
-    clock.copied(4096, False, False, 5_000, None)
+        run.next_batch(1.0)
+        run.model(1.0, 1.0)
+    run.next_batch(1.0)
+    run.model(1.0, 1.0)
     gpu.capturing = True
     records_before = gpu.records
-    clock.copied(4096, False, False, 5_000, None)
-    assert gpu.records == records_before and clock.errors == 0
+    run.clock.model_ended()
+    # The next step's first work comes while the graph is still captured: no ``first`` event, no gap.
+    run.next_batch(1.0)
+    run.clock.work_starting()
+    assert gpu.records == records_before and run.clock.errors == 0
+    gpu.capturing = False
+    run.host(1.0)
+    run.clock.before_next()
+    assert run.steps()[-1].gpu_gap_ms is None
 
 
-def test_a_late_copy_seen_by_copy_timing_does_not_stretch_the_steps_copy(
-    clock: StepClock, gpu: FakeCuda, monkeypatch: pytest.MonkeyPatch
+# -- where the gap is measured under `xfertop run` -------------------------------------------------------
+def test_the_gap_is_measured_at_the_steps_first_work_not_when_its_batch_arrives(
+    run: GpuLoop, gpu: FakeCuda
 ) -> None:
-    # Seen on the H200: an HF Trainer job under `xfertop run` read "copy-bound: 100% of each step": a
-    # small .to() after the backward pass moved the copy mark to the end of the step. Copies seen by copy
-    # timing set the mark only in the step's first burst; their bytes still count.
-    clock_module = importlib.import_module("xfertop.reporter._clock")  # the package's _clock is the clock
-    host_ns = [10**12]
-    monkeypatch.setattr(clock_module, "_now_ns", lambda: host_ns[0])
-
-    def host(ms: float) -> None:
-        gpu.host_work(ms)
-        host_ns[0] += int(ms * 1e6)
-
-    for _ in range(30):
-        clock.before_next()
-        host(1.0)
-        clock.after_next([0] * 4)
-        gpu.launch(2.0)
-        clock.copied(4096, False, False, 5_000, None, seen=True)  # the batch
-        gpu.launch(0.1)
-        host(0.01)
-        clock.copied(4096, False, False, 5_000, None, seen=True)  # its labels, right after
-        gpu.launch(20.0)  # forward and backward
-        host(25.0)  # the host waits on the GPU (a loss.item()): the GPU keeps up, nothing is dropped
-        clock.copied(8, False, False, 5_000, None, seen=True)  # a logging scalar, after the backward pass
-        gpu.launch(0.5)
-        host(0.5)
-    host(100.0)
-    clock.resolve_pending()
-    timed = [s for s in _steps(clock) if s.copy_gpu_ms is not None]
-    assert len(timed) >= 20
-    assert all(2.0 <= s.copy_gpu_ms <= 2.2 for s in timed), [s.copy_gpu_ms for s in timed]
-    assert all(s.h2d_bytes == 4096 * 2 + 8 for s in timed)
+    for _ in range(12):
+        run.next_batch(2.0)
+        run.host(10.0)  # augmenting on the CPU before the copy: the loop's own work
+        run.copy(0.1, 1.0)
+        run.model(3.0, 8.0)
+        run.host(1.0)  # a log line after the optimizer step
+    steps = run.finish()[1:]
+    for s in steps:
+        assert (s.data_wait_ms, s.loop_pre_ms, s.loop_post_ms) == pytest.approx((2.0, 10.0, 1.0))
+        assert s.copy_cpu_ms == pytest.approx(0.1) and s.partitioned
+        assert _host_parts_sum(s) == pytest.approx(s.wall_ms)
+        # The model's kernels ran 5.9 ms past its last call; the GPU then idled through the rest of the
+        # 13 ms before the next copy (loop after, wait, loop before). Asked at the batch's arrival, the
+        # GPU would still have been busy, and the gap 0.
+        assert s.gpu_gap_ms == _ms(1.0 + 2.0 + 10.0 - 5.9)
 
 
-def test_a_prefetching_loaders_copy_of_the_next_batch_is_not_this_steps_copy(
-    clock: StepClock, gpu: FakeCuda, monkeypatch: pytest.MonkeyPatch
+def test_the_gap_starts_at_the_models_end_not_at_the_steps(run: GpuLoop, gpu: FakeCuda) -> None:
+    for _ in range(12):
+        run.next_batch(1.0)
+        run.model(1.0, 5.0)
+        run.host(20.0)  # metrics and logging in Python after the optimizer step: the GPU has nothing
+    steps = run.finish()[1:]
+    for s in steps:
+        assert s.loop_post_ms == pytest.approx(20.0)
+        # The GPU finished 4 ms after the model's last call and idled 17 ms of the loop's 20 ms after it
+        # and the 1 ms wait, all of it before this step's model call.
+        assert s.gpu_gap_ms == _ms(20.0 - 4.0 + 1.0)
+
+
+def test_a_loss_item_waits_in_sync_and_hides_no_gap(run: GpuLoop, gpu: FakeCuda) -> None:
+    for _ in range(12):
+        run.next_batch(1.0)
+        run.model(1.0, 20.0)
+        run.sync()  # loss.item() for the progress bar: the host waits for the GPU
+        run.host(2.0)
+    steps = run.finish()[1:]
+    for s in steps:
+        assert s.synced and s.sync_ms == pytest.approx(19.0)
+        assert s.loop_post_ms == pytest.approx(2.0)  # the sync is not the loop's own work
+        assert _host_parts_sum(s) == pytest.approx(s.wall_ms)
+        assert s.gpu_gap_ms == _ms(2.0 + 1.0)  # the GPU idled only after the sync
+
+
+def test_a_prefetching_loaders_copy_of_the_next_batch_is_copy_time_not_loop_work(
+    run: GpuLoop, gpu: FakeCuda
 ) -> None:
-    # Seen on the H200: an HF Trainer job (accelerate's DataLoaderShard) read "copy-bound: 100%" under
-    # `xfertop run`. The shard moves batch k+1 to the GPU *before* the boundary that yields batch k, so
-    # inside one clock step the compute of batch k comes first and the copy of batch k+1 last.
-    clock_module = importlib.import_module("xfertop.reporter._clock")
-    host_ns = [10**12]
-    monkeypatch.setattr(clock_module, "_now_ns", lambda: host_ns[0])
-
-    def host(ms: float) -> None:
-        gpu.host_work(ms)
-        host_ns[0] += int(ms * 1e6)
-
-    for _ in range(30):
-        clock.before_next()
-        host(0.2)
-        clock.after_next([0] * 4)  # batch k+1 fetched; batch k is trained now
-        gpu.launch(20.0)  # forward and backward of batch k
-        host(21.0)
-        clock.copied(4096, False, False, 100_000, None, seen=True)  # send_to_device(batch k+1)
-        gpu.launch(0.5)
-        host(0.5)
-    host(100.0)
-    clock.resolve_pending()
-    steps = _steps(clock)[2:]
-    assert all(s.h2d_bytes == 4096 for s in steps)  # the bytes still count
-    timed = [s for s in steps if s.compute_gpu_ms is not None]
-    assert len(timed) >= 20
-    # No copy mark: the copy sits inside compute, which is ~all of the step, instead of a copy of ~20 ms.
-    assert all(s.copy_gpu_ms is None for s in timed), [s.copy_gpu_ms for s in timed]
-    assert all(s.compute_gpu_ms >= 20.0 for s in timed)
+    # An HF Trainer job (accelerate's DataLoaderShard) moves batch k+1 to the GPU after the boundary that
+    # opened the step of batch k: inside one clock step the model of batch k comes first, the copy last.
+    for _ in range(12):
+        run.next_batch(0.2)
+        run.model(21.0, 20.0)
+        run.copy(0.5, 0.5)  # send_to_device(batch k+1)
+    steps = run.finish()[1:]
+    for s in steps:
+        assert s.h2d_bytes == 4096  # the bytes still count
+        assert (s.loop_pre_ms, s.copy_cpu_ms, s.loop_post_ms) == pytest.approx((0.0, 0.5, 0.0))
+        # Nothing of the model's ran on the GPU through the copy and the wait.
+        assert s.gpu_gap_ms == _ms(0.5 + 0.2)
 
 
-def _host_clock(monkeypatch: pytest.MonkeyPatch, gpu: FakeCuda):
-    clock_module = importlib.import_module("xfertop.reporter._clock")
-    host_ns = [10**12]
-    monkeypatch.setattr(clock_module, "_now_ns", lambda: host_ns[0])
+def test_copies_after_the_backward_pass_stay_copies(run: GpuLoop, gpu: FakeCuda) -> None:
+    # An HF Trainer job read "copy-bound: 100% of each step" when a logging scalar's .to() after the
+    # backward pass counted as the step's copy: now a copy is its host time, wherever it falls.
+    for _ in range(12):
+        run.next_batch(1.0)
+        run.copy(0.2, 2.0)  # the batch
+        run.copy(0.01, 0.1)  # its labels
+        run.model(2.0, 20.0)
+        run.sync()  # loss.item()
+        run.copy(0.05, 0.5)  # a logging scalar
+        run.host(0.5)
+    steps = run.finish()[1:]
+    for s in steps:
+        assert s.h2d_bytes == 3 * 4096
+        assert s.copy_cpu_ms == pytest.approx(0.26)
+        assert s.loop_post_ms == pytest.approx(0.5)
+        assert s.sync_ms > 15.0 and s.model_ms == pytest.approx(2.0)
 
-    def host(ms: float) -> None:
-        gpu.host_work(ms)
-        host_ns[0] += int(ms * 1e6)
 
-    return host, host_ns
-
-
-def test_a_copy_made_after_preprocessing_in_the_loop_keeps_its_copy_mark(
-    clock: StepClock, gpu: FakeCuda, monkeypatch: pytest.MonkeyPatch
+# -- epochs ------------------------------------------------------------------------------------------------
+def test_an_epochs_first_step_is_charged_only_its_own_wait_of_the_gpus_idle_between_epochs(
+    plain: GpuLoop, gpu: FakeCuda
 ) -> None:
-    # The review's case: 12 ms of tokenising on the main thread, then the batch's copy: late in the step,
-    # but the step's own copy (the boundary comes long after it), unlike a prefetching loader's.
-    host, _ = _host_clock(monkeypatch, gpu)
-    for _ in range(30):
-        clock.before_next()
-        host(0.2)
-        clock.after_next([0] * 4)
-        host(12.0)  # preprocessing on the host
-        gpu.launch(8.0)
-        host(8.0)  # a pageable copy: the host waits for it
-        clock.copied(4096, True, False, 8_000_000, None, seen=True)
-        gpu.launch(10.0)
-        host(10.5)
-    host(100.0)
-    clock.resolve_pending()
-    timed = [s for s in _steps(clock)[2:] if s.compute_gpu_ms is not None]
-    assert len(timed) >= 20
-    assert all(s.copy_gpu_ms is not None and s.copy_gpu_ms >= 8.0 for s in timed), [
-        s.copy_gpu_ms for s in timed
-    ]
-
-
-def test_an_epochs_first_step_idles_no_longer_than_it_waited(
-    clock: StepClock, gpu: FakeCuda, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A 500 ms checkpoint between epochs is no step's: the new epoch's first step waited 50 ms (worker
-    # start-up), so its GPU idle gap is at most that, and idle + compute stay within its wall.
-    host, host_ns = _host_clock(monkeypatch, gpu)
+    # A 500 ms checkpoint between epochs is no step's: the GPU idles through it, and the new epoch's first
+    # step's gap says so, but its wall holds only its 50 ms wait (worker start-up), and the analysis
+    # charges the step no more of the gap than that wait.
     for _ in range(10):
-        _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=10)
-        host(11.0)
-    clock.before_next()  # the epoch's last next(): StopIteration follows, the step is closed
-    host(500.0)  # checkpoint
-    began = host_ns[0]
-    host(50.0)  # iter(loader): workers start
-    clock.before_next(began, wire.F_EPOCH_START | wire.F_WORKERS_STARTED, 50_000_000)
-    clock.after_next([0] * 4)
-    gpu.launch(10.0)
-    host(10.5)
-    clock.before_next()
-    host(100.0)
-    clock.resolve_pending()
-    first = next(s for s in _steps(clock) if s.epoch_start)
-    assert first.workers_started and first.data_wait_ms == pytest.approx(50.0, abs=0.1)
-    assert first.gpu_idle_ms is not None and first.gpu_idle_ms <= 50.0 + 0.1
-    assert first.gpu_idle_ms + (first.compute_gpu_ms or 0) <= first.wall_ms + 0.1
+        plain.next_batch(1.0)
+        plain.copy(0.0, 1.0, seen=False)
+        plain.model(0.5, 10.0)
+        plain.host(11.0)
+    plain.clock.before_next()  # the epoch's last next(): StopIteration follows, the step is closed
+    plain.host(500.0)  # checkpoint
+    began = plain.now_ns
+    plain.host(50.0)  # iter(loader): workers start
+    plain.clock.before_next(began, wire.F_EPOCH_START | wire.F_WORKERS_STARTED, 50 * MS)
+    plain.clock.after_next([0] * 4)
+    plain.model(10.5, 10.0)
+    steps = plain.finish()
+    first = steps[-1]
+    assert first.epoch_start and first.workers_started
+    assert first.data_wait_ms == pytest.approx(50.0) and first.wall_ms == pytest.approx(60.5)
+    assert first.gpu_gap_ms == _ms(550.0)  # the GPU's own idle: checkpoint and worker start
+    idle = attribute_idle(steps, newest=1)
+    assert idle is not None
+    assert idle.total * first.wall_ms == pytest.approx(50.0)  # the wait; the checkpoint is no step's
 
 
-def test_an_iterator_made_long_before_its_first_next_adds_only_its_own_time(
-    clock: StepClock, gpu: FakeCuda, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    host, host_ns = _host_clock(monkeypatch, gpu)
-    made = host_ns[0]
-    host(1.0)  # iter(val_loader) at setup: 1 ms
+def test_an_iterator_made_long_before_its_first_next_adds_only_its_own_time(plain: GpuLoop) -> None:
+    made = plain.now_ns
+    plain.host(1.0)  # iter(val_loader) at setup: 1 ms
     for _ in range(5):
-        _step(clock, gpu, wait_ms=1, copy_ms=1, compute_ms=10)
-        host(11.0)
-    clock.before_next()  # the training epoch ends
-    host(1200.0)  # anything between
-    clock.before_next(made, wire.F_EPOCH_START, 1_000_000)  # the validation pass's first next()
-    clock.after_next([0] * 4)
-    host(5.0)
-    clock.before_next()
-    host(100.0)
-    clock.resolve_pending()
-    first = next(s for s in _steps(clock) if s.epoch_start)
+        _starved_step(plain, wait_ms=1.0)
+    plain.clock.before_next()  # the training epoch ends
+    plain.host(1200.0)  # anything between
+    plain.clock.before_next(made, wire.F_EPOCH_START, 1 * MS)  # the validation pass's first next()
+    plain.clock.after_next([0] * 4)
+    plain.host(5.0)
+    first = next(s for s in plain.finish() if s.epoch_start)
     assert first.data_wait_ms == pytest.approx(1.0, abs=0.1)

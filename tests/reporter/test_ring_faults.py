@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ring_test_tools import child_env, rank_with_steps, ranks, start_script, wait_until
+from ring_test_tools import child_env, rank_with_steps, ranks, start_script, wait_until, write_step
 from xfertop import wire
 from xfertop.model.jobs import StepRecord
 from xfertop.reporter._identity import current_identity
@@ -41,6 +41,9 @@ def _sane(steps: tuple[StepRecord, ...]) -> None:
     for s in steps:
         assert 0 <= s.data_wait_ms <= s.wall_ms < 10_000, s
         assert s.copy_cpu_ms == 0 and s.h2d_bytes == 0 and s.samples == 0, s
+        # A plain watched loop: no model calls or syncs seen, no CUDA timing.
+        assert s.loop_pre_ms == s.sync_ms == s.loop_post_ms == 0 and s.gpu_gap_ms is None, s
+        assert not (s.partitioned or s.synced), s
 
 
 def test_a_process_killed_mid_write_leaves_a_readable_ring_that_is_cleaned_up(tmp_path: Path) -> None:
@@ -90,11 +93,11 @@ print(writer.path, flush=True)
 deadline = time.monotonic() + float(sys.argv[2])
 step = 0
 while time.monotonic() < deadline:
-    writer.write_step(step, step * 1000 + 1, step * 3 + 7, step * 2 + 5, step * 11, step * 13, step % 1000,
-                      wire.F_GPU_PENDING)
-    if step >= 8:  # patch an older step, as the GPU clock does, while the reader reads
+    writer.write_step(step, step * 1000 + 1, step * 3 + 7, step * 2 + 5, step * 11, step * 17, step * 19,
+                      wire.NO_VALUE, step * 13, step % 1000, wire.F_GPU_PENDING, step * 29)
+    if step >= 8:  # patch an older step's gap, as the GPU clock does, while the reader reads
         old = step - 8
-        writer.patch_gpu(old, old * 17, old * 19, old * 23, wire.F_GPU_RESOLVED, wire.F_GPU_PENDING)
+        writer.patch_gpu(old, old * 23, wire.F_GPU_RESOLVED, wire.F_GPU_PENDING)
     step += 1
 print(step, flush=True)
 """
@@ -113,12 +116,13 @@ def _check_untorn(record: StepRecord) -> None:
         s * 11,
     ), record
     assert (record.h2d_bytes, record.samples) == (s * 13, s % 1000), record
-    if record.copy_gpu_ms is not None:
-        assert (_ns(record.copy_gpu_ms), _ns(record.compute_gpu_ms), _ns(record.gpu_idle_ms)) == (
-            s * 17,
-            s * 19,
-            s * 23,
-        ), record
+    assert (_ns(record.loop_pre_ms), _ns(record.sync_ms), _ns(record.loop_post_ms)) == (
+        s * 17,
+        s * 19,
+        s * 29,
+    ), record
+    if record.gpu_gap_ms is not None:
+        assert _ns(record.gpu_gap_ms) == s * 23, record
 
 
 def test_a_reader_racing_the_writer_never_sees_a_torn_record(tmp_path: Path) -> None:
@@ -141,7 +145,7 @@ def test_a_reader_racing_the_writer_never_sees_a_torn_record(tmp_path: Path) -> 
         for record in list(reader.steps):
             _check_untorn(record)
             checked += 1
-            patched += record.copy_gpu_ms is not None
+            patched += record.gpu_gap_ms is not None
         reader.steps.clear()
         time.sleep(0)  # let the writer run on a shared core
     written = int(writer.stdout.readline())
@@ -182,10 +186,10 @@ def test_a_damaged_ring_with_its_write_index_running_ahead_costs_little_per_poll
     healthy_dir, damaged_dir = tmp_path / "healthy", tmp_path / "damaged"
     healthy = RingWriter(str(healthy_dir), current_identity())
     for step in range(3 * healthy.capacity):
-        healthy.write_step(step, step * 1000 + 1, 1000, 0, 0, 0, 1, 0)
+        write_step(healthy, step, step * 1000 + 1, 1000, samples=1)
     damaged = RingWriter(str(damaged_dir), current_identity(), capacity=wire.MAX_CAPACITY)
     for step in range(10):
-        damaged.write_step(step, step * 1000 + 1, 1000, 0, 0, 0, 1, 0)
+        write_step(damaged, step, step * 1000 + 1, 1000, samples=1)
     damaged.set_word(wire.H_WRITE_INDEX, 5 * wire.MAX_CAPACITY)  # claims 5M steps; the slots hold 10
     read = _count_records_read(monkeypatch)
     healthy_source = JobsSource(ring_dir=str(healthy_dir))
@@ -210,7 +214,7 @@ def test_a_big_healthy_ring_is_read_newest_first_a_bounded_number_of_steps_per_p
 ) -> None:
     writer = RingWriter(str(tmp_path), current_identity(), capacity=1 << 15)
     for step in range(20_000):
-        writer.write_step(step, step * 1000 + 1, 1000, 0, 0, 0, 1, 0)
+        write_step(writer, step, step * 1000 + 1, 1000, samples=1)
     read = _count_records_read(monkeypatch)
     [rank] = ranks(JobsSource(ring_dir=str(tmp_path)))
     assert read[0] <= MAX_STEPS_PER_POLL and len(rank.steps) <= MAX_STEPS_PER_POLL

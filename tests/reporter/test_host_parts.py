@@ -1,0 +1,289 @@
+"""The host's step in six parts: HostParts' marks on their own, then through the step clock into the ring.
+
+A step's wall is its wait in next(), the loop's own work before the model (batch arrived -> first copy or
+model call), its copies, the model, its syncs and the loop's own work after the model's last backward or
+optimizer step; the model is what the others leave. Time here is a fake host clock, so every part is
+exact.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import xfertop.reporter as reporter
+from xfertop import wire
+from xfertop.model.jobs import StepRecord
+from xfertop.reporter._clock import StepClock
+from xfertop.reporter._host_parts import HostParts
+from xfertop.reporter._identity import current_identity
+from xfertop.reporter._ring_writer import RingWriter
+from xfertop.sources.ring_reader import RingReader
+
+MS = 1_000_000
+T0 = 10**12  # the fake host clock's start (perf_counter_ns is never 0 either)
+
+
+# -- HostParts on its own --------------------------------------------------------------------------------
+def test_a_step_in_which_nothing_was_seen_has_no_loop_work() -> None:
+    parts = HostParts()
+    parts.open(T0)
+    assert parts.loop_pre_ns() == 0 and parts.loop_post_ns(T0 + 50 * MS, 0) == 0 and parts.sync_ns == 0
+
+
+def test_the_loop_work_before_the_model_ends_at_the_steps_first_work() -> None:
+    parts = HostParts()
+    parts.open(T0)
+    assert parts.work_started(T0 + 12 * MS)  # the batch's copy, after 12 ms of augmenting
+    assert not parts.work_started(T0 + 15 * MS)  # the model's call: not the first work any more
+    assert parts.first_work_ns == T0 + 12 * MS
+    assert parts.loop_pre_ns() == 12 * MS
+
+
+def test_a_sync_before_the_first_work_is_not_loop_work() -> None:
+    parts = HostParts()
+    parts.open(T0)
+    parts.synced(3 * MS)  # a .item() on the last step's loss, logged at the top of the loop
+    parts.work_started(T0 + 10 * MS)
+    parts.synced(4 * MS)  # a sync inside the model: neither loop part's
+    assert parts.loop_pre_ns() == 7 * MS
+    assert parts.sync_ns == 7 * MS
+
+
+def test_the_loop_work_after_the_step_starts_at_the_models_last_end() -> None:
+    parts = HostParts()
+    parts.open(T0)
+    parts.work_started(T0 + 1 * MS)
+    parts.model_ended(T0 + 5 * MS, copy_cpu_ns=0)  # the forward
+    parts.model_ended(T0 + 12 * MS, copy_cpu_ns=0)  # the backward
+    parts.model_ended(T0 + 14 * MS, copy_cpu_ns=0)  # the optimizer step: the last one counts
+    assert parts.loop_post_ns(T0 + 20 * MS, copy_cpu_ns=0) == 6 * MS
+
+
+def test_copies_and_syncs_after_the_model_are_their_own_parts_not_loop_work() -> None:
+    parts = HostParts()
+    parts.open(T0)
+    parts.work_started(T0 + 1 * MS)
+    parts.synced(2 * MS)  # inside the model
+    parts.model_ended(T0 + 10 * MS, copy_cpu_ns=1 * MS)  # 1 ms of the batch's copy came before
+    parts.synced(5 * MS)  # loss.item() for the log line
+    # 3 ms more of copies (a metric moved to the GPU after the step): 1 + 3 ms in all by the close.
+    assert parts.loop_post_ns(T0 + 30 * MS, copy_cpu_ns=4 * MS) == (30 - 10 - 5 - 3) * MS
+
+
+def test_no_part_is_ever_negative() -> None:
+    parts = HostParts()
+    parts.open(T0)
+    parts.synced(5 * MS)
+    parts.work_started(T0 + 2 * MS)  # the sync's own measurement ran longer than the gap it sits in
+    parts.model_ended(T0 + 3 * MS, copy_cpu_ns=0)
+    parts.synced(9 * MS)
+    assert parts.loop_pre_ns() == 0
+    assert parts.loop_post_ns(T0 + 4 * MS, copy_cpu_ns=0) == 0
+
+
+def test_opening_a_step_forgets_the_last_steps_marks() -> None:
+    parts = HostParts()
+    parts.open(T0)
+    parts.work_started(T0 + 1 * MS)
+    parts.synced(1 * MS)
+    parts.model_ended(T0 + 2 * MS, copy_cpu_ns=0)
+    parts.open(T0 + 10 * MS)
+    assert (parts.first_work_ns, parts.model_end_ns, parts.sync_ns) == (0, 0, 0)
+    assert parts.loop_pre_ns() == 0 and parts.loop_post_ns(T0 + 20 * MS, 0) == 0
+    assert parts.work_started(T0 + 13 * MS) and parts.loop_pre_ns() == 3 * MS
+
+
+# -- through the step clock (no GPU) ---------------------------------------------------------------------
+class HostLoop:
+    """Drives a step clock the way `xfertop run`'s hooks do, on a fake host clock."""
+
+    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, partitioning: bool) -> None:
+        self.now_ns = T0
+        clock_module = importlib.import_module("xfertop.reporter._clock")  # the package's _clock is the clock
+        monkeypatch.setattr(clock_module, "_now_ns", lambda: self.now_ns)
+        self.clock = StepClock(lambda: RingWriter(str(tmp_path), current_identity()))
+        self.clock.partitioning = partitioning
+
+    def host(self, ms: float) -> None:
+        self.now_ns += round(ms * MS)
+
+    def next_batch(self, wait_ms: float) -> None:
+        self.clock.before_next()
+        self.host(wait_ms)
+        self.clock.after_next([_Batch()])
+
+    def copy(self, ms: float, seen: bool = True) -> None:
+        """A copy to the device of ``ms`` host time: seen by copy timing (which says work starts before
+        it), or marked by the loop after it (to_device, mark_copied)."""
+        if seen:
+            self.clock.work_starting()
+        self.host(ms)
+        self.clock.copied(4096, False, False, round(ms * MS), None, seen=seen)
+
+    def model_call(self, ms: float) -> None:
+        self.clock.work_starting()
+        self.host(ms)
+        self.clock.model_ended()  # the forward's end; a backward or optimizer step after it moves the mark
+
+    def model_part(self, ms: float) -> None:
+        """A backward or an optimizer step."""
+        self.host(ms)
+        self.clock.model_ended()
+
+    def sync(self, ms: float) -> None:
+        self.host(ms)
+        self.clock.synced(round(ms * MS))
+
+    def steps(self) -> list[StepRecord]:
+        self.clock.before_next()  # closes the last step
+        assert self.clock.writer is not None and self.clock.errors == 0, self.clock.last_error
+        reader = RingReader(self.clock.writer.path)
+        reader.poll()
+        steps = list(reader.steps)
+        reader.close()
+        return steps
+
+
+class _Batch:
+    shape = (8, 3)
+    is_cuda = False
+
+
+def _parts(step: StepRecord) -> tuple[float, ...]:
+    return (
+        step.data_wait_ms,
+        step.loop_pre_ms,
+        step.copy_cpu_ms,
+        step.model_ms,
+        step.sync_ms,
+        step.loop_post_ms,
+    )
+
+
+def test_a_step_under_xfertop_run_is_split_into_six_parts_that_add_up_to_its_wall(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop = HostLoop(tmp_path, monkeypatch, partitioning=True)
+    for _ in range(3):
+        loop.next_batch(wait_ms=5)
+        loop.host(12)  # augmenting on the CPU in the loop
+        loop.copy(2)
+        loop.model_call(3)  # forward
+        loop.sync(4)  # loss.item() to decide whether to skip the step
+        loop.model_part(6)  # backward
+        loop.model_part(1)  # optimizer step
+        loop.host(7)  # logging, metrics
+    steps = loop.steps()
+    assert len(steps) == 3
+    for step in steps:
+        assert step.wall_ms == pytest.approx(40.0)
+        assert _parts(step) == pytest.approx((5.0, 12.0, 2.0, 10.0, 4.0, 7.0))
+        assert sum(_parts(step)) == pytest.approx(step.wall_ms)
+        assert step.partitioned and step.synced and step.copied and step.h2d_bytes == 4096
+
+
+def test_a_copy_marked_by_the_loop_ends_the_loop_work_where_the_copy_began(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop = HostLoop(tmp_path, monkeypatch, partitioning=False)  # plain xfertop.watch + to_device
+    loop.next_batch(wait_ms=1)
+    loop.host(9)  # tokenising
+    loop.copy(3, seen=False)  # to_device tells the clock after the copy, with its host time
+    loop.host(20)  # the model: its calls are not watched
+    [step] = loop.steps()
+    assert _parts(step) == pytest.approx((1.0, 9.0, 3.0, 20.0, 0.0, 0.0))
+    assert not step.partitioned and not step.synced
+
+
+def test_without_the_models_calls_seen_the_step_is_not_partitioned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `xfertop run` watches the model, but this step did no copy and called no model (an evaluation step
+    # the hooks missed): its host time after the wait is the model's, and the step says it was not split.
+    loop = HostLoop(tmp_path, monkeypatch, partitioning=True)
+    loop.next_batch(wait_ms=2)
+    loop.host(10)
+    [step] = loop.steps()
+    assert not step.partitioned
+    assert _parts(step) == pytest.approx((2.0, 0.0, 0.0, 10.0, 0.0, 0.0))
+
+
+def test_a_sync_between_steps_belongs_to_no_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    loop = HostLoop(tmp_path, monkeypatch, partitioning=True)
+    loop.next_batch(wait_ms=1)
+    loop.model_call(4)
+    loop.clock.before_next()  # the epoch ends: no step is open
+    loop.sync(50)  # a validation loss .item() outside any step
+    loop.next_batch(wait_ms=1)
+    loop.model_call(4)
+    first, second = loop.steps()
+    assert first.sync_ms == second.sync_ms == 0.0
+    assert not (first.synced or second.synced)
+
+
+def test_the_ring_flags_say_which_steps_synced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    loop = HostLoop(tmp_path, monkeypatch, partitioning=True)
+    for index in range(4):
+        loop.next_batch(wait_ms=1)
+        loop.model_call(4)
+        if index % 2:
+            loop.sync(0.5)
+    steps = loop.steps()
+    assert [s.synced for s in steps] == [False, True, False, True]
+    assert [s.sync_ms for s in steps] == pytest.approx([0.0, 0.5, 0.0, 0.5])
+    assert all(s.partitioned for s in steps)
+
+
+def test_the_wire_flags_for_the_parts_are_distinct() -> None:
+    flags = [
+        wire.F_PINNED,
+        wire.F_PAGEABLE_NON_BLOCKING,
+        wire.F_GPU_PENDING,
+        wire.F_GPU_RESOLVED,
+        wire.F_GPU_DROPPED,
+        wire.F_COPIED,
+        wire.F_EPOCH_START,
+        wire.F_WORKERS_STARTED,
+        wire.F_CHECKPOINT,
+        wire.F_PARTITIONED,
+        wire.F_SYNCED,
+    ]
+    assert len(set(flags)) == len(flags) and all(flag & (flag - 1) == 0 for flag in flags)
+
+
+# -- the reporter's entry points for `xfertop run`'s hooks -----------------------------------------------
+def test_the_hooks_of_xfertop_run_mark_the_open_step(
+    fresh_clock: StepClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = [T0]
+    monkeypatch.setattr(importlib.import_module("xfertop.reporter._clock"), "_now_ns", lambda: now[0])
+    fresh_clock.partitioning = True
+    cuda_loss = SimpleNamespace(is_cuda=True)
+    on_host = SimpleNamespace(device=SimpleNamespace(type="cpu"))
+    assert reporter.open_step() is None  # no step yet
+    fresh_clock.before_next()
+    now[0] += 1 * MS
+    fresh_clock.after_next([_Batch()])
+    assert reporter.open_step() == 0
+    now[0] += 5 * MS  # the loop's own work
+    reporter.note_work_starting()  # the model's first call
+    now[0] += 3 * MS
+    reporter.note_model_ended()  # the optimizer step's end
+    now[0] += 2 * MS
+    reporter.note_tensor_copy(cuda_loss, on_host, False, 2 * MS)  # loss.to("cpu"): the loop waits for the GPU
+    reporter.note_sync(1 * MS)  # loss.item()
+    now[0] += 1 * MS
+    now[0] += 4 * MS  # logging
+    fresh_clock.before_next()
+    assert reporter.open_step() is None  # between steps
+    assert fresh_clock.writer is not None
+    reader = RingReader(fresh_clock.writer.path)
+    reader.poll()
+    [step] = reader.steps
+    reader.close()
+    assert _parts(step) == pytest.approx((1.0, 5.0, 0.0, 3.0, 3.0, 4.0))
+    assert step.partitioned and step.synced and step.h2d_bytes == 0
