@@ -157,6 +157,7 @@ LOADER_OFF_THREAD = Verdict(
         "`xfertop attach PID` (or `s` on the job's row) samples the training thread itself: it tells a loop "
         "that waits on the prefetcher's queue from one that computes.",
     ),
+    rule="loader-off-thread",
 )
 
 
@@ -166,6 +167,7 @@ def warming_up(usable: int, min_steps: int = EARLY_MIN_STEPS) -> Verdict:
         severity="info",
         headline=f"warming-up: {usable} of the {min_steps} steps a first verdict needs",
         evidence={"steps": usable, "min_steps": min_steps},
+        rule="warming-up",
     )
 
 
@@ -193,7 +195,7 @@ def judge(
     else:
         head = f"{head} (early, {stats.steps} steps)"
     headline = head + sep + rest
-    return Verdict(verdict.kind, verdict.severity, headline, verdict.evidence, verdict.advice)
+    return replace(verdict, headline=headline)
 
 
 def without_one_off_stall(stats: WindowStats) -> tuple[WindowStats, str | None]:
@@ -690,7 +692,8 @@ def _straggler(judged: Sequence[tuple[RankState, WindowStats]]) -> Verdict | Non
         }
     )
     severity = _severity(excess, STRAGGLER_CRITICAL_EXCESS_SHARE)
-    return Verdict("straggler", severity, headline, evidence, tuple(advise.straggler_advice(worst_rank.rank)))
+    advice = tuple(advise.straggler_advice(worst_rank.rank))
+    return Verdict("straggler", severity, headline, evidence, advice, "straggler")
 
 
 def job_verdict(
@@ -740,8 +743,7 @@ def job_verdict(
         gpu_busy_share=busy,
         context=typical_context,
     )
-    evidence = {**verdict.evidence, "ranks": len(judged)}
-    return Verdict(verdict.kind, verdict.severity, verdict.headline, evidence, verdict.advice)
+    return replace(verdict, evidence={**verdict.evidence, "ranks": len(judged)})
 
 
 def _job_context(contexts: Sequence[Context | None]) -> Context | None:

@@ -109,20 +109,23 @@ RANK_COUNTERS: tuple[tuple[str, str, str], ...] = (
         "gpu_timed_step_seconds",
     ),
     (
-        "xfertop_rank_copy_gpu_seconds",
-        "GPU clock: batch ready to copied, over the GPU-timed steps",
-        "copy_gpu_seconds",
+        "xfertop_rank_gpu_gap_seconds",
+        "The GPU's measured idle gaps before the steps' first work, over the GPU-timed steps",
+        "gpu_gap_seconds",
+    ),
+    ("xfertop_rank_loop_pre_seconds", "The loop's own work before the model (CPU clock)", "loop_pre_seconds"),
+    ("xfertop_rank_sync_seconds", "Host time blocked in syncs with the device (CPU clock)", "sync_seconds"),
+    (
+        "xfertop_rank_loop_post_seconds",
+        "The loop's own work after the model's backward or optimizer step (CPU clock)",
+        "loop_post_seconds",
     ),
     (
-        "xfertop_rank_compute_gpu_seconds",
-        "GPU clock: copied to step end, over the GPU-timed steps",
-        "compute_gpu_seconds",
+        "xfertop_rank_partitioned_steps",
+        "Steps whose model calls were seen (`xfertop run`): the loop's own work is measured",
+        "partitioned_steps",
     ),
-    (
-        "xfertop_rank_gpu_idle_seconds",
-        "GPU clock: previous step end to this batch ready (the wait the GPU felt), over the GPU-timed steps",
-        "gpu_idle_seconds",
-    ),
+    ("xfertop_rank_synced_steps", "Steps that synced with the device", "synced_steps"),
 )
 
 

@@ -67,11 +67,16 @@ class RankTotals:
     worker_start_data_wait_seconds: float = 0.0
     #: Steps read, by data wait: one count per DATA_WAIT_BUCKETS_S bound and one above (not cumulative).
     data_wait_bucket_steps: list[int] = field(default_factory=lambda: [0] * (len(DATA_WAIT_BUCKETS_S) + 1))
+    #: The host's other parts (the model is what is left of the wall), and the steps whose model calls
+    #: were seen (the loop's own work is measured) or that synced.
+    loop_pre_seconds: float = 0.0
+    sync_seconds: float = 0.0
+    loop_post_seconds: float = 0.0
+    partitioned_steps: int = 0
+    synced_steps: int = 0
     gpu_timed_steps: int = 0
     gpu_timed_step_seconds: float = 0.0
-    copy_gpu_seconds: float = 0.0
-    compute_gpu_seconds: float = 0.0
-    gpu_idle_seconds: float = 0.0
+    gpu_gap_seconds: float = 0.0
     #: Steps counted whose GPU clock had not arrived yet (step numbers), bounded by GPU_PENDING_STEPS.
     gpu_pending: list[int] = field(default_factory=list)
     #: The gpu_uuid label, fixed when the rank is first exported (a label that changed would split
@@ -85,6 +90,11 @@ class RankTotals:
         self.data_wait_seconds += step.data_wait_ms / 1000
         self.data_wait_bucket_steps[bisect.bisect_left(DATA_WAIT_BUCKETS_S, step.data_wait_ms / 1000)] += 1
         self.copy_cpu_seconds += step.copy_cpu_ms / 1000
+        self.loop_pre_seconds += step.loop_pre_ms / 1000
+        self.sync_seconds += step.sync_ms / 1000
+        self.loop_post_seconds += step.loop_post_ms / 1000
+        self.partitioned_steps += step.partitioned
+        self.synced_steps += step.synced
         self.h2d_bytes += step.h2d_bytes
         if step.h2d_bytes > 0:
             self.copying_steps += 1
@@ -102,14 +112,12 @@ class RankTotals:
         self.last_step = step.step
 
     def add_gpu_clock(self, step: StepRecord) -> bool:
-        """Add the step's GPU clock if it has one (compute and idle gap; copy where a copy was marked)."""
-        if step.compute_gpu_ms is None or step.gpu_idle_ms is None:
+        """Add the step's measured GPU idle gap if it has one."""
+        if step.gpu_gap_ms is None:
             return False
         self.gpu_timed_steps += 1
         self.gpu_timed_step_seconds += step.wall_ms / 1000
-        self.copy_gpu_seconds += (step.copy_gpu_ms or 0.0) / 1000
-        self.compute_gpu_seconds += step.compute_gpu_ms / 1000
-        self.gpu_idle_seconds += step.gpu_idle_ms / 1000
+        self.gpu_gap_seconds += step.gpu_gap_ms / 1000
         return True
 
 

@@ -50,8 +50,8 @@ GAUGES_QUERY = (
 HEARTBEAT_QUERY = (
     "xfertop_rank_heartbeat_age_seconds + time() - timestamp(xfertop_rank_heartbeat_age_seconds)"
 )
-#: The GPU clock's counters (without xfertop_rank_ and _total), in StepRecord's order.
-GPU_CLOCK_COUNTERS = ("copy_gpu_seconds", "compute_gpu_seconds", "gpu_idle_seconds")
+#: The host parts' counters (without xfertop_rank_ and _total), in StepRecord's order.
+HOST_PART_COUNTERS = ("loop_pre_seconds", "sync_seconds", "loop_post_seconds")
 #: Step records made from one scrape interval at most (each then stands for several steps).
 RECORDS_PER_INTERVAL = 64
 CLUSTER_WIDE_KEYS = ("run:", "master:")
@@ -446,39 +446,35 @@ def _interval_records(
     factor = _wait_factors_by_record(wait_buckets, counted - worker_starts, others)
     timed_wall_s = delta("gpu_timed_step_seconds")
     gpu_timed = delta("gpu_timed_steps") > 0 and timed_wall_s > 0
-    gpu_shares = [delta(name) / timed_wall_s if gpu_timed else 0.0 for name in GPU_CLOCK_COUNTERS]
-
-    def gpu_ms(wall_ms: float) -> list[float | None]:
-        # The GPU clock's shares of the timed steps, applied to the mean step of the record's group.
-        return [share * wall_ms if gpu_timed else None for share in gpu_shares]
-
-    start_gpu_ms, other_gpu_ms = gpu_ms(start_wall_ms), gpu_ms(other_wall_ms)
+    gap_share = delta("gpu_gap_seconds") / timed_wall_s if gpu_timed else 0.0
+    start_gap_ms = gap_share * start_wall_ms if gpu_timed else None
+    other_gap_ms = gap_share * other_wall_ms if gpu_timed else None
     copy_cpu_ms = delta("copy_cpu_seconds") * 1000 / counted
+    loop_pre_ms, sync_ms, loop_post_ms = (delta(name) * 1000 / counted for name in HOST_PART_COUNTERS)
+    partitioned = delta("partitioned_steps") * 2 > counted
+    synced = delta("synced_steps") * 2 > counted
     h2d_bytes = round(delta("h2d_bytes") / counted)
     samples = round(delta("samples") / counted)
     records = []
     for index in range(count):
         worker_start = index in flags.worker_start
         if worker_start:
-            wall_ms, wait_ms, (copy_gpu_ms, compute_gpu_ms, idle_ms) = (
-                start_wall_ms,
-                start_wait_ms,
-                start_gpu_ms,
-            )
+            wall_ms, wait_ms, gap_ms = start_wall_ms, start_wait_ms, start_gap_ms
         else:
             wait_ms = other_wait_ms * factor[index]
             # A record's wall moves with its wait: the rest of its step is its group's mean.
             wall_ms = max(wait_ms, other_wall_ms + wait_ms - other_wait_ms)
-            copy_gpu_ms, compute_gpu_ms, idle_ms = other_gpu_ms
+            gap_ms = other_gap_ms
         records.append(
             StepRecord(
                 step=last_step - round((count - 1 - index) * counted / count),
                 wall_ms=wall_ms,
                 data_wait_ms=wait_ms,
                 copy_cpu_ms=copy_cpu_ms,
-                copy_gpu_ms=copy_gpu_ms,
-                compute_gpu_ms=compute_gpu_ms,
-                gpu_idle_ms=idle_ms,
+                loop_pre_ms=loop_pre_ms,
+                sync_ms=sync_ms,
+                loop_post_ms=loop_post_ms,
+                gpu_gap_ms=gap_ms,
                 h2d_bytes=h2d_bytes,
                 samples=samples,
                 pinned=index in flags.pinned,
@@ -486,6 +482,8 @@ def _interval_records(
                 copied=index in flags.copied,
                 epoch_start=index in flags.epoch_start,
                 workers_started=worker_start,
+                partitioned=partitioned,
+                synced=synced,
             )
         )
     return records
