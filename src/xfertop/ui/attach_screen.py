@@ -179,6 +179,7 @@ class AttachScreen(Screen[None]):
 
     def on_stacks_updated(self, message: StacksUpdated) -> None:
         self.state = message.state
+        self._read_gpu()  # the reading at the window's end, whatever the timer managed meanwhile
         self.summaries, verdict = judge_stacks(message.state, self._lines_for, tuple(self.gpu_readings))
         self.verdict, self._last_judged = keep_last_judged(
             verdict, message.state.timestamp, self._last_judged
