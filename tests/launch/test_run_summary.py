@@ -10,7 +10,8 @@ import textwrap
 from pathlib import Path
 
 from ring_test_tools import child_env
-from xfertop.launch.summary import RankTotals
+from xfertop.launch.summary import PhaseTotals, RankTotals
+from xfertop.launch.summary_report import render_text
 from xfertop.model.jobs import RankState, StepRecord
 
 # 10 ms of sleep in __getitem__ (num_workers=0: inside the loop's next()), then 10 ms of busy compute:
@@ -95,6 +96,36 @@ for batch in loader:
 """
 
 
+# A loop whose own Python work is most of each step: 6 ms of augmenting before the model, a small model,
+# 4 ms of logging after the optimizer step. The job measures the truth itself (time in each over the
+# loop's wall time).
+KNOWN_PARTS = """
+import sys, time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+def spin(seconds):
+    began = time.perf_counter()
+    while time.perf_counter() - began < seconds:
+        pass
+    return time.perf_counter() - began
+
+model = torch.nn.Linear(32, 8)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+pre = post = 0.0
+first = time.perf_counter()
+for (batch,) in DataLoader(TensorDataset(torch.randn(150 * 4, 32)), batch_size=4):
+    pre += spin(0.006)
+    loss = model(batch).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    post += spin(0.004)
+wall = time.perf_counter() - first
+print(f"truth {pre / wall:.4f} {post / wall:.4f}", file=sys.stderr, flush=True)
+"""
+
+
 def _run(
     tmp_path: Path, text: str, *args: str, flags: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
@@ -133,17 +164,40 @@ def test_the_summary_follows_the_jobs_own_output_and_its_shares_match_the_known_
     truth = float(job_err.splitlines()[-1].removeprefix("truth data wait "))
     assert summary_text.startswith("xfertop run: train.py exited 0 after "), summary_text
     assert "150 steps" in summary_text
-    assert "where the time went (CPU clock, whole run): data wait " in summary_text
+    # No model is called (the loop spins): its host time after the wait is not split into model and loop.
+    assert "where the time went (host, whole run): data wait " in summary_text
+    assert "(model and loop not told apart)" in summary_text and "GPU idle" not in summary_text
     summary = _summary_json(summary_text)
     assert summary["schema"] == "xfertop.run-summary/1"
     assert (summary["steps"], summary["returncode"], summary["ended"]) == (150, 0, "exited 0")
     shares = summary["shares"]
     assert abs(shares["data_wait"] - truth) < 0.03, (shares, truth)
     assert abs(shares["compute"] - (1 - truth)) < 0.03, (shares, truth)
+    assert (shares["clock"], shares["gpu_idle"], shares["partitioned"]) == ("cpu", None, False)
+    assert summary["host_shares"] is None  # the model's calls were not seen: no six parts to give
     assert 25 < summary["samples_per_s"] < 51  # 20 ms a sample at best
     assert summary["verdicts"] and summary["verdicts"][-1]["kind"] == "input-bound"
     assert summary["last_verdict"]["advice"]
     assert "  advice: " in summary_text
+
+
+def test_a_run_whose_model_is_seen_splits_the_host_step_in_six_parts(tmp_path: Path) -> None:
+    wrapped = _run(tmp_path, KNOWN_PARTS)
+    assert wrapped.returncode == 0, wrapped.stderr
+    job_err, summary_text = wrapped.stderr.split("xfertop run: ", 1)
+    true_pre, true_post = (float(v) for v in job_err.splitlines()[-1].removeprefix("truth ").split())
+    summary = _summary_json(summary_text)
+    assert summary["shares"]["partitioned"] and summary["steps"] == 150
+    host = summary["host_shares"]
+    assert list(host) == ["wait", "loop_pre", "copy", "model", "sync", "loop_post"]
+    assert abs(sum(host.values()) - 1.0) < 0.001, host
+    assert abs(host["loop_pre"] - true_pre) < 0.05, (host, true_pre)
+    assert abs(host["loop_post"] - true_post) < 0.05, (host, true_post)
+    assert host["sync"] == 0.0 and host["copy"] == 0.0  # a CPU job: no device to copy to or wait for
+    line = next(line for line in summary_text.splitlines() if "where the time went" in line)
+    assert line.startswith("  where the time went (host, whole run): data wait ")
+    assert f"loop before the model {host['loop_pre'] * 100:.0f}%" in line
+    assert f"loop after the step {host['loop_post'] * 100:.0f}%" in line
 
 
 def test_no_summary_prints_nothing_and_the_exit_code_is_the_jobs(tmp_path: Path) -> None:
@@ -185,7 +239,7 @@ def test_verdicts_over_time_name_both_phases_of_a_job(tmp_path: Path) -> None:
 
 def _rank(first: int, last: int, status: str = "live") -> RankState:
     steps = tuple(
-        StepRecord(n, 10.0, 4.0, 0.0, None, None, None, 0, 2, False, False) for n in range(first, last)
+        StepRecord(n, 10.0, 4.0, 0.0, 0.0, 0.0, 0.0, None, 0, 2, False, False) for n in range(first, last)
     )
     return RankState(
         pid=1,
@@ -232,3 +286,98 @@ def test_the_summarys_advice_sees_where_the_workers_run_as_the_live_view_does(tm
     assert "may run on only 1 core" in advice, advice
     assert "Raise num_workers" not in advice
     assert verdict["evidence"]["workers_found"] == 3
+
+
+def _part_step(n: int, gap: float | None = None, partitioned: bool = True, **fields: object) -> StepRecord:
+    """A 100 ms step: 10 wait, 20 loop before the model, 5 copy, 40 model, 10 sync, 15 loop after."""
+    values: dict[str, object] = dict(
+        step=n,
+        wall_ms=100.0,
+        data_wait_ms=10.0,
+        copy_cpu_ms=5.0,
+        loop_pre_ms=20.0,
+        sync_ms=10.0,
+        loop_post_ms=15.0,
+        gpu_gap_ms=gap,
+        h2d_bytes=1024,
+        samples=4,
+        pinned=True,
+        pageable_non_blocking=False,
+        partitioned=partitioned,
+    )
+    values.update(fields)
+    return StepRecord(**values)  # type: ignore[arg-type]
+
+
+def test_the_host_shares_are_the_six_parts_of_the_wall() -> None:
+    totals = PhaseTotals()
+    for n in range(10):
+        totals.add(_part_step(n, gap=30.0 if n % 2 else None))
+    host = totals.host_shares()
+    assert host == {"wait": 0.1, "loop_pre": 0.2, "copy": 0.05, "model": 0.4, "sync": 0.1, "loop_post": 0.15}
+    shares = totals.shares()
+    assert (shares["clock"], shares["partitioned"], shares["host"]) == ("gpu", True, host)
+    assert (shares["data_wait"], shares["copy"], shares["compute"]) == (0.1, 0.05, 0.4)
+    assert shares["gpu_idle"] == 0.3  # over the steps that carry a measured gap only
+    merged = PhaseTotals()
+    merged.merge(totals)
+    merged.merge(totals)
+    assert merged.host_shares() == host and merged.steps == 20 and merged.partitioned_steps == 20
+
+
+def test_a_run_mostly_without_the_models_calls_seen_is_not_partitioned() -> None:
+    totals = PhaseTotals()
+    for n in range(10):
+        totals.add(_part_step(n, partitioned=n < 5, loop_pre_ms=0.0, loop_post_ms=0.0))
+    shares = totals.shares()
+    assert not shares["partitioned"] and shares["clock"] == "cpu" and shares["gpu_idle"] is None
+    assert shares["host"]["model"] == 0.75
+
+
+def test_the_gpu_idle_share_counts_no_time_outside_the_steps() -> None:
+    # The first step of an epoch after a 500 ms checkpoint: the GPU idled through the checkpoint too, so
+    # its measured gap (550 ms) is longer than the step itself, which holds only its 50 ms wait. Time
+    # that is no step's cannot be a share of the steps' wall: the summary may not say "GPU idle 126%".
+    totals = PhaseTotals()
+    for n in range(4):
+        totals.add(_part_step(n, gap=20.0))
+    totals.add(_part_step(4, gap=550.0, epoch_start=True, data_wait_ms=50.0))
+    idle = totals.shares()["gpu_idle"]
+    assert idle is not None and 0.2 <= idle <= 1.0, idle
+
+
+def _summary_of(totals: PhaseTotals) -> dict:
+    return {
+        "job": "train.py",
+        "ended": "exited 0",
+        "duration_s": 12.0,
+        "steps": totals.steps,
+        "samples_per_s": 40.0,
+        "ranks": [{}],
+        "shares": totals.shares(),
+        "loader_off_thread": False,
+        "steps_lost": 0,
+        "verdicts": [],
+        "last_verdict": None,
+    }
+
+
+def test_the_text_names_the_six_parts_and_the_gpus_measured_idle() -> None:
+    totals = PhaseTotals()
+    for n in range(10):
+        totals.add(_part_step(n, gap=30.0))
+    lines = render_text(_summary_of(totals), None).splitlines()
+    assert lines[1] == (
+        "  where the time went (host, whole run): data wait 10%, loop before the model 20%, copy 5%, "
+        "model 40%, sync 10%, loop after the step 15%"
+    )
+    assert lines[2] == "  GPU idle between steps' work (measured): 30%"
+    unsplit = PhaseTotals()
+    for n in range(10):
+        unsplit.add(_part_step(n, partitioned=False, loop_pre_ms=0.0, loop_post_ms=0.0))
+    lines = render_text(_summary_of(unsplit), None).splitlines()
+    assert lines[1] == (
+        "  where the time went (host, whole run): data wait 10%, copy 5%, sync 10%, the rest 75% "
+        "(model and loop not told apart)"
+    )
+    assert not any("GPU idle" in line for line in lines)

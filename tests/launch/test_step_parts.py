@@ -1,0 +1,402 @@
+"""`xfertop run`'s marks inside a step (launch/step_parts.py): the model found among the modules a step
+calls, its calls and ends, backward, optimizer steps and syncs, on a CPU.
+
+ModelWatch runs here in-process against a real nn.Module and a step clock on a fake host clock; the
+wrappers of Tensor.backward, .item/.tolist/.cpu and torch.cuda.synchronize run in real jobs under the real
+`xfertop run`, where a tensor that says it lives on the GPU stands in for a CUDA loss (this machine has no
+GPU: what the wrappers decide by is ``is_cuda``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import statistics
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import xfertop.reporter as reporter
+from ring_test_tools import child_env, run_under_xfertop
+from xfertop.launch.step_parts import AGREEING_STEPS, SEARCH_STEPS, ModelWatch
+from xfertop.model.jobs import StepRecord
+from xfertop.reporter._clock import StepClock
+from xfertop.reporter._identity import current_identity
+from xfertop.reporter._ring_writer import RingWriter
+from xfertop.sources.ring_reader import RingReader
+
+torch = pytest.importorskip("torch")
+MS = 1_000_000
+
+
+class FakeTime:
+    """The step clock's host clock, moved by the test and by the modules' forwards."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.now_ns = 10**12
+        clock_module = importlib.import_module("xfertop.reporter._clock")  # the package's _clock is the clock
+        monkeypatch.setattr(clock_module, "_now_ns", lambda: self.now_ns)
+
+    def advance(self, ms: float) -> None:
+        self.now_ns += round(ms * MS)
+
+
+class Augment(torch.nn.Module):
+    """Augmentation as a module without parameters: 10 ms of the loop's own work."""
+
+    def __init__(self, time: FakeTime) -> None:
+        super().__init__()
+        self.time = time
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.time.advance(10)
+        return x.flip(0)
+
+
+class Net(torch.nn.Module):
+    """The model: 4 ms of forward, calling a submodule of its own (not a model of its own)."""
+
+    def __init__(self, time: FakeTime) -> None:
+        super().__init__()
+        self.time = time
+        self.layer = torch.nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.time.advance(4)
+        return self.layer(x)
+
+
+@pytest.fixture
+def time(monkeypatch: pytest.MonkeyPatch) -> FakeTime:
+    return FakeTime(monkeypatch)
+
+
+@pytest.fixture
+def clock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, time: FakeTime) -> StepClock:
+    fresh = StepClock(lambda: RingWriter(str(tmp_path / "rings"), current_identity()))
+    fresh.partitioning = True
+    monkeypatch.setattr(reporter, "_clock", fresh)
+    return fresh
+
+
+@pytest.fixture
+def watch(clock: StepClock) -> Iterator[ModelWatch]:
+    made = ModelWatch(torch)
+    yield made
+    made._search.remove()  # a test that fails half-way must not leave the global hook behind
+    for handle in made._watched:
+        handle.remove()
+
+
+def _searching(watch: ModelWatch) -> bool:
+    return watch._search.id in torch.nn.modules.module._global_forward_pre_hooks
+
+
+def _hooked(module: torch.nn.Module) -> bool:
+    return bool(module._forward_pre_hooks) and bool(module._forward_hooks)
+
+
+def _step(clock: StepClock, time: FakeTime, *calls: torch.nn.Module, after_ms: float = 0.0) -> None:
+    clock.before_next()
+    time.advance(1)  # the wait
+    clock.after_next([torch.zeros(3, 4)])
+    x = torch.ones(3, 4)
+    for module in calls:
+        module(x)
+    time.advance(after_ms)
+
+
+def _steps(clock: StepClock) -> list[StepRecord]:
+    clock.before_next()
+    assert clock.writer is not None and clock.errors == 0, clock.last_error
+    reader = RingReader(clock.writer.path)
+    reader.poll()
+    steps = list(reader.steps)
+    reader.close()
+    return steps
+
+
+def test_the_model_is_found_after_agreeing_steps_and_the_global_hook_removed(
+    clock: StepClock, time: FakeTime, watch: ModelWatch
+) -> None:
+    net = Net(time)
+    for _ in range(AGREEING_STEPS - 1):
+        _step(clock, time, net)
+    assert _searching(watch) and not _hooked(net)
+    _step(clock, time, net)
+    assert not _searching(watch)  # every module call of the job is off nn.Module's slow path again
+    assert _hooked(net) and not _hooked(net.layer)
+
+
+def test_an_augmentation_module_without_parameters_is_not_taken_for_the_model(
+    clock: StepClock, time: FakeTime, watch: ModelWatch
+) -> None:
+    augment, net = Augment(time), Net(time)
+    for _ in range(AGREEING_STEPS + 3):
+        _step(clock, time, augment, net, after_ms=2)
+    assert _hooked(net) and not _hooked(augment)
+    steps = _steps(clock)
+    # Searching or settled, the model's first call ends the loop's own work: the augmentation is in it.
+    assert all(s.loop_pre_ms == pytest.approx(10.0) for s in steps), [s.loop_pre_ms for s in steps]
+    assert all(s.partitioned for s in steps)
+
+
+def test_the_watched_models_forward_ends_the_model_where_no_backward_follows(
+    clock: StepClock, time: FakeTime, watch: ModelWatch
+) -> None:
+    augment, net = Augment(time), Net(time)
+    for _ in range(AGREEING_STEPS + 4):
+        _step(clock, time, augment, net, after_ms=5)  # evaluation: forward only, then 5 ms of metrics
+    settled = _steps(clock)[AGREEING_STEPS:]  # the forward hook is there once the model is found
+    assert len(settled) == 4
+    for s in settled:
+        assert (s.data_wait_ms, s.loop_pre_ms, s.model_ms, s.loop_post_ms) == pytest.approx((1, 10, 4, 5))
+
+
+def test_a_module_that_comes_first_only_now_and_then_is_not_the_model(
+    clock: StepClock, time: FakeTime, watch: ModelWatch
+) -> None:
+    teacher, net = Net(time), Net(time)  # distillation: a teacher is called first every other step
+    for index in range(AGREEING_STEPS * 2):
+        _step(clock, time, *((teacher, net) if index % 2 else (net,)))
+    assert _searching(watch)  # never the same module first in AGREEING_STEPS steps in a row
+    for _ in range(AGREEING_STEPS):
+        _step(clock, time, net)
+    assert not _searching(watch) and _hooked(net) and not _hooked(teacher)
+
+
+def test_the_search_ends_after_search_steps_with_the_last_module_found(
+    clock: StepClock, time: FakeTime, watch: ModelWatch
+) -> None:
+    first, second = Net(time), Net(time)
+    for index in range(SEARCH_STEPS):
+        assert _searching(watch)
+        _step(clock, time, first if index % 2 else second)
+    assert not _searching(watch)
+    assert _hooked(first) and not _hooked(second)  # step 63 (odd) called ``first``
+
+
+def test_modules_called_between_steps_are_not_searched(
+    clock: StepClock, time: FakeTime, watch: ModelWatch
+) -> None:
+    net = Net(time)
+    for _ in range(AGREEING_STEPS * 2):
+        net(torch.ones(3, 4))  # no step open: set-up, a validation loop that is not watched
+    assert _searching(watch) and reporter.open_step() is None
+
+
+def test_no_hook_body_runs_while_torch_compile_traces(
+    clock: StepClock, time: FakeTime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    watch = ModelWatch(torch)
+    try:
+        net = Net(time)
+        for _ in range(AGREEING_STEPS + 1):
+            _step(clock, time, net)
+        assert _searching(watch) and not _hooked(net)
+        assert all(s.loop_pre_ms == 0 and not s.partitioned for s in _steps(clock))
+    finally:
+        watch._search.remove()
+
+
+# -- in real jobs, under the real `xfertop run` ----------------------------------------------------------
+#: A tensor that says it lives on the GPU: its .item() / .tolist() / .cpu() take 5 ms, as a sync with a
+#: GPU that still runs the step's kernels would.
+PRETEND_CUDA = """
+import time
+import torch
+
+class OnGpu(torch.Tensor):
+    @property
+    def is_cuda(self):
+        return True
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.Tensor.item, torch.Tensor.tolist, torch.Tensor.cpu):
+            began = time.perf_counter()
+            while time.perf_counter() - began < 0.005:
+                pass
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+def spin(seconds):
+    began = time.perf_counter()
+    while time.perf_counter() - began < seconds:
+        pass
+"""
+
+SYNCS = (
+    PRETEND_CUDA
+    + """
+from torch.utils.data import DataLoader, TensorDataset
+torch.manual_seed(0)
+model = torch.nn.Linear(8, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+logged = []
+for index, (batch,) in enumerate(DataLoader(TensorDataset(torch.randn(40 * 4, 8)), batch_size=4)):
+    loss = model(batch).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    value = loss.detach()
+    if index % 2:
+        logged.append(value.as_subclass(OnGpu).item())  # a sync: 5 ms
+        logged.append(value.as_subclass(OnGpu).reshape(1).tolist()[0])  # another 5 ms
+    else:
+        logged.append(value.item())  # a CPU tensor's item(): no sync
+    spin(0.003)  # logging
+try:
+    torch.cuda.synchronize()  # CPU-only torch: the wrapper must raise what the original raises
+except Exception as exc:
+    print(type(exc).__name__, exc)
+print(" ".join(f"{v:.6f}" for v in logged))
+"""
+)
+
+
+def _plain(tmp_path: Path, code: str) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "plain.py"
+    script.write_text(textwrap.dedent(code))
+    return subprocess.run(
+        [sys.executable, str(script)],
+        env=child_env(tmp_path / "plain-rings"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_syncs_of_gpu_tensors_are_their_own_part_and_change_nothing(tmp_path: Path) -> None:
+    result, (rank,) = run_under_xfertop(tmp_path, SYNCS)
+    plain = _plain(tmp_path, SYNCS)
+    assert plain.returncode == 0, plain.stderr
+    assert result.stdout == plain.stdout  # the same losses, the same exception from synchronize
+    assert result.stdout.startswith("AssertionError Torch not compiled with CUDA enabled")
+    steps = rank.steps[2:]
+    syncing = [s for s in steps if s.step % 2]
+    others = [s for s in steps if not s.step % 2]
+    assert all(s.synced and s.sync_ms >= 9.0 for s in syncing), [s.sync_ms for s in syncing]
+    assert not any(s.synced or s.sync_ms for s in others)
+    assert all(s.partitioned for s in steps)
+    # The logging after the optimizer step is the loop's own work; the syncs inside it are not.
+    assert 2.5 <= statistics.median(s.loop_post_ms for s in syncing) < 6.0
+    assert 2.5 <= statistics.median(s.loop_post_ms for s in others) < 6.0
+
+
+BACKWARD_AND_OPTIMIZER = """
+import time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+def spin(seconds):
+    began = time.perf_counter()
+    while time.perf_counter() - began < seconds:
+        pass
+
+class SlowBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+    @staticmethod
+    def backward(ctx, grad):
+        spin(0.004)
+        return grad
+
+model = torch.nn.Linear(8, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for (batch,) in DataLoader(TensorDataset(torch.randn(40 * 4, 8)), batch_size=4):
+    spin(0.003)  # augmenting before the model
+    loss = SlowBackward.apply(model(batch)).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    spin(0.002)  # logging after it
+print("done")
+"""
+
+
+def test_backward_and_the_optimizer_step_are_the_models_and_what_follows_the_loops(tmp_path: Path) -> None:
+    result, (rank,) = run_under_xfertop(tmp_path, BACKWARD_AND_OPTIMIZER)
+    assert result.stdout == "done\n", result.stderr
+    steps = rank.steps[2:]
+    assert all(s.partitioned and not s.synced for s in steps)
+    assert 2.5 <= statistics.median(s.loop_pre_ms for s in steps) < 5.0
+    assert 1.5 <= statistics.median(s.loop_post_ms for s in steps) < 4.0
+    assert statistics.median(s.model_ms for s in steps) >= 3.5  # the 4 ms backward is the model's
+
+
+NO_LOADER_SLOW_OPTIMIZER = """
+import time
+import torch
+
+def spin(seconds):
+    began = time.perf_counter()
+    while time.perf_counter() - began < seconds:
+        pass
+
+class SlowSGD(torch.optim.SGD):
+    def step(self, closure=None):
+        spin(0.005)  # a large model's optimizer step on the CPU
+        return super().step(closure)
+
+model = torch.nn.Linear(8, 2)
+optimizer = SlowSGD(model.parameters(), lr=0.01)
+data = torch.randn(40 * 16, 8)
+for start in range(0, len(data), 16):
+    spin(0.003)  # slicing and augmenting the batch: the loop's own work
+    loss = model(data[start:start + 16]).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+print("done")
+"""
+
+
+def test_a_loop_stepped_by_its_optimizer_counts_the_optimizer_step_as_the_models(tmp_path: Path) -> None:
+    # Without a DataLoader the optimizer step's end is the step boundary: nothing of the loop comes after
+    # the model in such a step, so the optimizer step (5 ms here) is the model's, not loop work after it.
+    result, (rank,) = run_under_xfertop(tmp_path, NO_LOADER_SLOW_OPTIMIZER)
+    assert result.stdout == "done\n", result.stderr
+    steps = rank.steps[2:]
+    assert all(s.partitioned for s in steps)
+    assert 2.5 <= statistics.median(s.loop_pre_ms for s in steps) < 5.0
+    assert statistics.median(s.loop_post_ms for s in steps) < 1.0, [s.loop_post_ms for s in steps]
+    assert statistics.median(s.model_ms for s in steps) >= 4.5
+
+
+CAST_THEN_AUGMENT = """
+import time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+def spin(seconds):
+    began = time.perf_counter()
+    while time.perf_counter() - began < seconds:
+        pass
+
+model = torch.nn.Linear(8, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+images = torch.randint(0, 255, (40 * 4, 8), dtype=torch.uint8)
+for (batch,) in DataLoader(TensorDataset(images), batch_size=4):
+    x = batch.to(torch.float32) / 255  # the augmentation's first line: a cast on the CPU, not a copy
+    spin(0.006)  # the rest of the augmentation
+    loss = model(x).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+print("done")
+"""
+
+
+def test_a_dtype_cast_on_the_host_does_not_end_the_loops_work_before_the_model(tmp_path: Path) -> None:
+    # Tensor.to(torch.float32) of a CPU tensor moves nothing to a device: it is the loop's augmentation,
+    # like the 6 ms after it, and the step's first work is the model's call.
+    result, (rank,) = run_under_xfertop(tmp_path, CAST_THEN_AUGMENT)
+    assert result.stdout == "done\n", result.stderr
+    steps = rank.steps[2:]
+    assert all(s.partitioned and s.h2d_bytes == 0 for s in steps)
+    assert statistics.median(s.loop_pre_ms for s in steps) >= 5.5, [s.loop_pre_ms for s in steps]
