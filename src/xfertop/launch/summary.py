@@ -8,8 +8,9 @@ its verdicts over time survive the ring's wrap-around. Its advice rests on the h
 view's does (where the ranks' DataLoader workers may run, how busy those cores are, the cgroup's CPU quota,
 memory), sampled on the same thread at each read from /proc, and on the GPU's busy share from NVML
 (utilisation and processes only: no PCIe measurement, whose byte counters need a polling thread before
-Hopper), so the summary and the live view judge the same evidence. A step is folded once it is ``SETTLE_STEPS`` behind
-its rank's newest (its GPU timing, resolved lazily, is in by then), and every step at the end.
+Hopper), so the summary and the live view judge the same evidence. A step is folded once it is
+``SETTLE_STEPS`` behind its rank's newest (its GPU gap, resolved lazily, is in by then), and every step
+at the end.
 The launcher's exit waits for the thread ``JOIN_TIMEOUT_S`` at most.
 """
 
