@@ -27,10 +27,11 @@ def _ended(rank: RankState, end: RankEnd) -> RankState:
 
 
 def test_an_ended_job_keeps_the_verdict_of_its_last_live_window() -> None:
-    live = load_window("sync_bound").ranks[0]
-    busy_then = _sole_user_gpu(live.pid, util=20.0)
+    # Small kernels: launch-bound while NVML says 16%, compute-bound by the host's model share without it.
+    live = load_window("launch_bound_small_kernels").ranks[0]
+    busy_then = _sole_user_gpu(live.pid, util=16.0)
     first = analyse(_jobs(live), busy_then)
-    assert first.jobs[0].verdict.kind == "host-bound"
+    assert first.jobs[0].verdict.kind == "launch-bound"
     assert first.jobs[0].live and not first.jobs[0].frozen
 
     # The job ends; the GPU is now busy with someone else's work at 99%: not this job's.
@@ -47,11 +48,11 @@ def test_an_ended_job_keeps_the_verdict_of_its_last_live_window() -> None:
 
 
 def test_a_job_seen_only_after_it_ended_is_judged_by_its_steps_without_nvml() -> None:
-    live = load_window("compute_bound_hidden_wait").ranks[0]
+    live = load_window("launch_bound_small_kernels").ranks[0]
     ended = _ended(live, RankEnd(closed_ring=False))
     analysis = analyse(_jobs(ended), _sole_user_gpu(live.pid, util=0.0))
     job = analysis.jobs[0]
-    assert job.verdict.kind == "compute-bound"  # not "sync-bound: busy 0%" from today's idle GPU
+    assert job.verdict.kind == "compute-bound"  # not "launch-bound: busy 0%" from today's idle GPU
     assert (job.frozen, job.failed, job.ended_how) == (False, True, ("ended without closing its ring",))
     assert job.ranks[0].gpu_busy_share is None
 

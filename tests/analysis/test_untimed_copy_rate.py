@@ -8,6 +8,8 @@ import dataclasses
 from analysis.test_evidence_advice import _sole_user, _untimed_copies, _verdict
 from ui.sample_states import host_state
 from xfertop.analysis.steps import window_stats
+from xfertop.analysis.verdict import Verdict
+from xfertop.model.host import HostState
 from xfertop.model.jobs import RankState
 
 
@@ -28,14 +30,20 @@ def test_a_link_moving_a_large_batch_each_step_is_copy_bound_at_the_large_pageab
     assert "pin_memory=True" in " ".join(verdict.advice)
 
 
-def test_the_same_rate_from_small_per_step_volumes_stays_host_bound() -> None:
+def _without_link_traffic(rank: RankState, host: HostState | None = None) -> Verdict:
+    """The verdict the same rank gets where its GPU's link receives nothing."""
+    return _verdict(rank, _sole_user(rank, util=25.0, rx=0.0), host)
+
+
+def test_the_same_rate_from_small_per_step_volumes_is_not_guessed_a_copy() -> None:
     # 20% of the 15 GB/s a mid-sized pageable copy reaches, in volumes under 64 MiB a step: under the 30%
     # bar of the pageable estimate, and at 7 GB/s it would have crossed it (43%): the size decides.
     rank = _untimed_copies()
     rx = 3.0e9
     assert rx * _step_s(rank) < 64 * 2**20
     verdict = _verdict(rank, _sole_user(rank, util=25.0, rx=rx))
-    assert verdict.kind == "host-bound", verdict.headline
+    assert verdict.kind != "copy-bound", verdict.headline
+    assert verdict.rule == _without_link_traffic(rank).rule
 
 
 def test_a_job_whose_pinned_memory_holds_a_step_is_not_guessed_pageable() -> None:
@@ -44,5 +52,7 @@ def test_a_job_whose_pinned_memory_holds_a_step_is_not_guessed_pageable() -> Non
     rank = dataclasses.replace(_untimed_copies(), pinned_host_bytes=512 * 2**20)
     rx = 80e6 / _step_s(rank)
     host = host_state()
-    verdict = _verdict(dataclasses.replace(rank, host=host.hostname), _sole_user(rank, 25.0, rx), host)
-    assert verdict.kind == "host-bound", verdict.headline
+    rank = dataclasses.replace(rank, host=host.hostname)
+    verdict = _verdict(rank, _sole_user(rank, 25.0, rx), host)
+    assert verdict.kind != "copy-bound", verdict.headline
+    assert verdict.rule == _without_link_traffic(rank, host).rule

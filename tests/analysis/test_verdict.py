@@ -4,15 +4,26 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import get_args
 
 import pytest
+from step_records import step_record
 from window_fixtures import WindowFixture, load_window, rank_state, window_names
 
 from xfertop.analysis.evidence import Context
 from xfertop.analysis.steps import window_stats
 from xfertop.analysis.thresholds import INPUT_CRITICAL_SHARE, INPUT_WARN_SHARE
-from xfertop.analysis.verdict import Verdict, job_verdict, judge, rank_verdict
-from xfertop.model.jobs import StepRecord
+from xfertop.analysis.verdict import RULES, Verdict, VerdictKind, job_verdict, judge, rank_verdict
+from xfertop.model.jobs import RankState, StepRecord
+
+#: Windows whose right verdict the analysis does not give yet, with the src bug each shows. Strict: once
+#: the bug is fixed the window passes, the test fails, and the window comes off this list.
+SRC_BUGS = {
+    "straggler_ddp4_item": (
+        "verdict._straggler compares the host's model time: ranks that sync every step (loss.item()) "
+        "wait for the straggler in sync_ms, not in the model, and the straggler is missed"
+    ),
+}
 
 
 def verdict_of(fixture: WindowFixture) -> Verdict:
@@ -30,7 +41,15 @@ def advice_text(verdict: Verdict) -> str:
     return " ".join(verdict.advice)
 
 
-@pytest.mark.parametrize("name", window_names())
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=SRC_BUGS[name]))
+        if name in SRC_BUGS
+        else name
+        for name in window_names()
+    ],
+)
 def test_each_recorded_window_gets_its_verdict(name: str) -> None:
     fixture = load_window(name)
     verdict = verdict_of(fixture)
@@ -41,19 +60,19 @@ def test_each_recorded_window_gets_its_verdict(name: str) -> None:
         f"{verdict.kind} (early, "
     )
     assert "\n" not in verdict.headline
+    if verdict.kind in ("warming-up", "straggler"):  # written before the rules: named as their kind
+        assert verdict.rule == verdict.kind
+    else:
+        rule = next(rule for rule in RULES if rule.name == verdict.rule)
+        assert rule.kind == verdict.kind
 
 
 def test_a_window_of_every_kind_is_on_file() -> None:
+    """Every kind a rank or job can get, but host-bound: a GPU the host holds back is launch-bound or
+    sync-bound where the step clock tells them apart, and host-bound only where no cause is large enough
+    on its own (a window built for it below)."""
     kinds = {load_window(name).expected_kind for name in window_names()}
-    assert kinds >= {
-        "input-bound",
-        "copy-bound",
-        "compute-bound",
-        "host-bound",
-        "straggler",
-        "healthy",
-        "warming-up",
-    }
+    assert kinds >= set(get_args(VerdictKind)) - {"host-bound"}
 
 
 def test_the_demo_job_windows_were_recorded_from_real_runs() -> None:
@@ -86,22 +105,15 @@ def test_epoch_start_spikes_ask_for_persistent_workers_not_more_workers() -> Non
 
 
 def test_bursty_waits_ask_for_a_deeper_prefetch() -> None:
-    steps = [
-        StepRecord(
-            i,
-            60.0,
-            40.0 if i % 10 == 0 else 3.0,
-            0.0,
-            0.1,
-            40.0,
-            (40.0 if i % 10 == 0 else 3.0) + 2.0,
-            1 << 20,
-            32,
-            True,
-            False,
+    # One step in ten waits 40 ms, the others 3 ms; loss.item() drained the GPU, so it feels every wait.
+    steps = []
+    for i in range(5, 105):
+        wait = 40.0 if i % 10 == 0 else 3.0
+        steps.append(
+            step_record(
+                i, wall_ms=60.0, wait_ms=wait, copy_ms=0.1, gap_ms=wait, h2d_bytes=1 << 20, pinned=True
+            )
         )
-        for i in range(5, 105)
-    ]
     verdict = rank_verdict(steps, dataloader_workers=4)
     assert verdict.kind == "input-bound"
     assert "prefetch_factor" in advice_text(verdict)
@@ -114,22 +126,47 @@ def test_workers_too_slow_to_keep_up_wait_in_a_rhythm_that_no_deeper_prefetch_ab
     steps = []
     for i in range(5, 105):
         wait = 280.0 if i % 3 == 0 else 90.0
-        steps.append(StepRecord(i, wait + 5.0, wait, 0.0, None, None, None, 0, 32, False, False))
+        steps.append(step_record(i, wait_ms=wait, model_ms=5.0))
     verdict = rank_verdict(steps, dataloader_workers=2)
     assert verdict.kind == "input-bound"
     assert "prefetch_factor" not in advice_text(verdict)
 
 
 def test_pageable_input_bound_gpu_job_is_told_to_pin_and_copy_non_blocking() -> None:
-    steps = [StepRecord(i, 100.0, 30.0, 2.0, 1.0, 69.0, 30.0, 1 << 24, 64, False, True) for i in range(40)]
+    steps = [
+        step_record(
+            i,
+            wall_ms=100.0,
+            wait_ms=30.0,
+            copy_ms=2.0,
+            gap_ms=30.0,
+            h2d_bytes=1 << 24,
+            samples=64,
+            pageable_non_blocking=True,
+        )
+        for i in range(40)
+    ]
     verdict = rank_verdict(steps, dataloader_workers=0)
     assert verdict.kind == "input-bound"
     assert "pin_memory=True" in advice_text(verdict) and "non_blocking=True" in advice_text(verdict)
 
 
+def test_the_larger_of_input_and_copy_wins() -> None:
+    def steps(wait_ms: float, copy_ms: float) -> list[StepRecord]:
+        return [
+            step_record(
+                i, wall_ms=100.0, wait_ms=wait_ms, copy_ms=copy_ms, gap_ms=wait_ms, h2d_bytes=256 << 20
+            )
+            for i in range(40)
+        ]
+
+    assert rank_verdict(steps(25.0, 15.0)).kind == "input-bound"
+    assert rank_verdict(steps(15.0, 25.0)).kind == "copy-bound"
+
+
 # -- the rule of the house ------------------------------------------------------------------------------
 def test_a_large_cpu_wait_with_no_gpu_idle_gap_is_not_starvation_and_says_so() -> None:
-    verdict = verdict_of(load_window("compute_bound_hidden_wait"))
+    verdict = verdict_of(load_window("compute_bound_hidden_wait"))  # with NVML's ~100% busy
     assert verdict.kind == "compute-bound"
     assert verdict.evidence["data_wait_share"] > 0.25
     assert verdict.evidence["gpu_idle_share"] < 0.01
@@ -138,12 +175,29 @@ def test_a_large_cpu_wait_with_no_gpu_idle_gap_is_not_starvation_and_says_so() -
     assert "did not starve" in advice_text(verdict)
 
 
+def test_a_hidden_wait_without_nvml_is_healthy_not_compute_bound_and_still_not_starving() -> None:
+    """Without NVML the GPU's busy share is not known: compute-bound then rests on the host's model and
+    sync share (~65% here, the rest being the wait), which is not 90%."""
+    steps = load_window("compute_bound_hidden_wait").ranks[0].steps
+    verdict = rank_verdict(steps, dataloader_workers=6)
+    assert verdict.kind == "healthy" and verdict.rule == "healthy"
+    assert verdict.evidence["hidden_wait"] is True and "not starving" in verdict.headline
+
+
+def test_the_same_wait_felt_by_the_gpu_is_input_bound() -> None:
+    """The hidden wait's steps, had the GPU drained before each wait (a gap as long as the wait)."""
+    fixture = load_window("compute_bound_hidden_wait")
+    felt = [replace(s, gpu_gap_ms=s.data_wait_ms) for s in fixture.ranks[0].steps]
+    verdict = rank_verdict(felt, dataloader_workers=6, gpu_busy_share=0.6)
+    assert verdict.kind == "input-bound" and verdict.evidence["hidden_wait"] is False
+
+
 def test_compute_bound_says_the_pipeline_is_fine_and_not_to_tune_pcie() -> None:
     verdict = verdict_of(load_window("recorded_cpu_compute_bound"))
     assert verdict.kind == "compute-bound"
     assert "input pipeline keeps up" in advice_text(verdict)
     assert "Do not tune PCIe" in advice_text(verdict)
-    assert "not starving" not in verdict.headline  # on the CPU clock no wait can be hidden
+    assert "not starving" not in verdict.headline  # on the host's clock alone no wait can be hidden
 
 
 # -- copy-bound -----------------------------------------------------------------------------------------
@@ -153,6 +207,8 @@ def test_pageable_non_blocking_copies_are_named_with_the_fix() -> None:
     assert "pin_memory=True" in advice_text(verdict)
     assert verdict.evidence["pageable_non_blocking_step_fraction"] == 1.0
     assert verdict.evidence["pinned_step_fraction"] == 0.0
+    # The copy calls of steps whose stream had drained: the GPU's kernels idled through them.
+    assert verdict.evidence["gpu_idle_in"]["copy"] > 0.2
 
 
 def test_pinned_copy_bound_job_is_told_to_overlap_and_move_fewer_bytes() -> None:
@@ -163,39 +219,258 @@ def test_pinned_copy_bound_job_is_told_to_overlap_and_move_fewer_bytes() -> None
     assert "already pinned" in advice_text(verdict) and "fewer bytes" in advice_text(verdict)
 
 
-# -- sync-bound -----------------------------------------------------------------------------------------
-def test_sync_bound_needs_a_busy_share_the_step_clock_cannot_see() -> None:
-    """The three CUDA events tile the step, so host stalls inside it look like compute; only an
-    outside busy measure (NVML utilisation) reveals them."""
+def test_a_copy_time_the_bytes_cannot_explain_is_not_copy_bound() -> None:
+    """The same long copy calls moving 1 MiB a step: even at 1 GB/s that is ~1% of the step, so the
+    time in the copy call is something else (the call waited for the stream): no copy-bound."""
+    steps = load_window("copy_bound_pageable").ranks[0].steps
+    assert rank_verdict(steps).rule == "copy-bound"
+    few_bytes = [replace(s, h2d_bytes=1 << 20) for s in steps]
+    verdict = rank_verdict(few_bytes)
+    assert verdict.kind != "copy-bound" and verdict.rule != "copy-bound", verdict.headline
+    assert verdict.evidence["gpu_idle_in"]["copy"] > 0.2  # the share is there, only not believed
+
+
+def test_a_copy_share_the_bytes_just_explain_is_believed() -> None:
+    # 20% of each 100 ms step in copy calls, 20 MB a step: 0.2 GB/s, explained at the 1 GB/s floor.
+    def steps(h2d_bytes: int) -> list[StepRecord]:
+        return [
+            step_record(i, wall_ms=100.0, wait_ms=1.0, copy_ms=20.0, gap_ms=1.0, h2d_bytes=h2d_bytes)
+            for i in range(40)
+        ]
+
+    assert rank_verdict(steps(20_000_000)).kind == "copy-bound"
+    # 10 MB a step explains 10% (+5% slack): 20% is not believed.
+    assert rank_verdict(steps(10_000_000)).kind != "copy-bound"
+
+
+# -- syncs, the loop's own work, dispatch -------------------------------------------------------------
+def test_a_sync_every_step_then_host_work_is_sync_bound() -> None:
+    """loss.item() drains the GPU's queue, and the logging after it runs while the GPU has nothing to
+    do: the measured gaps fall in the loop's work after the step, in steps that synced."""
     fixture = load_window("sync_bound")
-    steps = fixture.ranks[0].steps
-    assert rank_verdict(steps, gpu_busy_share=0.45).kind == "host-bound"
-    assert "item()" in advice_text(rank_verdict(steps, gpu_busy_share=0.45))
-    assert rank_verdict(steps, gpu_busy_share=0.65).severity == "warn"
-    assert rank_verdict(steps).kind == "compute-bound"
+    verdict = verdict_of(fixture)
+    assert (verdict.kind, verdict.severity, verdict.rule) == ("sync-bound", "critical", "sync-then-host-work")
+    assert "syncs with the GPU every step" in verdict.headline
+    assert "loss.item()" in advice_text(verdict) and "log every" in advice_text(verdict)
+    assert verdict.evidence["synced_step_fraction"] == 1.0
+    idle_in = verdict.evidence["gpu_idle_in"]
+    assert idle_in["loop_post"] > 0.3 and idle_in["loop_post"] == max(idle_in.values())
 
 
-def test_a_job_is_sync_bound_when_its_ranks_gpus_are_busy_only_half_the_time() -> None:
+def test_host_work_after_the_step_without_a_sync_is_loop_bound_after_the_step() -> None:
+    steps = [replace(s, synced=False, sync_ms=0.0) for s in load_window("sync_bound").ranks[0].steps]
+    verdict = rank_verdict(steps)
+    assert (verdict.kind, verdict.rule) == ("loop-bound", "loop-work")
+    assert "after the step" in verdict.headline
+    assert "every N steps" in advice_text(verdict)
+
+
+def test_a_job_is_sync_bound_when_its_ranks_sync_then_work_on_the_host() -> None:
     rank = load_window("sync_bound").ranks[0]
     ranks = [replace(rank, rank=r, pid=rank.pid + r) for r in range(2)]
-    assert job_verdict(ranks).kind == "compute-bound"
+    assert job_verdict(ranks).kind == "sync-bound"
     verdict = job_verdict(ranks, gpu_busy_share_by_pid={rank.pid: 0.45, rank.pid + 1: 0.5})
-    assert verdict.kind == "host-bound" and verdict.evidence["gpu_busy_share"] == 0.475
+    assert verdict.kind == "sync-bound" and verdict.evidence["gpu_busy_share"] == 0.475
 
 
-def test_a_gpu_timeline_that_does_not_cover_the_step_is_sync_bound() -> None:
-    steps = [StepRecord(i, 100.0, 1.0, 0.1, 0.5, 40.0, 1.0, 1 << 20, 32, True, False) for i in range(40)]
-    verdict = rank_verdict(steps)
-    assert verdict.kind == "host-bound" and verdict.severity == "critical"
+def test_loop_work_before_the_model_is_loop_bound_and_told_to_move_into_the_dataset() -> None:
+    verdict = verdict_of(load_window("loop_bound_augment"))
+    assert (verdict.kind, verdict.severity, verdict.rule) == ("loop-bound", "critical", "loop-work")
+    assert "before the model" in verdict.headline and "the GPU is busy 2%" in verdict.headline
+    assert "__getitem__" in advice_text(verdict)
+    assert "on the GPU after the copy" in advice_text(verdict)
+    assert verdict.evidence["host_loop_pre_share"] > 0.8
+
+
+def test_on_a_cpu_the_loops_own_work_is_read_from_the_hosts_parts() -> None:
+    """`xfertop run` on a CPU: no gap, the loop's own share of the host's step is the cause."""
+    steps = [
+        step_record(i, wait_ms=1.0, loop_pre_ms=30.0, model_ms=69.0, partitioned=True) for i in range(5, 45)
+    ]
+    verdict = judge(window_stats(steps), context=Context(on_gpu=False))  # type: ignore[arg-type]
+    assert (verdict.kind, verdict.rule) == ("loop-bound", "loop-work")
+    assert "it takes 30% of each step" in verdict.headline
+    assert "on the GPU" not in advice_text(verdict)
+
+
+@pytest.mark.parametrize(
+    ("loop_ms", "kind"), [(9.9, "compute-bound"), (10.0, "loop-bound"), (20.0, "loop-bound")]
+)
+def test_loop_bound_threshold(loop_ms: float, kind: str) -> None:
+    steps = [
+        step_record(i, wall_ms=100.0, loop_post_ms=loop_ms, gap_ms=loop_ms, partitioned=True)
+        for i in range(40)
+    ]
+    assert rank_verdict(steps).kind == kind
+
+
+def _dispatching(count: int = 40) -> list[StepRecord]:
+    """`xfertop run`, the host in the model 95% of each step, the GPU never drained at a step's first
+    work (gap 0): only NVML can say whether the GPU ran all that time."""
+    return [
+        step_record(
+            i,
+            wait_ms=1.0,
+            loop_pre_ms=0.5,
+            copy_ms=0.5,
+            model_ms=95.0,
+            sync_ms=2.5,
+            loop_post_ms=0.5,
+            gap_ms=0.0,
+            h2d_bytes=1 << 20,
+            pinned=True,
+            partitioned=True,
+            synced=True,
+        )
+        for i in range(5, 5 + count)
+    ]
+
+
+def test_a_gpu_busy_15_percent_while_the_host_dispatches_the_model_is_launch_bound() -> None:
+    verdict = rank_verdict(_dispatching(), gpu_busy_share=0.15)
+    assert (verdict.kind, verdict.severity, verdict.rule) == ("launch-bound", "critical", "launch-bound")
+    assert "busy only 15%" in verdict.headline and "(idle 85% inside it)" in verdict.headline
+    assert "torch.compile" in advice_text(verdict) and "input pipeline is not the cause" in advice_text(
+        verdict
+    )
+    assert rank_verdict(_dispatching(), gpu_busy_share=0.6).severity == "warn"
+
+
+def test_the_small_kernels_window_is_launch_bound_by_its_nvml_busy_share() -> None:
+    fixture = load_window("launch_bound_small_kernels")
+    assert verdict_of(fixture).rule == "launch-bound"
+    # The same steps with the GPU busy as long as the host dispatches: compute-bound.
+    assert rank_verdict(fixture.ranks[0].steps, gpu_busy_share=0.95).kind == "compute-bound"
+
+
+def test_compute_bound_on_a_gpu_needs_nvml_busy_where_nvml_measures_it() -> None:
+    steps = _dispatching()
+    assert rank_verdict(steps).kind == "compute-bound"  # not measured: the host's model and sync share
+    assert rank_verdict(steps, gpu_busy_share=0.92).kind == "compute-bound"
+    assert rank_verdict(steps, gpu_busy_share=0.85).kind == "healthy"  # the host's 97% does not count
+
+
+def test_a_gpu_busy_below_half_vetoes_compute_bound() -> None:
+    """The host's model share says compute-bound; NVML says the GPU is busy 45%: it is not."""
+    verdict = rank_verdict(_dispatching(), gpu_busy_share=0.45)
+    assert verdict.kind != "compute-bound", verdict.headline
+    assert verdict.severity == "critical" and "45%" in verdict.headline
+    assert verdict.evidence["compute_share"] > 0.9 and verdict.evidence["gpu_busy_share"] == 0.45
+
+
+def test_a_gpu_held_back_with_no_cause_large_enough_is_host_bound() -> None:
+    """NVML 65%, and the GPU's idle spread over the wait, the loop, copies and dispatch, none of them
+    10% of the step: the host holds the GPU back, and both usual causes are named."""
+    steps = []
+    for i in range(5, 45):
+        steps.append(
+            step_record(
+                i,
+                wall_ms=100.0,
+                wait_ms=9.0,
+                loop_pre_ms=5.0,
+                copy_ms=9.0,
+                loop_post_ms=4.0,
+                gap_ms=18.0,  # its loop work before (5), its wait (9), the step before's work after (4)
+                h2d_bytes=100_000_000,
+                partitioned=True,
+            )
+        )
+    verdict = rank_verdict(steps, gpu_busy_share=0.65)
+    assert (verdict.kind, verdict.severity, verdict.rule) == ("host-bound", "warn", "gpu-starved")
+    assert "loss.item()" in advice_text(verdict) and "torch.compile" in advice_text(verdict)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="src bug: verdict._launch_applies does not ask stats.partitioned; under xfertop.watch the "
+    "host's 'model' holds the loop's own work and its syncs, which launch-bound cannot tell from dispatch",
+)
+def test_under_watch_a_gpu_held_back_by_the_host_is_host_bound_not_launch_bound() -> None:
+    """loss.item() then ~40 ms of logging every step, under xfertop.watch: no model calls or syncs are
+    seen, so the host's 'model' is everything but the wait and the copies, and the gap (measured at the
+    batch's arrival) falls in it. `xfertop run` reads the same loop sync-bound; under watch() the step
+    clock cannot tell syncs and logging from dispatch, and the verdict that names both causes is
+    host-bound, not launch-bound ("many small kernels", "the input pipeline is not the cause")."""
+    steps = [
+        step_record(i, wall_ms=100.0, wait_ms=1.0, copy_ms=0.5, gap_ms=41.0, h2d_bytes=1 << 20, pinned=True)
+        for i in range(5, 45)
+    ]
+    verdict = rank_verdict(steps, gpu_busy_share=0.3)
+    assert verdict.kind == "host-bound", verdict.headline
+
+
+# -- every rule ---------------------------------------------------------------------------------------
+def _window_for(rule: str) -> tuple[list[StepRecord], float | None, Context]:
+    """A window built for ``rule``: its steps, NVML's busy share, the context."""
+    if rule == "untimed-copies":
+        # xfertop.watch, copies not timed: NVML (kernels only) reads 5% while the link receives 9 GB/s.
+        steps = [step_record(i, wall_ms=25.0, wait_ms=0.3, gap_ms=0.2) for i in range(5, 45)]
+        context = Context(copies_measured=False, gpu_rx_bytes_per_s=9e9, link_bytes_per_s=63e9)
+        return steps, 0.05, context
+    if rule == "gpu-starved":
+        steps = [
+            step_record(
+                i,
+                wall_ms=100.0,
+                wait_ms=9.0,
+                loop_pre_ms=5.0,
+                copy_ms=9.0,
+                loop_post_ms=4.0,
+                gap_ms=18.0,
+                h2d_bytes=100_000_000,
+                partitioned=True,
+            )
+            for i in range(5, 45)
+        ]
+        return steps, 0.65, Context()
+    name = {
+        "input-bound": "input_bound_gpu",
+        "sync-then-host-work": "sync_bound",
+        "loop-work": "loop_bound_augment",
+        "copy-bound": "copy_bound_pageable",
+        "launch-bound": "launch_bound_small_kernels",
+        "compute-bound": "compute_bound_hidden_wait",
+        "healthy": "healthy_gpu",
+    }[rule]
+    fixture = load_window(name)
+    return list(fixture.ranks[0].steps), fixture.context.get("gpu_busy_share"), Context()
+
+
+def test_every_rule_has_a_window_built_for_it() -> None:
+    for rule in RULES:
+        _window_for(rule.name)  # a KeyError names the rule without one
+
+
+@pytest.mark.parametrize("rule", [rule.name for rule in RULES])
+def test_each_rule_fires_on_the_window_built_for_it(rule: str) -> None:
+    steps, busy, context = _window_for(rule)
+    verdict = judge(window_stats(steps), gpu_busy_share=busy, context=context)  # type: ignore[arg-type]
+    assert verdict.rule == rule, verdict.headline
+    assert verdict.kind == next(r.kind for r in RULES if r.name == rule)
+    assert verdict.to_dict()["rule"] == rule
+
+
+def test_the_rules_are_ordered_as_documented() -> None:
+    assert [rule.name for rule in RULES] == [
+        "input-bound",
+        "sync-then-host-work",
+        "loop-work",
+        "copy-bound",
+        "untimed-copies",
+        "launch-bound",
+        "gpu-starved",
+        "compute-bound",
+        "healthy",
+    ]
 
 
 # -- thresholds -----------------------------------------------------------------------------------------
 def idle_window(idle_share: float) -> list[StepRecord]:
+    """GPU steps whose measured gap is all of their wait (the GPU felt it whole)."""
     idle_ms = 100.0 * idle_share
-    return [
-        StepRecord(i, 100.0, idle_ms, 0.0, 0.0, 100.0 - idle_ms, idle_ms, 0, 32, False, False)
-        for i in range(40)
-    ]
+    return [step_record(i, wall_ms=100.0, wait_ms=idle_ms, gap_ms=idle_ms) for i in range(40)]
 
 
 @pytest.mark.parametrize(
@@ -220,11 +495,17 @@ def test_warming_up_counts_steps_past_warm_up() -> None:
 
 def test_a_first_verdict_comes_early_and_says_so() -> None:
     steps = load_window("compute_bound_hidden_wait").ranks[0].steps
-    early = rank_verdict(steps[:9])  # 9 steps (of a run long past warm-up): fewer than a full window's 20
+    # 9 steps (of a run long past warm-up): fewer than a full window's 20
+    early = rank_verdict(steps[:9], gpu_busy_share=0.99)
     assert early.kind == "compute-bound" and early.evidence["early"] is True
     assert early.headline.startswith("compute-bound (early, 9 steps): ")
-    full = rank_verdict(steps)
+    full = rank_verdict(steps, gpu_busy_share=0.99)
     assert full.evidence["early"] is False and "early" not in full.headline
+
+
+def test_an_early_verdict_keeps_its_rule() -> None:
+    steps = load_window("compute_bound_hidden_wait").ranks[0].steps
+    assert rank_verdict(steps[:9], gpu_busy_share=0.99).rule == "compute-bound"
 
 
 # -- jobs -----------------------------------------------------------------------------------------------
@@ -237,23 +518,66 @@ def test_a_straggler_is_named_with_its_rank() -> None:
     assert "rank 2" in advice_text(verdict)
 
 
+def _fed(starved: RankState, *, sync: bool) -> tuple[StepRecord, ...]:
+    """An independent rank fed as fast as its GPU runs (30 ms a step): its host waits for the GPU in a
+    loss.item() after the model (``sync``) or, without one, in the launch queue inside the model."""
+    steps = []
+    for s in starved.steps:
+        model_ms, sync_ms = (6.0, 23.0) if sync else (29.0, 0.0)
+        steps.append(
+            step_record(
+                s.step,
+                wait_ms=0.4,
+                loop_pre_ms=0.3,
+                copy_ms=0.03,
+                model_ms=model_ms,
+                sync_ms=sync_ms,
+                loop_post_ms=0.2,
+                gap_ms=0.0,
+                h2d_bytes=s.h2d_bytes,
+                samples=s.samples,
+                pinned=True,
+                partitioned=True,
+                synced=sync,
+            )
+        )
+    return tuple(steps)
+
+
 def test_one_slow_rank_that_nobody_waits_for_is_not_a_straggler_nor_a_job_wide_bottleneck() -> None:
-    """Independent ranks (no collectives): the others' compute is not inflated, so the median rank
-    speaks for the job."""
+    """Independent ranks (no collectives) that sync every step: nobody waits for the starved one, so the
+    median rank speaks for the job."""
     starved = load_window("input_bound_gpu").ranks[0]
-    fed_steps = tuple(
-        replace(s, gpu_idle_ms=0.2, data_wait_ms=0.4, wall_ms=s.wall_ms - s.gpu_idle_ms + 0.2)
-        for s in starved.steps
-    )
+    fed_steps = _fed(starved, sync=True)
     ranks = [replace(starved, rank=r, steps=fed_steps) for r in (0, 1, 3)] + [replace(starved, rank=2)]
     verdict = job_verdict(ranks)
-    assert verdict.kind == "compute-bound"
+    assert verdict.kind == "compute-bound", verdict.headline
     assert verdict.evidence["ranks"] == 4
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="src bug: verdict._straggler compares the host's model time, which holds a fed rank's wait "
+    "in the launch queue: independent ranks read as victims of the starved one",
+)
+def test_independent_fed_ranks_that_wait_in_the_launch_queue_are_no_victims() -> None:
+    starved = load_window("input_bound_gpu").ranks[0]
+    fed_steps = _fed(starved, sync=False)
+    ranks = [replace(starved, rank=r, steps=fed_steps) for r in (0, 1, 3)] + [replace(starved, rank=2)]
+    assert job_verdict(ranks).kind != "straggler"
 
 
 def test_a_single_rank_job_gets_the_rank_verdict() -> None:
     rank = load_window("input_bound_gpu").ranks[0]
     assert job_verdict([rank]).kind == rank_verdict(rank.steps).kind == "input-bound"
+
+
+def test_a_jobs_verdict_keeps_the_rule_that_wrote_it() -> None:
+    rank = load_window("input_bound_gpu").ranks[0]
+    assert job_verdict([rank]).rule == rank_verdict(rank.steps).rule == "input-bound"
+    assert verdict_of(load_window("straggler_ddp4")).rule == "straggler"
+    assert job_verdict([rank_state(0, [], None)]).rule == "warming-up"
 
 
 def test_a_job_of_ranks_still_warming_up_is_warming_up() -> None:
@@ -265,8 +589,9 @@ def test_a_job_of_ranks_still_warming_up_is_warming_up() -> None:
 def test_to_dict_is_the_documented_json_shape() -> None:
     verdict = verdict_of(load_window("copy_bound_pageable"))
     as_json = json.loads(json.dumps(verdict.to_dict()))
-    assert set(as_json) == {"kind", "severity", "headline", "evidence", "advice"}
+    assert set(as_json) == {"kind", "severity", "headline", "evidence", "advice", "rule"}
     assert as_json["kind"] == "copy-bound" and as_json["severity"] == "critical"
+    assert as_json["rule"] == "copy-bound"
     assert isinstance(as_json["advice"], list) and all(isinstance(a, str) for a in as_json["advice"])
     for key in (
         "data_wait_share",
@@ -283,8 +608,46 @@ def test_to_dict_is_the_documented_json_shape() -> None:
         "gpu_idle_p95_ms",
         "samples_per_s",
         "h2d_bytes_per_s",
+        "partitioned",
+        "synced_step_fraction",
+        "host_wait_share",
+        "host_loop_pre_share",
+        "host_copy_share",
+        "host_model_share",
+        "host_sync_share",
+        "host_loop_post_share",
     ):
         assert key in as_json["evidence"], key
+    assert set(as_json["evidence"]["gpu_idle_in"]) == {"wait", "loop_pre", "copy", "loop_post", "model"}
+
+
+def test_gpu_idle_in_is_null_without_measured_gaps() -> None:
+    verdict = verdict_of(load_window("recorded_cpu_input_bound"))
+    assert verdict.evidence["gpu_idle_in"] is None and verdict.evidence["gpu_idle_share"] is None
+
+
+HOST_PARTS = ("wait", "loop_pre", "copy", "model", "sync", "loop_post")
+
+
+@pytest.mark.parametrize("name", [n for n in window_names() if n != "warming_up"])
+def test_the_host_parts_in_the_evidence_add_up_to_the_step(name: str) -> None:
+    fixture = load_window(name)
+    verdict = verdict_of(fixture)
+    total = sum(verdict.evidence[f"host_{part}_share"] for part in HOST_PARTS)
+    assert total == pytest.approx(1.0, abs=1e-3)
+    assert verdict.evidence["host_model_share"] == verdict.evidence["compute_share"]
+    assert verdict.evidence["host_wait_share"] == verdict.evidence["data_wait_share"]
+
+
+def test_the_host_parts_add_up_without_a_one_off_stall_too() -> None:
+    steps = [
+        replace(s, loop_pre_ms=2.0, loop_post_ms=1.0, sync_ms=3.0) for s in _steady_steps(200, {180: 170.0})
+    ]
+    steps = [replace(s, wall_ms=s.wall_ms + 6.0) for s in steps]
+    verdict = rank_verdict(steps, dataloader_workers=2)
+    assert "one_off_stall_ms" in verdict.evidence
+    total = sum(verdict.evidence[f"host_{part}_share"] for part in HOST_PARTS)
+    assert total == pytest.approx(1.0, abs=1e-3)
 
 
 def test_verdicts_are_immutable_values() -> None:
@@ -295,33 +658,25 @@ def test_verdicts_are_immutable_values() -> None:
 
 
 def test_a_cpu_compute_bound_job_is_told_the_step_clock_cannot_see_the_loops_own_python() -> None:
-    steps = [StepRecord(i, 50.0, 0.5, 0.0, None, None, None, 0, 32, False, False) for i in range(5, 105)]
+    steps = [step_record(i, wall_ms=50.0, wait_ms=0.5) for i in range(5, 105)]
     stats = window_stats(steps[:50])
-    verdict = judge(stats, dataloader_workers=2, context=Context(on_gpu=False))
+    verdict = judge(stats, dataloader_workers=2, context=Context(on_gpu=False))  # type: ignore[arg-type]
     assert verdict.kind == "compute-bound"
     assert "`xfertop attach PID`" in advice_text(verdict)
-    on_a_gpu = judge(stats, dataloader_workers=2, context=Context(on_gpu=True))
+    on_a_gpu = judge(stats, dataloader_workers=2, context=Context(on_gpu=True))  # type: ignore[arg-type]
     assert "`xfertop attach PID`" not in advice_text(on_a_gpu)
 
 
 def _steady_steps(count: int, stalls: dict[int, float], epoch_start: bool = False) -> list[StepRecord]:
-    """CPU-clock steps of 20 ms compute and 0.5 ms of wait; ``stalls``: step number -> its wait (ms)."""
+    """Host-clock steps of 20 ms of model and 0.5 ms of wait; ``stalls``: step number -> its wait (ms)."""
     steps = []
     for i in range(count):
         wait = stalls.get(i, 0.5)
         steps.append(
-            StepRecord(
+            step_record(
                 i,
-                20.0 + wait,
-                wait,
-                0.0,
-                None,
-                None,
-                None,
-                0,
-                32,
-                False,
-                False,
+                wait_ms=wait,
+                model_ms=20.0,
                 epoch_start=epoch_start and i in stalls,
                 workers_started=epoch_start and i in stalls,
             )
@@ -336,6 +691,13 @@ def test_a_one_off_stall_is_left_out_of_the_verdict_and_said() -> None:
     assert verdict.kind == "compute-bound", verdict.headline
     assert verdict.evidence["one_off_stall_ms"] == 170.0
     assert "One next() waited 170 ms" in advice_text(verdict) and "a one-off" in advice_text(verdict)
+
+
+def test_a_one_off_stall_the_gpu_felt_is_left_out_of_its_idle_too() -> None:
+    steps = [replace(s, gpu_gap_ms=s.data_wait_ms) for s in _steady_steps(200, {180: 170.0})]
+    verdict = rank_verdict(steps, dataloader_workers=2)
+    assert verdict.kind == "compute-bound", verdict.headline
+    assert verdict.evidence["gpu_idle_in"]["wait"] < 0.05
 
 
 def test_a_stall_that_recurs_in_the_history_is_the_pipelines_own() -> None:
@@ -357,20 +719,7 @@ def test_an_iterations_start_is_never_a_one_off_stall() -> None:
 def test_checkpoint_steps_that_take_a_large_share_are_named() -> None:
     # Every 10th step also ran torch.save, 60 ms beyond its 20 ms: 23% of the window.
     steps = [
-        StepRecord(
-            i,
-            80.0 if i % 10 == 0 else 20.0,
-            0.2,
-            0.0,
-            None,
-            None,
-            None,
-            0,
-            32,
-            False,
-            False,
-            checkpoint=i % 10 == 0,
-        )
+        step_record(i, wall_ms=80.0 if i % 10 == 0 else 20.0, wait_ms=0.2, checkpoint=i % 10 == 0)
         for i in range(5, 105)
     ]
     verdict = rank_verdict(steps, dataloader_workers=2)
