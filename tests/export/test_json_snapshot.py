@@ -64,7 +64,13 @@ def test_jobs_carry_a_verdict_a_window_and_recent_steps() -> None:
     first = job["ranks"][0]
     assert "steps" not in first
     assert len(first["recent_steps"]) == RECENT_STEPS and first["steps_recorded"] == 60
-    assert 0.3 < first["window"]["gpu_idle_share"] < 0.45
+    window = first["window"]
+    # The starved sample rank: the GPU idles ~37% of each step in the wait, ~9% through its copy calls.
+    assert 0.3 < window["idle"]["wait"] < 0.45 and 0.05 < window["idle"]["copy"] < 0.1
+    assert abs(window["gpu_idle_share"] - sum(window["idle"].values())) < 1e-9
+    assert window["loop_pre_share"] == 0.0 and window["partitioned"] is False
+    step = first["recent_steps"][-1]
+    assert step["gpu_gap_ms"] == 38.0 and {"loop_pre_ms", "sync_ms", "loop_post_ms", "synced"} <= set(step)
 
 
 def test_topology_carries_the_matrix_paths_placement_and_warnings_in_words() -> None:

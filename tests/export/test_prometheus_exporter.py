@@ -15,6 +15,7 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 
+from analysis.step_records import step_record
 from fakes.fake_pynvml import FakePynvml, SteadyTraffic
 from ring_test_tools import wait_until
 from ui.live import fake_gpu_source
@@ -27,17 +28,20 @@ from xfertop.export.prometheus_collector import RANK_COUNTERS, VERDICT_KINDS, _r
 from xfertop.export.prometheus_exporter import Exporter
 from xfertop.export.prometheus_totals import TotalsState
 from xfertop.model.gpu import GpuState, PcieErrors
-from xfertop.model.jobs import RankState, StepRecord
+from xfertop.model.jobs import RankState
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
 from xfertop.sources.jobs import JobsSource
 
 STEP_NS = 10_000_000
 WAIT_NS = 4_000_000
+#: The loop's own work before the model, syncs and the loop's work after it, in each step (`xfertop run`).
+LOOP_PRE_NS, SYNC_NS, LOOP_POST_NS = 500_000, 200_000, 300_000
 
 
 class Ring:
-    """A ring this process writes, ``capacity`` slots, 10 ms steps of which 4 ms wait for data."""
+    """A ring this process writes, ``capacity`` slots, 10 ms steps of which 4 ms wait for data, 1 ms
+    copies, 0.5 ms of loop work before the model, 0.2 ms of syncs and 0.3 ms of loop work after it."""
 
     def __init__(self, ring_dir: Path, capacity: int = 8, **identity: object) -> None:
         fields = {
@@ -61,7 +65,18 @@ class Ring:
             step = self.next_step
             pending = wire.F_GPU_PENDING if gpu else 0
             self.writer.write_step(
-                step, start_ns + step * STEP_NS, STEP_NS, WAIT_NS, 1_000_000, 1024, 8, flags | pending
+                step,
+                start_ns + step * STEP_NS,
+                STEP_NS,
+                WAIT_NS,
+                1_000_000,
+                LOOP_PRE_NS,
+                SYNC_NS,
+                wire.NO_VALUE,  # no GPU gap (yet)
+                1024,
+                8,
+                flags | pending,
+                LOOP_POST_NS,
             )
             self.next_step += 1
 
@@ -94,6 +109,9 @@ def test_each_step_counts_once_and_a_wrap_counts_the_steps_it_overwrote(tmp_path
     assert first[("xfertop_rank_steps_total", "0")] == 5
     assert first[("xfertop_rank_step_seconds_total", "0")] == 5 * 0.010
     assert first[("xfertop_rank_data_wait_seconds_total", "0")] == 5 * 0.004
+    assert abs(first[("xfertop_rank_loop_pre_seconds_total", "0")] - 5 * 0.0005) < 1e-9
+    assert abs(first[("xfertop_rank_sync_seconds_total", "0")] - 5 * 0.0002) < 1e-9
+    assert abs(first[("xfertop_rank_loop_post_seconds_total", "0")] - 5 * 0.0003) < 1e-9
     # 20 more steps while nobody reads: the 8-slot ring keeps the last 7, the others are overwritten.
     ring.write(20)
     jobs.sample_once()
@@ -116,14 +134,27 @@ def test_gpu_times_resolved_after_the_step_are_added_once(tmp_path: Path) -> Non
     jobs.sample_once()
     assert _samples(exporter)[("xfertop_rank_gpu_timed_steps_total", "0")] == 0
     for step in range(3):
-        ring.writer.patch_gpu(step, 1_000_000, 6_000_000, 3_000_000, wire.F_GPU_RESOLVED, wire.F_GPU_PENDING)
+        ring.writer.patch_gpu(step, 3_000_000, wire.F_GPU_RESOLVED, wire.F_GPU_PENDING)
     jobs.sample_once()
     jobs.sample_once()
     found = _samples(exporter)
     assert found[("xfertop_rank_gpu_timed_steps_total", "0")] == 3
-    assert abs(found[("xfertop_rank_gpu_idle_seconds_total", "0")] - 3 * 0.003) < 1e-9
-    assert abs(found[("xfertop_rank_compute_gpu_seconds_total", "0")] - 3 * 0.006) < 1e-9
+    assert abs(found[("xfertop_rank_gpu_timed_step_seconds_total", "0")] - 3 * 0.010) < 1e-9
+    assert abs(found[("xfertop_rank_gpu_gap_seconds_total", "0")] - 3 * 0.003) < 1e-9
     assert found[("xfertop_rank_steps_total", "0")] == 3
+
+
+def test_partitioned_and_synced_steps_are_counted(tmp_path: Path) -> None:
+    ring = Ring(tmp_path, capacity=64)
+    exporter, jobs = _exporter(tmp_path)
+    ring.write(4, flags=wire.F_COPIED | wire.F_PARTITIONED | wire.F_SYNCED)
+    ring.write(2, flags=wire.F_COPIED | wire.F_PARTITIONED)
+    ring.write(1, flags=wire.F_COPIED)  # watch() alone: the model's calls not seen
+    jobs.sample_once()
+    found = _samples(exporter)
+    assert found[("xfertop_rank_partitioned_steps_total", "0")] == 6
+    assert found[("xfertop_rank_synced_steps_total", "0")] == 4
+    assert found[("xfertop_rank_steps_total", "0")] == 7
 
 
 def test_a_restarted_exporter_carries_on_from_its_state_file(tmp_path: Path) -> None:
@@ -280,9 +311,9 @@ def test_docs_list_every_rank_series(tmp_path: Path) -> None:
 
 
 def test_a_ranks_own_verdict_rests_on_its_context_as_the_job_verdict_does() -> None:
-    # GPU-timed steps that never wait; NVML says the GPU computes 30% of the time and its link receives
-    # 20 GB/s that no timed copy accounts for (`xfertop.watch` alone: copies not measured).
-    steps = tuple(StepRecord(n, 10.0, 0.1, 0.0, None, 9.9, 0.05, 0, 8, False, False) for n in range(40))
+    # Steps with measured gaps that never wait; NVML says the GPU computes 30% of the time and its link
+    # receives 20 GB/s that no timed copy accounts for (`xfertop.watch` alone: copies not measured).
+    steps = tuple(step_record(n, wall_ms=10.0, wait_ms=0.1, gap_ms=0.05, samples=8) for n in range(40))
     rank = RankState(
         pid=1, host="node-a", rank=0, local_rank=0, world_size=1, job_key="run:j", device="cuda:0",
         argv=("train.py",), status="live", heartbeat_age_s=0.0, steps=steps, pinned_host_bytes=None,

@@ -90,30 +90,33 @@ class Ring:
         self.steps = 0
 
     def step(
-        self, wall_ms: float, wait_ms: float, flags: int = 0, gpu: tuple[float, float] | None = None
+        self,
+        wall_ms: float,
+        wait_ms: float,
+        flags: int = 0,
+        gap_ms: float | None = None,
+        parts_ms: tuple[float, float, float] = (0.0, 0.0, 0.0),
     ) -> None:
-        """One step; ``gpu``: (compute, idle gap) ms on the GPU clock, no copy marked."""
+        """One step, no copy marked; ``gap_ms``: the GPU's measured idle gap, resolved after the step;
+        ``parts_ms``: the loop's own work before the model, syncs and the loop's work after it."""
         start_ns = time.perf_counter_ns()
+        loop_pre_ms, sync_ms, loop_post_ms = parts_ms
         self.writer.write_step(
             self.steps,
             start_ns,
             int(wall_ms * MS),
             int(wait_ms * MS),
             0,
+            int(loop_pre_ms * MS),
+            int(sync_ms * MS),
+            wire.NO_VALUE,
             0,
             8,
-            flags | wire.F_GPU_PENDING * bool(gpu),
+            flags | wire.F_GPU_PENDING * (gap_ms is not None),
+            int(loop_post_ms * MS),
         )
-        if gpu is not None:
-            compute_ms, idle_ms = gpu
-            self.writer.patch_gpu(
-                self.steps,
-                wire.NO_VALUE,
-                int(compute_ms * MS),
-                int(idle_ms * MS),
-                wire.F_GPU_RESOLVED,
-                wire.F_GPU_PENDING,
-            )
+        if gap_ms is not None:
+            self.writer.patch_gpu(self.steps, int(gap_ms * MS), wire.F_GPU_RESOLVED, wire.F_GPU_PENDING)
         self.steps += 1
 
 
@@ -162,7 +165,14 @@ def test_rings_read_back_from_prometheus_get_the_local_verdict_advice_and_end(no
     _wait_scraped(node.prometheus, rings)  # 0 steps: every later step falls in a scraped interval
     for burst in (5, 8, 11, 8, 8):
         for _ in range(burst):
-            timed.step(10.0, 0.2, gpu=(9.5, 0.1))
+            # `xfertop run`: the loop's work and the loss.item() each step measured, the GPU's gap too.
+            timed.step(
+                10.0,
+                0.2,
+                wire.F_PARTITIONED | wire.F_SYNCED,
+                gap_ms=0.1,
+                parts_ms=(0.2, 0.3, 0.1),
+            )
             # Persistent workers that mostly keep up: every fifth batch takes 30 ms, the others 2 ms.
             wait_ms = 30.0 if bursty.steps % 5 == 4 else 2.0
             bursty.step(20.0 + wait_ms, wait_ms)
@@ -193,6 +203,11 @@ def test_rings_read_back_from_prometheus_get_the_local_verdict_advice_and_end(no
         assert (remote.ended_how, remote.failed) == (local.ended_how, local.failed), key
     timed_verdict = _job(remote_state, "run:parity-copy-timing").verdict
     assert timed_verdict.kind == "compute-bound"
+    # The host's parts and the GPU's gaps come back from their counters.
+    evidence = timed_verdict.evidence
+    assert (evidence["host_loop_pre_share"], evidence["host_sync_share"]) == (0.02, 0.03)
+    assert evidence["partitioned"] is True and evidence["synced_step_fraction"] == 1.0
+    assert evidence["gpu_idle_in"]["loop_pre"] == 0.01  # the 0.1 ms gap, in the loop's work before the model
     assert any(
         line.startswith("Do not tune PCIe: host-to-device copies are only 0%")
         for line in timed_verdict.advice
@@ -242,6 +257,9 @@ SUMMED = (
     "data_wait_share",
     "copy_share",
     "compute_share",
+    "host_loop_pre_share",
+    "host_sync_share",
+    "host_loop_post_share",
     "copied_step_fraction",
     "worker_start_steps",
     "worker_start_wait_share",

@@ -115,16 +115,19 @@ def host_state(cores: int = 16) -> HostState:
 
 
 def steps(count: int = 60, wait_ms: float = 41.0) -> tuple[StepRecord, ...]:
-    """A starved rank: 100 ms steps of which ``wait_ms`` wait for data, pageable non_blocking copies."""
+    """A starved rank: 100 ms steps of which ``wait_ms`` wait for data, pageable non_blocking copies; the
+    GPU idles 38 ms of each step's wait (its measured gap), and through its copy call (the stream had
+    drained). Under xfertop.watch: the loop's own work and syncs are not told apart from the model."""
     return tuple(
         StepRecord(
             step=i,
             wall_ms=100.0 + (i % 7),
             data_wait_ms=wait_ms + (i % 5),
             copy_cpu_ms=9.0,
-            copy_gpu_ms=8.0,
-            compute_gpu_ms=45.0,
-            gpu_idle_ms=38.0,
+            loop_pre_ms=0.0,
+            sync_ms=0.0,
+            loop_post_ms=0.0,
+            gpu_gap_ms=38.0,
             h2d_bytes=64 * 1024**2,
             samples=256,
             pinned=False,
