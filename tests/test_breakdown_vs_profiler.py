@@ -94,20 +94,22 @@ def test_small_copies_do_not_start_a_step_unless_bytes_are_unknown() -> None:
     assert bench.is_step_copy(no_size, 1024)
 
 
-def _record(step: int, copy: float | None, compute: float | None, idle: float | None) -> StepRecord:
-    return StepRecord(step, 20.0, 13.0, 0.05, copy, compute, idle, BATCH, 1, True, False, 0)
+def _record(step: int, gap: float | None) -> StepRecord:
+    """A reporter step whose GPU idle gap before its first work was measured (None: not measured)."""
+    return StepRecord(step, 20.0, 13.0, 0.05, 0.0, 0.0, 0.0, gap, BATCH, 1, True, False, 0)
 
 
-def test_pairs_align_by_step_order_and_skip_warm_up_and_untimed_steps() -> None:
+def test_pairs_align_by_step_order_and_skip_warm_up_and_unmeasured_steps() -> None:
     traced = [bench.TraceStep(1.0, 6.0, None if i == 0 else 13.0 + i, 4) for i in range(8)]
-    records = [_record(100 + i, 1.02, 6.01, 13.02 + i) for i in range(8)]
-    records[6] = _record(106, None, None, None)  # not GPU-timed
+    records = [_record(100 + i, 13.02 + i) for i in range(8)]
+    records[6] = _record(106, None)  # its gap was not measured (sampled out, or dropped)
     pairs = bench.pair_steps(records[::-1], traced, skip=2)
     assert [p["step"] for p in pairs] == [102, 103, 104, 105, 107]
-    assert pairs[0]["trace"] == {"copy": 1.0, "compute": 6.0, "idle": 15.0}
+    # The reporter's measured gap against the trace's idle time before the step's copy.
+    assert pairs[0]["trace"]["idle"] == 15.0
     assert pairs[0]["reporter"]["idle"] == pytest.approx(15.02)
     # More reporter steps than traced ones (the trace lost a copy): the extra ones are not paired.
-    assert len(bench.pair_steps([*records, _record(108, 1.0, 6.0, 13.0)], traced, skip=2)) == 5
+    assert len(bench.pair_steps([*records, _record(108, 13.0)], traced, skip=2)) == 5
 
 
 def _pairs(reporter: dict[str, float], trace: dict[str, float], count: int = 30) -> list[dict[str, Any]]:

@@ -1,5 +1,5 @@
-"""On a real GPU: the topology in `--once --json` and on the `t` screen, and a job that stalls its GPU
-from the host read as host-bound once NVML utilisation joins the step clock.
+"""On a real GPU: the topology in `--once --json` and on the `t` screen, and a job that syncs with its GPU
+every step, then works on the host while the GPU idles, read as sync-bound.
 
 Run on the GPU machine: `XFERTOP_RESULTS_DIR=$OUT pytest -m gpu tests/gpu/test_topology_and_sync_gpu.py`.
 """
@@ -29,8 +29,9 @@ from xfertop.ui.topology_screen import TopologyScreen
 
 pytestmark = pytest.mark.gpu
 
-#: 2 ms of GPU work per step, then the host blocks on .item() and sleeps 8 ms with the GPU idle:
-#: the step clock's events tile the step (all "compute"), NVML sees the GPU busy ~20% of the time.
+#: 2 ms of GPU work in each step's model, then the host blocks on loss.item() and sleeps 8 ms with the GPU
+#: idle: the GPU's measured gap falls in the loop's own work after the step, which follows a sync in every
+#: step; NVML sees the GPU busy ~20% of the time.
 SYNC_BOUND_JOB = """
 import time
 import torch
@@ -40,11 +41,17 @@ loader = DataLoader(TensorDataset(torch.ones(100000, 64)), batch_size=8, pin_mem
 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 start.record(); torch.cuda._sleep(50_000_000); end.record(); torch.cuda.synchronize()
 cycles_per_ms = 50_000_000 / start.elapsed_time(end)
+model = torch.nn.Linear(64, 64).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 deadline = time.monotonic() + 30
 for (batch,) in loader:
     device_batch = batch.to("cuda", non_blocking=True)
+    loss = model(device_batch).square().mean()
     torch.cuda._sleep(int(2 * cycles_per_ms))
-    device_batch.sum().item()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    loss.item()
     time.sleep(0.008)
     if time.monotonic() > deadline:
         break
@@ -88,7 +95,7 @@ def test_a_job_that_stalls_its_gpu_from_the_host_is_sync_bound(tmp_path: Path) -
     script = tmp_path / "sync_job.py"
     script.write_text(SYNC_BOUND_JOB)
     rings = tmp_path / "rings"
-    # Copy timing (the default): the copy event completes the GPU timeline the verdict's GPU clock needs.
+    # `xfertop run` with copy timing (the default) watches the model's calls, backward and .item().
     command = [sys.executable, "-m", "xfertop.cli.run", "--", sys.executable, str(script)]
     job = subprocess.Popen(command, env=child_env(rings), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     jobs = JobsSource(ring_dir=str(rings))
@@ -111,8 +118,11 @@ def test_a_job_that_stalls_its_gpu_from_the_host_is_sync_bound(tmp_path: Path) -
             "sync_bound_real_gpu",
             {"verdict": verdict, "gpu_util_percent": [g.util_gpu_percent for g in gpu_state.gpus]},
         )
-        assert verdict["kind"] == "host-bound", verdict["headline"]
+        assert (verdict["kind"], verdict["rule"]) == ("sync-bound", "sync-then-host-work"), verdict[
+            "headline"
+        ]
         assert verdict["evidence"]["gpu_busy_share"] < 0.5
+        assert verdict["evidence"]["host_loop_post_share"] > 0.5, verdict["evidence"]
     finally:
         job.terminate()  # xfertop run passes it on to the job
         try:
