@@ -80,6 +80,30 @@ def _within(measured: float, truth: float, share: float, floor_ms: float = 0.3) 
     return abs(measured - truth) <= max(share * truth, floor_ms)
 
 
+def test_cuda_events_complete_as_the_fake_cuda_says() -> None:
+    # What tests/fakes/fake_cuda.py models (tests/reporter/test_gpu_clock_with_fake_cuda.py checks it).
+    cycles_per_ms = _cycles_per_ms()
+    torch.cuda.synchronize()
+    assert torch.cuda.Event(enable_timing=True).query()  # never recorded
+    idle = torch.cuda.Event(enable_timing=True)
+    idle.record()
+    time.sleep(0.001)
+    assert idle.query()  # on an empty stream: complete as soon as recorded
+    gpu_busy_ms(cycles_per_ms, 200.0)
+    behind = torch.cuda.Event(enable_timing=True)
+    behind.record()
+    assert not behind.query()  # not until the stream reaches it
+    with pytest.raises(RuntimeError, match="Both events must be completed"):
+        idle.elapsed_time(behind)
+    side = torch.cuda.Stream()
+    on_side = torch.cuda.Event(enable_timing=True)
+    on_side.record(side)
+    time.sleep(0.001)
+    assert on_side.query()  # another stream's work does not hold it back
+    torch.cuda.synchronize()
+    assert behind.query() and _within(idle.elapsed_time(behind), 200.0, 0.05, floor_ms=2.0)
+
+
 def test_the_gap_is_the_wait_the_gpu_felt(clock: StepClock) -> None:
     cycles_per_ms = _cycles_per_ms()
     batch = torch.ones(1024, 1024).pin_memory()

@@ -138,6 +138,33 @@ def _host_parts_sum(step: StepRecord) -> float:
     )
 
 
+# -- the fake itself: the facts of CUDA events the clock rests on (the same on a real GPU: tests/gpu) ----
+def test_the_fakes_events_complete_as_real_ones_do(gpu: FakeCuda) -> None:
+    never_recorded = gpu.cuda.Event(enable_timing=True)
+    assert never_recorded.query()  # cudaEventQuery of an event never recorded: cudaSuccess
+    idle = gpu.cuda.Event(enable_timing=True)
+    idle.record(gpu.cuda.current_stream())
+    assert idle.query()  # on an empty stream an event completes when the host records it
+    gpu.launch(50.0)
+    behind = gpu.cuda.Event(enable_timing=True)
+    behind.record(gpu.cuda.current_stream())
+    assert not behind.query()  # not until the stream reaches it
+    with pytest.raises(RuntimeError, match="Both events must be completed"):
+        idle.elapsed_time(behind)
+    side = gpu.use_stream(1)
+    on_side = gpu.cuda.Event(enable_timing=True)
+    on_side.record(side)
+    assert on_side.query()  # another stream's work does not hold it back
+    gpu.use_stream(0)
+    assert gpu.stream.busy_until_ms == 50.0  # the default stream kept its work
+    gpu.host_work(49.0)
+    assert not behind.query()
+    gpu.cuda.synchronize()  # the host blocks until every stream has drained
+    assert behind.query() and gpu.host_ms == 50.0
+    assert idle.elapsed_time(behind) == pytest.approx(50.0)
+    assert gpu.unfinished_elapsed_calls == 1
+
+
 # -- the gap ---------------------------------------------------------------------------------------------
 def test_a_starved_loop_shows_the_part_of_the_wait_its_backlog_did_not_cover(
     plain: GpuLoop, gpu: FakeCuda

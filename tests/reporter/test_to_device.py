@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import time
 from collections import UserDict, namedtuple
+from pathlib import Path
 
 import torch
 from torch.nn.utils.rnn import PackedSequence, pack_sequence
 
 import xfertop
+from ring_test_tools import run_under_xfertop
 from xfertop.model.jobs import StepRecord
 from xfertop.reporter._clock import StepClock
 from xfertop.sources.ring_reader import RingReader
@@ -119,3 +121,19 @@ def test_a_tuple_whose_to_means_something_else_is_moved_field_by_field(fresh_clo
     for _ in xfertop.watch(range(2)):
         moved = xfertop.to_device(_Measured((torch.ones(2), "m")), "meta")
     assert isinstance(moved, _Measured) and moved[0].device.type == "meta" and moved[1] == "m"
+
+
+TO_DEVICE_UNDER_RUN = """
+import torch, xfertop
+from torch.utils.data import DataLoader, TensorDataset
+for (batch,) in xfertop.watch(DataLoader(TensorDataset(torch.ones(20 * 4, 8)), batch_size=4)):
+    xfertop.to_device(batch, "meta")
+"""
+
+
+def test_to_device_under_xfertop_run_counts_each_copy_once(tmp_path: Path) -> None:
+    # `xfertop run` times every Tensor.to, and to_device's own .to() calls are among them: the copy is
+    # one copy, of 4 x 8 float32 a step, whoever saw it.
+    _, (rank,) = run_under_xfertop(tmp_path, TO_DEVICE_UNDER_RUN)
+    assert len(rank.steps) == 20
+    assert [s.h2d_bytes for s in rank.steps] == [4 * 8 * 4] * 20
