@@ -462,10 +462,12 @@ def truth_kind(measured: dict[str, Any], device: str, expect: Expect | None = No
 
 def _straggler(ranks: list[dict[str, Any]]) -> bool:
     """xfertop's straggler rule on measured per-rank truths: the worst rank's data share 10 points above the
-    median, and the others' compute (ms) above the straggler's by 5% of its step."""
+    others' median, and the others' compute (ms, synchronised: it holds their wait in the all-reduce)
+    above the straggler's by 5% of its step."""
     shares = [r["truth"]["data_share"] for r in ranks]
     worst = max(range(len(ranks)), key=lambda i: shares[i])
-    if shares[worst] - statistics.median(shares) < STRAGGLER_WARN_EXCESS_SHARE:
+    others_share = statistics.median(s for i, s in enumerate(shares) if i != worst)
+    if shares[worst] - others_share < STRAGGLER_WARN_EXCESS_SHARE:
         return False
     step_ms = 1000 * ranks[worst]["truth_wall_s"] / max(1, ranks[worst]["truth_steps"])
     others = statistics.median(r["ms_per_boundary"]["compute"] for i, r in enumerate(ranks) if i != worst)

@@ -374,12 +374,6 @@ def test_a_gpu_whose_link_is_busy_while_its_kernels_idle_is_copy_bound_when_copi
     assert "Do not tune PCIe" not in _advice(verdict)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="src bug: verdict._launch_applies does not ask stats.partitioned; under xfertop.watch the "
-    "host's 'model' holds the loop's own work and its syncs, which launch-bound cannot tell from dispatch",
-)
 def test_a_gpu_idle_without_link_traffic_is_host_bound_with_both_causes_named() -> None:
     """Under xfertop.watch the step clock sees no syncs and no model calls: a GPU busy 30% with no gap
     may wait for .item() as well as for dispatch, and the advice names both."""
@@ -480,3 +474,15 @@ def test_workers_under_a_forkserver_are_its_children_and_their_confinement_is_se
     host = dataclasses.replace(host, processes=(rank_process,))
     advice = _advice(_verdict(rank, host=host))
     assert "may run on only 1 core (CPU affinity 3)" in advice and "Raise num_workers" not in advice
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_a_cpu_compute_bound_job_is_pointed_at_attach_only_when_the_loop_was_not_measured(
+    partitioned: bool,
+) -> None:
+    """Under watch() a CPU step's 'compute' holds the loop's own Python; `xfertop run` measured it apart."""
+    rank = load_window("recorded_cpu_compute_bound").ranks[0]
+    steps = tuple(dataclasses.replace(s, partitioned=partitioned) for s in rank.steps)
+    verdict = _verdict(dataclasses.replace(rank, device="cpu", steps=steps))
+    assert verdict.kind == "compute-bound", verdict.headline
+    assert ("cannot tell the model's compute" in _advice(verdict)) is not partitioned

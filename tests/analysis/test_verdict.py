@@ -13,17 +13,20 @@ from window_fixtures import WindowFixture, load_window, rank_state, window_names
 from xfertop.analysis.evidence import Context
 from xfertop.analysis.steps import window_stats
 from xfertop.analysis.thresholds import INPUT_CRITICAL_SHARE, INPUT_WARN_SHARE
-from xfertop.analysis.verdict import RULES, Verdict, VerdictKind, job_verdict, judge, rank_verdict
+from xfertop.analysis.verdict import (
+    RULES,
+    Verdict,
+    VerdictKind,
+    job_verdict,
+    judge,
+    rank_verdict,
+    window_or_early,
+)
 from xfertop.model.jobs import RankState, StepRecord
 
 #: Windows whose right verdict the analysis does not give yet, with the src bug each shows. Strict: once
 #: the bug is fixed the window passes, the test fails, and the window comes off this list.
-SRC_BUGS = {
-    "straggler_ddp4_item": (
-        "verdict._straggler compares the host's model time: ranks that sync every step (loss.item()) "
-        "wait for the straggler in sync_ms, not in the model, and the straggler is missed"
-    ),
-}
+SRC_BUGS: dict[str, str] = {}
 
 
 def verdict_of(fixture: WindowFixture) -> Verdict:
@@ -381,12 +384,6 @@ def test_a_gpu_held_back_with_no_cause_large_enough_is_host_bound() -> None:
     assert "loss.item()" in advice_text(verdict) and "torch.compile" in advice_text(verdict)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="src bug: verdict._launch_applies does not ask stats.partitioned; under xfertop.watch the "
-    "host's 'model' holds the loop's own work and its syncs, which launch-bound cannot tell from dispatch",
-)
 def test_under_watch_a_gpu_held_back_by_the_host_is_host_bound_not_launch_bound() -> None:
     """loss.item() then ~40 ms of logging every step, under xfertop.watch: no model calls or syncs are
     seen, so the host's 'model' is everything but the wait and the copies, and the gap (measured at the
@@ -555,12 +552,6 @@ def test_one_slow_rank_that_nobody_waits_for_is_not_a_straggler_nor_a_job_wide_b
     assert verdict.evidence["ranks"] == 4
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="src bug: verdict._straggler compares the host's model time, which holds a fed rank's wait "
-    "in the launch queue: independent ranks read as victims of the starved one",
-)
 def test_independent_fed_ranks_that_wait_in_the_launch_queue_are_no_victims() -> None:
     starved = load_window("input_bound_gpu").ranks[0]
     fed_steps = _fed(starved, sync=False)
@@ -727,3 +718,15 @@ def test_checkpoint_steps_that_take_a_large_share_are_named() -> None:
     assert verdict.advice[0].startswith("torch.save ran in 5 steps of the window, which took 23% of its time")
     rare = [replace(s, wall_ms=22.0) if s.checkpoint else s for s in steps]  # cheap saves: nothing said
     assert "torch.save" not in advice_text(rank_verdict(rare, dataloader_workers=2))
+
+
+def test_a_two_rank_stragglers_headline_compares_it_with_the_other_rank_not_with_itself() -> None:
+    fixture = load_window("straggler_ddp4")
+    straggler = next(r for r in fixture.ranks if r.rank == 2)
+    victim = next(r for r in fixture.ranks if r.rank == 0)
+    verdict = job_verdict([victim, straggler])
+    assert verdict.kind == "straggler", verdict.headline
+    assert verdict.evidence["median_input_share"] == pytest.approx(
+        window_or_early(victim.steps).input_share, abs=1e-4
+    )
+    assert "the others' median" in verdict.headline

@@ -353,8 +353,9 @@ def compute_bound_advice(stats: WindowStats, hidden_wait: bool, context: Context
     advice.append(
         "To go faster make the step itself cheaper: mixed precision, torch.compile, or better-shaped kernels."
     )
-    if context is not None and not context.on_gpu and not stats.sampled:
-        # On a CPU, everything between two next() calls reads as compute, the loop's own Python included.
+    if context is not None and not context.on_gpu and not stats.sampled and not stats.partitioned:
+        # Under watch() on a CPU, everything between two next() calls reads as compute, the loop's own
+        # Python included; `xfertop run` partitions the step and measures the loop's work apart.
         advice.append(
             "On a CPU the step clock cannot tell the model's compute from the loop's own Python (logging, "
             "metrics, bookkeeping): `xfertop attach PID` (or `s` on the job's row) names the lines."

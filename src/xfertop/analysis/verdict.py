@@ -439,7 +439,14 @@ def _untimed_copy_write(sig: Signals) -> RuleResult:
 
 
 def _launch_applies(sig: Signals) -> bool:
-    return _gpu_starved(sig) and sig.dispatch >= INPUT_WARN_SHARE and sig.largest() == "dispatch"
+    """Only where the host's step is partitioned (`xfertop run`): under watch() the host's "model" also
+    holds the loop's own work and its syncs, which cannot be told from dispatch (host-bound names both)."""
+    return (
+        sig.stats.partitioned
+        and _gpu_starved(sig)
+        and sig.dispatch >= INPUT_WARN_SHARE
+        and sig.largest() == "dispatch"
+    )
 
 
 def _busy_severity(sig: Signals) -> Severity:
@@ -656,26 +663,34 @@ def _rank_label(rank: RankState) -> str:
     return f"rank {rank.rank}" if rank.rank is not None else f"pid {rank.pid}"
 
 
+def _step_ms(stats: WindowStats) -> float:
+    return stats.wall_ms_total / max(stats.steps, 1)
+
+
 def _straggler(judged: Sequence[tuple[RankState, WindowStats]]) -> Verdict | None:
-    """One rank's input share far above the median while the others' compute is inflated by at
-    least a set share of the straggler's step (they wait for it in their collectives)."""
+    """One rank's input share far above the other ranks' while they spend at least a set share of its
+    step doing more than it does outside its wait: they wait for it in their collectives.
+
+    Compared in milliseconds of the step not lost to data (on the GPU's clock where it is measured: a
+    host's wait may overlap queued GPU work), not by part: every rank runs the same model, and where a
+    victim's wait for the straggler lands (the launch queue, an .item() sync, the all-reduce) depends on
+    its loop. Ranks in lock step share the straggler's step time; independent ranks that are fed step
+    faster and spend no more than it outside the wait."""
     input_shares = [stats.input_share for _, stats in judged]
-    median_input = statistics.median(input_shares)
     worst_index = max(range(len(judged)), key=lambda i: input_shares[i])
     worst_rank, worst = judged[worst_index]
+    others = [s for i, (_, s) in enumerate(judged) if i != worst_index]
+    median_input = statistics.median(s.input_share for s in others)
     excess = worst.input_share - median_input
-    # Compared in milliseconds, not shares: every rank runs the same model, so compute that takes the
-    # others longer than the straggler is time they spent waiting for it in a collective.
-    others_compute_ms = statistics.median(
-        s.compute.p50_ms for i, (_, s) in enumerate(judged) if i != worst_index
-    )
-    victim_excess = (others_compute_ms - worst.compute.p50_ms) / max(worst.wall.p50_ms, 1e-9)
+    others_busy_ms = statistics.median(_step_ms(s) * (1 - s.input_share) for s in others)
+    worst_busy_ms = _step_ms(worst) * (1 - worst.input_share)
+    victim_excess = (others_busy_ms - worst_busy_ms) / max(_step_ms(worst), 1e-9)
     if excess < STRAGGLER_WARN_EXCESS_SHARE or victim_excess < STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE:
         return None
     label = _rank_label(worst_rank)
     waits = "sits idle waiting for data" if worst.gpu_idle_share is not None else "waits for data"
     headline = (
-        f"straggler: {label} {waits} {pct(worst.input_share)} of each step (median "
+        f"straggler: {label} {waits} {pct(worst.input_share)} of each step (the others' median "
         f"{pct(median_input)}); the other ranks wait for it"
     )
     evidence = evidence_of(worst)
@@ -687,7 +702,7 @@ def _straggler(judged: Sequence[tuple[RankState, WindowStats]]) -> Verdict | Non
             "straggler_input_share": round(worst.input_share, 4),
             "median_input_share": round(median_input, 4),
             "input_excess_share": round(excess, 4),
-            "others_compute_p50_ms": round(others_compute_ms, 3),
+            "others_busy_ms": round(others_busy_ms, 3),
             "victim_compute_excess_share": round(victim_excess, 4),
         }
     )
