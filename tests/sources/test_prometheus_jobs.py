@@ -66,7 +66,7 @@ def test_steps_overwritten_unread_carry_no_time_and_a_reset_counts_from_zero() -
 def test_the_gpu_gap_and_the_host_parts_survive_the_trip_through_prometheus() -> None:
     # 60 steps of 100 ms under `xfertop run`: 10 ms of loop work before the model, 2 ms of copies, 5 ms of
     # syncs, 20 ms of loop work after the step; the GPU idled 30 ms before every other step's first work
-    # (one gap measured in two steps: the others carry none).
+    # (one gap measured in two steps: the others carry none); every other step synced.
     steps = [
         StepRecord(
             step=n,
@@ -83,7 +83,7 @@ def test_the_gpu_gap_and_the_host_parts_survive_the_trip_through_prometheus() ->
             pageable_non_blocking=False,
             copied=True,
             partitioned=True,
-            synced=True,
+            synced=n % 2 == 0,
         )
         for n in range(60)
     ]
@@ -93,7 +93,7 @@ def test_the_gpu_gap_and_the_host_parts_survive_the_trip_through_prometheus() ->
     assert local is not None and remote is not None
     assert (remote.clock, remote.partitioned) == (local.clock, local.partitioned) == ("gpu", True)
     assert remote.host_parts == pytest.approx(local.host_parts)
-    assert remote.synced_step_fraction == pytest.approx(local.synced_step_fraction)
+    assert remote.synced_step_fraction == pytest.approx(local.synced_step_fraction) == 0.5
     assert remote.gpu_idle_share == pytest.approx(local.gpu_idle_share)
     assert remote.idle is not None and local.idle is not None
     assert remote.idle.total == pytest.approx(local.idle.total)

@@ -371,6 +371,7 @@ class _Flags:
     copied: frozenset[int]
     pinned: frozenset[int]
     non_blocking: frozenset[int]
+    synced: frozenset[int]
 
 
 def _interval_flags(delta: Callable[[str], float], counted: int, count: int) -> _Flags:
@@ -394,6 +395,8 @@ def _interval_flags(delta: Callable[[str], float], counted: int, count: int) -> 
         copied=frozenset(copied),
         pinned=of_copying("pinned_steps"),
         non_blocking=of_copying("pageable_non_blocking_steps"),
+        # The synced fraction is a share of steps the rules compare with a bar: spread, not a majority.
+        synced=frozenset(spread_indices(round(count * min(delta("synced_steps"), counted) / counted), count)),
     )
 
 
@@ -452,7 +455,6 @@ def _interval_records(
     copy_cpu_ms = delta("copy_cpu_seconds") * 1000 / counted
     loop_pre_ms, sync_ms, loop_post_ms = (delta(name) * 1000 / counted for name in HOST_PART_COUNTERS)
     partitioned = delta("partitioned_steps") * 2 > counted
-    synced = delta("synced_steps") * 2 > counted
     h2d_bytes = round(delta("h2d_bytes") / counted)
     samples = round(delta("samples") / counted)
     records = []
@@ -483,7 +485,7 @@ def _interval_records(
                 epoch_start=index in flags.epoch_start,
                 workers_started=worker_start,
                 partitioned=partitioned,
-                synced=synced,
+                synced=index in flags.synced,
             )
         )
     return records
