@@ -14,6 +14,23 @@ from typing import Any
 from xfertop.reporter import copy_timing_installed, note_tensor_copy, note_work_starting
 
 
+def _targets_a_device(torch: Any, tensor: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether ``tensor.to(*args, **kwargs)`` may issue device work: a CPU tensor's dtype cast or
+    ``.to("cpu")`` is the loop's own work and must not end its time before the model."""
+    if not tensor.is_cpu:
+        return True
+    target = kwargs.get("device", args[0] if args else kwargs.get("other"))
+    if target is None or isinstance(target, torch.dtype):
+        return False
+    if isinstance(target, torch.Tensor):
+        return not target.is_cpu
+    if isinstance(target, str):
+        return not target.startswith("cpu")
+    if isinstance(target, torch.device):
+        return target.type != "cpu"
+    return True  # an int is a CUDA device index
+
+
 def install_copy_timing(torch: Any) -> None:
     tensor = torch.Tensor
     if getattr(tensor.to, "_xfertop_wrapped", False):
@@ -23,7 +40,8 @@ def install_copy_timing(torch: Any) -> None:
     now_ns = time.perf_counter_ns
 
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
-        note_work_starting()
+        if _targets_a_device(torch, self, args, kwargs):
+            note_work_starting()
         began = now_ns()
         moved = original_to(self, *args, **kwargs)
         if moved is not self:
