@@ -56,33 +56,47 @@ class IdleShares:
         return self.wait + self.loop_pre + self.copy + self.loop_post + self.model
 
 
+def split_gap(step: StepRecord, previous: StepRecord | None) -> IdleShares:
+    """One step's measured GPU gap in milliseconds, split over what the host did while it lasted (see
+    the module docstring): an ``IdleShares`` of ms, not of shares. A gap longer than the host's parts
+    explain (time that was no step's: between epochs, a checkpoint outside the loop) is left out, so no
+    share of the steps' wall ever exceeds it. ``previous``: the step before, if it is the one just before
+    and this step does not start an epoch."""
+    gap = step.gpu_gap_ms or 0.0
+    pre = min(gap, step.loop_pre_ms)
+    left = gap - pre
+    wait = min(left, step.data_wait_ms)
+    left -= wait
+    post = model = 0.0
+    if previous is not None and previous.step == step.step - 1 and not step.epoch_start:
+        post = min(left, previous.loop_post_ms)
+        model = min(left - post, previous.model_ms + previous.sync_ms)
+    # The stream had drained: its copy calls were all the GPU had to do.
+    copy = step.copy_cpu_ms if gap > 0 else 0.0
+    return IdleShares(wait, pre, copy, post, model)
+
+
 def attribute_idle(
     steps: Sequence[StepRecord], *, newest: int = WINDOW_STEPS, warmup_steps: int = WARMUP_STEPS
 ) -> IdleShares | None:
     """The ``newest`` measured gaps of ``steps`` (oldest first), each split over what the host did while
-    it lasted (see the module docstring), as shares of the wall of the steps that carry them; None when
-    no step carries one."""
+    it lasted (``split_gap``), as shares of the wall of the steps that carry them; None when no step
+    carries one."""
     wall = wait = pre = copy = post = model = 0.0
     counted = 0
     for index in range(len(steps) - 1, -1, -1):
         step = steps[index]
-        gap = step.gpu_gap_ms
-        if gap is None or step.step < warmup_steps or step.wall_ms <= 0:
+        if step.gpu_gap_ms is None or step.step < warmup_steps or step.wall_ms <= 0:
             continue
         wall += step.wall_ms
-        part = min(gap, step.loop_pre_ms)
-        pre += part
-        left = gap - part
-        part = min(left, step.data_wait_ms)
-        wait += part
-        left -= part
-        previous = steps[index - 1] if index else None
-        if previous is not None and previous.step == step.step - 1 and not step.epoch_start:
-            part = min(left, previous.loop_post_ms)
-            post += part
-            model += min(left - part, previous.model_ms + previous.sync_ms)
-        if gap > 0:  # the stream had drained: its copy calls were all the GPU had to do
-            copy += step.copy_cpu_ms
+        ms = split_gap(step, steps[index - 1] if index else None)
+        wait, pre, copy, post, model = (
+            wait + ms.wait,
+            pre + ms.loop_pre,
+            copy + ms.copy,
+            post + ms.loop_post,
+            model + ms.model,
+        )
         counted += 1
         if counted == newest:
             break

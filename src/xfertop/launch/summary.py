@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from xfertop.analysis.steps import split_gap
 from xfertop.model.jobs import JobsState, RankState, StepRecord
 
 #: A live rank's step is counted once it is this many steps behind the rank's newest.
@@ -48,9 +49,15 @@ class PhaseTotals:
     partitioned_steps: int = 0
     gpu_steps: int = 0
     gpu_wall_ms: float = 0.0
-    gpu_gap_ms: float = 0.0
+    #: The GPU's measured idle, by what the host did meanwhile (``split_gap``'s parts).
+    gpu_idle_wait_ms: float = 0.0
+    gpu_idle_loop_pre_ms: float = 0.0
+    gpu_idle_copy_ms: float = 0.0
+    gpu_idle_loop_post_ms: float = 0.0
+    gpu_idle_model_ms: float = 0.0
 
-    def add(self, step: StepRecord) -> None:
+    def add(self, step: StepRecord, previous: StepRecord | None = None) -> None:
+        """Count ``step``; ``previous`` is the step before it where known (its gap may reach into it)."""
         self.steps += 1
         self.samples += step.samples
         self.wall_ms += step.wall_ms
@@ -63,7 +70,14 @@ class PhaseTotals:
         if step.gpu_gap_ms is not None:
             self.gpu_steps += 1
             self.gpu_wall_ms += step.wall_ms
-            self.gpu_gap_ms += step.gpu_gap_ms
+            # The GPU's idle as the live view counts it: the gap the host's parts explain, never time
+            # that was no step's (the whole run's share would pass 100%).
+            idle = split_gap(step, previous)
+            self.gpu_idle_wait_ms += idle.wait
+            self.gpu_idle_loop_pre_ms += idle.loop_pre
+            self.gpu_idle_copy_ms += idle.copy
+            self.gpu_idle_loop_post_ms += idle.loop_post
+            self.gpu_idle_model_ms += idle.model
 
     def merge(self, other: PhaseTotals) -> None:
         for name in self.__dataclass_fields__:
@@ -87,12 +101,22 @@ class PhaseTotals:
         """Fractions of the step wall time: the host's parts, and the GPU's measured idle gaps (between
         steps' work) where steps carry them."""
         host = self.host_shares()
+        idle = {
+            "wait": self.gpu_idle_wait_ms,
+            "loop_pre": self.gpu_idle_loop_pre_ms,
+            "copy": self.gpu_idle_copy_ms,
+            "loop_post": self.gpu_idle_loop_post_ms,
+            "model": self.gpu_idle_model_ms,
+        }
         return {
             "clock": "gpu" if self.gpu_steps else "cpu",
             "data_wait": host["wait"],
             "copy": host["copy"],
             "compute": host["model"],
-            "gpu_idle": _share(self.gpu_gap_ms, self.gpu_wall_ms) if self.gpu_steps else None,
+            "gpu_idle": _share(sum(idle.values()), self.gpu_wall_ms) if self.gpu_steps else None,
+            "gpu_idle_in": (
+                {name: _share(ms, self.gpu_wall_ms) for name, ms in idle.items()} if self.gpu_steps else None
+            ),
             "partitioned": self.partitioned_steps * 2 > self.steps,
             "host": host,
         }
@@ -138,9 +162,9 @@ class RankTotals:
         if rank.steps[0].step > self.next_step:  # the ring wrapped between two reads
             self.steps_lost += rank.steps[0].step - self.next_step
             self.next_step = rank.steps[0].step
-        for step in rank.steps:
+        for index, step in enumerate(rank.steps):
             if self.next_step <= step.step < limit:
-                self.totals.add(step)
+                self.totals.add(step, rank.steps[index - 1] if index else None)
                 self.next_step = step.step + 1
 
 

@@ -92,6 +92,22 @@ def _host_text(shares: dict[str, Any]) -> str:
     )
 
 
+_IDLE_WHILE = {
+    "wait": "waiting for data",
+    "loop_pre": "the loop before the model",
+    "copy": "copies",
+    "loop_post": "the loop after the step",
+    "model": "dispatching the model",
+}
+
+
+def _idle_text(shares: dict[str, Any]) -> str:
+    """The GPU's idle share, and what the host did meanwhile (the parts of 1% or more)."""
+    parts = shares.get("gpu_idle_in") or {}
+    named = [f"{_IDLE_WHILE[name]} {_pct(share)}" for name, share in parts.items() if share >= 0.01]
+    return _pct(shares["gpu_idle"]) + (f", while the host was {', '.join(named)}" if named else "")
+
+
 def _span_label(span: dict[str, Any]) -> str:
     """A span's kind, or "not measured" for the verdict that says so (kind warming-up, its own headline)."""
     return "not measured" if span["headline"].startswith("not measured") else str(span["kind"])
@@ -123,7 +139,7 @@ def render_text(summary: dict[str, Any], json_path: str | None) -> str:
     else:
         lines.append(f"  where the time went (host, whole run): {_host_text(shares)}")
         if shares["gpu_idle"] is not None:
-            lines.append(f"  GPU idle between steps' work (measured): {_pct(shares['gpu_idle'])}")
+            lines.append(f"  GPU idle (measured): {_idle_text(shares)}")
     if summary["steps_lost"]:
         lines.append(f"  ({summary['steps_lost']} steps were overwritten in the ring before they were read)")
     spans = summary["verdicts"]
