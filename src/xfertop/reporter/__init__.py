@@ -14,6 +14,7 @@ import atexit
 import contextlib
 import os
 import sys
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -33,6 +34,9 @@ _in_forked_child = False
 _copy_timing = False
 #: `xfertop run` watches the model's calls, backward and optimizer steps (launch/step_parts.py).
 _partitioning = False
+#: Set on a thread while to_device moves a batch: its own .to() calls are one copy, counted by it, not
+#: again by `xfertop run`'s Tensor.to wrapper.
+_moving = threading.local()
 
 
 def _make_writer() -> RingWriter:
@@ -275,7 +279,11 @@ def to_device(batch: T, device: Any, non_blocking: bool = True) -> T:
         return _plain_move(batch, device, non_blocking)
     notes = CopyNotes()
     started_ns = _now_ns()
-    moved = move(batch, target, non_blocking, notes, tensor_type, to_host)
+    _moving.active = True
+    try:
+        moved = move(batch, target, non_blocking, notes, tensor_type, to_host)
+    finally:
+        _moving.active = False
     copy_cpu_ns = _now_ns() - started_ns
     try:
         if notes.inspect_error is not None:
@@ -309,7 +317,7 @@ def note_checkpoint() -> None:
 def note_tensor_copy(source: Any, moved: Any, non_blocking: bool, copy_cpu_ns: int) -> None:
     """For ``xfertop run --copy-timing``: account one ``Tensor.to``/``.cuda`` call made inside a step."""
     clock = _clock
-    if clock is None or clock.disabled or moved is source:
+    if clock is None or clock.disabled or moved is source or getattr(_moving, "active", False):
         return
     try:
         notes = CopyNotes()
