@@ -19,6 +19,7 @@ import pytest
 
 from fakes.fake_pynvml import FakePynvml
 from ring_test_tools import child_env, wait_until
+from xfertop.analysis.verdict import job_verdict
 from xfertop.export.recording import (
     KEY_EVERY,
     RecordingWriter,
@@ -226,7 +227,7 @@ def test_a_damaged_recording_is_one_clear_line(tmp_path: Path, damage: str, expe
     elif damage == "not a recording":
         path.write_bytes(gzip.compress(b'{"some": "json"}\n'))
     elif damage == "future version":
-        path.write_bytes(gzip.compress(lines[0].replace(b"recording/1", b"recording/9") + lines[1]))
+        path.write_bytes(gzip.compress(lines[0].replace(b"recording/2", b"recording/9") + lines[1]))
     elif damage == "truncated":
         path.write_bytes(good.read_bytes()[:-20])  # the end of the stream is gone
     elif damage == "wrong shape":
@@ -244,6 +245,60 @@ def test_a_damaged_recording_is_one_clear_line(tmp_path: Path, damage: str, expe
     assert result.returncode == 2
     assert result.stdout == "" and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith("xfertop: ") and expected in result.stderr, result.stderr
+
+
+def test_a_recording_cut_before_its_first_frame_does_not_suggest_partial(tmp_path: Path) -> None:
+    good = _a_recording(tmp_path, frames=1)
+    header = gzip.decompress(good.read_bytes()).splitlines(keepends=True)[0]
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(gzip.compress(header)[:-8])  # the header, then the stream ends mid-member
+    result = _replay(path)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "truncated before its first frame" in result.stderr and "--partial" not in result.stderr
+
+
+def test_a_recording_cut_after_one_frame_says_one_frame(tmp_path: Path) -> None:
+    good = _a_recording(tmp_path, frames=2)
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(good.read_bytes()[:-20])
+    result = _replay(path)
+    assert "truncated after 1 frame (" in result.stderr and "shows that frame" in result.stderr, result.stderr
+
+
+def _v1_step(n: int) -> dict[str, object]:
+    """A step as xfertop.recording/1 wrote it: event intervals, no host parts beyond wait and copy."""
+    return {
+        "step": n, "wall_ms": 20.0, "data_wait_ms": 15.0, "copy_cpu_ms": 0.5, "copy_gpu_ms": 0.4,
+        "compute_gpu_ms": 4.0, "gpu_idle_ms": 15.0, "h2d_bytes": 1 << 20, "samples": 32, "pinned": True,
+        "pageable_non_blocking": False, "start_monotonic_ns": 0, "copied": True, "epoch_start": False,
+        "workers_started": False, "checkpoint": False,
+    }  # fmt: skip
+
+
+def test_a_recording_of_format_1_replays_without_its_event_intervals(tmp_path: Path) -> None:
+    """Format /1 (before ring v2) kept event intervals, not the GPU's own idle: they are dropped, the
+    steps replay on the host's clock, and the verdict comes from the data wait."""
+    rank = {
+        "pid": 4000, "host": "node0", "rank": 0, "local_rank": 0, "world_size": 1, "job_key": "run:x",
+        "device": "cuda:0", "argv": ["train.py"], "status": "live", "heartbeat_age_s": 0.1,
+        "steps": [_v1_step(n) for n in range(30)], "pinned_host_bytes": None, "dataloader_workers": 2,
+        "reporter_errors": 0, "reporter_disabled": False, "ring_path": "/tmp/x/0.ring",
+        "steps_reset": True, "steps_first": 0, "steps_count": 30,
+    }  # fmt: skip
+    header = {"kind": "header", "schema": "xfertop.recording/1", "created_unix_s": 1.0, "host": "node0"}
+    frame = {
+        "kind": "frame", "index": 0, "time": 1000.0, "key": True, "gpu": None, "host": None,
+        "topology": None, "jobs": {"timestamp": 1000.0, "ring_dir": "/tmp/x",
+                                   "jobs": [{"job_key": "run:x", "name": "train.py", "ranks": [rank]}]},
+    }  # fmt: skip
+    path = tmp_path / "v1.jsonl.gz"
+    path.write_bytes(gzip.compress((json.dumps(header) + "\n" + json.dumps(frame) + "\n").encode()))
+    (snapshot,) = read_recording(str(path)).frames
+    assert snapshot.jobs is not None
+    steps = snapshot.jobs.jobs[0].ranks[0].steps
+    assert len(steps) == 30 and all(s.gpu_gap_ms is None and s.loop_pre_ms == 0.0 for s in steps)
+    assert steps[0].data_wait_ms == 15.0 and not steps[0].partitioned
+    assert job_verdict(snapshot.jobs.jobs[0].ranks).kind == "input-bound"
 
 
 def test_a_truncated_recording_replays_its_frames_with_partial(tmp_path: Path) -> None:

@@ -110,7 +110,7 @@ RANK_COUNTERS: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "xfertop_rank_gpu_gap_seconds",
-        "The GPU's measured idle gaps before the steps' first work, over the GPU-timed steps",
+        "The GPU's measured idle over the GPU-timed steps, as far as the host's step explains it",
         "gpu_gap_seconds",
     ),
     ("xfertop_rank_loop_pre_seconds", "The loop's own work before the model (CPU clock)", "loop_pre_seconds"),

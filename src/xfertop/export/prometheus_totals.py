@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TypeVar
 
 from xfertop import wire
+from xfertop.analysis.steps import split_gap
 from xfertop.model.gpu import GpuState
 from xfertop.model.jobs import JobsState, RankState, StepRecord
 
@@ -83,7 +84,7 @@ class RankTotals:
     #: every counter into two series).
     gpu_uuid: str | None = None
 
-    def add_step(self, step: StepRecord, gpu_expected: bool) -> None:
+    def add_step(self, step: StepRecord, gpu_expected: bool, previous: StepRecord | None = None) -> None:
         self.steps += 1
         self.samples += step.samples
         self.step_seconds += step.wall_ms / 1000
@@ -107,29 +108,27 @@ class RankTotals:
             self.worker_start_steps += 1
             self.worker_start_step_seconds += step.wall_ms / 1000
             self.worker_start_data_wait_seconds += step.data_wait_ms / 1000
-        if not self.add_gpu_clock(step) and gpu_expected:
+        if not self.add_gpu_clock(step, previous) and gpu_expected:
             self.gpu_pending.append(step.step)
         self.last_step = step.step
 
-    def add_gpu_clock(self, step: StepRecord) -> bool:
-        """Add the step's measured GPU idle gap if it has one."""
+    def add_gpu_clock(self, step: StepRecord, previous: StepRecord | None) -> bool:
+        """Add the step's measured GPU idle gap if it has one: the part the host's parts explain, as the
+        live view counts it (``split_gap``), so the share never passes 100%."""
         if step.gpu_gap_ms is None:
             return False
         self.gpu_timed_steps += 1
         self.gpu_timed_step_seconds += step.wall_ms / 1000
-        self.gpu_gap_seconds += step.gpu_gap_ms / 1000
+        self.gpu_gap_seconds += split_gap(step, previous).total / 1000
         return True
 
 
-def _new_steps(steps: tuple[StepRecord, ...], after_step: int) -> list[StepRecord]:
-    """The steps numbered above ``after_step``, oldest first (read from the newest end)."""
-    fresh: list[StepRecord] = []
-    for step in reversed(steps):
-        if step.step <= after_step:
-            break
-        fresh.append(step)
-    fresh.reverse()
-    return fresh
+def _first_new(steps: tuple[StepRecord, ...], after_step: int) -> int:
+    """The index of the first step numbered above ``after_step`` (read from the newest end)."""
+    index = len(steps)
+    while index and steps[index - 1].step > after_step:
+        index -= 1
+    return index
 
 
 def accumulate(totals: RankTotals, rank: RankState) -> None:
@@ -137,12 +136,14 @@ def accumulate(totals: RankTotals, rank: RankState) -> None:
     gpu_expected = rank.device.startswith("cuda")
     if totals.gpu_pending:
         _resolve_pending(totals, rank.steps)
-    for step in _new_steps(rank.steps, totals.last_step):
+    steps = rank.steps
+    for index in range(_first_new(steps, totals.last_step), len(steps)):
+        step = steps[index]
         # Steps between the last one counted and this one were overwritten before they were read.
         skipped = step.step - totals.last_step - 1
         totals.steps += skipped
         totals.steps_unseen += skipped
-        totals.add_step(step, gpu_expected)
+        totals.add_step(step, gpu_expected, steps[index - 1] if index else None)
     if totals.gpu_pending:
         oldest_kept = totals.last_step - GPU_PENDING_STEPS
         totals.gpu_pending = [number for number in totals.gpu_pending if number > oldest_kept]
@@ -151,10 +152,11 @@ def accumulate(totals: RankTotals, rank: RankState) -> None:
 def _resolve_pending(totals: RankTotals, steps: tuple[StepRecord, ...]) -> None:
     pending = set(totals.gpu_pending)
     oldest = min(pending)
-    for step in reversed(steps):
+    for index in range(len(steps) - 1, -1, -1):
+        step = steps[index]
         if step.step < oldest:
             break
-        if step.step in pending and totals.add_gpu_clock(step):
+        if step.step in pending and totals.add_gpu_clock(step, steps[index - 1] if index else None):
             pending.discard(step.step)
     totals.gpu_pending = sorted(pending)
 

@@ -29,7 +29,10 @@ from xfertop.model.jobs import JobsState, JobState, RankState, StepRecord
 from xfertop.model.plain import PlainFormError, from_plain, json_schema, to_plain
 from xfertop.model.topology import Topology
 
-SCHEMA = "xfertop.recording/1"
+SCHEMA = "xfertop.recording/2"
+#: Formats this xfertop still reads: /1 steps carried event intervals (copy_gpu_ms, compute_gpu_ms,
+#: gpu_idle_ms) instead of the host's parts and the GPU's measured gap (ring format v2).
+OLDER_SCHEMAS = ("xfertop.recording/1",)
 #: A key frame (everything, no deltas) every this many frames: what a seek decodes at most.
 KEY_EVERY = 30
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024
@@ -227,9 +230,10 @@ class _Truncated(Exception):
 class _Decoder:
     """Turns frame lines back into Snapshots, carrying unchanged parts and held steps from frame to frame."""
 
-    def __init__(self) -> None:
+    def __init__(self, schema: str = SCHEMA) -> None:
         self.last = Snapshot(time=0.0)
         self._steps: dict[str, dict[int, StepRecord]] = {}
+        self._v1 = schema == "xfertop.recording/1"
 
     def decode(self, frame: dict[str, Any]) -> Snapshot:
         parts: dict[str, Any] = {}
@@ -268,6 +272,8 @@ class _Decoder:
             raise PlainFormError(f"{where}: expected an object")
         extra = {name: plain.get(name) for name in ("steps_reset", "steps_first", "steps_count")}
         fields = {key: value for key, value in plain.items() if key not in extra}
+        if self._v1 and isinstance(fields.get("steps"), list):
+            fields["steps"] = [_step_of_v1(step) for step in fields["steps"]]
         rank: RankState = from_plain(RankState, fields, where)
         held = {} if extra["steps_reset"] else self._steps.get(rank.ring_path, {})
         for step in rank.steps:
@@ -287,6 +293,20 @@ class _Decoder:
         return replace(rank, steps=steps)
 
 
+_V1_EVENT_INTERVALS = ("copy_gpu_ms", "compute_gpu_ms", "gpu_idle_ms")
+
+
+def _step_of_v1(plain: Any) -> Any:
+    """A /1 step in today's shape: its event intervals were not the GPU's own busy or idle time, so they
+    are dropped (no gap measured) and the host's other parts, never recorded, read 0: the model holds
+    them, as under watch()."""
+    if not isinstance(plain, dict):
+        return plain
+    step = {key: value for key, value in plain.items() if key not in _V1_EVENT_INTERVALS}
+    step.update(loop_pre_ms=0.0, sync_ms=0.0, loop_post_ms=0.0, gpu_gap_ms=None)
+    return step
+
+
 def read_recording(path: str, partial: bool = False) -> Recording:
     """Every frame of the recording at ``path``; RecordingError (one sentence) for anything wrong with
     it. ``partial``: a file the recorder never closed gives the frames before its end, not an error."""
@@ -298,6 +318,7 @@ def read_recording(path: str, partial: bool = False) -> Recording:
             document = _parse(path, number, line)
             if header is None:
                 header = _check_header(path, document)
+                decoder = _Decoder(header["schema"])
                 continue
             try:
                 frames.append(decoder.decode(document))
@@ -306,10 +327,17 @@ def read_recording(path: str, partial: bool = False) -> Recording:
                     f"{path}: frame on line {number} does not fit the snapshot model ({exc})"
                 ) from None
     except _Truncated:
-        if not partial:
+        if not frames:
             raise RecordingError(
-                f"{path} is truncated after {len(frames)} frames (the recorder was stopped before it closed "
-                f"the file); `xfertop replay --partial {path}` shows those frames"
+                f"{path} is truncated before its first frame (the recorder was stopped before it wrote "
+                "one): there is nothing to replay"
+            ) from None
+        if not partial:
+            count = "1 frame" if len(frames) == 1 else f"{len(frames)} frames"
+            shows = "shows that frame" if len(frames) == 1 else "shows those frames"
+            raise RecordingError(
+                f"{path} is truncated after {count} (the recorder was stopped before it closed the file); "
+                f"`xfertop replay --partial {path}` {shows}"
             ) from None
     if header is None:
         raise RecordingError(f"{path} is empty: not an xfertop recording")
@@ -336,7 +364,7 @@ def _check_header(path: str, document: dict[str, Any]) -> dict[str, Any]:
         or not schema.startswith("xfertop.recording/")
     ):
         raise RecordingError(f"{path} is not an xfertop recording (no recording header on its first line)")
-    if schema != SCHEMA:
+    if schema != SCHEMA and schema not in OLDER_SCHEMAS:
         raise RecordingError(
             f"{path} is a recording of format {schema}, which this xfertop does not read "
             f"(it reads {SCHEMA}): upgrade xfertop"
