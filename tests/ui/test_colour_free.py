@@ -42,15 +42,15 @@ async def test_a_plain_text_capture_keeps_the_bar_and_its_legend_in_letters(
         assert app.no_color  # Textual's own NO_COLOR filter is on
         [row] = [row for row in screen_text(app) if row.startswith(" train.py  0/1")]
         bar = row.split()[4]
-        # The sample rank: ~37% of each step the GPU idles (input), 8% copy, 44% compute.
-        assert len(bar) == 16 and set(bar) == {"I", "C", "X", "·"}
-        assert bar.count("I") == 6 and bar.count("C") == 1 and bar.count("X") == 7, bar
-        assert bar.index("I") < bar.index("C") < bar.index("X"), "input, then copy, then compute"
+        # The sample rank's host step: ~42% wait, ~9% copy, the rest model (under watch(): no loop part).
+        assert len(bar) == 16 and set(bar) == {"W", "C", "M"}, bar
+        assert bar.count("W") == 7 and bar.count("C") == 1 and bar.count("M") == 8, bar
+        assert bar.index("W") < bar.index("C") < bar.index("M"), "wait, then copy, then model"
         app.query_one("#ranks").focus()
         await pilot.press("enter")
         await pilot.pause()
         detail = "\n".join(screen_text(app))
-        assert "I input  C copy  X compute  · rest" in detail
+        assert "W wait  L loop  C copy  M model  S sync" in detail
 
 
 async def test_m_turns_monochrome_on_and_the_next_run_remembers(
