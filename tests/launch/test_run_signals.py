@@ -126,6 +126,25 @@ def test_a_signal_that_was_not_ignored_reaches_the_job_and_xfertop_dies_of_it(
     assert process.stdout.read() == ""  # the job died of it too: it never got its line
 
 
+def test_only_the_launchers_main_thread_can_take_a_forwarded_signal(tmp_path: Path) -> None:
+    """The summary's follower thread blocks the forwarded signals: the kernel may hand a process-directed
+    signal to any thread that does not, and one handled there never wakes the main thread from waitid."""
+    process = _start(tmp_path, [*XFERTOP_RUN, *WAITS_FOR_A_LINE])
+    assert process.stdout is not None and process.stdin is not None
+    process.stdout.readline()
+    tasks = Path(f"/proc/{process.pid}/task")
+    wait_until(lambda: len(list(tasks.iterdir())) > 1, 10, "the summary's follower thread to start")
+    others = [task for task in tasks.iterdir() if task.name != str(process.pid)]
+    masks = [_status_mask(process.pid, "SigBlk")] + [
+        _status_mask(int(task.name), "SigBlk") for task in others
+    ]
+    process.stdin.write("line\n")
+    process.stdin.close()
+    assert process.wait(timeout=60) == 0
+    assert not any(_has(masks[0], sig) for sig in FORWARDED_SIGNALS)
+    assert all(_has(mask, sig) for mask in masks[1:] for sig in FORWARDED_SIGNALS), [hex(m) for m in masks]
+
+
 def test_sigkill_of_xfertop_kills_the_job_too(tmp_path: Path) -> None:
     process = _start(tmp_path, [*XFERTOP_RUN, *WAITS_FOR_A_LINE])
     assert process.stdout is not None

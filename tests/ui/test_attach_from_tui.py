@@ -63,12 +63,16 @@ async def test_s_on_a_process_samples_its_stacks_and_escape_returns() -> None:
             await pilot.pause()
             screen = app.screen
             assert isinstance(screen, AttachScreen) and screen.sampler.pid == job.pid
-            await waiter.wait_for(lambda m: isinstance(m, StacksUpdated), timeout_s=30)
-            await pilot.pause()
+            # The screen reads the live view's GPU source: NVML lists the job alone on its GPU, idle. A
+            # window judged before a GPU reading fell inside it has no busy share yet: wait for one that has.
+            for _ in range(10):
+                await waiter.wait_for(lambda m: isinstance(m, StacksUpdated), timeout_s=30)
+                await pilot.pause()
+                if screen.summaries and screen.summaries[0].gpu_busy_share is not None:
+                    break
+            assert screen.summaries[0].gpu_busy_share == 0.0
             assert screen.verdict is not None and screen.verdict.kind == "input-bound"
             assert "num_workers=0" in screen.verdict.headline
-            # The screen reads the live view's GPU source: NVML lists the job alone on its GPU, idle.
-            assert screen.summaries[0].gpu_busy_share == 0.0
             await pilot.press("escape")
             await pilot.pause()
             assert not isinstance(app.screen, AttachScreen)

@@ -119,11 +119,19 @@ def _wait_and_record(child: subprocess.Popen[bytes], token: str) -> int:
 
 
 def _start_follower(summary: bool, token: str) -> RunFollower | None:
+    """The summary's follower thread, started with the forwarded signals blocked (threads inherit the
+    mask): a process-directed signal then always reaches the main thread. Delivered to the follower, its
+    Python handler would wait for the main thread's next bytecode, which blocks in waitid until the job
+    ends: the signal would never be forwarded."""
     if not summary:
         return None
     with contextlib.suppress(Exception):
         follower = RunFollower(token)
-        follower.start()
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED_SIGNALS)
+        try:
+            follower.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         return follower
     return None
 
