@@ -16,7 +16,7 @@ from xfertop.analysis.job_analysis import analyse
 from xfertop.analysis.verdict import Verdict
 from xfertop.model.gpu import GpuState
 from xfertop.model.host import HostState, ProcessStats
-from xfertop.model.jobs import JobsState, JobState, RankState, StepRecord
+from xfertop.model.jobs import JobsState, JobState, RankEnd, RankState, StepRecord
 
 GIB = 2**30
 
@@ -486,3 +486,62 @@ def test_a_cpu_compute_bound_job_is_pointed_at_attach_only_when_the_loop_was_not
     verdict = _verdict(dataclasses.replace(rank, device="cpu", steps=steps))
     assert verdict.kind == "compute-bound", verdict.headline
     assert ("cannot tell the model's compute" in _advice(verdict)) is not partitioned
+
+
+# -- a loop that ends keeps the advice its steps earned (issue 20, item 5) ------------------------------
+def _one_job(rank: RankState) -> JobsState:
+    return JobsState(timestamp=0.0, jobs=(JobState(rank.job_key, "train.py", (rank,)),), ring_dir="/x")
+
+
+def test_a_loop_that_ends_keeps_its_workers_advice_and_verdict_through_to_the_frozen_one() -> None:
+    """Eight workers confined to one core, live: the affinity advice. The loop ends: its last step closes
+    at the next() that raises StopIteration, then its workers shut down (non-persistent) and the GPU goes
+    quiet while the heartbeat still counts as fresh, then the process exits. Every snapshot keeps the
+    live verdict and its advice (before: "launch-bound: busy 0%", and only "Do not tune PCIe")."""
+    live = _starved(workers=8)
+    confined = _host_with_workers(live, allowed=(3,), core_busy=100.0, workers=8)
+    first = analyse(_one_job(live), _sole_user(live, util=40.0, rx=0.5e9), host=confined)
+    verdict = first.jobs[0].verdict
+    assert verdict.kind == "input-bound" and "may run on only 1 core" in _advice(verdict), verdict.advice
+
+    trainer = confined.processes[0]
+    no_workers = dataclasses.replace(confined, processes=(dataclasses.replace(trainer, children=()),))
+    quiet = _sole_user(live, util=0.0, rx=0.0)
+    # No step for 0.3 s (steps of ~46 ms): overdue, though within NVML's freshness (1.5 s).
+    tearing_down = dataclasses.replace(live, heartbeat_age_s=0.3)
+    closing = analyse(_one_job(tearing_down), quiet, previous=first, host=no_workers)
+    assert closing.jobs[0].verdict == verdict and not closing.jobs[0].frozen
+
+    ended = dataclasses.replace(
+        live, status="finished", heartbeat_age_s=4.0, end=RankEnd(closed_ring=True, exit_code=0)
+    )
+    frozen = analyse(_one_job(ended), quiet, previous=closing, host=no_workers)
+    assert frozen.jobs[0].frozen and frozen.jobs[0].verdict == verdict
+
+
+def test_workers_gone_between_epochs_keep_their_evidence_while_the_rank_steps() -> None:
+    """Non-persistent workers restart each epoch: a snapshot between two epochs, while new steps still
+    come in, judges the rank with the workers' evidence last seen."""
+    live = _starved(workers=8)
+    confined = _host_with_workers(live, allowed=(3,), core_busy=100.0, workers=8)
+    first = analyse(_one_job(live), None, host=confined)
+    trainer = confined.processes[0]
+    between = dataclasses.replace(confined, processes=(dataclasses.replace(trainer, children=()),))
+    newer = dataclasses.replace(
+        live, steps=(*live.steps[1:], dataclasses.replace(live.steps[-1], step=10**6))
+    )
+    again = analyse(_one_job(newer), None, previous=first, host=between)
+    assert again.jobs[0].ranks[0].context.workers == first.jobs[0].ranks[0].context.workers
+    assert "may run on only 1 core" in _advice(again.jobs[0].verdict)
+
+
+def test_a_live_job_between_steps_within_its_cadence_is_judged_again() -> None:
+    """A step of ~46 ms and a heartbeat 60 ms old: not overdue, so NVML's new reading counts."""
+    live = _starved(workers=4)
+    first = analyse(_one_job(live), _sole_user(live, util=40.0, rx=0.5e9))
+    again = analyse(
+        _one_job(dataclasses.replace(live, heartbeat_age_s=0.06)),
+        _sole_user(live, util=97.0, rx=0.5e9),
+        previous=first,
+    )
+    assert again.jobs[0].verdict.evidence["gpu_busy_share"] == 0.97

@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from ring_test_tools import child_env
 from xfertop.launch.summary import PhaseTotals, RankTotals
 from xfertop.launch.summary_report import render_text
@@ -95,6 +97,25 @@ for batch in loader:
         break
 """
 
+
+# The same workers, not persistent, over two whole epochs; then the script tears down for 2 s (its workers
+# gone, its heartbeat still fresh for a while) before it exits: the advice its steps earned must stay.
+CONFINED_THEN_TEARDOWN = (
+    CONFINED.replace("return 100_000", "return 500")
+    .replace("persistent_workers=True", "persistent_workers=False")
+    .replace(
+        """ended = time.monotonic() + 8.0
+for batch in loader:
+    if time.monotonic() > ended:
+        break
+""",
+        """for epoch in range(2):
+    for batch in loader:
+        pass
+time.sleep(2.0)
+""",
+    )
+)
 
 # A loop whose own Python work is most of each step: 6 ms of augmenting before the model, a small model,
 # 4 ms of logging after the optimizer step. The job measures the truth itself (time in each over the
@@ -274,10 +295,14 @@ def test_a_run_longer_than_its_ring_is_counted_whole_across_reads() -> None:
     assert known.totals.shares()["data_wait"] == 0.4
 
 
-def test_the_summarys_advice_sees_where_the_workers_run_as_the_live_view_does(tmp_path: Path) -> None:
+@pytest.mark.parametrize("script", [CONFINED, CONFINED_THEN_TEARDOWN], ids=["live", "ended-then-teardown"])
+def test_the_summarys_advice_sees_where_the_workers_run_as_the_live_view_does(
+    tmp_path: Path, script: str
+) -> None:
     """The summary's verdict rests on the host evidence (the workers' affinity and how busy their cores
-    are), not the step clock alone: three workers confined to one core are not told to add workers."""
-    wrapped = _run(tmp_path, CONFINED)
+    are), not the step clock alone: three workers confined to one core are not told to add workers. A job
+    whose workers shut down at its loop's end and that lingers before it exits keeps that advice."""
+    wrapped = _run(tmp_path, script)
     assert wrapped.returncode == 0, wrapped.stderr
     summary = _summary_json(wrapped.stderr)
     verdict = summary["last_verdict"]

@@ -7,14 +7,20 @@ by the caller: a job that ends keeps the verdict of its last live window (frozen
 utilisation seen then) instead of being judged again against what the GPU does now; and a rank whose
 steps are the very same tuple as last time (the jobs source hands it over unchanged while a ring has
 no new steps) keeps its statistics without recomputing them.
+
+Evidence read at the snapshot (the workers' cores, NVML's busy share) must describe the steps judged.
+When a loop ends (an epoch, the run) its non-persistent workers shut down before its last step closes,
+and the GPU goes quiet while the heartbeat is still fresh: a rank keeps the workers' evidence last seen
+while they ran, and a job whose ranks are overdue for their next step keeps its verdict.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xfertop.analysis.evidence import Context, MemoryEvidence, memory_evidence, rank_context
 from xfertop.analysis.steps import WindowStats
+from xfertop.analysis.thresholds import OVERDUE_MIN_S, OVERDUE_STEPS
 from xfertop.analysis.verdict import Verdict, job_verdict, window_or_early
 from xfertop.model.gpu import GpuState
 from xfertop.model.host import HostState
@@ -89,7 +95,24 @@ def _rank_analysis(
         stats = previous.stats
     else:
         stats = window_or_early(rank.steps)
-    return RankAnalysis(rank, stats, rank_context(rank, stats, gpu, host, memory))
+    context = rank_context(rank, stats, gpu, host, memory)
+    if context.stepping and context.workers is None and previous is not None and rank.dataloader_workers:
+        # The workers are gone (the loop ended, or between epochs) while its steps are still judged.
+        context = replace(
+            context,
+            workers=previous.context.workers,
+            cgroup_cpu=context.cgroup_cpu or previous.context.cgroup_cpu,
+        )
+    return RankAnalysis(rank, stats, context)
+
+
+def _overdue(rank: RankAnalysis) -> bool:
+    """No step has closed for a few typical steps: the loop has stopped (or paused), though the
+    heartbeat may still count as fresh."""
+    stats = rank.stats
+    if stats is None:
+        return False
+    return rank.rank.heartbeat_age_s > max(OVERDUE_MIN_S, OVERDUE_STEPS * stats.wall.p50_ms / 1000)
 
 
 def analyse_job(
@@ -110,6 +133,17 @@ def analyse_job(
         # verdict of the last window while it stepped, not one of its workers gone and its GPU quiet.
         return JobAnalysis(
             job, ranks, previous.verdict, live=live, frozen=True, ended_how=ended_how, failed=failed
+        )
+    if (
+        previous is not None
+        and previous.live
+        and not previous.frozen
+        and all(_overdue(r) for r in ranks if r.context.stepping)
+    ):
+        # Still "stepping" by the heartbeat, yet overdue: what the GPU and the host show now is the
+        # loop's end, not its steps. The verdict of the window while steps came in stands.
+        return JobAnalysis(
+            job, ranks, previous.verdict, live=live, frozen=False, ended_how=ended_how, failed=failed
         )
     verdict = job_verdict(
         job.ranks,

@@ -74,6 +74,10 @@ RESTARTS_FIRST_SHARE = 0.5
 #: many typical steps (and at least NVML_FRESH_MIN_S). A job tearing down reads 0% without being slow.
 NVML_FRESH_STEPS = 3
 NVML_FRESH_MIN_S = 1.5
+#: A rank is overdue for its next step past this many typical steps (and at least OVERDUE_MIN_S, above a
+#: snapshot's jitter): its loop has stopped, and what the GPU and host show is no longer its steps.
+OVERDUE_STEPS = 2
+OVERDUE_MIN_S = 0.25
 
 #: Copies not timed, GPU not busy, no data wait: the GPU's PCIe RX (its only user being this rank) gives
 #: the time spent copying, between RX / link capacity (pinned copies at full speed: a lower bound) and
