@@ -51,6 +51,7 @@ def test_once_json_is_one_schema_conforming_document() -> None:
     [
         (("--json",), "--json goes with --once"),
         (("--interval", "0"), "--interval must be at least"),
+        (("--once", "--json", "--interval", "-1"), "--interval must be at least"),
         ((), "needs a terminal"),
     ],
 )

@@ -73,11 +73,11 @@ def _viewer(args: argparse.Namespace) -> int:
 
     if args.json and not args.once:
         raise ViewerError("--json goes with --once: `xfertop --once --json`")
+    interval_s = check_interval(args.interval)  # --once too: a bad value is refused wherever it is given
     if args.once:
         from xfertop.cli.once import run_once
 
         return run_once(as_json=args.json, pcie=args.pcie, prometheus_url=args.prometheus)
-    interval_s = check_interval(args.interval)
     require_terminal()
     startup_trace.mark("cli: viewer imported, terminal checked")
     sources = build_sources(interval_s, pcie=args.pcie, prometheus_url=args.prometheus)
