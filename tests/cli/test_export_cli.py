@@ -34,15 +34,19 @@ def test_a_listen_address_that_is_not_host_port_is_one_line(tmp_path: Path) -> N
     assert "127.0.0.1:9477" in line
 
 
-def test_a_busy_port_is_one_line(tmp_path: Path) -> None:
+def test_a_busy_port_is_one_line_and_leaves_the_state_file_alone(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    state.write_text("the running exporter's")
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
         line = _one_line_error(
-            _xfertop(tmp_path, "export", "--listen", f"127.0.0.1:{port}", "--no-state"), "xfertop export: "
+            _xfertop(tmp_path, "export", "--listen", f"127.0.0.1:{port}", "--state-file", str(state)),
+            "xfertop export: ",
         )
     assert "already in use" in line
+    assert state.read_text() == "the running exporter's"
 
 
 def test_an_unknown_host_is_one_line(tmp_path: Path) -> None:

@@ -145,13 +145,17 @@ class Exporter:
         self._stopped.set()
 
     def stop(self) -> None:
-        """Stop serving and sampling, then save the totals one last time."""
+        """Stop serving and sampling, then save the totals one last time: only if it served them. One
+        that could not bind its port never published them, and its state file (the default is named by
+        the port) may be the running exporter's."""
+        served = self._server is not None
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
         for source in self.sources:
             source.stop()
-        self.save()
+        if served:
+            self.save()
 
     def save(self) -> None:
         """Write the totals to the state file (if any); a failure is kept in ``problems``, once."""
