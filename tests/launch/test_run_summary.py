@@ -313,6 +313,45 @@ def test_the_summarys_advice_sees_where_the_workers_run_as_the_live_view_does(
     assert verdict["evidence"]["workers_found"] == 3
 
 
+@pytest.fixture
+def full_ring_dir(tmp_path: Path):
+    """A ring directory on a 64 KiB tmpfs: too small for one ring (a real full disk). Needs mount rights."""
+    mount_point = tmp_path / "small"
+    mount_point.mkdir(mode=0o700)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(mount_point)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", str(mount_point)], check=False)
+
+
+def test_a_job_whose_ring_cannot_be_written_runs_unharmed_and_the_summary_says_why(
+    tmp_path: Path, full_ring_dir: Path
+) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(KNOWN_WAIT))
+    command = [sys.executable, str(script), "30", "3"]
+    plain = subprocess.run(
+        command, env=child_env(tmp_path / "rings"), capture_output=True, text=True, timeout=120
+    )
+    wrapped = subprocess.run(
+        [sys.executable, "-m", "xfertop.cli.run", "--", *command],
+        env=child_env(full_ring_dir),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert wrapped.returncode == plain.returncode == 3, wrapped.stderr
+    assert wrapped.stdout.splitlines()[0] == plain.stdout.splitlines()[0] == "training"
+    assert f"cannot write a ring in {full_ring_dir}: No space left on device" in wrapped.stderr
+    assert f"no training step could be recorded: the ring directory {full_ring_dir} is full" in wrapped.stderr
+    assert "no DataLoader was iterated" not in wrapped.stderr
+
+
 def _part_step(n: int, gap: float | None = None, partitioned: bool = True, **fields: object) -> StepRecord:
     """A 100 ms step: 10 wait, 20 loop before the model, 5 copy, 40 model, 10 sync, 15 loop after."""
     values: dict[str, object] = dict(

@@ -11,6 +11,7 @@ import signal
 import time
 from typing import Any
 
+from xfertop import wire
 from xfertop.launch.summary import SCHEMA, PhaseTotals, RunFollower
 from xfertop.sources.jobs import job_name
 
@@ -25,6 +26,21 @@ def ended_how(returncode: int) -> str:
         except ValueError:
             return f"killed by signal {-returncode}"
     return f"exited {returncode}"
+
+
+def ring_dir_problem(ring_dir: str) -> str | None:
+    """Why no process could write a ring in ``ring_dir`` (read-only, or too full for one), else None."""
+    try:
+        if not os.path.isdir(ring_dir):
+            return None  # the reporter creates it; a failure to is its own line on the job's stderr
+        if not os.access(ring_dir, os.W_OK | os.X_OK):
+            return f"the ring directory {ring_dir} is not writable"
+        free = os.statvfs(ring_dir)
+        if free.f_bavail * free.f_frsize < wire.ring_bytes(wire.DEFAULT_CAPACITY):
+            return f"the ring directory {ring_dir} is full"
+    except OSError as exc:
+        return f"the ring directory {ring_dir} cannot be read ({exc.strerror or exc})"
+    return None
 
 
 def build_summary(follower: RunFollower, command: list[str], returncode: int) -> dict[str, Any]:
@@ -70,6 +86,10 @@ def build_summary(follower: RunFollower, command: list[str], returncode: int) ->
         ],
         "last_verdict": follower.last_verdict,
         "ranks": ranks,
+        # No ring at all: maybe none could be written (the job itself ran unharmed).
+        "ring_problem": None
+        if follower.ranks
+        else ring_dir_problem(follower.ring_dir or wire.ring_dir_path()),
     }
 
 
@@ -121,6 +141,8 @@ def render_text(summary: dict[str, Any], json_path: str | None) -> str:
     """The lines printed on stderr: a one-line note when the job never stepped, else a short report."""
     head = f"xfertop run: {summary['job']} {summary['ended']} after {_seconds(summary['duration_s'])}"
     if not summary["steps"]:
+        if summary.get("ring_problem"):
+            return f"{head}; no training step could be recorded: {summary['ring_problem']}.\n"
         return (
             f"{head}; no training step was seen (no DataLoader was iterated under xfertop), "
             "so there is nothing to summarise.\n"

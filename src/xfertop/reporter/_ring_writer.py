@@ -94,6 +94,8 @@ class RingWriter:
         dir_fd = open_private_dir(self.dir_path)
         try:
             fd, name = _create_file(dir_fd, self._name, size)
+        except OSError as exc:  # a full or read-only directory: say which
+            raise RingDirError(f"cannot write a ring in {self.dir_path}: {exc.strerror or exc}") from exc
         finally:
             os.close(dir_fd)
         mapping = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
