@@ -37,6 +37,12 @@ print("done")
 """
 
 
+BREAKS_OUT = WITH_LOADER.replace(
+    "    optimizer.step()\n",
+    "    optimizer.step()\n    steps = locals().get('steps', 0) + 1\n    if steps == 23:\n        break\n",
+)
+
+
 def _run(tmp_path: Path, code: str) -> list:
     result, found = run_under_xfertop(tmp_path, code)
     assert result.stdout == "done\n", result.stderr
@@ -76,3 +82,12 @@ print("done")
 def test_step_blocks_keep_their_boundaries_when_the_optimizer_steps_outside_them(tmp_path: Path) -> None:
     (rank,) = _run(tmp_path, BLOCKS)
     assert len(rank.steps) == 20
+
+
+def test_the_step_a_break_leaves_open_is_counted(tmp_path: Path) -> None:
+    """23 optimizer steps, then `break`: no next() closes the last step; it is written at exit, ending
+    where its model did."""
+    (rank,) = _run(tmp_path, BREAKS_OUT)
+    assert len(rank.steps) == 23
+    last = rank.steps[-1]
+    assert last.partitioned and last.wall_ms < 1000, last

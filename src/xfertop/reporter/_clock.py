@@ -558,7 +558,14 @@ class StepClock:
             self.fail(exc)
 
     def close(self) -> None:
-        """At exit: resolve what the GPU has finished, then mark the ring closed."""
+        """At exit: write the step a ``break`` left open (if its model ran), resolve what the GPU has
+        finished, then mark the ring closed."""
+        try:
+            if self._open and not self.disabled and self.parts.model_end_ns:
+                # No next() will close it: it ends where its model's work (and any sync after) ended.
+                self._close(self.parts.model_end_ns + self.parts.sync_after_model_ns())
+        except Exception as exc:
+            self.fail(exc)
         self.resolve_pending()
         try:
             if self.writer is not None:

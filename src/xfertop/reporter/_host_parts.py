@@ -61,6 +61,10 @@ class HostParts:
     def synced(self, sync_ns: int) -> None:
         self.sync_ns += sync_ns
 
+    def sync_after_model_ns(self) -> int:
+        """Host time blocked in syncs since the model's end."""
+        return self.sync_ns - self._sync_at_model_end if self.model_end_ns else 0
+
     def loop_pre_ns(self) -> int:
         if not self.first_work_ns:
             return 0
