@@ -20,12 +20,16 @@ from ring_test_tools import child_env, wait_until
 from xfertop.launch.run import FORWARDED_SIGNALS
 
 #: Execs argv[3:] with the signals named in argv[1] ignored and those in argv[2] blocked (comma lists of
-#: numbers), SIGPIPE and SIGXFSZ at their defaults and no core files: what a shell hands a command.
+#: numbers), every other signal a shell hands on at its default, and no core files: what an interactive
+#: shell hands a command. Whatever pytest itself was started with (`nohup` ignores SIGHUP, a background
+#: job of a script ignores SIGINT and SIGQUIT) must not leak into the case.
 HANDED_OVER = """
 import os, resource, signal, sys
 ignored, blocked = ([int(n) for n in arg.split(",") if n] for arg in sys.argv[1:3])
-for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT,
+            signal.SIGUSR1, signal.SIGUSR2):
     signal.signal(sig, signal.SIG_DFL)
+signal.pthread_sigmask(signal.SIG_SETMASK, [])
 for sig in ignored:
     signal.signal(sig, signal.SIG_IGN)
 signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
@@ -74,6 +78,40 @@ def _status_mask(pid: int, field: str) -> int:
     raise AssertionError(f"no {field} in /proc/{pid}/status")
 
 
+def _signal_state(pid: int) -> str:
+    """What /proc says of a process's signals and where it sleeps, for a failure message."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+        wchan = Path(f"/proc/{pid}/wchan").read_text()
+    except OSError as exc:
+        return f"pid {pid}: {exc.strerror}"
+    fields = [
+        line
+        for line in status
+        if line.split(":")[0] in ("State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")
+    ]
+    return f"pid {pid} ({wchan}): " + ", ".join(field.replace("\t", " ") for field in fields)
+
+
+def _wait_or_describe(process: subprocess.Popen[str], job_pid: int, timeout_s: float = 60) -> int:
+    """The launcher's exit status; if it hangs, fail with the signal state of it and of its job."""
+    try:
+        return process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        launcher, job = _signal_state(process.pid), _signal_state(job_pid)
+        tasks = (
+            sorted(Path(f"/proc/{process.pid}/task").iterdir())
+            if Path(f"/proc/{process.pid}").exists()
+            else []
+        )
+        threads = "; ".join(_signal_state(int(task.name)) for task in tasks)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise AssertionError(
+            f"xfertop run did not end: {launcher}; its threads: {threads}; the job: {job}"
+        ) from None
+
+
 def _has(mask: int, sig: int) -> bool:
     return bool(mask >> (sig - 1) & 1)
 
@@ -120,9 +158,10 @@ def test_a_signal_that_was_not_ignored_reaches_the_job_and_xfertop_dies_of_it(
 ) -> None:
     process = _start(tmp_path, [*XFERTOP_RUN, *WAITS_FOR_A_LINE])
     assert process.stdout is not None
-    assert process.stdout.readline().startswith("ready ")
+    ready, job_pid = process.stdout.readline().split()
+    assert ready == "ready"
     os.kill(process.pid, sig)
-    assert process.wait(timeout=60) == -sig
+    assert _wait_or_describe(process, int(job_pid)) == -sig
     assert process.stdout.read() == ""  # the job died of it too: it never got its line
 
 
