@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -122,3 +123,33 @@ def test_once_reads_a_busy_core_as_busy_over_a_real_window() -> None:
         spinner.wait()
     # The spinner holds the core (another process on it may take a share, never most of it).
     assert min(readings) >= 40.0, readings
+
+
+_SGR = re.compile(rb"\x1b\[([0-9;:]*)m")
+
+
+def _colour_parameters(output: bytes) -> list[bytes]:
+    """The SGR sequences of ``output`` that set a colour (foreground or background, any palette)."""
+    coloured = []
+    for match in _SGR.finditer(output):
+        numbers = [int(n) for n in re.split(rb"[;:]", match.group(1)) if n]
+        if any(
+            n in (38, 48) or 30 <= n <= 37 or 40 <= n <= 47 or 90 <= n <= 97 or 100 <= n <= 107
+            for n in numbers
+        ):
+            coloured.append(match.group(0))
+    return coloured
+
+
+def test_no_color_means_no_colour_at_all_in_the_terminal() -> None:
+    """no-color.org: with NO_COLOR set, no colour parameters (bold, dim and reverse may stay)."""
+    tui = PtyProcess(XFERTOP, columns=160, rows=48, env={**os.environ, "NO_COLOR": "1"})
+    try:
+        assert tui.wait_for_output(b"processes", timeout_s=30) is not None, bytes(tui.output[-2000:])
+        tui.read_for(2.0)  # a few refreshes after the first frame
+        assert _SGR.search(bytes(tui.output)), "the screen was drawn with SGR sequences"
+        assert _colour_parameters(bytes(tui.output)) == []
+        tui.send(b"q")
+        assert tui.wait(timeout_s=20) == 0
+    finally:
+        tui.close()

@@ -25,7 +25,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.driver import Driver
-from textual.filter import LineFilter, Monochrome
+from textual.filter import LineFilter, Monochrome, NoColor
 from textual.screen import Screen
 from textual.timer import Timer
 
@@ -102,6 +102,7 @@ class XfertopApp(App[int]):
         self.settings = settings if settings is not None else Settings.load()
         self.monochrome = self.settings.monochrome
         self._monochrome_filter = Monochrome()
+        self._no_color_filter = NoColor()
         #: The analysis of the jobs shown, computed once per new jobs or GPU snapshot (_analyse).
         self.analysis: Analysis = EMPTY
         self._analysed: tuple = ()
@@ -151,8 +152,14 @@ class XfertopApp(App[int]):
         return driver_class_for(super().get_driver_class())
 
     def get_line_filters(self) -> Sequence[LineFilter]:
-        """Textual's filters (NO_COLOR among them), and grey levels only while monochrome is on (m)."""
-        filters = list(super().get_line_filters())
+        """Textual's filters, and grey levels only while monochrome is on (m). Under NO_COLOR, no colour
+        at all: Textual's own choice there (unless the terminal's ANSI colours are used) is its grey
+        Monochrome filter, which still sends 256-colour greys (no-color.org: no colour, attributes such
+        as bold may stay). The bar's letters carry its meaning without colour."""
+        filters = [
+            self._no_color_filter if self.no_color and isinstance(found, Monochrome) else found
+            for found in super().get_line_filters()
+        ]
         if self.monochrome and not self.no_color:
             filters.append(self._monochrome_filter)
         return filters
