@@ -149,8 +149,8 @@ def _scraped(
     buckets: dict[str, list[tuple[float, float]]] = {bound: [] for bound in BUCKET_BOUNDS}
     done = 0
     for at, count in enumerate(scrape_after):
-        for step in steps[done:count]:
-            totals.add_step(step, gpu_expected=False)
+        for index in range(done, count):
+            totals.add_step(steps[index], gpu_expected=False, previous=steps[index - 1] if index else None)
         done = count
         for name in names:
             samples[name].append((float(at), float(getattr(totals, fields[name]))))

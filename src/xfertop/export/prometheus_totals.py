@@ -113,13 +113,15 @@ class RankTotals:
         self.last_step = step.step
 
     def add_gpu_clock(self, step: StepRecord, previous: StepRecord | None) -> bool:
-        """Add the step's measured GPU idle gap if it has one: the part the host's parts explain, as the
-        live view counts it (``split_gap``), so the share never passes 100%."""
+        """Add the step's measured GPU idle gap if it has one: as far as the host's parts explain it
+        (``split_gap``, without the copy calls a drained stream idles through: a reader's analysis adds
+        those from the copy counter, as the live view does), so the share never passes 100%."""
         if step.gpu_gap_ms is None:
             return False
         self.gpu_timed_steps += 1
         self.gpu_timed_step_seconds += step.wall_ms / 1000
-        self.gpu_gap_seconds += split_gap(step, previous).total / 1000
+        idle = split_gap(step, previous)
+        self.gpu_gap_seconds += (idle.total - idle.copy) / 1000
         return True
 
 

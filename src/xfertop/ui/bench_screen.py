@@ -133,10 +133,11 @@ class BenchScreen(Screen[None]):
         for message in self.client.messages():
             self.post_message(BenchUpdate(message))
 
-    def on_bench_update(self, update: BenchUpdate) -> None:
+    async def on_bench_update(self, update: BenchUpdate) -> None:
         message = update.message
         if isinstance(message, Hello):
-            self._add_bars(message.cases)
+            # Awaited: the next message (a fast case's progress, or its end) must find its bar mounted.
+            await self._add_bars(message.cases)
             self._status(
                 f"running {len(message.cases)} cases on the {message.backend} backend (Escape cancels)"
             )
@@ -150,7 +151,7 @@ class BenchScreen(Screen[None]):
             self.running, self.final = False, message
             self._status(f"could not run: {message.reason}  (Escape closes)")
 
-    def _add_bars(self, cases: tuple[str, ...]) -> None:
+    async def _add_bars(self, cases: tuple[str, ...]) -> None:
         rows = [
             Horizontal(
                 Label(case),
@@ -160,7 +161,7 @@ class BenchScreen(Screen[None]):
             )
             for case in cases
         ]
-        self.query_one("#bench-progress", VerticalScroll).mount_all(rows)
+        await self.query_one("#bench-progress", VerticalScroll).mount_all(rows)
 
     def _bar(self, case: str, fraction: float, text: str) -> None:
         bars = self.query(f"#bar-{case}").results(ProgressBar)
