@@ -58,7 +58,9 @@ def xfail(reason: str) -> Any:
 
 
 # (scenario, what is checked, marks). "kind": the majority verdict is one of the expected kinds;
-# "advice": the required advice is there and the forbidden advice is not.
+# "advice": the required advice is there and the forbidden advice is not; "summary": the end-of-run
+# summary's last verdict is one the live view (`--once --json`) gave in its last polls (one analysis of
+# the same evidence, issue 20 item 4).
 CASES = [
     ("a", "kind", ()),
     ("a", "advice", ()),
@@ -79,6 +81,11 @@ CASES = [
     ("p", "kind", ()),
     ("p", "advice", ()),
     ("q", "kind", ()),
+    ("a", "summary", ()),
+    ("d", "summary", ()),
+    ("g", "summary", ()),
+    ("i", "summary", ()),
+    ("j", "summary", ()),
 ]
 
 
@@ -91,7 +98,11 @@ def test_verdict_under_xfertop_run(scored: Any, scenario_id: str, aspect: str) -
     run, score = result["run"], result["score"]
     assert run.exit_code == 0, _explain(result)
     assert run.result_line.startswith(f"result scenario={scenario_id} "), _explain(result)
-    if aspect == "kind":
+    if aspect == "summary":
+        assert score["summary_last_kind"] in score["final_kinds"], (
+            f"summary said {score['summary_last_kind']}: {_explain(result)}"
+        )
+    elif aspect == "kind":
         assert score["polls_with_job"] >= 1, f"xfertop never saw the job: {_explain(result)}"
         expected = SCENARIOS[scenario_id].expect("cpu").kinds
         assert score["verdict_right"], f"expected {expected}, got {score['verdict']}: {_explain(result)}"
