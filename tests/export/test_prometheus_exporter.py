@@ -24,7 +24,7 @@ from xfertop import wire
 from xfertop.analysis.evidence import Context
 from xfertop.analysis.job_analysis import RankAnalysis
 from xfertop.analysis.verdict import job_verdict, window_or_early
-from xfertop.export.prometheus_collector import RANK_COUNTERS, VERDICT_KINDS, _rank_verdict_kind
+from xfertop.export.prometheus_collector import RANK_COUNTERS, VERDICT_KINDS
 from xfertop.export.prometheus_exporter import Exporter
 from xfertop.export.prometheus_totals import TotalsState
 from xfertop.model.gpu import GpuState, PcieErrors
@@ -344,4 +344,4 @@ def test_a_ranks_own_verdict_rests_on_its_context_as_the_job_verdict_does() -> N
         (rank,), stats_by_rank={rank.ring_path: analysed.stats}, contexts={rank.ring_path: context}
     )
     assert job.kind == "copy-bound"
-    assert _rank_verdict_kind(analysed) == job.kind
+    assert analysed.verdict.kind == job.kind

@@ -17,11 +17,12 @@ while they ran, and a job whose ranks are overdue for their next step keeps its 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from xfertop.analysis.evidence import Context, MemoryEvidence, memory_evidence, rank_context
 from xfertop.analysis.steps import WindowStats
 from xfertop.analysis.thresholds import OVERDUE_MIN_S, OVERDUE_STEPS
-from xfertop.analysis.verdict import Verdict, job_verdict, window_or_early
+from xfertop.analysis.verdict import Verdict, job_verdict, judge, warming_up, window_or_early
 from xfertop.model.gpu import GpuState
 from xfertop.model.host import HostState
 from xfertop.model.jobs import JobsState, JobState, RankState
@@ -45,6 +46,14 @@ class RankAnalysis:
     def gpu_busy_share(self) -> float | None:
         """NVML utilisation of its GPU as a fraction, only while it steps and is that GPU's only user."""
         return self.context.gpu_busy_share
+
+    @cached_property
+    def verdict(self) -> Verdict:
+        """The rank judged alone, on what else is known of it, as a one-rank job is (a straggler is a
+        job's verdict). Judged once, when a face first asks (the exporter's per-rank series)."""
+        if self.stats is None:
+            return warming_up(0)
+        return judge(self.stats, dataloader_workers=self.rank.dataloader_workers, context=self.context)
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from xfertop.analysis.job_analysis import Analysis, RankAnalysis, analyse
+from xfertop.analysis.job_analysis import Analysis, analyse
 from xfertop.analysis.pcie_link import link_bytes_per_s
-from xfertop.analysis.verdict import VerdictKind, judge, warming_up
+from xfertop.analysis.verdict import VerdictKind
 from xfertop.export.prometheus_totals import DATA_WAIT_BUCKETS_S, RankTotals, TotalsState
 from xfertop.model.gpu import GpuSnapshot, GpuState
 from xfertop.model.host import HostState, ProcessStats
@@ -401,7 +401,7 @@ class XfertopCollector(Collector):
                 heartbeat.add_metric(labels, rank.heartbeat_age_s)
                 self._process_cpu(processes.get(rank.pid), labels, process_cpu, workers_cpu)
                 status.add_metric(labels, {state: state == rank.status for state in RANK_STATUSES})
-                kind = _rank_verdict_kind(analysed)
+                kind = analysed.verdict.kind
                 verdict.add_metric(labels, {state: state == kind for state in VERDICT_KINDS})
                 info.add_metric(labels, {"device": rank.device, "world_size": _label(rank.world_size)})
                 if rank.end is not None:
@@ -477,13 +477,3 @@ def _device_settled(rank: RankState) -> bool:
 
 def _steps_taken(rank: RankState) -> int:
     return rank.steps[-1].step + 1 if rank.steps else 0
-
-
-def _rank_verdict_kind(analysed: RankAnalysis) -> str:
-    """The rank judged alone (a straggler is a job's verdict, named on the job), on what else is known
-    of it (its GPU's RX, whether copies were timed), as the job verdict of a one-rank job is."""
-    if analysed.stats is None:
-        return warming_up(0).kind
-    return judge(
-        analysed.stats, dataloader_workers=analysed.rank.dataloader_workers, context=analysed.context
-    ).kind
