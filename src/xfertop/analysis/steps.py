@@ -249,6 +249,28 @@ def _top_share(values: Sequence[float], max_fraction: float) -> float:
     return sum(sorted(values, reverse=True)[:count]) / total
 
 
+def _longest_stall(
+    steps: Sequence[StepRecord], window: Sequence[StepRecord], wait_total_ms: float, warmup_steps: int
+) -> tuple[float, int]:
+    """The window's longest data wait of a step that starts no iteration (ms), and how many other such
+    steps of the whole history waited at least half as long (only counted for a stall that holds enough
+    of the window's wait to be a one-off worth leaving out)."""
+    stall = max((s for s in window if not s.epoch_start), key=lambda s: s.data_wait_ms, default=None)
+    stall_ms = stall.data_wait_ms if stall is not None else 0.0
+    if stall_ms <= 0 or stall_ms < ONE_OFF_STALL_SHARE * wait_total_ms:
+        return stall_ms, 0
+    repeats = sum(
+        1
+        for s in steps
+        if s is not stall
+        and s.step >= warmup_steps
+        and not s.epoch_start
+        and s.wall_ms > 0
+        and s.data_wait_ms >= stall_ms / 2
+    )
+    return stall_ms, repeats
+
+
 def window_stats(
     steps: Sequence[StepRecord],
     *,
@@ -274,20 +296,7 @@ def window_stats(
     wall_total_s = wall_total_ms / 1000.0
     wait_total_ms = sum(wait)
     worker_starts = [s for s in window if s.workers_started]
-    stall = max((s for s in window if not s.epoch_start), key=lambda s: s.data_wait_ms, default=None)
-    stall_ms = stall.data_wait_ms if stall is not None else 0.0
-    repeats = 0
-    if stall_ms > 0 and stall_ms >= ONE_OFF_STALL_SHARE * wait_total_ms:
-        # Only a stall that could be a one-off is looked for in the whole history (up to a ring of steps).
-        repeats = sum(
-            1
-            for s in steps
-            if s is not stall
-            and s.step >= warmup_steps
-            and not s.epoch_start
-            and s.wall_ms > 0
-            and s.data_wait_ms >= stall_ms / 2
-        )
+    stall_ms, repeats = _longest_stall(steps, window, wait_total_ms, warmup_steps)
     saving = [s for s in window if s.checkpoint]
     typical_wall = statistics.median(wall)
     checkpoint_ms = sum(max(0.0, s.wall_ms - typical_wall) for s in saving)
