@@ -275,6 +275,16 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         stats.input_share < INPUT_WARN_SHARE or copy_share > stats.input_share
     ):
         return _labelled(_copy_bound(stats), rank, ranks, [])
+    verdict, extra = _judged(rank, stats, on_gpu, outside_share)
+    return _labelled(verdict, rank, ranks, extra)
+
+
+def _judged(
+    rank: RankStacks, stats: WindowStats, on_gpu: bool, outside_share: float
+) -> tuple[Verdict, list[str]]:
+    """The step clock's own rules on the sampled window (none of the sampled-only rules applied), and
+    the advice only samples can add: the loop's lines, where the loader runs, what the GPU does."""
+    loop = rank.loop_host
     # Its lines are named, since mixed precision or torch.compile will not touch them.
     cpu_loop = [] if on_gpu or loop.share < LOOP_HOST_WARN_SHARE else [_cpu_loop_python(loop)]
     main_loads = _main_thread_loads(rank)
@@ -296,7 +306,7 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
             headline=f"{verdict.headline}; {pct(outside_share)} of samples are outside the training "
             "phases xfertop recognises",
         )
-    return _labelled(verdict, rank, ranks, extra)
+    return verdict, extra
 
 
 def _copy_bound(stats: WindowStats) -> Verdict:
