@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import signal
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import get_args
 
 from prometheus_client.core import (
@@ -23,7 +24,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from xfertop.analysis.job_analysis import Analysis, analyse
+from xfertop.analysis.job_analysis import Analysis, RankAnalysis, analyse
 from xfertop.analysis.pcie_link import link_bytes_per_s
 from xfertop.analysis.verdict import VerdictKind
 from xfertop.export.prometheus_totals import DATA_WAIT_BUCKETS_S, RankTotals, TotalsState
@@ -174,48 +175,7 @@ class XfertopCollector(Collector):
     # -- GPUs -----------------------------------------------------------------------------------------
     def _gpu_families(self, state: GpuState | None) -> list:
         gpus = [gpu for gpu in (state.gpus if state else ()) if gpu.lost_reason is None]
-        gauges = {
-            "util": _gauge(
-                "xfertop_gpu_utilization_ratio", "GPU utilisation (NVML), 0 to 1", GPU_LABELS, "ratio"
-            ),
-            "mem_util": _gauge(
-                "xfertop_gpu_memory_utilization_ratio",
-                "Memory controller utilisation (NVML), 0 to 1",
-                GPU_LABELS,
-                "ratio",
-            ),
-            "mem_used": _gauge("xfertop_gpu_memory_used_bytes", "GPU memory used", GPU_LABELS, "bytes"),
-            "mem_total": _gauge("xfertop_gpu_memory_total_bytes", "GPU memory in total", GPU_LABELS, "bytes"),
-            "gen": _gauge("xfertop_gpu_pcie_link_generation", "PCIe link generation now", GPU_LABELS),
-            "gen_max": _gauge(
-                "xfertop_gpu_pcie_link_generation_max",
-                "Highest PCIe generation of the GPU and its slot",
-                GPU_LABELS,
-            ),
-            "width": _gauge("xfertop_gpu_pcie_link_width", "PCIe link width (lanes) now", GPU_LABELS),
-            "width_max": _gauge(
-                "xfertop_gpu_pcie_link_width_max", "Widest PCIe link of the GPU and its slot", GPU_LABELS
-            ),
-            "capacity": _gauge(
-                "xfertop_gpu_pcie_link_capacity_bytes_per_second",
-                "What the PCIe link carries per direction at its generation and width now",
-                GPU_LABELS,
-            ),
-            "capacity_max": _gauge(
-                "xfertop_gpu_pcie_link_max_capacity_bytes_per_second",
-                "What the PCIe link carries per direction at its best",
-                GPU_LABELS,
-            ),
-            "power": _gauge("xfertop_gpu_power_watts", "Power draw", GPU_LABELS, "watts"),
-            "power_limit": _gauge(
-                "xfertop_gpu_power_limit_watts", "Enforced power limit", GPU_LABELS, "watts"
-            ),
-            "temperature": _gauge(
-                "xfertop_gpu_temperature_celsius", "GPU temperature", GPU_LABELS, "celsius"
-            ),
-            "sm_clock": _gauge("xfertop_gpu_sm_clock_hertz", "SM clock", GPU_LABELS, "hertz"),
-            "mem_clock": _gauge("xfertop_gpu_memory_clock_hertz", "Memory clock", GPU_LABELS, "hertz"),
-        }
+        gauges = _gpu_gauge_families()
         rx = CounterMetricFamily(
             "xfertop_gpu_pcie_rx_bytes",
             "PCIe bytes host to device (RX), full "
@@ -319,6 +279,98 @@ class XfertopCollector(Collector):
 
     # -- ranks and jobs -----------------------------------------------------------------------------------
     def _rank_families(self, analysis: Analysis, gpu: GpuState | None, host: HostState | None) -> list:
+        families = _RankFamilies.new()
+        processes = {process.pid: process for process in (host.processes if host else ())}
+        gpus = gpu.gpus if gpu else ()
+        for job in analysis.jobs:
+            exported = 0
+            for analysed in job.ranks:
+                rank = analysed.rank
+                totals = self._totals.rank_totals(rank.ring_path)
+                if totals is None or not _device_settled(rank):
+                    continue  # no ring identity yet, or too early to know its GPU (the gpu_uuid label)
+                if totals.gpu_uuid is None:
+                    found = rank_gpu(rank, gpus)
+                    totals.gpu_uuid = found.uuid if found is not None else ""
+                labels = self._rank_labels(job.job.name, rank, totals)
+                exported += 1
+                families.add_rank(labels, analysed, totals)
+                self._process_cpu(processes.get(rank.pid), labels, families.process_cpu, families.workers_cpu)
+            if exported:
+                families.job_verdict.add_metric(
+                    [self._host_label, job.job.name, job.job.job_key],
+                    {state: state == job.verdict.kind for state in VERDICT_KINDS},
+                )
+        return families.all()
+
+    def _rank_labels(self, job_name: str, rank: RankState, totals: RankTotals) -> list[str]:
+        return [
+            self._host_label,
+            job_name,
+            rank.job_key,
+            _label(rank.rank),
+            _label(rank.local_rank),
+            str(rank.pid),
+            totals.gpu_uuid or "",
+        ]
+
+    @staticmethod
+    def _process_cpu(
+        process: ProcessStats | None, labels: list[str], own: GaugeMetricFamily, children: GaugeMetricFamily
+    ) -> None:
+        if process is None or process.cpu_percent is None:
+            return
+        own.add_metric(labels, process.cpu_percent / 100)
+        child_percents = [child.cpu_percent for child in process.children if child.cpu_percent is not None]
+        children.add_metric(labels, sum(child_percents) / 100)
+
+
+def _cumulative_buckets(totals: RankTotals) -> list[tuple[str, float]]:
+    bounds = [*(floatToGoString(bound) for bound in DATA_WAIT_BUCKETS_S), "+Inf"]
+    return list(zip(bounds, itertools.accumulate(totals.data_wait_bucket_steps), strict=True))
+
+
+def end_labels(end: RankEnd) -> dict[str, str]:
+    """``xfertop_rank_end``'s labels: the signal by name ("SIGKILL"), a number where it has none."""
+    signal_name = ""
+    if end.signal is not None:
+        try:
+            signal_name = signal.Signals(end.signal).name
+        except ValueError:
+            signal_name = str(end.signal)
+    return {
+        "closed_ring": "true" if end.closed_ring else "false",
+        "exit_code": _label(end.exit_code),
+        "signal": signal_name,
+    }
+
+
+def _device_settled(rank: RankState) -> bool:
+    """The reporter names the device at the first copy; a rank that took a few steps without one
+    copies nothing (a CPU job)."""
+    return bool(rank.device) or _steps_taken(rank) >= DEVICE_SETTLED_STEPS
+
+
+@dataclass
+class _RankFamilies:
+    """The per-rank (and per-job verdict) metric families of one scrape."""
+
+    counters: dict[str, CounterMetricFamily]
+    pinned: GaugeMetricFamily
+    workers: GaugeMetricFamily
+    data_wait: HistogramMetricFamily
+    copy_timing: GaugeMetricFamily
+    heartbeat: GaugeMetricFamily
+    process_cpu: GaugeMetricFamily
+    workers_cpu: GaugeMetricFamily
+    status: StateSetMetricFamily
+    verdict: StateSetMetricFamily
+    info: InfoMetricFamily
+    end: InfoMetricFamily
+    job_verdict: StateSetMetricFamily
+
+    @classmethod
+    def new(cls) -> _RankFamilies:
         counters = {
             field: CounterMetricFamily(name, help_text, labels=RANK_LABELS, unit=_unit_of(name))
             for name, help_text, field in RANK_COUNTERS
@@ -376,46 +428,11 @@ class XfertopCollector(Collector):
             "The verdict on this node's ranks of the job (frozen at the last live window once it ended)",
             labels=JOB_LABELS,
         )
-        processes = {process.pid: process for process in (host.processes if host else ())}
-        gpus = gpu.gpus if gpu else ()
-        for job in analysis.jobs:
-            exported = 0
-            for analysed in job.ranks:
-                rank = analysed.rank
-                totals = self._totals.rank_totals(rank.ring_path)
-                if totals is None or not _device_settled(rank):
-                    continue  # no ring identity yet, or too early to know its GPU (the gpu_uuid label)
-                if totals.gpu_uuid is None:
-                    found = rank_gpu(rank, gpus)
-                    totals.gpu_uuid = found.uuid if found is not None else ""
-                labels = self._rank_labels(job.job.name, rank, totals)
-                exported += 1
-                for field, family in counters.items():
-                    family.add_metric(labels, getattr(totals, field), created=totals.counting_since_unix_s)
-                if rank.pinned_host_bytes is not None:
-                    pinned.add_metric(labels, rank.pinned_host_bytes)
-                if rank.dataloader_workers is not None:
-                    workers.add_metric(labels, rank.dataloader_workers)
-                data_wait.add_metric(labels, _cumulative_buckets(totals), totals.data_wait_seconds)
-                copy_timing.add_metric(labels, 1.0 if rank.copy_timing else 0.0)
-                heartbeat.add_metric(labels, rank.heartbeat_age_s)
-                self._process_cpu(processes.get(rank.pid), labels, process_cpu, workers_cpu)
-                status.add_metric(labels, {state: state == rank.status for state in RANK_STATUSES})
-                kind = analysed.verdict.kind
-                verdict.add_metric(labels, {state: state == kind for state in VERDICT_KINDS})
-                info.add_metric(labels, {"device": rank.device, "world_size": _label(rank.world_size)})
-                if rank.end is not None:
-                    end.add_metric(labels, end_labels(rank.end))
-            if exported:
-                job_verdict.add_metric(
-                    [self._host_label, job.job.name, job.job.job_key],
-                    {state: state == job.verdict.kind for state in VERDICT_KINDS},
-                )
-        return [
-            *counters.values(),
-            data_wait,
+        return cls(
+            counters,
             pinned,
             workers,
+            data_wait,
             copy_timing,
             heartbeat,
             process_cpu,
@@ -425,54 +442,84 @@ class XfertopCollector(Collector):
             info,
             end,
             job_verdict,
-        ]
+        )
 
-    def _rank_labels(self, job_name: str, rank: RankState, totals: RankTotals) -> list[str]:
+    def add_rank(self, labels: list[str], analysed: RankAnalysis, totals: RankTotals) -> None:
+        rank = analysed.rank
+        for field, family in self.counters.items():
+            family.add_metric(labels, getattr(totals, field), created=totals.counting_since_unix_s)
+        if rank.pinned_host_bytes is not None:
+            self.pinned.add_metric(labels, rank.pinned_host_bytes)
+        if rank.dataloader_workers is not None:
+            self.workers.add_metric(labels, rank.dataloader_workers)
+        self.data_wait.add_metric(labels, _cumulative_buckets(totals), totals.data_wait_seconds)
+        self.copy_timing.add_metric(labels, 1.0 if rank.copy_timing else 0.0)
+        self.heartbeat.add_metric(labels, rank.heartbeat_age_s)
+        self.status.add_metric(labels, {state: state == rank.status for state in RANK_STATUSES})
+        kind = analysed.verdict.kind
+        self.verdict.add_metric(labels, {state: state == kind for state in VERDICT_KINDS})
+        self.info.add_metric(labels, {"device": rank.device, "world_size": _label(rank.world_size)})
+        if rank.end is not None:
+            self.end.add_metric(labels, end_labels(rank.end))
+
+    def all(self) -> list:
         return [
-            self._host_label,
-            job_name,
-            rank.job_key,
-            _label(rank.rank),
-            _label(rank.local_rank),
-            str(rank.pid),
-            totals.gpu_uuid or "",
+            *self.counters.values(),
+            self.data_wait,
+            self.pinned,
+            self.workers,
+            self.copy_timing,
+            self.heartbeat,
+            self.process_cpu,
+            self.workers_cpu,
+            self.status,
+            self.verdict,
+            self.info,
+            self.end,
+            self.job_verdict,
         ]
 
-    @staticmethod
-    def _process_cpu(
-        process: ProcessStats | None, labels: list[str], own: GaugeMetricFamily, children: GaugeMetricFamily
-    ) -> None:
-        if process is None or process.cpu_percent is None:
-            return
-        own.add_metric(labels, process.cpu_percent / 100)
-        child_percents = [child.cpu_percent for child in process.children if child.cpu_percent is not None]
-        children.add_metric(labels, sum(child_percents) / 100)
 
-
-def _cumulative_buckets(totals: RankTotals) -> list[tuple[str, float]]:
-    bounds = [*(floatToGoString(bound) for bound in DATA_WAIT_BUCKETS_S), "+Inf"]
-    return list(zip(bounds, itertools.accumulate(totals.data_wait_bucket_steps), strict=True))
-
-
-def end_labels(end: RankEnd) -> dict[str, str]:
-    """``xfertop_rank_end``'s labels: the signal by name ("SIGKILL"), a number where it has none."""
-    signal_name = ""
-    if end.signal is not None:
-        try:
-            signal_name = signal.Signals(end.signal).name
-        except ValueError:
-            signal_name = str(end.signal)
+def _gpu_gauge_families() -> dict[str, GaugeMetricFamily]:
+    """One scrape's gauges per GPU, by the figure each carries."""
     return {
-        "closed_ring": "true" if end.closed_ring else "false",
-        "exit_code": _label(end.exit_code),
-        "signal": signal_name,
+        "util": _gauge(
+            "xfertop_gpu_utilization_ratio", "GPU utilisation (NVML), 0 to 1", GPU_LABELS, "ratio"
+        ),
+        "mem_util": _gauge(
+            "xfertop_gpu_memory_utilization_ratio",
+            "Memory controller utilisation (NVML), 0 to 1",
+            GPU_LABELS,
+            "ratio",
+        ),
+        "mem_used": _gauge("xfertop_gpu_memory_used_bytes", "GPU memory used", GPU_LABELS, "bytes"),
+        "mem_total": _gauge("xfertop_gpu_memory_total_bytes", "GPU memory in total", GPU_LABELS, "bytes"),
+        "gen": _gauge("xfertop_gpu_pcie_link_generation", "PCIe link generation now", GPU_LABELS),
+        "gen_max": _gauge(
+            "xfertop_gpu_pcie_link_generation_max",
+            "Highest PCIe generation of the GPU and its slot",
+            GPU_LABELS,
+        ),
+        "width": _gauge("xfertop_gpu_pcie_link_width", "PCIe link width (lanes) now", GPU_LABELS),
+        "width_max": _gauge(
+            "xfertop_gpu_pcie_link_width_max", "Widest PCIe link of the GPU and its slot", GPU_LABELS
+        ),
+        "capacity": _gauge(
+            "xfertop_gpu_pcie_link_capacity_bytes_per_second",
+            "What the PCIe link carries per direction at its generation and width now",
+            GPU_LABELS,
+        ),
+        "capacity_max": _gauge(
+            "xfertop_gpu_pcie_link_max_capacity_bytes_per_second",
+            "What the PCIe link carries per direction at its best",
+            GPU_LABELS,
+        ),
+        "power": _gauge("xfertop_gpu_power_watts", "Power draw", GPU_LABELS, "watts"),
+        "power_limit": _gauge("xfertop_gpu_power_limit_watts", "Enforced power limit", GPU_LABELS, "watts"),
+        "temperature": _gauge("xfertop_gpu_temperature_celsius", "GPU temperature", GPU_LABELS, "celsius"),
+        "sm_clock": _gauge("xfertop_gpu_sm_clock_hertz", "SM clock", GPU_LABELS, "hertz"),
+        "mem_clock": _gauge("xfertop_gpu_memory_clock_hertz", "Memory clock", GPU_LABELS, "hertz"),
     }
-
-
-def _device_settled(rank: RankState) -> bool:
-    """The reporter names the device at the first copy; a rank that took a few steps without one
-    copies nothing (a CPU job)."""
-    return bool(rank.device) or _steps_taken(rank) >= DEVICE_SETTLED_STEPS
 
 
 def _steps_taken(rank: RankState) -> int:
