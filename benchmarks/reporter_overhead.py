@@ -121,8 +121,8 @@ def side_by_side(variants: dict[str, Loop], steps: int, rounds: int, fake: Any =
             result[name].update(
                 {
                     "gpu_timed_fraction": timed / written,
-                    "gpu_every": clock.gpu_every,
-                    "gpu_cost_ns": clock.gpu_cost_ns,
+                    "gpu_every": clock.sampling.every,
+                    "gpu_cost_ns": clock.sampling.cost_ns,
                 }
             )
         if fake is not None and written:
@@ -152,10 +152,10 @@ def fake_cuda_model(steps: int, rounds: int) -> dict[str, Any]:
     for sampling in (True, False):
         clock.gpu = GpuTimer(fake, 0)
         if hasattr(clock, "gpu_sampling"):
-            clock.gpu_sampling = sampling
-            clock.gpu_every = 1
+            clock.sampling.enabled = sampling
+            clock.sampling.every = 1
             clock._countdown = 1
-            clock.gpu_cost_ns = 0.0
+            clock.sampling.cost_ns = 0.0
         variants = loops(torch.device("cpu"), torch.ones(8, 64))
         result["sampling" if sampling else "every_step"] = side_by_side(variants, steps, rounds, fake)
     clock.gpu = None

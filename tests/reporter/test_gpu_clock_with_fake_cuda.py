@@ -46,7 +46,7 @@ class GpuLoop:
         self.clock.before_next()  # opens the ring
         self.clock.gpu = GpuTimer(gpu, 0, max_pending=8)
         # These stories check every step's gap; sampling has tests/reporter/test_gpu_sampling.py.
-        self.clock.gpu_sampling = False
+        self.clock.sampling.enabled = False
 
     def host(self, ms: float) -> None:
         self.gpu.host_work(ms)

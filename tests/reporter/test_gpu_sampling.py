@@ -17,7 +17,8 @@ from fakes.fake_cuda import H200_COSTS_NS, FakeCuda
 from xfertop import wire
 from xfertop.analysis.steps import select_window
 from xfertop.model.jobs import StepRecord
-from xfertop.reporter._clock import GPU_EVERY_MAX, StepClock
+from xfertop.reporter._clock import StepClock
+from xfertop.reporter._gpu_sampling import GPU_EVERY_MAX, GpuSampling
 from xfertop.reporter._gpu_timer import GpuTimer
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
@@ -28,7 +29,7 @@ def _clock(tmp_path: Path, gpu: FakeCuda) -> StepClock:
     clock = StepClock(lambda: RingWriter(str(tmp_path), current_identity()))
     clock.before_next()  # opens the ring
     clock.gpu = GpuTimer(gpu, 0)
-    clock.gpu_sampling = True
+    clock.sampling.enabled = True
     return clock
 
 
@@ -69,11 +70,11 @@ def test_short_steps_keep_the_modelled_gpu_cost_within_budget(tmp_path: Path) ->
     # k adapts while the loop runs (a loaded machine stretches the busy-waits the clock measures): the
     # timed steps fall between the rates of the smallest and the largest k in force.
     steps = 2000
-    smallest_every, largest_every = clock.gpu_every, clock.gpu_every
+    smallest_every, largest_every = clock.sampling.every, clock.sampling.every
     for _ in range(steps):
         _short_steps(clock, gpu, 1)
-        smallest_every = min(smallest_every, clock.gpu_every)
-        largest_every = max(largest_every, clock.gpu_every)
+        smallest_every = min(smallest_every, clock.sampling.every)
+        largest_every = max(largest_every, clock.sampling.every)
     modelled = (
         (gpu.records - records) * H200_COSTS_NS["record"]
         + (gpu.queries - queries) * H200_COSTS_NS["query"]
@@ -82,8 +83,8 @@ def test_short_steps_keep_the_modelled_gpu_cost_within_budget(tmp_path: Path) ->
     per_step_ns = modelled / steps
     # A measured gap on a drained stream costs 2 records (``after``, ``first``) + 2 queries (``after`` at
     # the first work, ``first`` at the boundary) + 1 elapsed_time = ~9.2 us in the model: k must be >= 4.
-    assert clock.gpu_every >= 4, clock.gpu_every
-    assert per_step_ns <= clock.gpu_budget_floor_ns * 1.05, per_step_ns
+    assert clock.sampling.every >= 4, clock.sampling.every
+    assert per_step_ns <= clock.sampling.budget_floor_ns * 1.05, per_step_ns
     # Measured gaps are cheap in calls: one elapsed_time each, two queries, two records.
     timed = gpu.elapsed_calls - elapsed
     assert steps / largest_every * 0.75 <= timed <= steps / smallest_every * 1.25, (
@@ -104,13 +105,13 @@ def test_sampled_steps_reach_the_viewer_at_the_expected_rate(tmp_path: Path) -> 
     largest_every = 0
     for _ in range(1200):
         _short_steps(clock, gpu, 1)
-        largest_every = max(largest_every, clock.gpu_every)
+        largest_every = max(largest_every, clock.sampling.every)
     clock.before_next()
     clock.resolve_pending()
     steps = _steps(clock)
     timed = [s for s in steps if s.gpu_gap_ms is not None]
     untimed = [s for s in steps if s.gpu_gap_ms is None and s.step > 0]  # step 0: no step before it
-    assert 2 <= clock.gpu_every <= largest_every <= GPU_EVERY_MAX
+    assert 2 <= clock.sampling.every <= largest_every <= GPU_EVERY_MAX
     assert len(timed) >= len(steps) // (largest_every + 1) and len(timed) >= 20
     # Steps without a measured gap carry the full host clock and nothing of the GPU's.
     assert all(s.h2d_bytes == 4096 and s.samples == 8 and s.wall_ms > 0 for s in untimed)
@@ -127,7 +128,7 @@ def test_long_steps_are_all_timed(tmp_path: Path) -> None:
     # 12 ms steps with a 1% share: a budget of 120 us per step, far above what a timed step costs the
     # host (~16 us on an H200, 25-40 us here: Python on this shared VM is slower). The host spins
     # rather than sleeps: on this VM the first call after a sleep can wait 100+ us for the CPU back.
-    clock.gpu_budget_share = 0.01
+    clock.sampling.budget_share = 0.01
     for _ in range(14):
         clock.before_next()
         clock.after_next([0])
@@ -139,14 +140,14 @@ def test_long_steps_are_all_timed(tmp_path: Path) -> None:
     clock.before_next()
     clock.resolve_pending()
     timed = [s for s in _steps(clock) if s.gpu_gap_ms is not None]
-    assert len(timed) >= 11, (len(timed), clock.gpu_every, clock.gpu_cost_ns)
+    assert len(timed) >= 11, (len(timed), clock.sampling.every, clock.sampling.cost_ns)
 
 
 def test_sampled_steps_keep_their_gap(tmp_path: Path) -> None:
     gpu = FakeCuda()
     clock = _clock(tmp_path, gpu)
-    clock.gpu_sampling = False  # hold k where we put it
-    clock.gpu_every = 3
+    clock.sampling.enabled = False  # hold k where we put it
+    clock.sampling.every = 3
     for _ in range(30):
         clock.before_next()
         gpu.host_work(20)  # the loader blocks 20 ms
@@ -174,7 +175,7 @@ def test_sampled_steps_keep_their_gap(tmp_path: Path) -> None:
 def test_a_step_without_copies_still_gets_its_gap(tmp_path: Path) -> None:
     gpu = FakeCuda()
     clock = _clock(tmp_path, gpu)
-    clock.gpu_sampling = False  # every step timed
+    clock.sampling.enabled = False  # every step timed
     for _ in range(20):
         clock.before_next()
         gpu.host_work(3)  # the GPU has drained 2 ms into the wait
@@ -201,6 +202,46 @@ def test_steps_after_a_long_blocking_wait_are_all_timed_even_when_calls_run_cold
         gpu.host_work(1.0)
     clock.before_next()
     clock.resolve_pending()
-    assert clock.gpu_every == 1
+    assert clock.sampling.every == 1
     timed = [s for s in _steps(clock) if s.gpu_gap_ms is not None]
-    assert len(timed) >= 13, (len(timed), clock.gpu_cost_ns)
+    assert len(timed) >= 13, (len(timed), clock.sampling.cost_ns)
+
+
+# -- the policy on its own: no CUDA, costs and step times given ------------------------------------------
+def _drive(policy: GpuSampling, steps: int, step_ns: int, cost_ns: int) -> list[bool]:
+    """``steps`` steps of ``step_ns`` each; a step that records ``after`` costs ``cost_ns`` of host time in
+    CUDA calls. Which steps recorded it."""
+    now, marked = 0, []
+    for _ in range(steps):
+        marks = policy.step_opens()
+        now += step_ns
+        policy.step_closed(marks, cost_ns if marks else 0, now)
+        marked.append(marks)
+    return marked
+
+
+def test_the_policy_measures_every_step_while_it_warms_up_and_every_long_step() -> None:
+    warming = GpuSampling()
+    assert _drive(warming, 3, 1_000_000, 20_000) == [True, True, True]  # the first costs are cold caches
+    long_steps = GpuSampling()
+    assert all(_drive(long_steps, 50, 6_000_000, 150_000))  # >= 5 ms: always, whatever a step costs
+    assert long_steps.every == 1
+
+
+def test_the_policy_keeps_the_average_host_cost_within_its_budget_on_short_steps() -> None:
+    policy = GpuSampling()
+    marked = _drive(policy, 400, 200_000, 20_000)  # 0.2 ms steps, 20 us per measured step
+    # Budget: max(2.5 us, 0.25% of 200 us = 0.5 us) = 2.5 us a step, so one step in 8.
+    assert policy.every == 8
+    tail = marked[-160:]
+    assert sum(tail) * 20_000 / len(tail) <= policy.budget_floor_ns * 1.05
+
+
+def test_the_policy_never_waits_longer_than_its_cap_and_holds_still_when_off() -> None:
+    policy = GpuSampling()
+    _drive(policy, 400, 50_000, 500_000)  # a very expensive clock on tiny steps
+    assert policy.every == GPU_EVERY_MAX
+    held = GpuSampling(enabled=False)
+    held.every = 3
+    assert _drive(held, 9, 100_000, 90_000) == [True, False, False] * 3
+    assert held.every == 3

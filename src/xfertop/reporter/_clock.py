@@ -7,13 +7,8 @@ is in use, the GPU's idle gap before the step's first work is measured with even
 patched in once they complete. Every method is fail-open: an internal error is counted, and after
 ``MAX_ERRORS`` of them the clock switches itself off for good.
 
-Sampling: every step gets the host clock, but only one step in ``gpu_every`` gets its gap measured. A
-CUDA event record costs ~2.4 us of host time on an H200, query and elapsed_time ~0.3-1.5 us, so a
-measured gap costs 5-10 us. The clock measures that host time itself (perf_counter around its CUDA
-calls) and picks ``gpu_every`` so that the average stays within max(GPU_BUDGET_FLOOR_NS,
-GPU_BUDGET_SHARE of the step's wall time): long steps (>= 5 ms) are all timed, short ones every k-th
-(k <= GPU_EVERY_MAX, so that a ring of 1024 steps always holds at least 32 measured gaps).
-``XFERTOP_GPU_SAMPLING=off`` times every step.
+Sampling: every step gets the host clock, but only some get their gap measured, so that the clock's own
+host time in CUDA calls stays within budget (_gpu_sampling.py).
 """
 
 from __future__ import annotations
@@ -26,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from xfertop import wire
+from xfertop.reporter._gpu_sampling import GpuSampling
 from xfertop.reporter._gpu_timer import MAX_RESOLVED_PER_BOUNDARY, GpuTimer, PendingGap
 from xfertop.reporter._host_memory import pinned_host_bytes
 from xfertop.reporter._host_parts import HostParts
@@ -34,15 +30,6 @@ from xfertop.reporter._ring_writer import RingWriter
 MAX_ERRORS = 10
 TICK_NS = 1_000_000_000
 LINK_CHECK_EVERY_TICKS = 2
-#: Average host time per step the GPU clock may add: the larger of a floor and a share of the step.
-GPU_BUDGET_FLOOR_NS = 2_500
-GPU_BUDGET_SHARE = 0.0025
-GPU_EVERY_MAX = 32
-#: Steps at least this long are always timed. After a blocking data wait the thread wakes with cold
-#: caches and its CUDA calls cost 50-150 us, not ~20 (H200 and this VM), which the share rule would
-#: read as an expensive clock; at 5 ms even 150 us per timed step is the work of waking up, and the
-#: warm cost (~26 us on the H200) is 0.5% of the step.
-GPU_TIME_EVERY_STEP_ABOVE_NS = 5_000_000
 #: A next() on another loader that begins this soon after the open step's batch arrived, with no copy in
 #: between, fetches part of the same step: ``for a, b in zip(loader_a, loader_b)``, Lightning's
 #: CombinedLoader, a second (unlabelled) iterator read right after the first. Its wait joins the step's
@@ -99,22 +86,15 @@ class StepClock:
         self._block_depth = 0  # step() blocks open around the current step (0: not theirs)
         self._next_tick_ns = 0
         self._ticks = 0
-        # The GPU gap (see _gpu_timer.py) and its sampling (see the module docstring).
+        # The GPU gap (see _gpu_timer.py); which steps measure it: self.sampling (_gpu_sampling.py).
         self._after: Any = None  # this step's "work queued" event, for the next step's gap
         self._after_prev: Any = None  # the previous step's, until this step's first work asks it
         self._marks_end = False  # this step records ``after``: the next one gets its gap measured
         self._gap_ns = wire.NO_VALUE  # the open step's gap: measured at once (0), pending, or not
-        self.gpu_sampling = os.environ.get("XFERTOP_GPU_SAMPLING", "").lower() not in ("off", "0", "no")
-        self.gpu_every = 1
-        self.gpu_budget_floor_ns = GPU_BUDGET_FLOOR_NS
-        self.gpu_budget_share = GPU_BUDGET_SHARE
-        self.gpu_cost_ns = 0.0  # smoothed host ns per timed step spent in CUDA calls
-        self._cost_samples = 0
+        self.sampling = GpuSampling(
+            enabled=os.environ.get("XFERTOP_GPU_SAMPLING", "").lower() not in ("off", "0", "no")
+        )
         self.gpu_timed_steps = 0  # steps whose gap was measured (events asked), for benchmarks
-        self._countdown = 1  # steps until the next one that records ``after``; 1: the next step does
-        self._gpu_spent_ns = 0  # host ns in CUDA calls since the last timed step closed
-        self._period_began_ns = 0  # when the last timed step closed
-        self._period_steps = 0
 
     # -- failure handling ---------------------------------------------------------------------------------
     def fail(self, exc: BaseException) -> None:
@@ -373,10 +353,7 @@ class StepClock:
                 if self.gpu is None and getattr(leaf, "is_cuda", False):
                     self._use_cuda_device(leaf.device.index)
         # Sampling: this step records ``after`` when the next one is to have its gap measured.
-        self._countdown -= 1
-        self._marks_end = self._countdown <= 0
-        if self._marks_end:
-            self._countdown = self.gpu_every
+        self._marks_end = self.sampling.step_opens()
         if not self.partitioning and self.gpu is not None:
             # Nothing tells the model's calls apart: the step's work may start as soon as its batch is here.
             self._measure_gap()
@@ -402,7 +379,7 @@ class StepClock:
                 self._gap_ns = wire.NO_VALUE
                 self._flags |= wire.F_GPU_PENDING
                 self.gpu_timed_steps += 1
-        self._gpu_spent_ns += _now_ns() - began
+        self.sampling.spent_ns += _now_ns() - began
 
     def _record_after(self, gpu: GpuTimer) -> None:
         began = _now_ns()
@@ -410,7 +387,7 @@ class StepClock:
             self._after = gpu.record()
         else:
             gpu.re_record(self._after)  # the model's last call of the step is the one that counts
-        self._gpu_spent_ns += _now_ns() - began
+        self.sampling.spent_ns += _now_ns() - began
 
     def _close(self, now: int) -> None:
         self._open = False
@@ -459,39 +436,7 @@ class StepClock:
         if self._marks_end and self._after is None:
             self._after = gpu.record()  # no backward or optimizer step seen: the step's end
         self._after_prev, self._after = self._after, None
-        self._period_steps += 1
-        spent = self._gpu_spent_ns + _now_ns() - began
-        if not self._marks_end:
-            self._gpu_spent_ns = spent  # charged to the next measured step
-            return
-        self._gpu_spent_ns = 0
-        if self.gpu_sampling:
-            self._choose_gpu_every(spent, now)
-
-    def _choose_gpu_every(self, spent_ns: int, now: int) -> None:
-        """After a timed step: how often to time steps so the GPU clock's host time stays in budget."""
-        self._cost_samples += 1
-        if self._cost_samples <= 2:  # warm-up: the first events are created, caches are cold
-            self._period_began_ns = now
-            self._period_steps = 0
-            return
-        cost = self.gpu_cost_ns
-        # Smoothed; one sample counts at most twice the estimate (a descheduled thread is not our cost).
-        cost = spent_ns if cost == 0.0 else 0.75 * cost + 0.25 * min(spent_ns, 2 * cost)
-        self.gpu_cost_ns = cost
-        steps = self._period_steps
-        if self._period_began_ns and steps:
-            wall_per_step = (now - self._period_began_ns) / steps
-            budget = max(self.gpu_budget_floor_ns, self.gpu_budget_share * wall_per_step)
-            every = min(GPU_EVERY_MAX, max(1, -int(-cost // budget)))  # ceil(cost / budget)
-            if wall_per_step >= GPU_TIME_EVERY_STEP_ABOVE_NS:
-                every = 1
-            if every != self.gpu_every:
-                self.gpu_every = every
-                if self._countdown > every:
-                    self._countdown = every
-        self._period_began_ns = now
-        self._period_steps = 0
+        self.sampling.step_closed(self._marks_end, self.sampling.spent_ns + _now_ns() - began, now)
 
     def _on_resolved(self, step: int, gap_ns: int) -> None:
         assert self.writer is not None

@@ -1,0 +1,93 @@
+"""Which steps get the GPU's idle gap measured: one in ``every``, chosen so that the clock's own host
+time in CUDA calls stays within budget.
+
+A CUDA event record costs ~2.4 us of host time on an H200, query and elapsed_time ~0.3-1.5 us, so a
+measured gap costs 5-10 us. The clock measures that host time itself (perf_counter around its CUDA
+calls) and this policy picks ``every`` so that the average stays within max(GPU_BUDGET_FLOOR_NS,
+GPU_BUDGET_SHARE of the step's wall time): long steps (>= 5 ms) are all timed, short ones every k-th
+(k <= GPU_EVERY_MAX, so that a ring of 1024 steps always holds at least 32 measured gaps).
+``XFERTOP_GPU_SAMPLING=off`` (``enabled=False``) holds ``every`` where it is: every step, by default.
+Pure bookkeeping: no CUDA here, so the policy is tested on its own (tests/reporter/test_gpu_sampling.py).
+"""
+
+from __future__ import annotations
+
+#: Average host time per step the GPU clock may add: the larger of a floor and a share of the step.
+GPU_BUDGET_FLOOR_NS = 2_500
+GPU_BUDGET_SHARE = 0.0025
+GPU_EVERY_MAX = 32
+#: Steps at least this long are always timed. After a blocking data wait the thread wakes with cold
+#: caches and its CUDA calls cost 50-150 us, not ~20 (H200 and this VM), which the share rule would
+#: read as an expensive clock; at 5 ms even 150 us per timed step is the work of waking up, and the
+#: warm cost (~26 us on the H200) is 0.5% of the step.
+GPU_TIME_EVERY_STEP_ABOVE_NS = 5_000_000
+
+
+class GpuSampling:
+    __slots__ = (
+        "_cost_samples",
+        "_countdown",
+        "_period_began_ns",
+        "_period_steps",
+        "budget_floor_ns",
+        "budget_share",
+        "cost_ns",
+        "enabled",
+        "every",
+        "spent_ns",
+    )
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.every = 1
+        self.budget_floor_ns = GPU_BUDGET_FLOOR_NS
+        self.budget_share = GPU_BUDGET_SHARE
+        self.cost_ns = 0.0  # smoothed host ns per measured step spent in CUDA calls
+        #: Host ns in CUDA calls since the last measured step closed (charged to the next one).
+        self.spent_ns = 0
+        self._cost_samples = 0
+        self._countdown = 1  # steps until the next one that records ``after``; 1: the next step does
+        self._period_began_ns = 0  # when the last measured step closed
+        self._period_steps = 0
+
+    def step_opens(self) -> bool:
+        """A step opens: whether it records ``after``, so that the next step gets its gap measured."""
+        self._countdown -= 1
+        if self._countdown > 0:
+            return False
+        self._countdown = self.every
+        return True
+
+    def step_closed(self, marked_end: bool, spent_ns: int, now_ns: int) -> None:
+        """A step closed at ``now_ns``; ``spent_ns``: host ns in CUDA calls since the last measured step.
+        After a step that recorded ``after``, the rate is revised."""
+        self._period_steps += 1
+        if not marked_end:
+            self.spent_ns = spent_ns
+            return
+        self.spent_ns = 0
+        if self.enabled:
+            self._choose(spent_ns, now_ns)
+
+    def _choose(self, spent_ns: int, now_ns: int) -> None:
+        self._cost_samples += 1
+        if self._cost_samples <= 2:  # warm-up: the first events are created, caches are cold
+            self._period_began_ns = now_ns
+            self._period_steps = 0
+            return
+        cost = self.cost_ns
+        # Smoothed; one sample counts at most twice the estimate (a descheduled thread is not our cost).
+        cost = spent_ns if cost == 0.0 else 0.75 * cost + 0.25 * min(spent_ns, 2 * cost)
+        self.cost_ns = cost
+        steps = self._period_steps
+        if self._period_began_ns and steps:
+            wall_per_step = (now_ns - self._period_began_ns) / steps
+            budget = max(self.budget_floor_ns, self.budget_share * wall_per_step)
+            every = min(GPU_EVERY_MAX, max(1, -int(-cost // budget)))  # ceil(cost / budget)
+            if wall_per_step >= GPU_TIME_EVERY_STEP_ABOVE_NS:
+                every = 1
+            if every != self.every:
+                self.every = every
+                self._countdown = min(self._countdown, every)
+        self._period_began_ns = now_ns
+        self._period_steps = 0
