@@ -115,6 +115,8 @@ class XfertopApp(App[int]):
         # Messages and resizes can arrive before the panes exist; render only once they do.
         self._mounted = False
         self._jobs_shape: tuple = ()
+        #: The rows the GPU area may take before the jobs and host lose theirs (_fit_middle).
+        self._gpu_room: int | None = None
         #: Panes whose data changed since they were last drawn ("gpus", "host", "jobs", "processes").
         self._dirty_panes: set[str] = set()
         self._tick: Timer | None = None
@@ -137,7 +139,7 @@ class XfertopApp(App[int]):
         self.process_table = ProcessTable()
         yield self.header_bar
         yield self.gpu_area
-        with Horizontal(id="middle"):
+        with Horizontal(id="middle") as self.middle:
             yield self.jobs_pane
             yield self.host_pane
         yield self.process_table
@@ -199,7 +201,19 @@ class XfertopApp(App[int]):
     def on_resize(self) -> None:
         if self._mounted:
             self._apply_layout(self.size.width)
+            self.gpu_area.fit(self.size.height, self._gpu_room)
             self._paint_all()
+
+    def _fit_middle(self) -> None:
+        """The jobs and host keep the rows their tables and verdicts need: the GPU area stops short of
+        them; the jobs' step strip takes what is left (xfertop.tcss)."""
+        jobs_rows = self.jobs_pane.natural_rows()
+        # The host pane sits beside the jobs (5 rows), or under them when narrow (4).
+        middle = jobs_rows + 4 if self.screen.has_class("narrow") else max(jobs_rows, 5)
+        room = self.size.height - middle - self.process_table.outer_size.height - 2  # header, keys line
+        if room != self._gpu_room:
+            self._gpu_room = room
+            self.gpu_area.fit(self.size.height, room)
 
     def _apply_layout(self, columns: int) -> None:
         self.header_bar.screen.set_class(columns < NARROW_COLUMNS, "narrow")
@@ -386,7 +400,9 @@ class XfertopApp(App[int]):
         if host:
             self.host_pane.update_lines()
         if jobs or gpus:
-            self.jobs_pane.show(self.view.jobs, self._analyse(), fold_now=self.size.height < SHORT_ROWS)
+            short = self.size.height < SHORT_ROWS
+            self.jobs_pane.show(self.view.jobs, self._analyse(), fold_now=short, all_advice=not short)
+            self._fit_middle()
         if processes:
             self.process_table.show(self.view)
         if len(self.screen_stack) > 1:  # a detail screen on top: its live parts follow the data

@@ -8,11 +8,23 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from xfertop.model.gpu import GpuState
-from xfertop.ui.gpu_pane import GpuPane
+from xfertop.ui.gpu_pane import CHART_ROWS, GpuPane
+
+#: A GPU pane is at most this tall (its figures, a chart title, 7 chart rows, the time axis): enough for
+#: the charts to show shape; the rows beyond go to the jobs (xfertop.tcss: the area and the jobs share the
+#: free rows, the area up to its cap).
+MAX_PANE_ROWS = 10
+#: On smaller terminals a pane is at most a quarter of the screen, and never below chart height.
+_SCREEN_SHARE = 4
+
+
+def pane_rows_cap(screen_rows: int) -> int:
+    """How tall one GPU pane may grow on a terminal ``screen_rows`` high."""
+    return max(CHART_ROWS, min(MAX_PANE_ROWS, screen_rows // _SCREEN_SHARE))
 
 
 def rows_per_gpu(gpu_count: int, area_rows: int) -> int:
-    """Each GPU's share of the area's rows (the area takes what the other panes leave): charts from
+    """Each GPU's share of the area's rows (at most ``pane_rows_cap`` each, xfertop.tcss): charts from
     gpu_pane.CHART_ROWS rows on, two lines with sparklines when fewer, one line when less than two."""
     if gpu_count == 0:
         return 2
@@ -24,6 +36,10 @@ class GpuArea(VerticalScroll, can_focus=False):
         super().__init__(id="gpus")
         self._indices: tuple[int, ...] = ()
         self._height: int | None = None
+        #: The area's max-height: ``pane_rows_cap`` rows per GPU (None: no GPU, as tall as its message).
+        self._cap: int | None = None
+        #: The screen's rows and the room the jobs leave, as last given to ``fit``.
+        self._screen: tuple[int, int | None] = (0, None)
         self._message_text = ""
         self._message = Static("waiting for the first GPU sample…", id="gpu-message")
         self._panes: list[GpuPane] = []  # kept rather than queried each period
@@ -43,6 +59,7 @@ class GpuArea(VerticalScroll, can_focus=False):
         if indices != self._indices:
             self._match_panes(indices)
             self._height = None  # shared again among the panes there are now
+            self.fit(*self._screen)
         message = state.error or "no GPUs visible to NVML: showing host metrics only"
         if not indices and message != self._message_text:  # an update relayouts the whole screen
             self._message_text = message
@@ -57,9 +74,27 @@ class GpuArea(VerticalScroll, can_focus=False):
     def on_resize(self) -> None:
         self._size_panes()
 
+    def fit(self, screen_rows: int, room: int | None = None) -> None:
+        """Let the area grow to ``pane_rows_cap`` rows per GPU on a screen ``screen_rows`` high, and to no
+        more than ``room`` rows (what the jobs leave), one line per GPU at least (when the screen or the
+        other panes changed: ``_size_panes`` tightens it again)."""
+        self._screen = (screen_rows, room)
+        count = len(self._wanted)
+        cap = count * pane_rows_cap(screen_rows)
+        self._set_cap(max(min(cap, room), count) if count and room is not None else cap if count else None)
+
+    def _set_cap(self, cap: int | None) -> None:
+        if cap != self._cap:  # set only when changed: it relayouts the screen
+            self._cap = cap
+            self.styles.max_height = cap
+
     def _size_panes(self) -> None:
-        """Share the area's rows among the GPU panes (set only when changed: it relayouts the screen)."""
-        rows = rows_per_gpu(len(self._panes), self.size.height)
+        """Share the area's rows among the GPU panes (set only when changed: it relayouts the screen);
+        rows a whole share cannot use go back to the jobs."""
+        count = len(self._panes)
+        rows = rows_per_gpu(count, self.size.height)
+        if count and rows < pane_rows_cap(self.app.size.height):
+            self._set_cap(count * rows)
         one_line = rows == 1
         if rows != self._height:
             self._height = rows

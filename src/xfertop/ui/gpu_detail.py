@@ -12,7 +12,7 @@ from textual.screen import Screen
 from xfertop.model.gpu import GpuSnapshot
 from xfertop.ui import link_text
 from xfertop.ui.format import NA, gb, percent
-from xfertop.ui.gpu_pane import chart_block, gpu_series, side_by_side
+from xfertop.ui.gpu_pane import chart_block, gpu_series, side_by_side, traffic_scale
 from xfertop.ui.history import History
 from xfertop.ui.key_footer import KeyFooter
 from xfertop.ui.text_lines import Pieces, Row, TextLines
@@ -57,21 +57,19 @@ def _facts(gpu: GpuSnapshot) -> Text:
 def detail_charts(gpu: GpuSnapshot, history: History, width: int, rows: int, point_s: float) -> list[Pieces]:
     """RX, TX, utilisation and memory history filling ``rows`` lines: in two pairs side by side when
     ``width`` allows, else one under the other."""
-    scale = link_text.chart_scale_bytes_per_s(gpu.link) or 0.0
-    top = f"{scale / 1e9:.0f}G" if scale else "?"
+    per_row = 2 if width >= _PAIRED_COLUMNS else 1
+    each_width = (width - _GAP * (per_row - 1)) // per_row
     charts = [
         (
             link_text.direction_label("RX", gpu.pcie.rx_bytes_per_s, gpu) + "  host to device",
             gpu_series(gpu, "rx"),
-            scale,
-            top,
+            *traffic_scale(gpu, history, "rx", each_width),
             "green",
         ),
         (
             link_text.direction_label("TX", gpu.pcie.tx_bytes_per_s, gpu) + "  device to host",
             gpu_series(gpu, "tx"),
-            scale,
-            top,
+            *traffic_scale(gpu, history, "tx", each_width),
             "blue",
         ),
         (f"utilisation {percent(gpu.util_gpu_percent)}", gpu_series(gpu, "util"), 100.0, "100%", "cyan"),
@@ -83,9 +81,7 @@ def detail_charts(gpu: GpuSnapshot, history: History, width: int, rows: int, poi
             "magenta",
         ),
     ]
-    per_row = 2 if width >= _PAIRED_COLUMNS else 1
     bands = len(charts) // per_row
-    each_width = (width - _GAP * (per_row - 1)) // per_row
     lines: list[Pieces] = []
     for band in range(bands):
         band_rows = max((rows - len(lines)) // (bands - band), 3)

@@ -164,35 +164,41 @@ def gpu_series(gpu: GpuSnapshot, name: str) -> tuple:
     return chart_key(("gpu", gpu.index, name))
 
 
+def traffic_scale(gpu: GpuSnapshot, history: History, direction: str, points: int) -> tuple[float, str]:
+    """The top of a PCIe chart ``points`` wide and its axis label: scaled to what flowed over those
+    points (link_text.traffic_scale_bytes_per_s), "?" where the link is not known."""
+    if not link_text.chart_scale_bytes_per_s(gpu.link):
+        return 0.0, "?"
+    recent = history.recent_max(gpu_series(gpu, direction), points)
+    scale = link_text.traffic_scale_bytes_per_s(recent, gpu.link)
+    return scale, link_text.scale_label(scale)
+
+
 def chart_rows(gpu: GpuSnapshot, history: History, width: int, rows: int, point_s: float) -> list[Pieces]:
-    """``rows`` lines of charts side by side: RX and TX against the link, and utilisation and memory
-    when ``width`` allows; ``point_s``: seconds per chart point."""
-    scale = link_text.chart_scale_bytes_per_s(gpu.link) or 0.0
-    top = f"{scale / 1e9:.0f}G" if scale else "?"
+    """``rows`` lines of charts side by side: RX and TX scaled to what flowed (the link's capacity in
+    their titles), and utilisation and memory when ``width`` allows; ``point_s``: seconds per point."""
+    count = 4 if width >= _FOUR_CHART_COLUMNS else 2
+    each = (width - 2 - _CHART_GAP * (count - 1)) // count
     charts = [
         (
             link_text.direction_label("RX", gpu.pcie.rx_bytes_per_s, gpu),
             gpu_series(gpu, "rx"),
-            scale,
-            top,
+            *traffic_scale(gpu, history, "rx", each),
             "green",
         ),
         (
             link_text.direction_label("TX", gpu.pcie.tx_bytes_per_s, gpu),
             gpu_series(gpu, "tx"),
-            scale,
-            top,
+            *traffic_scale(gpu, history, "tx", each),
             "blue",
         ),
     ]
-    if width >= _FOUR_CHART_COLUMNS:
+    if count == 4:
         memory = f"mem {gb(gpu.mem_used_bytes)} of {gb(gpu.mem_total_bytes)} GB"
         charts += [
             (f"util {percent(gpu.util_gpu_percent)}", gpu_series(gpu, "util"), 100.0, "100%", "cyan"),
             (memory, gpu_series(gpu, "mem"), 100.0, "100%", "magenta"),
         ]
-    count = len(charts)
-    each = (width - 2 - _CHART_GAP * (count - 1)) // count
     blocks = [
         chart_block(title, history, series, chart_scale, top_label, each, rows, style, point_s)
         for title, series, chart_scale, top_label, style in charts

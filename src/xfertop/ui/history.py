@@ -78,5 +78,12 @@ class History:
             return [" " * width] * rows
         return [" " * pad + "".join(row) for row in zip(*shown, strict=True)]
 
+    def recent_max(self, key: Hashable, points: int) -> float:
+        """The largest of the series' last ``points`` values (0 when none): what an autoscaled chart
+        ``points`` wide shows."""
+        series = self._series.get(key, ())
+        start = max(len(series) - points, 0)
+        return max((v for i in range(start, len(series)) if (v := series[i]) is not None), default=0.0)
+
     def get(self, key: Hashable) -> list[float | None]:
         return list(self._series.get(key, ()))

@@ -8,11 +8,13 @@ same name are told apart by their first rank's pid.
 
 from __future__ import annotations
 
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.console import Console
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -22,6 +24,7 @@ from xfertop.analysis.job_analysis import Analysis, JobAnalysis
 from xfertop.model.jobs import JobsState
 from xfertop.ui.line_table import Column, LineTable
 from xfertop.ui.rank_row import COLUMNS, rank_cells, rank_key
+from xfertop.ui.step_strip import StepStrip
 from xfertop.ui.text_lines import TextLines
 
 NO_JOBS = (
@@ -31,6 +34,8 @@ NO_JOBS = (
 #: An ended job's rows fold into one line this long after it ended, and leave the view after this.
 ENDED_FOLD_S = 30.0
 ENDED_FORGET_S = 600.0
+#: The rank table's max-height (xfertop.tcss #ranks): header and rows.
+_MAX_TABLE_ROWS = 12
 _SEVERITY_STYLES = {"info": "green", "warn": "bold yellow", "critical": "bold red"}
 
 
@@ -102,19 +107,35 @@ def verdict_line(name: str, job: JobAnalysis, with_advice: bool = True) -> Text:
     return line
 
 
-def verdict_lines(shown: ShownJobs, state: JobsState, width: int) -> list[Text]:
-    """Each shown job's verdict and, for live jobs, its first advice; the folded line; ring problems."""
+def _wrapped_advice(advice: str, width: int) -> list[Text]:
+    """One advice as dim lines of at most ``width`` cells: "  → " before the first, indented after."""
+    lines = textwrap.wrap(advice, max(width, 8), initial_indent="  → ", subsequent_indent="    ")
+    return [Text(line, style="dim") for line in lines]
+
+
+def verdict_lines(
+    shown: ShownJobs,
+    state: JobsState,
+    width: int,
+    console: Console,
+    *,
+    selected_job: str | None = None,
+    all_advice: bool = True,
+) -> list[Text]:
+    """Each shown job's verdict and, for live jobs, its advice, wrapped to ``width`` (never cut): all of
+    it for ``selected_job`` (or the only live job) while ``all_advice``, else the first (most
+    important; Enter on a rank shows all of it). Then the folded line and ring problems."""
     names = job_names(shown.jobs)
-    lines = []
+    live = [job for job in shown.jobs if job.live]
+    focus = selected_job if selected_job is not None else live[0].job.job_key if len(live) == 1 else None
+    lines: list[Text] = []
     for job in shown.jobs:
-        line = verdict_line(names[job.job.job_key], job, with_advice=False)
-        line.truncate(width, overflow="ellipsis")
-        lines.append(line)
+        headline = verdict_line(names[job.job.job_key], job, with_advice=False)
+        lines.extend(headline.wrap(console, max(width, 8)))
         if job.live and job.verdict.advice:
-            # The first (most important) advice here; Enter on a rank shows all of it.
-            advice = Text(f"  → {job.verdict.advice[0]}", style="dim")
-            advice.truncate(width, overflow="ellipsis")
-            lines.append(advice)
+            count = len(job.verdict.advice) if all_advice and job.job.job_key == focus else 1
+            for advice in job.verdict.advice[:count]:
+                lines.extend(_wrapped_advice(advice, width))
     if shown.folded:
         jobs = "ended job" if shown.folded == 1 else "ended jobs"
         lines.append(Text(f"{shown.folded} {jobs}: f shows them", style="dim"))
@@ -165,9 +186,20 @@ class VerdictLines(TextLines):
     def __init__(self) -> None:
         super().__init__(id="verdicts")
         self.shown: tuple[ShownJobs, JobsState] | None = None
+        #: The job of the rank under the table's cursor: all its advice is shown.
+        self.selected_job: str | None = None
+        self.all_advice = True
 
     def build_lines(self, width: int) -> list[Text]:
-        return [] if self.shown is None else verdict_lines(*self.shown, width)
+        if self.shown is None:
+            return []
+        return verdict_lines(
+            *self.shown,
+            width,
+            self.app.console,
+            selected_job=self.selected_job,
+            all_advice=self.all_advice,
+        )
 
 
 class JobsPane(Vertical):
@@ -179,6 +211,8 @@ class JobsPane(Vertical):
         self.ended = EndedJobs(clock)
         self._empty = Static(no_jobs_text, id="jobs-empty")
         self.verdicts = VerdictLines()
+        self.strip = StepStrip()
+        self._shown: ShownJobs | None = None
         self.fold_s, self.forget_s = ENDED_FOLD_S, ENDED_FORGET_S
         self.show_folded = False
 
@@ -186,9 +220,16 @@ class JobsPane(Vertical):
         yield self._empty
         yield self.rank_table
         yield self.verdicts
+        yield self.strip
 
-    def show(self, state: JobsState | None, analysis: Analysis, fold_now: bool = False) -> None:
-        """``fold_now``: fold ended jobs at once (a short terminal keeps the live job's verdict in view)."""
+    def on_mount(self) -> None:
+        self.watch(self.rank_table, "cursor_row", self._cursor_moved, init=False)
+
+    def show(
+        self, state: JobsState | None, analysis: Analysis, fold_now: bool = False, all_advice: bool = True
+    ) -> None:
+        """``fold_now``: fold ended jobs at once (a short terminal keeps the live job's verdict in view);
+        ``all_advice``: every advice of the selected job, else the first of each (a short terminal)."""
         if state is None or not self._empty.is_attached:  # a snapshot landed before compose or in teardown
             return
         shown = self.ended.choose(
@@ -203,7 +244,39 @@ class JobsPane(Vertical):
         if self.rank_table.display != bool(shown.jobs):
             self.rank_table.display = bool(shown.jobs)
         self.rank_table.set_rows(rank_rows(shown))
+        self._shown = shown
         self.verdicts.shown = (shown, state)
+        self.verdicts.all_advice = all_advice
+        self._show_selected()
+
+    def natural_rows(self) -> int:
+        """Rows the pane needs before its step strip: border, message or table, verdict lines."""
+        rows = 1 + (1 if self._empty.display else 0) + len(self.verdicts.lines)
+        if self.rank_table.display:
+            rows += min(self.rank_table.row_count + 1, _MAX_TABLE_ROWS)
+        return rows
+
+    def _cursor_moved(self) -> None:
+        if self._shown is not None:
+            self._show_selected()
+
+    def _show_selected(self) -> None:
+        """The verdicts (all advice of the cursor's job) and the step strip of the cursor's rank."""
+        shown = self._shown
+        key = self.rank_table.cursor_key
+        selected = None
+        if shown is not None and key is not None:
+            names = job_names(shown.jobs)
+            selected = next(
+                ((job, rank) for job in shown.jobs for rank in job.ranks if rank_key(rank.rank) == key), None
+            )
+        if selected is None:
+            self.verdicts.selected_job = None
+            self.strip.show(None, "")
+        else:
+            job, rank = selected
+            self.verdicts.selected_job = job.job.job_key
+            self.strip.show(rank.rank, names[job.job.job_key])
         self.verdicts.update_lines()
 
     def on_line_table_row_selected(self, event: LineTable.RowSelected) -> None:

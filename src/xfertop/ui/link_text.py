@@ -5,6 +5,8 @@ Adds what only the display needs: the chart scale and the "sampled" mark for 20 
 
 from __future__ import annotations
 
+import math
+
 from xfertop.analysis import pcie_link
 from xfertop.model.gpu import GpuSnapshot, PcieLink
 
@@ -16,6 +18,29 @@ def chart_scale_bytes_per_s(link: PcieLink) -> float | None:
     """Charts scale to what the slot can carry at its best, so a downclocked link shows as a low line."""
     best = pcie_link.link_bytes_per_s(link.gen_max, link.width_max)
     return best or pcie_link.link_bytes_per_s(link.gen_current, link.width_current)
+
+
+#: The lowest top of an autoscaled PCIe chart: an idle link's trickle stays a low line, not the whole height.
+TRAFFIC_SCALE_FLOOR_BYTES_PER_S = 0.1e9
+
+
+def traffic_scale_bytes_per_s(recent_max_bytes_per_s: float, link: PcieLink) -> float:
+    """The top of a PCIe chart: the next 1, 2 or 5 x 10^k at or above what flowed recently (at least
+    ``TRAFFIC_SCALE_FLOOR_BYTES_PER_S``), and never above what the link can carry at its best. A job
+    moving 0.3 GB/s on a 63 GB/s link draws its shape, not a flat line; the link's capacity stays in
+    the chart's title ("of 63.0 (Gen5 x16)")."""
+    wanted = max(recent_max_bytes_per_s, TRAFFIC_SCALE_FLOOR_BYTES_PER_S)
+    magnitude = 10 ** math.floor(math.log10(wanted))
+    nice = next(step * magnitude for step in (1, 2, 5, 10) if step * magnitude >= wanted * (1 - 1e-9))
+    best = chart_scale_bytes_per_s(link)
+    return min(nice, best) if best else nice
+
+
+def scale_label(bytes_per_s: float) -> str:
+    """A chart's top as its axis shows it: "63G", "2G", "500M"."""
+    if bytes_per_s >= 1e9:
+        return f"{bytes_per_s / 1e9:.0f}G"
+    return f"{bytes_per_s / 1e6:.0f}M"
 
 
 def direction_label(direction: str, rate_bytes_per_s: float | None, snapshot: GpuSnapshot) -> str:

@@ -1,0 +1,101 @@
+"""Where each recent step of one rank went: a stacked strip over steps, so starvation that comes and
+goes shows as a floor of wait that rises and falls instead of one averaged share.
+
+Each column is one step, the newest on the right; its cells, from the bottom, are the host's step parts
+(rank_row.SEGMENTS: wait, loop, copy, model, sync) in proportion to the step's wall time, each in its
+letter as well as its colour, like the jobs table's bar. The strip takes the rows the jobs pane leaves
+(xfertop.tcss) and shows the rank under the jobs table's cursor.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from xfertop.model.jobs import RankState, StepRecord
+from xfertop.ui import chart
+from xfertop.ui.rank_row import SEGMENTS, legend, rank_label
+from xfertop.ui.text_lines import Pieces, Row, TextLines
+
+_TOP_LABEL = "100%"
+#: From this many rows the strip has a title and a step axis around its plot.
+_FRAMED_ROWS = 4
+
+
+def step_parts_ms(step: StepRecord) -> tuple[float, float, float, float, float]:
+    """The step's wall time in ``SEGMENTS`` order: wait, loop (before and after the model), copy,
+    model, sync."""
+    return (
+        step.data_wait_ms,
+        step.loop_pre_ms + step.loop_post_ms,
+        step.copy_cpu_ms,
+        step.model_ms,
+        step.sync_ms,
+    )
+
+
+def step_column(step: StepRecord, rows: int) -> list[tuple[str, str]]:
+    """One step's cells, top row first: its parts stacked from the bottom, "·" above them if the parts
+    fall short of its wall time."""
+    wall = step.wall_ms
+    shares = [
+        (part / wall if wall > 0 else 0.0, letter, style)
+        for part, (_, letter, style) in zip(step_parts_ms(step), SEGMENTS, strict=True)
+    ]
+    cells = [(letter, style) for text, style in chart.stacked(shares, rows) for letter in text]
+    return cells[::-1]
+
+
+def strip_rows(steps: tuple[StepRecord, ...], width: int, rows: int) -> list[Pieces]:
+    """``rows`` rows ``width`` cells wide: the last ``width`` steps as stacked columns, padded on the left."""
+    shown = steps[-width:] if width > 0 else ()
+    columns = [step_column(step, rows) for step in shown]
+    pad = width - len(columns)
+    lines: list[Pieces] = []
+    for row in range(rows):
+        pieces: list[tuple[str, str]] = [(" " * pad, "")] if pad else []
+        for column in columns:
+            letter, style = column[row]
+            if pieces and pieces[-1][1] == style:
+                pieces[-1] = (pieces[-1][0] + letter, style)
+            else:
+                pieces.append((letter, style))
+        lines.append(tuple(pieces))
+    return lines
+
+
+class StepStrip(TextLines):
+    """The strip of one rank (``show``), as tall as the widget; nothing while no rank is shown."""
+
+    def __init__(self) -> None:
+        super().__init__(id="step-strip")
+        self.rank: RankState | None = None
+        self.job_name = ""
+
+    def show(self, rank: RankState | None, job_name: str) -> None:
+        self.rank, self.job_name = rank, job_name
+        self.update_lines()
+
+    def build_lines(self, width: int) -> list[Row]:
+        rank = self.rank
+        rows = self.content_size.height
+        if rank is None or not rank.steps or rows <= 0 or width <= 0:
+            return []
+        if rows < _FRAMED_ROWS:  # a few rows still show where the steps went
+            return list(strip_rows(rank.steps, width, rows))
+        label_width = len(_TOP_LABEL)
+        plot_width = max(width - label_width - 1, 0)
+        plot_rows = rows - 2
+        shown = rank.steps[-plot_width:] if plot_width else ()
+        title = Text(f"where each step went: {self.job_name} rank {rank_label(rank)}, newest on the right  ")
+        title.stylize("bold")
+        title.append_text(legend())
+        title.truncate(width)
+        lines: list[Row] = [title]
+        for index, plot in enumerate(strip_rows(rank.steps, plot_width, plot_rows)):
+            label = _TOP_LABEL if index == 0 else "0" if index == plot_rows - 1 else ""
+            left = label.rjust(label_width) + ("┤" if label else "│")
+            lines.append(((left, "dim"), *plot))
+        # Under the steps drawn: fewer steps than columns sit on the right.
+        axis = chart.step_axis(len(shown), shown[0].step, shown[-1].step).rjust(plot_width) if shown else ""
+        lines.append(((" " * label_width + "└", "dim"), (axis, "dim")))
+        return lines

@@ -1,0 +1,136 @@
+"""The job first (issue 22): GPU charts stop at a height that shows shape and are scaled to what flows,
+the jobs take the rest of the screen, the verdict's advice is wrapped, never cut, and each rank's recent
+steps show where they went. Driven through the real app with fixed snapshots."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import pytest
+
+from ui.sample_states import (
+    FROZEN_TIME,
+    gpu_state,
+    host_state,
+    jobs_state,
+    no_driver_state,
+    rank,
+    steps,
+)
+from ui.screen_text import blank_rows, screen_text
+from xfertop.model.gpu import GpuState
+from xfertop.model.jobs import JobsState
+from xfertop.sources.bundle import Sources
+from xfertop.ui.app import XfertopApp
+from xfertop.ui.gpu_area import MAX_PANE_ROWS
+from xfertop.ui.messages import GpuStateUpdated, HostStateUpdated, JobsStateUpdated
+
+MAX_BLANK_ROWS = 4
+HISTORY_POINTS = 120
+
+
+@pytest.fixture(autouse=True)
+def _utc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+
+
+def _app(note: str | None = None) -> XfertopApp:
+    return XfertopApp(Sources(), start_sources=False, clock=lambda: FROZEN_TIME, note=lambda: note)
+
+
+async def _feed(app: XfertopApp, pilot, gpus: GpuState, jobs: JobsState, *, rx: float = 27e9) -> None:
+    """A minute or two of traffic history (a slow wave around ``rx``), then the snapshots."""
+    for i in range(HISTORY_POINTS if gpus.gpus else 0):
+        wave = 1 + math.sin(i / 6)
+        sample = gpu_state(len(gpus.gpus), rx=rx * wave, tx=rx / 10 * wave, util=40 * wave)
+        app.view.apply_gpu(dataclasses.replace(sample, timestamp=FROZEN_TIME - HISTORY_POINTS + i))
+    app.post_message(GpuStateUpdated(gpus))
+    app.post_message(HostStateUpdated(host_state()))
+    app.post_message(JobsStateUpdated(jobs))
+    await pilot.pause()
+    await pilot.pause()
+
+
+def _words(rows: list[str]) -> str:
+    return " ".join(" ".join(rows).split())
+
+
+def _advice(app: XfertopApp) -> tuple[str, ...]:
+    (job,) = app.analysis.jobs
+    assert job.verdict.advice, "the sample job is starved: it has advice"
+    return job.verdict.advice
+
+
+@pytest.mark.parametrize("size", [(160, 48), (200, 50)])
+async def test_one_gpu_and_one_job_give_the_job_the_room(size: tuple[int, int]) -> None:
+    app = _app()
+    async with app.run_test(size=size) as pilot:
+        await _feed(app, pilot, gpu_state(1), jobs_state())
+        rows = screen_text(app)
+        assert app.query_one("#gpu-0").size.height <= MAX_PANE_ROWS, "\n".join(rows)
+        assert app.jobs_pane.size.height >= size[1] // 2, "\n".join(rows)
+        assert blank_rows(rows) <= MAX_BLANK_ROWS, "\n".join(rows)
+        shown = _words(rows)
+        for advice in _advice(app):
+            assert " ".join(advice.split()) in shown, "\n".join(rows)
+        assert not any(row.rstrip().endswith("…") and "→" in row for row in rows)
+
+
+@pytest.mark.parametrize("size", [(160, 48), (200, 50)])
+async def test_without_a_gpu_the_demo_job_fills_the_screen(size: tuple[int, int]) -> None:
+    """`xfertop demo` on a box without a GPU: the demo's note in the header, no driver, its job."""
+    app = _app(note="demo: phase 1 of 2, starved (num_workers=0)")
+    async with app.run_test(size=size) as pilot:
+        await _feed(app, pilot, no_driver_state(), jobs_state())
+        rows = screen_text(app)
+        assert blank_rows(rows) <= MAX_BLANK_ROWS, "\n".join(rows)
+        assert any("where each step went" in row for row in rows), "\n".join(rows)
+
+
+async def test_at_80x24_the_advice_wraps_instead_of_being_cut() -> None:
+    app = _app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _feed(app, pilot, gpu_state(1), jobs_state())
+        rows = screen_text(app)
+        assert any(row.startswith(" train.py: input-bound") for row in rows), "\n".join(rows)
+        first = " ".join(_advice(app)[0].split())
+        assert first in _words(rows), "\n".join(rows)
+        assert app.query_one("#gpu-0").size.height <= 24 // 4, "\n".join(rows)
+
+
+async def test_pcie_charts_are_scaled_to_what_flows_and_name_the_link() -> None:
+    """A job moving 0.1-0.5 GB/s over a 63 GB/s link: its shape, not a flat line at the bottom."""
+    app = _app()
+    slow = gpu_state(1, rx=0.4e9, tx=0.04e9)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _feed(app, pilot, slow, jobs_state(), rx=0.25e9)
+        rows = screen_text(app)
+        title = next(row for row in rows if "RX 0.4 GB/s" in row)
+        assert "RX 0.4 GB/s of 63.0 (Gen5 x16)" in title, "the link's capacity stays in the title"
+        top = rows[rows.index(title) + 1]
+        assert top.lstrip().startswith("500M┤"), "\n".join(rows)
+        assert "63G" not in "\n".join(rows)
+        assert "100%┤" in top, "utilisation and memory keep their 0-100% scales"
+
+
+async def test_the_step_strip_shows_starvation_that_comes_and_goes() -> None:
+    """Thirty starved steps, then thirty fed ones: the wait in the strip falls where the steps changed,
+    which a share over the window would average away."""
+    starved, fed = steps(30, wait_ms=60.0), steps(30, wait_ms=2.0)
+    history = starved + tuple(dataclasses.replace(step, step=step.step + 30) for step in fed)
+    app = _app()
+    async with app.run_test(size=(200, 50)) as pilot:
+        await _feed(app, pilot, gpu_state(1), jobs_state(dataclasses.replace(rank(), steps=history)))
+        rows = screen_text(app)
+        title = next(i for i, row in enumerate(rows) if "where each step went: train.py rank 0/1" in row)
+        axis = next(i for i in range(title, len(rows)) if "step 59" in rows[i])
+        plot = rows[title + 1 : axis]
+        assert len(plot) >= 10, "\n".join(rows)
+        end = max(len(row) for row in plot)
+        columns = ["".join(row.ljust(end)[x] for row in plot) for x in range(end - 60, end)]
+        waits = [column.count("W") for column in columns]
+        assert min(waits[:30]) > 2 * max(waits[30:]) > 0, "\n".join(rows)
+        assert all(len(column.strip()) == len(plot) for column in columns), "each step fills its column"
