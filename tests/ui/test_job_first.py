@@ -134,3 +134,15 @@ async def test_the_step_strip_shows_starvation_that_comes_and_goes() -> None:
         waits = [column.count("W") for column in columns]
         assert min(waits[:30]) > 2 * max(waits[30:]) > 0, "\n".join(rows)
         assert all(len(column.strip()) == len(plot) for column in columns), "each step fills its column"
+
+
+async def test_eight_gpus_on_a_small_terminal_leave_the_rows_to_the_ranks() -> None:
+    """Eight GPUs at 80x24: the GPU area shrinks to a few lines (it scrolls) before the ranks do."""
+    app = _app()
+    ranks = jobs_state(*(rank(rank_index=i, world=8, workers=4) for i in range(8)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _feed(app, pilot, gpu_state(8), ranks)
+        rows = screen_text(app)
+        shown_ranks = [row for row in rows if row.startswith(" train.py  ") and "/8 " in row]
+        gpu_lines = [row for row in rows if row.startswith(tuple(f"{i} H200" for i in range(8)))]
+        assert len(shown_ranks) >= 5 and len(gpu_lines) <= 3, "\n".join(rows)

@@ -76,12 +76,13 @@ class GpuArea(VerticalScroll, can_focus=False):
 
     def fit(self, screen_rows: int, room: int | None = None) -> None:
         """Let the area grow to ``pane_rows_cap`` rows per GPU on a screen ``screen_rows`` high, and to no
-        more than ``room`` rows (what the jobs leave), one line per GPU at least (when the screen or the
-        other panes changed: ``_size_panes`` tightens it again)."""
+        more than ``room`` rows (what the jobs leave), one line at least (when the screen or the other
+        panes changed: ``_size_panes`` tightens it again)."""
         self._screen = (screen_rows, room)
         count = len(self._wanted)
         cap = count * pane_rows_cap(screen_rows)
-        self._set_cap(max(min(cap, room), count) if count and room is not None else cap if count else None)
+        # At least one line: the area scrolls through the rest of the GPUs (the jobs come first).
+        self._set_cap(max(min(cap, room), 1) if count and room is not None else cap if count else None)
 
     def _set_cap(self, cap: int | None) -> None:
         if cap != self._cap:  # set only when changed: it relayouts the screen
@@ -94,7 +95,8 @@ class GpuArea(VerticalScroll, can_focus=False):
         count = len(self._panes)
         rows = rows_per_gpu(count, self.size.height)
         if count and rows < pane_rows_cap(self.app.size.height):
-            self._set_cap(count * rows)
+            room = self._screen[1]
+            self._set_cap(count * rows if room is None else max(1, min(count * rows, room)))
         one_line = rows == 1
         if rows != self._height:
             self._height = rows
