@@ -143,6 +143,7 @@ def fake_cuda_model(steps: int, rounds: int) -> dict[str, Any]:
     """The CPU loops with the step clock's GPU half on the fake CUDA at the H200's per-call costs."""
     sys.path.insert(0, str(REPO / "tests"))
     from fakes.fake_cuda import H200_COSTS_NS, FakeCuda
+    from xfertop.reporter._gpu_sampling import GpuSampling
     from xfertop.reporter._gpu_timer import GpuTimer
 
     fake = FakeCuda(costs=H200_COSTS_NS)  # events complete at once: nothing is ever launched on it
@@ -151,11 +152,7 @@ def fake_cuda_model(steps: int, rounds: int) -> dict[str, Any]:
     result: dict[str, Any] = {"costs_ns": H200_COSTS_NS}
     for sampling in (True, False):
         clock.gpu = GpuTimer(fake, 0)
-        if hasattr(clock, "gpu_sampling"):
-            clock.sampling.enabled = sampling
-            clock.sampling.every = 1
-            clock._countdown = 1
-            clock.sampling.cost_ns = 0.0
+        clock.sampling = GpuSampling(enabled=sampling)  # a fresh policy: every step until it learns
         variants = loops(torch.device("cpu"), torch.ones(8, 64))
         result["sampling" if sampling else "every_step"] = side_by_side(variants, steps, rounds, fake)
     clock.gpu = None
