@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 
-from xfertop.sources import pyspy_runner  # noqa: E402
-from xfertop.sources.stacks import StackSampler  # noqa: E402
+from xfertop.sources.stacks import pyspy_runner  # noqa: E402
+from xfertop.sources.stacks.source import StackSampler  # noqa: E402
 
 CHILD_READY = "ready"
 

@@ -242,7 +242,7 @@ def calibrate_work(torch: Any, work_ms: float) -> tuple[Any, int, float]:
 def run(torch: Any, args: argparse.Namespace, trace_path: Path) -> dict[str, Any]:
     import xfertop
     import xfertop.reporter as reporter
-    from xfertop.sources.ring_reader import RingReader
+    from xfertop.sources.jobs.ring_reader import RingReader
 
     unit, reps, unit_ms = calibrate_work(torch, args.work_ms)
     batch = torch.ones(args.batch_mib * 2**20 // 4).pin_memory()

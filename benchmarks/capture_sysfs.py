@@ -5,7 +5,7 @@
 Writes OUT/sysfs_<name>.tar.gz holding, relative to /sys:
   - bus/pci/devices/<bus id>: every PCI function's symlink (kept as a relative link);
   - devices/pci*/.../<bus id>/{class,vendor,device,numa_node,local_cpulist,current/max_link_speed/width}
-    (xfertop.sources.sysfs_pci.PCI_ATTRIBUTE_FILES; a file the kernel lacks is skipped);
+    (xfertop.sources.topology.sysfs_pci.PCI_ATTRIBUTE_FILES; a file the kernel lacks is skipped);
   - devices/system/node/node<N>/cpulist.
 and OUT/topology_<name>.txt with ``nvidia-smi topo -m`` (when present) next to what xfertop reads from
 the same tree, so the two GPU matrices can be compared. Unpack with
@@ -25,9 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from xfertop.sources.nvml_api import NvmlApi
-from xfertop.sources.sysfs_pci import PCI_ATTRIBUTE_FILES
-from xfertop.sources.topology import read_topology
+from xfertop.sources.gpu.nvml_api import NvmlApi
+from xfertop.sources.topology.source import read_topology
+from xfertop.sources.topology.sysfs_pci import PCI_ATTRIBUTE_FILES
 
 
 def add_file(tar: tarfile.TarFile, sysfs_root: Path, relative: str) -> None:

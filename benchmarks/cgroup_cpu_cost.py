@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from xfertop.sources.cgroup_cpu import QUOTA_REFRESH_S, CgroupCpuReader, read_cpu_limit
+from xfertop.sources.host.cgroup_cpu import QUOTA_REFRESH_S, CgroupCpuReader, read_cpu_limit
 
 
 def per_call_us(call: object, calls: int) -> float:

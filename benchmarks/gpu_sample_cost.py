@@ -41,8 +41,8 @@ sys.path.insert(0, sys.argv[1])
 from fakes.fake_pynvml import FakePynvml, RecordedTraffic
 import xfertop
 from ab_trees import timed_calls
-from xfertop.sources.gpu import GpuSource
-from xfertop.sources.nvml_api import NvmlApi
+from xfertop.sources.gpu.source import GpuSource
+from xfertop.sources.gpu.nvml_api import NvmlApi
 pids = [int(p) for p in sys.argv[2].split(",")]
 gpus, samples, rate, pcie, first_at = (int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), sys.argv[6],
                                        float(sys.argv[7]))

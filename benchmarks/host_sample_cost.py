@@ -49,7 +49,7 @@ SAMPLER = r"""
 import json, sys, time
 import xfertop
 from ab_trees import timed_calls
-from xfertop.sources.host import HostSource
+from xfertop.sources.host.source import HostSource
 pids = [int(p) for p in sys.argv[1].split(",")]
 samples, rate, device, first_at = int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], float(sys.argv[5])
 source = HostSource(interval_s=1.0 / rate, nvidia_control_device=device)
@@ -87,7 +87,7 @@ def wait_for_job(ring_dir: str, timeout_s: float) -> list[int]:
     import psutil
 
     from xfertop.sources.bundle import interesting_pids
-    from xfertop.sources.jobs import JobsSource
+    from xfertop.sources.jobs.source import JobsSource
 
     class NoGpu:
         def latest(self) -> None:

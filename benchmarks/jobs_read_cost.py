@@ -38,7 +38,7 @@ READER = r"""
 import json, sys, time
 import xfertop
 from ab_trees import timed_calls
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.jobs.source import JobsSource
 ring_dir, samples, rate, first_at = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 source = JobsSource(ring_dir=ring_dir, finished_grace_s=86400.0)
 time.sleep(max(0.0, first_at - time.monotonic()))

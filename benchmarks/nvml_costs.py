@@ -101,9 +101,9 @@ class Counters:
 
 def poller_costs(seconds: float = 5.0) -> dict:
     """xfertop's poller thread alone, idle GPU, for ``seconds``: its CPU per read."""
-    from xfertop.sources.nvml_api import NvmlApi
-    from xfertop.sources.pcie_counter import link_wire_bytes_per_s
-    from xfertop.sources.pcie_poller import PcieCounterPoller, PolledGpu
+    from xfertop.sources.gpu.nvml_api import NvmlApi
+    from xfertop.sources.gpu.pcie_counter import link_wire_bytes_per_s
+    from xfertop.sources.gpu.pcie_poller import PcieCounterPoller, PolledGpu
 
     api = NvmlApi()
     if api.init() is not None:

@@ -19,9 +19,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from xfertop.sources.nvml_api import NvmlApi
-from xfertop.sources.pcie_counter import link_wire_bytes_per_s, wrap_time_s
-from xfertop.sources.pcie_poller import PcieCounterPoller, PolledGpu, counters_answer
+from xfertop.sources.gpu.nvml_api import NvmlApi
+from xfertop.sources.gpu.pcie_counter import link_wire_bytes_per_s, wrap_time_s
+from xfertop.sources.gpu.pcie_poller import PcieCounterPoller, PolledGpu, counters_answer
 
 CHUNK_BYTES = 64 * 2**20  # ~1.2 ms at 55 GB/s: fine-grained payload marks
 SAMPLED_WINDOW_S = 0.020

@@ -39,7 +39,7 @@ def timed_read_ms(path: str) -> float:
 def smaps_by_pathname(smaps_text: str) -> dict[str, dict[str, int]]:
     """Every mapped pathname ("" = anonymous) with summed smaps fields in bytes, via xfertop's parser."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    from xfertop.sources.proc_memory import smaps_bytes_by_pathname
+    from xfertop.sources.host.proc_memory import smaps_bytes_by_pathname
 
     return smaps_bytes_by_pathname(smaps_text)
 

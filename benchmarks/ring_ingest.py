@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from xfertop.model.jobs import JobsState, StepRecord
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.jobs.source import JobsSource
 
 WRITER = """
 import sys, time

@@ -45,7 +45,7 @@ sys.path.insert(0, str(HERE))
 from pty_run import PtyProcess  # noqa: E402
 
 #: Runs before the CLI: the fake NVML takes the place of the pynvml module (imported lazily by
-#: xfertop.sources.nvml_api), then xfertop's own main runs the TUI.
+#: xfertop.sources.gpu.nvml_api), then xfertop's own main runs the TUI.
 LAUNCHER = """
 import os, sys
 from types import SimpleNamespace

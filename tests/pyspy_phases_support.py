@@ -19,9 +19,9 @@ from fakes.fake_pynvml import FakePynvml
 from xfertop.analysis.stack_classify import LineText
 from xfertop.model.gpu import GpuState
 from xfertop.model.stacks import StackWindow, WindowPlacement
-from xfertop.sources.gpu import GpuSource
-from xfertop.sources.nvml_api import NvmlApi
-from xfertop.sources.pyspy_output import parse_raw
+from xfertop.sources.gpu.nvml_api import NvmlApi
+from xfertop.sources.gpu.source import GpuSource
+from xfertop.sources.stacks.pyspy_output import parse_raw
 
 PHASES = Path(__file__).resolve().parent / "fixtures" / "pyspy_phases"
 PHASES_SCRIPT = PHASES / "train_phases.py"

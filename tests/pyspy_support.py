@@ -14,7 +14,7 @@ from pathlib import Path
 
 from xfertop.analysis.stack_classify import LineText
 from xfertop.model.stacks import StackWindow
-from xfertop.sources.pyspy_output import parse_raw
+from xfertop.sources.stacks.pyspy_output import parse_raw
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "pyspy"
 TRAIN_SCRIPT = FIXTURES / "train_cpu.py"
@@ -36,7 +36,7 @@ def fixture_lines(name: str) -> LineText:
 
 def ptrace_problem() -> str | None:
     """Why py-spy cannot attach on this machine (None when it can): tried on a real child process."""
-    from xfertop.sources.pyspy_runner import PySpyError, dump, find_pyspy
+    from xfertop.sources.stacks.pyspy_runner import PySpyError, dump, find_pyspy
 
     try:
         find_pyspy()

@@ -14,7 +14,7 @@ from typing import TypeVar
 from xfertop import wire
 from xfertop.model.jobs import JobsState, RankState
 from xfertop.reporter._ring_writer import RingWriter
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.jobs.source import JobsSource
 
 T = TypeVar("T")
 SRC_DIR = str(Path(__file__).resolve().parents[1] / "src")

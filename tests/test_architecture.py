@@ -50,4 +50,4 @@ def _modules_importing(top_name: str) -> set[str]:
 
 def test_only_the_nvml_boundary_imports_pynvml() -> None:
     """NVML is the hardware boundary: one module talks to it, so one fake replaces it in tests."""
-    assert _modules_importing("pynvml") <= {"xfertop.sources.nvml_api"}
+    assert _modules_importing("pynvml") <= {"xfertop.sources.gpu.nvml_api"}

@@ -14,9 +14,11 @@ import pytest
 
 from xfertop import wire
 from xfertop.procfs import split_stat
-from xfertop.sources import gpu_facts, host, proc_placement
-from xfertop.sources.host import _CLOCK_TICKS, _Stat
-from xfertop.sources.proc_placement import _PROCESSOR_FIELD, ProcStat
+from xfertop.sources.gpu import gpu_facts
+from xfertop.sources.host import proc_placement
+from xfertop.sources.host import source as host
+from xfertop.sources.host.proc_placement import _PROCESSOR_FIELD, ProcStat
+from xfertop.sources.host.source import _CLOCK_TICKS, _Stat
 
 # -- the five parsers as they were ---------------------------------------------------------------
 

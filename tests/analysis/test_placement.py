@@ -7,7 +7,7 @@ from pathlib import Path
 
 from xfertop.analysis.placement import placement_warnings
 from xfertop.model.topology import GpuTopology, PcieHop, ProcessPlacement, Topology, WatchedProcess
-from xfertop.sources.topology import read_topology
+from xfertop.sources.topology.source import read_topology
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TWO_NODES = {0: (0, 1, 2, 3), 1: (4, 5, 6, 7)}

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from fakes.fake_pynvml import FakePynvml
 from xfertop.bench.link_nvml import open_link_reader
 from xfertop.bench.machine import link_facts, parse_replays, parse_smi_csv, sysfs_bus_id
-from xfertop.sources.nvml_api import NvmlApi
+from xfertop.sources.gpu.nvml_api import NvmlApi
 
 H200_CSV = "0, NVIDIA H200, 00000000:06:00.0, 580.159.04, 5, 5, 5, 16, 16, P0\n"
 SMI_Q = """

@@ -17,9 +17,9 @@ from pyspy_phases_support import fake_nvml_gpu, phases_job
 from pyspy_support import FIXTURES, ptrace_problem, training_job
 from xfertop.analysis.sampled_verdict import judge_stacks
 from xfertop.cli import attach
-from xfertop.sources.pyspy_runner import dump
-from xfertop.sources.source_lines import line_reader
-from xfertop.sources.stacks import StackSampler
+from xfertop.sources.stacks.pyspy_runner import dump
+from xfertop.sources.stacks.source import StackSampler
+from xfertop.sources.stacks.source_lines import line_reader
 
 PTRACE_PROBLEM = ptrace_problem()
 needs_ptrace = pytest.mark.skipif(

@@ -9,11 +9,11 @@ from types import SimpleNamespace
 from fakes.fake_pynvml import FakeGpu, FakePynvml
 from xfertop.cli.viewer import build_sources
 from xfertop.sources.bundle import watch_interesting_pids
-from xfertop.sources.gpu import GpuSource
-from xfertop.sources.host import HostSource
-from xfertop.sources.jobs import JobsSource
-from xfertop.sources.nvml_api import NvmlApi
-from xfertop.sources.topology import TopologySource
+from xfertop.sources.gpu.nvml_api import NvmlApi
+from xfertop.sources.gpu.source import GpuSource
+from xfertop.sources.host.source import HostSource
+from xfertop.sources.jobs.source import JobsSource
+from xfertop.sources.topology.source import TopologySource
 
 
 def test_gpu_processes_are_detailed_by_the_host_source(tmp_path: Path) -> None:

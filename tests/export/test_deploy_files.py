@@ -22,8 +22,8 @@ from fakes.fake_pynvml import FakePynvml
 from ring_test_tools import wait_until
 from ui.live import fake_gpu_source
 from xfertop.export.prometheus_exporter import Exporter
-from xfertop.sources.host import HostSource
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.host.source import HostSource
+from xfertop.sources.jobs.source import JobsSource
 
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARD = REPO / "deploy" / "grafana" / "xfertop.json"

@@ -10,7 +10,7 @@ from ui.sample_states import FROZEN_TIME, gpu_state, host_state, jobs_state, no_
 from ui.topology_support import SYNTHETIC_PROC, SYNTHETIC_SYSFS
 from xfertop.export.json_snapshot import RECENT_STEPS, SCHEMA, TOP_LEVEL_KEYS, snapshot_dict
 from xfertop.model.topology import WatchedProcess
-from xfertop.sources.topology import read_topology
+from xfertop.sources.topology.source import read_topology
 
 
 def test_a_full_snapshot_conforms_and_survives_json() -> None:

@@ -34,7 +34,7 @@ from export.prometheus_cluster import (
 )
 from ring_test_tools import child_env, wait_until
 from xfertop.analysis.job_analysis import analyse
-from xfertop.sources.prometheus_jobs import PrometheusJobsSource
+from xfertop.sources.jobs.prometheus_jobs import PrometheusJobsSource
 
 pytestmark = pytest.mark.skipif(
     PROMETHEUS is None, reason="the prometheus binary is absent (Debian: apt-get install prometheus)"

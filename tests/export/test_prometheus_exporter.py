@@ -31,7 +31,7 @@ from xfertop.model.gpu import GpuState, PcieErrors
 from xfertop.model.jobs import RankState
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.jobs.source import JobsSource
 
 STEP_NS = 10_000_000
 WAIT_NS = 4_000_000

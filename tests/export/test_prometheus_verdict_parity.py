@@ -42,8 +42,8 @@ from xfertop.analysis.job_analysis import JobAnalysis, analyse
 from xfertop.model.jobs import JobsState
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
-from xfertop.sources.jobs import JobsSource
-from xfertop.sources.prometheus_jobs import PrometheusJobsSource
+from xfertop.sources.jobs.prometheus_jobs import PrometheusJobsSource
+from xfertop.sources.jobs.source import JobsSource
 
 pytestmark = pytest.mark.skipif(
     PROMETHEUS is None, reason="the prometheus binary is absent (Debian: apt-get install prometheus)"

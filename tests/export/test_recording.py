@@ -29,11 +29,11 @@ from xfertop.export.recording import (
 )
 from xfertop.launch.demo import DemoJob, start_demo_job
 from xfertop.model.plain import from_plain, to_plain
-from xfertop.sources.gpu import GpuSource
-from xfertop.sources.host import HostSource
-from xfertop.sources.jobs import JobsSource
-from xfertop.sources.nvml_api import NvmlApi
-from xfertop.sources.topology import TopologySource
+from xfertop.sources.gpu.nvml_api import NvmlApi
+from xfertop.sources.gpu.source import GpuSource
+from xfertop.sources.host.source import HostSource
+from xfertop.sources.jobs.source import JobsSource
+from xfertop.sources.topology.source import TopologySource
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "recording.schema.json"
 TRAIN = """

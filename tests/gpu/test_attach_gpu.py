@@ -10,8 +10,8 @@ import pytest
 
 from pyspy_support import ptrace_problem, training_job
 from xfertop.analysis.sampled_verdict import judge_stacks
-from xfertop.sources.source_lines import line_reader
-from xfertop.sources.stacks import StackSampler
+from xfertop.sources.stacks.source import StackSampler
+from xfertop.sources.stacks.source_lines import line_reader
 
 pytestmark = pytest.mark.gpu
 

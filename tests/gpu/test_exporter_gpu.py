@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_gpu_source_real import PROTOCOL_OVERHEAD, PinnedCopyLoop, torch_gpu
 
 from xfertop.export.prometheus_exporter import Exporter
-from xfertop.sources.gpu import GpuSource
+from xfertop.sources.gpu.source import GpuSource
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")

@@ -15,7 +15,7 @@ import pytest
 
 from gpu_results import write_result
 from xfertop.model.gpu import GpuSnapshot
-from xfertop.sources.gpu import GpuSource
+from xfertop.sources.gpu.source import GpuSource
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from gpu_results import write_result
-from xfertop.sources.host import HostSource
-from xfertop.sources.proc_memory import smaps_bytes_by_pathname
+from xfertop.sources.host.proc_memory import smaps_bytes_by_pathname
+from xfertop.sources.host.source import HostSource
 
 pytestmark = pytest.mark.gpu
 pytest.importorskip("torch")

@@ -23,8 +23,8 @@ from xfertop.model.jobs import StepRecord
 from xfertop.reporter._clock import StepClock
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
-from xfertop.sources.jobs import JobsSource
-from xfertop.sources.ring_reader import RingReader
+from xfertop.sources.jobs.ring_reader import RingReader
+from xfertop.sources.jobs.source import JobsSource
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
@@ -130,7 +130,9 @@ def test_the_gap_is_the_wait_the_gpu_felt(clock: StepClock) -> None:
 
 
 def test_queued_gpu_work_hides_the_data_wait(clock: StepClock) -> None:
-    clock.sampling.enabled = False  # 5 ms steps may be sampled (every 2nd); this story checks every step's gap
+    clock.sampling.enabled = (
+        False  # 5 ms steps may be sampled (every 2nd); this story checks every step's gap
+    )
     cycles_per_ms = _cycles_per_ms()
     batch = torch.ones(256, 256).pin_memory()
     for host in xfertop.watch(_batches(30, 0.005, batch)):

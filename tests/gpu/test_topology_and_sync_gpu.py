@@ -21,8 +21,8 @@ from ui.live import MessageWaiter
 from xfertop.analysis.steps import WindowStats, window_stats
 from xfertop.cli.viewer import build_sources
 from xfertop.export.json_snapshot import snapshot_dict
-from xfertop.sources.gpu import GpuSource
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.gpu.source import GpuSource
+from xfertop.sources.jobs.source import JobsSource
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.messages import TopologyUpdated
 from xfertop.ui.topology_screen import TopologyScreen

@@ -11,8 +11,8 @@ import subprocess
 import pytest
 
 from gpu_results import write_result
-from xfertop.sources.nvml_api import NvmlApi
-from xfertop.sources.topology import read_topology
+from xfertop.sources.gpu.nvml_api import NvmlApi
+from xfertop.sources.topology.source import read_topology
 
 pytestmark = pytest.mark.gpu
 

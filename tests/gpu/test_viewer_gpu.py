@@ -16,8 +16,8 @@ from collections.abc import Iterator
 import pytest
 
 from xfertop.sources.bundle import Sources
-from xfertop.sources.gpu import GpuSource
-from xfertop.sources.host import HostSource
+from xfertop.sources.gpu.source import GpuSource
+from xfertop.sources.host.source import HostSource
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.gpu_pane import GpuPane
 from xfertop.ui.messages import GpuStateUpdated

@@ -15,7 +15,7 @@ import pytest
 from xfertop.analysis.verdict import Verdict, job_verdict, rank_verdict
 from xfertop.launch.demo import DemoJob, demo_job_command, start_demo_job
 from xfertop.model.jobs import RankState
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.jobs.source import JobsSource
 
 #: Bounded polling of another process's ring: generous, because CI machines are shared and slow.
 TIMEOUT_S = 120.0

@@ -19,7 +19,7 @@ import pytest
 
 from ring_test_tools import child_env, ranks, wait_until
 from xfertop.launch import run as run_module
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.jobs.source import JobsSource
 
 TRAIN = """
 import sys

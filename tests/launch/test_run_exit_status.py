@@ -14,7 +14,7 @@ from pathlib import Path
 from ring_test_tools import child_env, ranks, wait_until
 from xfertop.analysis.job_analysis import analyse
 from xfertop.model.jobs import RankState
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.jobs.source import JobsSource
 
 TRAIN = """
 import os, signal, sys
@@ -164,7 +164,7 @@ def test_a_zombie_counts_as_running_until_it_is_reaped() -> None:
     # What the launcher's ordering rests on: between waitid(WNOWAIT) and the reap, the command is a zombie,
     # and the viewer must not take its ring for final yet.
     from xfertop.launch.exit_record import wait_without_reaping
-    from xfertop.sources.ring_reader import process_alive
+    from xfertop.sources.jobs.ring_reader import process_alive
     from xfertop.wire import process_start_ticks
 
     child = subprocess.Popen(

@@ -26,7 +26,7 @@ from xfertop.model.jobs import StepRecord
 from xfertop.reporter._clock import StepClock
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
-from xfertop.sources.ring_reader import RingReader
+from xfertop.sources.jobs.ring_reader import RingReader
 
 torch = pytest.importorskip("torch")
 MS = 1_000_000

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ring_test_tools import child_env, ranks
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.jobs.source import JobsSource
 
 DEMOS = Path(__file__).resolve().parents[2] / "demos"
 

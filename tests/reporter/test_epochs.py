@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 from ring_test_tools import child_env, ranks
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.jobs.source import JobsSource
 
 EPOCHS = """
 import json, sys, time

@@ -23,7 +23,7 @@ from xfertop.reporter._clock import StepClock, cuda_device_in_use
 from xfertop.reporter._gpu_timer import GpuTimer
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
-from xfertop.sources.ring_reader import RingReader
+from xfertop.sources.jobs.ring_reader import RingReader
 
 MS = 1_000_000
 

@@ -22,7 +22,7 @@ from xfertop.reporter._gpu_sampling import GPU_EVERY_MAX, GpuSampling
 from xfertop.reporter._gpu_timer import GpuTimer
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
-from xfertop.sources.ring_reader import RingReader
+from xfertop.sources.jobs.ring_reader import RingReader
 
 
 def _clock(tmp_path: Path, gpu: FakeCuda) -> StepClock:

@@ -21,7 +21,7 @@ from xfertop.reporter._clock import StepClock
 from xfertop.reporter._host_parts import HostParts
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
-from xfertop.sources.ring_reader import RingReader
+from xfertop.sources.jobs.ring_reader import RingReader
 
 MS = 1_000_000
 T0 = 10**12  # the fake host clock's start (perf_counter_ns is never 0 either)

@@ -15,7 +15,7 @@ from ring_test_tools import ranks, start_script, wait_until
 from xfertop.reporter._clock import MAX_ERRORS, StepClock
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingDirError, RingWriter, open_private_dir
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.jobs.source import JobsSource
 
 
 def _boom(*args: object, **kwargs: object) -> None:

@@ -12,7 +12,7 @@ import pytest
 from xfertop import wire
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingDirError, RingWriter, open_private_dir
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.jobs.source import JobsSource
 
 FALLBACK = f"/tmp/xfertop-{os.getuid()}"
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file to another user (chown)")

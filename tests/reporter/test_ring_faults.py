@@ -17,8 +17,8 @@ from xfertop import wire
 from xfertop.model.jobs import StepRecord
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
-from xfertop.sources.jobs import JobsSource
-from xfertop.sources.ring_reader import MAX_STEPS_PER_POLL, RingReader
+from xfertop.sources.jobs.ring_reader import MAX_STEPS_PER_POLL, RingReader
+from xfertop.sources.jobs.source import JobsSource
 
 FAST_LOOP = """
 import itertools

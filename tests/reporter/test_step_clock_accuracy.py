@@ -7,7 +7,7 @@ import statistics
 from pathlib import Path
 
 from ring_test_tools import rank_with_steps, start_script, wait_until
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.jobs.source import JobsSource
 
 KNOWN_LOOP = """
 import json, sys, time

@@ -13,7 +13,7 @@ import xfertop
 from ring_test_tools import run_under_xfertop
 from xfertop.model.jobs import StepRecord
 from xfertop.reporter._clock import StepClock
-from xfertop.sources.ring_reader import RingReader
+from xfertop.sources.jobs.ring_reader import RingReader
 
 Pair = namedtuple("Pair", "inputs labels")
 

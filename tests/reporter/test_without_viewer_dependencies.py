@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 from ring_test_tools import child_env
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.jobs.source import JobsSource
 
 VIEWER_DEPENDENCIES = ("textual", "rich", "pynvml", "psutil", "prometheus_client")
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from xfertop.sources.gpu import GpuSource
+from xfertop.sources.gpu.source import GpuSource
 
 
 @pytest.fixture

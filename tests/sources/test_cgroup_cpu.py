@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from xfertop.sources.cgroup_cpu import (
+from xfertop.sources.host.cgroup_cpu import (
     CgroupCpuReader,
     ThrottleCounters,
     parse_cfs_quota,
@@ -375,7 +375,7 @@ def test_the_reader_forgets_a_removed_cgroup_and_processes_it_no_longer_watches(
 AS_NOBODY = r"""
 import json, os, sys
 from pathlib import Path
-from xfertop.sources.cgroup_cpu import read_cpu_limit
+from xfertop.sources.host.cgroup_cpu import read_cpu_limit
 os.setgid(65534)
 os.setuid(65534)
 limit = read_cpu_limit(int(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))

@@ -18,8 +18,8 @@ from analysis.window_fixtures import rank_state
 from xfertop.analysis.job_analysis import analyse
 from xfertop.analysis.thresholds import CGROUP_THROTTLED_SHARE
 from xfertop.model.jobs import JobsState, JobState, RankState
-from xfertop.sources.cgroup_cpu import CgroupCpuReader, read_cpu_limit
-from xfertop.sources.host import HostSource
+from xfertop.sources.host.cgroup_cpu import CgroupCpuReader, read_cpu_limit
+from xfertop.sources.host.source import HostSource
 
 
 def _cat(path: Path | str) -> str | None:

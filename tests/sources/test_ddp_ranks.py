@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xfertop.sources.ddp_ranks import job_ranks, read_environ
+from xfertop.sources.jobs.ddp_ranks import job_ranks, read_environ
 
 
 def add_process(

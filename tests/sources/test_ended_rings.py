@@ -16,7 +16,7 @@ from ring_test_tools import SRC_DIR, write_step
 from xfertop import wire
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.jobs.source import JobsSource
 
 OWN_START_TICKS = wire.process_start_ticks()
 HOUR_NS = 3600 * 10**9
@@ -144,7 +144,7 @@ def test_once_json_reads_live_rings_beside_hundreds_of_ended_ones_under_a_low_de
 def test_remove_ended_rings_removes_only_the_rings_of_writers_gone_for_the_grace_period(
     tmp_path: Path,
 ) -> None:
-    from xfertop.sources.ring_reader import remove_ended_rings
+    from xfertop.sources.jobs.ring_reader import remove_ended_rings
 
     template = _template(tmp_path)
     rings = tmp_path / "rings"
@@ -172,7 +172,7 @@ def test_remove_ended_rings_removes_only_the_rings_of_writers_gone_for_the_grace
 
 
 def test_remove_ended_rings_leaves_files_it_cannot_vouch_for(tmp_path: Path) -> None:
-    from xfertop.sources.ring_reader import remove_ended_rings
+    from xfertop.sources.jobs.ring_reader import remove_ended_rings
 
     template = _template(tmp_path)
     rings = tmp_path / "rings"

@@ -15,9 +15,9 @@ import pytest
 
 from fakes.fake_pynvml import FakeGpu, FakePynvml
 from xfertop.model.gpu import GpuProcess
-from xfertop.sources.gpu import GpuSource
-from xfertop.sources.gpu_facts import HostProcesses
-from xfertop.sources.nvml_api import NvmlApi
+from xfertop.sources.gpu.gpu_facts import HostProcesses
+from xfertop.sources.gpu.nvml_api import NvmlApi
+from xfertop.sources.gpu.source import GpuSource
 from xfertop.wire import process_start_ticks
 
 #: Says "ready" once its program runs: until then its command line may still be empty.

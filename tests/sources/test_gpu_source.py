@@ -8,9 +8,9 @@ import pytest
 
 from fakes.fake_pynvml import FakeGpu, FakePynvml, SteadyTraffic
 from xfertop.model.gpu import GpuState
-from xfertop.sources.gpu import GpuSource
-from xfertop.sources.gpu_facts import cuda_version_text, throttle_words
-from xfertop.sources.nvml_api import NvmlApi
+from xfertop.sources.gpu.gpu_facts import cuda_version_text, throttle_words
+from xfertop.sources.gpu.nvml_api import NvmlApi
+from xfertop.sources.gpu.source import GpuSource
 
 NO_DRIVER = "no NVIDIA driver found (libnvidia-ml.so.1): showing host metrics only"
 H2D_WIRE_BYTES_PER_S = 59.2e9  # what the H200's counters read during a pinned H2D loop

@@ -16,9 +16,9 @@ import psutil
 import pytest
 
 from xfertop.model.host import HostState, ProcessStats
-from xfertop.sources import host
-from xfertop.sources.cgroup_cpu import CgroupCpuReader, read_cpu_limit
-from xfertop.sources.host import HostSource
+from xfertop.sources.host import source as host
+from xfertop.sources.host.cgroup_cpu import CgroupCpuReader, read_cpu_limit
+from xfertop.sources.host.source import HostSource
 
 MIB = 1 << 20
 
@@ -282,7 +282,7 @@ def test_the_polling_thread_publishes_after_watch_pids_changes() -> None:
 # Imports first, then drop to nobody: the interpreter and the venv may live where nobody cannot read.
 OTHER_USER_VIEW = r"""
 import json, os, sys
-from xfertop.sources.host import HostSource
+from xfertop.sources.host.source import HostSource
 source = HostSource()
 os.setgid(65534)
 os.setuid(65534)

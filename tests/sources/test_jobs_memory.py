@@ -13,7 +13,7 @@ from ring_test_tools import write_step
 from xfertop import wire
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.jobs.source import JobsSource
 
 OWN_START_TICKS = wire.process_start_ticks()
 STEPS_PER_JOB = 300

@@ -15,8 +15,8 @@ from xfertop import wire
 from xfertop.model.jobs import JobsState, StepRecord
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
-from xfertop.sources.jobs import JobsSource, job_key, job_name, process_alive
-from xfertop.sources.ring_reader import to_step_record
+from xfertop.sources.jobs.ring_reader import to_step_record
+from xfertop.sources.jobs.source import JobsSource, job_key, job_name, process_alive
 
 
 def _writer(ring_dir: Path, steps: int = 0, **identity_changes: object) -> RingWriter:
@@ -421,7 +421,7 @@ def test_a_writer_that_dies_after_being_seen_alive_is_finished_on_the_next_read(
 def test_a_directory_above_the_rings_that_turns_unsafe_is_refused_at_the_next_walk(tmp_path: Path) -> None:
     # The walk over every directory above the ring directory is done every DIR_RECHECK_S (a poll only
     # lstats the ring directory itself): a parent made writable by others is refused within that time.
-    from xfertop.sources.jobs import DIR_RECHECK_S
+    from xfertop.sources.jobs.source import DIR_RECHECK_S
 
     parent = tmp_path / "parent"
     ring_dir = parent / "rings"

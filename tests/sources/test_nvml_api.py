@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fakes.fake_pynvml import FakeGpu, FakePynvml
-from xfertop.sources.nvml_api import GpuLost, NvmlApi
+from xfertop.sources.gpu.nvml_api import GpuLost, NvmlApi
 
 NO_DRIVER = "no NVIDIA driver found (libnvidia-ml.so.1): showing host metrics only"
 

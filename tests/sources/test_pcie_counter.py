@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from xfertop.sources.pcie_counter import (
+from xfertop.sources.gpu.pcie_counter import (
     COUNTER_MODULUS,
     CounterUnwrapper,
     link_wire_bytes_per_s,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from fakes.fake_pynvml import FakeGpu, FakePynvml, SteadyTraffic
-from xfertop.sources.nvml_api import GpuLost, NvmlApi
-from xfertop.sources.pcie_gpm import GpmPcie
+from xfertop.sources.gpu.nvml_api import GpuLost, NvmlApi
+from xfertop.sources.gpu.pcie_gpm import GpmPcie
 
 
 class Clock:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from fakes.fake_pynvml import FakeClock, FakeGpu, FakePynvml, RecordedTraffic, SteadyTraffic
-from xfertop.sources.nvml_api import NvmlApi
-from xfertop.sources.pcie_counter import link_wire_bytes_per_s
-from xfertop.sources.pcie_poller import PcieCounterPoller, PolledGpu
+from xfertop.sources.gpu.nvml_api import NvmlApi
+from xfertop.sources.gpu.pcie_counter import link_wire_bytes_per_s
+from xfertop.sources.gpu.pcie_poller import PcieCounterPoller, PolledGpu
 
 GEN5_X16_WIRE = link_wire_bytes_per_s(5, 16)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from xfertop.sources.proc_memory import (
+from xfertop.sources.host.proc_memory import (
     CUDA_HOST_ALLOC_PATHNAME,
     NVIDIA_CONTROL_DEVICE,
     StatusMemory,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from xfertop.sources import proc_placement
-from xfertop.sources.proc_placement import (
+from xfertop.sources.host import proc_placement
+from xfertop.sources.host.proc_placement import (
     ChildFinder,
     children_by_parent,
     parse_stat,

@@ -15,7 +15,7 @@ from xfertop.analysis.steps import window_stats
 from xfertop.export.prometheus_collector import RANK_COUNTERS
 from xfertop.export.prometheus_totals import DATA_WAIT_BUCKETS_S, RankTotals
 from xfertop.model.jobs import RankEnd, RankState, StepRecord
-from xfertop.sources.prometheus_jobs import (
+from xfertop.sources.jobs.prometheus_jobs import (
     DATA_WAIT_BUCKET,
     RECORDS_PER_INTERVAL,
     PrometheusJobsSource,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pyspy_support import FIXTURES
-from xfertop.sources.ptrace_access import Caller, attach_problem, explain_pyspy_failure, ptrace_scope
+from xfertop.sources.host.ptrace_access import Caller, attach_problem, explain_pyspy_failure, ptrace_scope
 
 ME = Caller(euid=1000, has_cap_sys_ptrace=False, pid=100)
 ROOT = Caller(euid=0, has_cap_sys_ptrace=True, pid=100)

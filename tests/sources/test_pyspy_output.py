@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pyspy_support import FIXTURES, fixture_window
-from xfertop.sources.pyspy_output import parse_dump_json, parse_raw, parse_sample_errors
+from xfertop.sources.stacks.pyspy_output import parse_dump_json, parse_raw, parse_sample_errors
 
 
 def test_raw_window_of_a_job_with_workers_names_every_process_and_thread() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from xfertop.sources.source_lines import line_reader
+from xfertop.sources.stacks.source_lines import line_reader
 
 
 def script(directory: Path, name: str = "train.py") -> Path:

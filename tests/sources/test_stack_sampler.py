@@ -6,9 +6,9 @@ import pytest
 
 from pyspy_support import ptrace_problem, training_job
 from xfertop.analysis.sampled_verdict import judge_stacks
-from xfertop.sources.pyspy_runner import PySpyError, find_pyspy
-from xfertop.sources.source_lines import line_reader
-from xfertop.sources.stacks import StackSampler
+from xfertop.sources.stacks.pyspy_runner import PySpyError, find_pyspy
+from xfertop.sources.stacks.source import StackSampler
+from xfertop.sources.stacks.source_lines import line_reader
 
 
 def pyspy_missing() -> bool:

@@ -12,14 +12,14 @@ from types import SimpleNamespace
 
 from fakes.fake_pynvml import FakeGpu, FakePynvml, TopologyPynvml
 from xfertop.model.topology import WatchedProcess
-from xfertop.sources.nvml_api import NvmlApi
-from xfertop.sources.sysfs_pci import (
+from xfertop.sources.gpu.nvml_api import NvmlApi
+from xfertop.sources.topology.source import TopologySource, read_topology
+from xfertop.sources.topology.sysfs_pci import (
     link_gen,
     normalise_bus_id,
     parse_cpulist,
     parse_link_speed_gt_per_s,
 )
-from xfertop.sources.topology import TopologySource, read_topology
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SYNTHETIC_SYSFS = FIXTURES / "sysfs" / "synthetic_2s8g"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xfertop.sources.topology import read_topology
+from xfertop.sources.topology.source import read_topology
 
 H200_SYSFS = Path(__file__).resolve().parents[1] / "fixtures" / "sysfs" / "h200"
 

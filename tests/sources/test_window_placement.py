@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from xfertop.sources.window_placement import PlacementProbe
+from xfertop.sources.stacks.window_placement import PlacementProbe
 
 # A parent that starts two children (one pinned to its first allowed core, one free), says so, and waits
 # for stdin; "exit-child" on stdin makes the free child exit.

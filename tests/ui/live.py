@@ -9,9 +9,9 @@ from textual.message import Message
 
 from fakes.fake_pynvml import FakePynvml
 from xfertop.sources.bundle import Sources
-from xfertop.sources.gpu import GpuSource
-from xfertop.sources.host import HostSource
-from xfertop.sources.nvml_api import NvmlApi
+from xfertop.sources.gpu.nvml_api import NvmlApi
+from xfertop.sources.gpu.source import GpuSource
+from xfertop.sources.host.source import HostSource
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.messages import GpuStateUpdated
 

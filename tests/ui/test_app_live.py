@@ -9,8 +9,8 @@ from pathlib import Path
 from fakes.fake_pynvml import FakePynvml
 from ui.live import MessageWaiter, fake_gpu_source, gpu_update_where, live_app
 from xfertop.sources.bundle import HOST_MIN_INTERVAL_S, JOBS_INTERVAL_S, Sources
-from xfertop.sources.host import HostSource
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.host.source import HostSource
+from xfertop.sources.jobs.source import JobsSource
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.gpu_area import GpuArea
 from xfertop.ui.gpu_detail import GpuDetailScreen

@@ -16,8 +16,8 @@ from pyspy_support import ptrace_problem, training_job
 from ui.live import MessageWaiter, fake_gpu_source, gpu_update_where
 from ui.sample_states import jobs_state, rank
 from xfertop.sources.bundle import Sources
-from xfertop.sources.prometheus_jobs import PrometheusJobsSource
-from xfertop.sources.stacks import StackSampler
+from xfertop.sources.jobs.prometheus_jobs import PrometheusJobsSource
+from xfertop.sources.stacks.source import StackSampler
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.attach_screen import AttachScreen, StacksUpdated
 from xfertop.ui.jobs_pane import RankTable

@@ -9,7 +9,7 @@ from pyspy_support import fixture_lines, fixture_window, ptrace_problem, trainin
 from ui.live import MessageWaiter
 from xfertop.analysis.sampled_verdict import judge_stacks
 from xfertop.model.stacks import AttachTarget, StacksState
-from xfertop.sources.stacks import StackSampler
+from xfertop.sources.stacks.source import StackSampler
 from xfertop.ui.attach_screen import AttachApp, AttachScreen, StacksUpdated, attach_text
 
 PTRACE_PROBLEM = ptrace_problem()

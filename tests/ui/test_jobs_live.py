@@ -12,8 +12,8 @@ from fakes.fake_pynvml import FakePynvml
 from ui.live import MessageWaiter, fake_gpu_source
 from xfertop.launch.demo import DemoJob, start_demo_job
 from xfertop.sources.bundle import Sources
-from xfertop.sources.host import HostSource
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.host.source import HostSource
+from xfertop.sources.jobs.source import JobsSource
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.job_detail import JobDetailScreen
 from xfertop.ui.jobs_pane import RankTable

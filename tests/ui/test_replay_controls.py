@@ -16,10 +16,10 @@ from xfertop.export.recording import RecordingWriter, Snapshot, read_recording
 from xfertop.export.replay_player import ReplayPlayer
 from xfertop.launch.demo import DemoJob, start_demo_job
 from xfertop.model.jobs import JobsState
-from xfertop.sources.gpu import GpuSource
-from xfertop.sources.host import HostSource
-from xfertop.sources.jobs import JobsSource
-from xfertop.sources.nvml_api import NvmlApi
+from xfertop.sources.gpu.nvml_api import NvmlApi
+from xfertop.sources.gpu.source import GpuSource
+from xfertop.sources.host.source import HostSource
+from xfertop.sources.jobs.source import JobsSource
 from xfertop.ui.replay_controls import ReplayApp, ReplayStatus
 
 

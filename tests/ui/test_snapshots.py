@@ -28,8 +28,8 @@ from xfertop.model.gpu import GpuState
 from xfertop.model.jobs import JobsState
 from xfertop.model.topology import WatchedProcess
 from xfertop.sources.bundle import Sources
-from xfertop.sources.nvml_api import NvmlApi
-from xfertop.sources.topology import read_topology
+from xfertop.sources.gpu.nvml_api import NvmlApi
+from xfertop.sources.topology.source import read_topology
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.messages import GpuStateUpdated, HostStateUpdated, JobsStateUpdated, TopologyUpdated
 

@@ -17,7 +17,7 @@ from xfertop.export.json_snapshot import job_dict, snapshot_dict
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
 from xfertop.sources.bundle import Sources
-from xfertop.sources.jobs import JobsSource
+from xfertop.sources.jobs.source import JobsSource
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.messages import GpuStateUpdated
 

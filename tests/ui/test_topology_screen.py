@@ -10,10 +10,10 @@ from textual.widgets import Static
 from ui.live import MessageWaiter, fake_gpu_source, gpu_update_where
 from ui.topology_support import SYNTHETIC_PROC, SYNTHETIC_SYSFS, synthetic_nvml
 from xfertop.sources.bundle import Sources, watch_interesting_pids
-from xfertop.sources.host import HostSource
-from xfertop.sources.jobs import JobsSource
-from xfertop.sources.nvml_api import NvmlApi
-from xfertop.sources.topology import TopologySource
+from xfertop.sources.gpu.nvml_api import NvmlApi
+from xfertop.sources.host.source import HostSource
+from xfertop.sources.jobs.source import JobsSource
+from xfertop.sources.topology.source import TopologySource
 from xfertop.ui.app import XfertopApp
 from xfertop.ui.messages import TopologyUpdated
 from xfertop.ui.topology_screen import TopologyScreen

@@ -1,4 +1,4 @@
-"""The GPU link and its error counters through NVML (xfertop.sources.nvml_api, the one pynvml boundary)."""
+"""The GPU link and its error counters through NVML (sources.gpu.nvml_api, the one pynvml boundary)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import os
 from typing import Any
 
 from xfertop.bench.machine import LinkReading, SmiLinkReader
-from xfertop.sources.gpu import FIELD_CORRECTABLE_ERRORS
-from xfertop.sources.nvml_api import GpuLost, NvmlApi
+from xfertop.sources.gpu.nvml_api import GpuLost, NvmlApi
+from xfertop.sources.gpu.source import FIELD_CORRECTABLE_ERRORS
 
 
 class NvmlLinkReader:

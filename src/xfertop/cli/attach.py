@@ -20,10 +20,10 @@ from xfertop.analysis.sampled_verdict import judge_stacks
 from xfertop.cli.viewer import is_terminal
 from xfertop.model.gpu import GpuState
 from xfertop.sources.base import PollingSource
-from xfertop.sources.gpu import GpuSource
-from xfertop.sources.pyspy_runner import DEFAULT_RATE_HZ, DEFAULT_WINDOW_S
-from xfertop.sources.source_lines import line_reader
-from xfertop.sources.stacks import StackSampler
+from xfertop.sources.gpu.source import GpuSource
+from xfertop.sources.stacks.pyspy_runner import DEFAULT_RATE_HZ, DEFAULT_WINDOW_S
+from xfertop.sources.stacks.source import StackSampler
+from xfertop.sources.stacks.source_lines import line_reader
 
 EXIT_OK = 0
 EXIT_CANNOT_ATTACH = 2

@@ -16,7 +16,7 @@ from xfertop import startup_trace
 from xfertop.cli import attach, bench, demo, export, record, replay, run
 from xfertop.cli.version import VersionAction
 from xfertop.cli.viewer import ViewerError
-from xfertop.sources.gpu import PCIE_CHOICES
+from xfertop.sources.gpu.source import PCIE_CHOICES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 

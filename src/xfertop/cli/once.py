@@ -11,12 +11,12 @@ from xfertop.model.jobs import JobsState
 from xfertop.model.rank_gpu import watched_processes
 from xfertop.sources.base import PollingSource
 from xfertop.sources.bundle import interesting_pids
-from xfertop.sources.gpu import GpuSource
-from xfertop.sources.host import HostSource
-from xfertop.sources.jobs import JobsSource
-from xfertop.sources.nvml_api import NvmlApi
-from xfertop.sources.prometheus_jobs import PrometheusJobsSource
-from xfertop.sources.topology import TopologySource
+from xfertop.sources.gpu.nvml_api import NvmlApi
+from xfertop.sources.gpu.source import GpuSource
+from xfertop.sources.host.source import HostSource
+from xfertop.sources.jobs.prometheus_jobs import PrometheusJobsSource
+from xfertop.sources.jobs.source import JobsSource
+from xfertop.sources.topology.source import TopologySource
 
 #: The host's CPU figures (per core, per process) are rates over the time since the host source was made:
 #: at least this long, as the GPU's first PCIe window is. Without a GPU that sample returns at once, and

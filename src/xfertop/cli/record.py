@@ -35,7 +35,7 @@ def byte_size(text: str) -> int:
 
 def register(subparsers: Any) -> None:
     from xfertop.export.recording import DEFAULT_KEEP, DEFAULT_MAX_BYTES
-    from xfertop.sources.gpu import PCIE_CHOICES
+    from xfertop.sources.gpu.source import PCIE_CHOICES
 
     parser = subparsers.add_parser(
         "record",

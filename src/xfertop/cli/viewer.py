@@ -8,7 +8,7 @@ import sys
 from xfertop import startup_trace
 from xfertop.sources import bundle
 from xfertop.sources.bundle import Sources
-from xfertop.sources.prometheus_jobs import check_url
+from xfertop.sources.jobs.prometheus_jobs import check_url
 
 # The UI modules (Textual) are imported only when a TUI is really started: `--once` and `--help` stay fast.
 

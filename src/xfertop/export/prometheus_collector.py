@@ -32,7 +32,7 @@ from xfertop.model.gpu import GpuSnapshot, GpuState
 from xfertop.model.host import HostState, ProcessStats
 from xfertop.model.jobs import JobsState, RankEnd, RankState, RankStatus
 from xfertop.model.rank_gpu import rank_gpu
-from xfertop.sources.gpu_facts import THROTTLE_WORDS
+from xfertop.sources.gpu.gpu_facts import THROTTLE_WORDS
 
 GPU_LABELS = ("host", "gpu", "uuid", "name")
 RANK_LABELS = ("host", "job_name", "job_id", "rank", "local_rank", "pid", "gpu_uuid")

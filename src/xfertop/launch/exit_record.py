@@ -8,7 +8,7 @@ whose writer has ended (or is the command itself), so a viewer can say how each 
 Ordering: the launcher learns the command's status without reaping it (``waitid(WNOWAIT)``), records it,
 then reaps. Until then the command is a zombie, which the viewer counts as running (/proc still shows its
 pid and start time), so the viewer cannot take its ring for final before the status is in it. Rings of
-grandchildren ended earlier; the viewer reads their header on for a grace time (sources/jobs.py).
+grandchildren ended earlier; the viewer reads their header on for a grace time (sources/jobs/source.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import secrets
 import stat
 
 from xfertop import wire
-from xfertop.sources.ring_reader import process_alive
+from xfertop.sources.jobs.ring_reader import process_alive
 
 
 def new_launch_token() -> str:

@@ -34,7 +34,7 @@ import xfertop
 from xfertop import wire
 from xfertop.launch.exit_record import new_launch_token, record_exit, wait_without_reaping
 from xfertop.launch.summary import RunFollower
-from xfertop.sources.ring_reader import remove_ended_rings
+from xfertop.sources.jobs.ring_reader import remove_ended_rings
 
 BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
 FORWARDED_SIGNALS = (

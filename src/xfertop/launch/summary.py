@@ -210,15 +210,15 @@ class RunFollower:
     def _run(self) -> None:
         # Imported here, on this thread: the job starts without waiting for them.
         with contextlib.suppress(Exception):
-            from xfertop.sources.jobs import JobsSource
+            from xfertop.sources.jobs.source import JobsSource
 
             self._source = JobsSource(ring_dir=self.ring_dir, launch_token=self.launch_token)
             with contextlib.suppress(Exception):
-                from xfertop.sources.host import HostSource
+                from xfertop.sources.host.source import HostSource
 
                 self._host = HostSource()
             with contextlib.suppress(Exception):  # no driver, no NVML: the summary says GPU busy unknown
-                from xfertop.sources.gpu import GpuSource
+                from xfertop.sources.gpu.source import GpuSource
 
                 self._gpu = GpuSource(pcie="off", first_window_s=0.0)
             while not self._stop.is_set():

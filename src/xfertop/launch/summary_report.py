@@ -13,7 +13,7 @@ from typing import Any
 
 from xfertop import wire
 from xfertop.launch.summary import SCHEMA, PhaseTotals, RunFollower
-from xfertop.sources.jobs import job_name
+from xfertop.sources.jobs.source import job_name
 
 KEEP_SUMMARIES = 50
 SUMMARY_DIR_NAME = "summaries"

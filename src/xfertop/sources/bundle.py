@@ -13,13 +13,13 @@ from xfertop.model.jobs import JobsState
 from xfertop.model.rank_gpu import watched_processes
 from xfertop.model.topology import Topology
 from xfertop.sources.base import PollingSource
-from xfertop.sources.gpu import GpuSource
-from xfertop.sources.host import HostSource
-from xfertop.sources.jobs import JobsSource
-from xfertop.sources.nvml_api import NvmlApi
-from xfertop.sources.prometheus_jobs import PrometheusJobsSource
-from xfertop.sources.stacks import StackSampler
-from xfertop.sources.topology import TopologySource
+from xfertop.sources.gpu.nvml_api import NvmlApi
+from xfertop.sources.gpu.source import GpuSource
+from xfertop.sources.host.source import HostSource
+from xfertop.sources.jobs.prometheus_jobs import PrometheusJobsSource
+from xfertop.sources.jobs.source import JobsSource
+from xfertop.sources.stacks.source import StackSampler
+from xfertop.sources.topology.source import TopologySource
 
 #: The jobs source reads rings every 0.5 s whatever the display's period. A ring holds 1024 steps
 #: (wire.DEFAULT_CAPACITY), so a job may run 2048 steps/s before a step is overwritten unread; what the

@@ -35,7 +35,7 @@ from xfertop.model.host import HostState
 from xfertop.model.jobs import JobsState
 from xfertop.sources.base import PollingSource
 from xfertop.sources.bundle import Sources
-from xfertop.sources.prometheus_jobs import PrometheusJobsSource
+from xfertop.sources.jobs.prometheus_jobs import PrometheusJobsSource
 from xfertop.ui.competing import competing_job
 from xfertop.ui.gpu_area import GpuArea
 from xfertop.ui.gpu_pane import GpuPane

@@ -27,8 +27,8 @@ from xfertop.analysis.verdict import Verdict
 from xfertop.model.gpu import GpuState
 from xfertop.model.stacks import StacksState
 from xfertop.sources.base import PollingSource
-from xfertop.sources.source_lines import line_reader
-from xfertop.sources.stacks import StackSampler
+from xfertop.sources.stacks.source import StackSampler
+from xfertop.sources.stacks.source_lines import line_reader
 from xfertop.ui.terminal_watch import watch_terminal
 
 _CLASS_STYLES = {

@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from xfertop.export.replay_player import ReplayPlayer, ReplaySource
 from xfertop.sources.bundle import JOBS_INTERVAL_S, Sources, host_interval_s
-from xfertop.sources.stacks import StackSampler
+from xfertop.sources.stacks.source import StackSampler
 from xfertop.ui.app import XfertopApp
 
 #: Page up / page down seek this many seconds of recorded time.

@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xfertop.sources.nvml_api import GpuLost, NvmlApi
-from xfertop.sources.pcie_counter import CounterUnwrapper, poll_interval_s
+from xfertop.sources.gpu.nvml_api import GpuLost, NvmlApi
+from xfertop.sources.gpu.pcie_counter import CounterUnwrapper, poll_interval_s
 
 FIELD_TX_BYTES = 197  # NVML_FI_DEV_PCIE_COUNT_TX_BYTES: device-to-host
 FIELD_RX_BYTES = 198  # NVML_FI_DEV_PCIE_COUNT_RX_BYTES: host-to-device

@@ -15,7 +15,7 @@ the same amount (measured, docs/host-memory.md). Unmoved, the figure is re-read 
 figure is published with its age. A process whose other shared memory keeps moving (DataLoader workers
 hand batches over in /dev/shm) is re-read every SMAPS_INTERVAL_S, as before.
 
-Each watched process also gets its cgroup's CPU quota and throttled share (sources/cgroup_cpu.py): its
+Each watched process also gets its cgroup's CPU quota and throttled share (sources/host/cgroup_cpu.py): its
 cgroup and the quota files up its path are read every QUOTA_REFRESH_S, and on each sample only the
 cpu.stat of the cgroup whose quota binds it, and nothing for a process without a quota.
 
@@ -46,16 +46,16 @@ import psutil
 from xfertop.model.host import HostState, ProcessStats
 from xfertop.procfs import split_stat
 from xfertop.sources.base import PollingSource
-from xfertop.sources.cgroup_cpu import CgroupCpuReader
-from xfertop.sources.proc_memory import (
+from xfertop.sources.host.cgroup_cpu import CgroupCpuReader
+from xfertop.sources.host.proc_memory import (
     NVIDIA_CONTROL_DEVICE,
     cuda_host_alloc_bytes,
     maps_has_pathname,
     parse_status,
     parse_status_value,
 )
-from xfertop.sources.proc_placement import MAX_THREADS_FOR_CHILDREN, ChildFinder, read_proc_file
-from xfertop.sources.sysfs_pci import parse_cpulist
+from xfertop.sources.host.proc_placement import MAX_THREADS_FOR_CHILDREN, ChildFinder, read_proc_file
+from xfertop.sources.topology.sysfs_pci import parse_cpulist
 
 #: Depth and breadth bounds on the worker tree, so a fork bomb cannot stall the sampler.
 MAX_CHILD_DEPTH = 4

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from xfertop import wire
 from xfertop.model.jobs import JobsState, JobState, RankEnd, RankState, RankStatus
 from xfertop.sources.base import PollingSource
-from xfertop.sources.ring_reader import (
+from xfertop.sources.jobs.ring_reader import (
     ENDED_GRACE_S,
     RingCounters,
     RingProblem,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from xfertop.sources.sysfs_pci import parse_cpulist
+from xfertop.sources.topology.sysfs_pci import parse_cpulist
 
 
 def numa_cpus(sysfs_root: Path) -> dict[int, tuple[int, ...]]:

@@ -14,16 +14,16 @@ from pathlib import Path
 
 from xfertop.model.stacks import AttachTarget, StacksState, StackWindow, ThreadStack
 from xfertop.sources.base import PollingSource
-from xfertop.sources.ddp_ranks import job_ranks
-from xfertop.sources.ptrace_access import attach_problem
-from xfertop.sources.pyspy_runner import (
+from xfertop.sources.host.ptrace_access import attach_problem
+from xfertop.sources.jobs.ddp_ranks import job_ranks
+from xfertop.sources.stacks.pyspy_runner import (
     DEFAULT_RATE_HZ,
     DEFAULT_WINDOW_S,
     RecordWindow,
     dump,
     find_pyspy,
 )
-from xfertop.sources.window_placement import PlacementProbe
+from xfertop.sources.stacks.window_placement import PlacementProbe
 
 __all__ = ["StackSampler", "dump", "find_pyspy"]
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from xfertop.model.topology import ProcessPlacement, WatchedProcess
 from xfertop.procfs import split_stat
-from xfertop.sources.proc_memory import parse_numa_maps_bytes_by_node, parse_status_value
-from xfertop.sources.sysfs_pci import parse_cpulist
+from xfertop.sources.host.proc_memory import parse_numa_maps_bytes_by_node, parse_status_value
+from xfertop.sources.topology.sysfs_pci import parse_cpulist
 
 #: Threads read per process: enough to see where a training process runs, bounded for huge thread pools.
 MAX_THREADS_READ = 256

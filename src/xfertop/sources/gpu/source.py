@@ -18,11 +18,11 @@ from xfertop.model.gpu import (
     PcieThroughput,
 )
 from xfertop.sources.base import PollingSource
-from xfertop.sources.gpu_facts import HostProcesses, cuda_version_text, throttle_words
-from xfertop.sources.nvml_api import GpuLost, NvmlApi
-from xfertop.sources.pcie_counter import link_wire_bytes_per_s
-from xfertop.sources.pcie_gpm import GpmPcie
-from xfertop.sources.pcie_poller import PcieCounterPoller, PolledGpu, counters_answer
+from xfertop.sources.gpu.gpu_facts import HostProcesses, cuda_version_text, throttle_words
+from xfertop.sources.gpu.nvml_api import GpuLost, NvmlApi
+from xfertop.sources.gpu.pcie_counter import link_wire_bytes_per_s
+from xfertop.sources.gpu.pcie_gpm import GpmPcie
+from xfertop.sources.gpu.pcie_poller import PcieCounterPoller, PolledGpu, counters_answer
 
 FIELD_CORRECTABLE_ERRORS = 173  # NVML_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS
 #: Reads the first window needs at least: a baseline and two intervals.

@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from xfertop.sources.nvml_api import NvmlApi
-from xfertop.sources.pcie_poller import CounterRates
+from xfertop.sources.gpu.nvml_api import NvmlApi
+from xfertop.sources.gpu.pcie_poller import CounterRates
 
 METRIC_PCIE_TX_PER_SEC = 20  # NVML_GPM_METRIC_PCIE_TX_PER_SEC, MiB/s: device-to-host
 METRIC_PCIE_RX_PER_SEC = 21  # NVML_GPM_METRIC_PCIE_RX_PER_SEC, MiB/s: host-to-device

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 from xfertop.model.stacks import StackWindow, ThreadStack
-from xfertop.sources.ptrace_access import explain_pyspy_failure
-from xfertop.sources.pyspy_output import parse_dump_json, parse_raw, parse_sample_errors
+from xfertop.sources.host.ptrace_access import explain_pyspy_failure
+from xfertop.sources.stacks.pyspy_output import parse_dump_json, parse_raw, parse_sample_errors
 
 DEFAULT_RATE_HZ = 50
 DEFAULT_WINDOW_S = 2

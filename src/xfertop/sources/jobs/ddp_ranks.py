@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xfertop.model.stacks import AttachTarget
-from xfertop.sources.ptrace_access import process_uid
+from xfertop.sources.host.ptrace_access import process_uid
 
 _RANK_KEYS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT")
 

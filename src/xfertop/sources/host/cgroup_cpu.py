@@ -35,7 +35,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from xfertop.sources.proc_placement import read_proc_file
+from xfertop.sources.host.proc_placement import read_proc_file
 
 #: A process's cgroup and the quotas on its path are read again after this long.
 QUOTA_REFRESH_S = 10.0

@@ -16,11 +16,11 @@ from typing import Any
 
 from xfertop.model.topology import GpuLink, GpuTopology, NumaSource, Topology, WatchedProcess
 from xfertop.sources.base import PollingSource
-from xfertop.sources.gpu_links import pcie_link
-from xfertop.sources.nvml_api import GpuLost, NvmlApi
-from xfertop.sources.proc_placement import children_by_parent, read_placement
-from xfertop.sources.sysfs_numa import node_of_cpu, numa_cpus
-from xfertop.sources.sysfs_pci import (
+from xfertop.sources.gpu.nvml_api import GpuLost, NvmlApi
+from xfertop.sources.host.proc_placement import children_by_parent, read_placement
+from xfertop.sources.topology.gpu_links import pcie_link
+from xfertop.sources.topology.sysfs_numa import node_of_cpu, numa_cpus
+from xfertop.sources.topology.sysfs_pci import (
     device_path,
     local_cpus,
     normalise_bus_id,

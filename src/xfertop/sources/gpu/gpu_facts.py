@@ -6,7 +6,7 @@ import psutil
 
 from xfertop.model.gpu import GpuProcess
 from xfertop.procfs import split_stat
-from xfertop.sources.proc_placement import read_proc_file
+from xfertop.sources.host.proc_placement import read_proc_file
 
 #: Clock event (throttle) reason bits, in words. Same bits under both NVML names.
 THROTTLE_WORDS = {

@@ -14,15 +14,15 @@ from typing import Any, NamedTuple
 import psutil
 
 from xfertop.model.stacks import ChildPlacement, WindowPlacement
-from xfertop.sources.cgroup_cpu import (
+from xfertop.sources.host.cgroup_cpu import (
     CpuLimit,
     ThrottleCounters,
     read_cpu_limit,
     read_throttle_counters,
     shares_between,
 )
-from xfertop.sources.proc_memory import NVIDIA_CONTROL_DEVICE, maps_has_pathname
-from xfertop.sources.proc_placement import read_proc_file
+from xfertop.sources.host.proc_memory import NVIDIA_CONTROL_DEVICE, maps_has_pathname
+from xfertop.sources.host.proc_placement import read_proc_file
 
 #: Children read per window at most (DataLoader workers are a handful; a process pool may be many).
 MAX_CHILDREN = 256
