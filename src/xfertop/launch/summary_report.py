@@ -75,6 +75,8 @@ def build_summary(follower: RunFollower, command: list[str], returncode: int) ->
         "steps": max((known.totals.steps for known in follower.ranks.values()), default=0),
         "steps_lost": sum(known.steps_lost for known in follower.ranks.values()),
         "samples_per_s": round(samples_per_s, 2),
+        # The mean step's wall time over every rank's counted steps (ms).
+        "step_ms": round(whole.wall_ms / whole.steps, 3) if whole.steps else None,
         "shares": whole.shares() if whole.steps else None,
         # The host's step in six parts adding up to 1; None where the model's calls were not seen.
         "host_shares": whole.host_shares() if whole.steps and whole.shares()["partitioned"] else None,
