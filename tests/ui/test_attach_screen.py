@@ -70,7 +70,7 @@ async def test_attach_app_reads_the_gpu_while_it_samples() -> None:
         async with app.run_test(size=(120, 40), message_hook=waiter) as pilot:
             screen = app.screen
             assert isinstance(screen, AttachScreen)
-            for _ in range(3):  # windows before the GPU's first reading have no busy share
+            for _ in range(10):  # windows before the GPU's first reading in them have no busy share
                 await waiter.wait_for(lambda m: isinstance(m, StacksUpdated), timeout_s=20)
                 await pilot.pause()
                 if screen.summaries and screen.summaries[0].gpu_busy_share is not None:

@@ -213,6 +213,7 @@ class JobsPane(Vertical):
         self.verdicts = VerdictLines()
         self.strip = StepStrip()
         self._shown: ShownJobs | None = None
+        self._table_cap = _MAX_TABLE_ROWS
         self.fold_s, self.forget_s = ENDED_FOLD_S, ENDED_FORGET_S
         self.show_folded = False
 
@@ -248,6 +249,22 @@ class JobsPane(Vertical):
         self.verdicts.shown = (shown, state)
         self.verdicts.all_advice = all_advice
         self._show_selected()
+        self._fit_table()
+
+    def on_resize(self) -> None:
+        self._fit_table()
+
+    def _fit_table(self) -> None:
+        """On a pane too short for every rank, the table scrolls and the first verdict lines stay in view
+        (the verdict is what the user came for)."""
+        available = self.content_size.height
+        if not available:
+            return
+        verdict_rows = min(len(self.verdicts.lines), 2)
+        cap = min(_MAX_TABLE_ROWS, max(2, available - verdict_rows))
+        if cap != self._table_cap:  # set only when changed: it relayouts the pane
+            self._table_cap = cap
+            self.rank_table.styles.max_height = cap
 
     def natural_rows(self) -> int:
         """Rows the pane needs before its step strip: border, message or table, verdict lines."""
