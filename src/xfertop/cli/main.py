@@ -13,7 +13,7 @@ import sys
 from typing import NoReturn
 
 from xfertop import startup_trace
-from xfertop.cli import attach, bench, compare, demo, export, record, replay, run
+from xfertop.cli import attach, bench, compare, demo, export, probe, record, replay, run
 from xfertop.cli.version import VersionAction
 from xfertop.cli.viewer import ViewerError
 from xfertop.sources.gpu.source import PCIE_CHOICES
@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         "read from Prometheus at URL, e.g. http://localhost:9090; GPU panes stay local",
     )
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for module in (demo, run, bench, attach, export, record, replay, compare):
+    for module in (demo, run, probe, bench, attach, export, record, replay, compare):
         module.register(subparsers)
     return parser
 

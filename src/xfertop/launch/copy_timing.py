@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from xfertop import reporter
 from xfertop.reporter import copy_timing_installed, note_tensor_copy, note_work_starting
 
 
@@ -40,20 +41,28 @@ def install_copy_timing(torch: Any) -> None:
     now_ns = time.perf_counter_ns
 
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if reporter._probe and (resident := reporter.probe_resident(self)) is not None:
+            return resident  # `xfertop probe`, copies free: the copy made before
         if _targets_a_device(torch, self, args, kwargs):
             note_work_starting()
         began = now_ns()
         moved = original_to(self, *args, **kwargs)
         if moved is not self:
             note_tensor_copy(self, moved, bool(kwargs.get("non_blocking", False)), now_ns() - began)
+            if reporter._probe:
+                reporter.probe_moved(self, moved)
         return moved
 
     def cuda(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if reporter._probe and (resident := reporter.probe_resident(self)) is not None:
+            return resident
         note_work_starting()
         began = now_ns()
         moved = original_cuda(self, *args, **kwargs)
         if moved is not self:
             note_tensor_copy(self, moved, bool(kwargs.get("non_blocking", False)), now_ns() - began)
+            if reporter._probe:
+                reporter.probe_moved(self, moved)
         return moved
 
     for wrapper, original in ((to, original_to), (cuda, original_cuda)):

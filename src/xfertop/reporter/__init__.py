@@ -34,6 +34,9 @@ _in_forked_child = False
 _copy_timing = False
 #: `xfertop run` watches the model's calls, backward and optimizer steps (launch/step_parts.py).
 _partitioning = False
+#: `xfertop probe` (reporter/_probe.py): made at the first watched next() where XFERTOP_PROBE asks for one.
+_probe: Any = None
+_probe_asked = bool(os.environ.get("XFERTOP_PROBE"))
 #: Set on a thread while to_device moves a batch: its own .to() calls are one copy, counted by it, not
 #: again by `xfertop run`'s Tensor.to wrapper.
 _moving = threading.local()
@@ -160,7 +163,8 @@ class WatchedIterator(Iterator[T]):
                 clock.before_next(self._iter_began_ns, self._first_flags, self._iter_ns, id(self))
         except Exception as exc:  # the clock guards itself; this is the second line of defence
             clock.fail(exc)
-        batch = next(self._iterator)  # StopIteration ends the loop; the last step is already closed
+        # StopIteration ends the loop; the last step is already closed.
+        batch = _probe_next(self._iterator) if _probe_asked else next(self._iterator)
         try:
             self._wait_ns += clock.after_next(batch)
             self._steps += 1
@@ -182,6 +186,30 @@ class WatchedIterator(Iterator[T]):
         if name == "_iterator" or (name.startswith("__") and name.endswith("__")):
             raise AttributeError(name)
         return getattr(self._iterator, name)
+
+
+def _probe_next(iterator: Iterator[T]) -> T:
+    """``next(iterator)`` as `xfertop probe` measures it (its phases may replay batches instead)."""
+    global _probe
+    if _probe is None:
+        from xfertop.reporter._probe import from_environment
+
+        _probe = from_environment() or False
+    if _probe is False:
+        return next(iterator)
+    return _probe.next_batch(iterator)
+
+
+def probe_resident(tensor: Any) -> Any:
+    """For `xfertop probe`'s copy-free phase: the device copy to hand back for ``tensor``, or None."""
+    probe = _probe
+    return probe.resident(tensor) if probe else None
+
+
+def probe_moved(tensor: Any, copy: Any) -> None:
+    probe = _probe
+    if probe:
+        probe.moved(tensor, copy)
 
 
 class Watched(Iterable[T]):

@@ -1,0 +1,226 @@
+"""`xfertop probe -- python train.py ARGS`: start the job instrumented (as `xfertop run` does), let the
+reporter's probe (reporter/_probe.py) measure the same number of steps as it is, with its input free and
+with its copies free too, then stop it (SIGINT from inside, so the script's handlers run; SIGTERM from here
+after GRACE_S) and say what each would buy. docs/probe.md.
+
+Exit codes: 0 the probe measured every phase; 3 the job ended before that (or never iterated a
+DataLoader under xfertop); 2 usage; 126/127 the command cannot run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from types import FrameType
+from typing import Any
+
+from xfertop.launch.exit_record import new_launch_token
+from xfertop.launch.run import (
+    EXIT_NOT_EXECUTABLE,
+    EXIT_NOT_FOUND,
+    EXIT_USAGE,
+    TERMINAL_SIGNALS,
+    _die_with_the_launcher,
+    _signal_child,
+    _terminal_delivers_it,
+    child_environment,
+    signals_to_forward,
+)
+from xfertop.launch.summary_report import ended_how
+from xfertop.reporter._probe import ENV, PHASES
+
+EXIT_NOT_PROBED = 3
+#: How long the job has to end after the probe's own SIGINT before SIGTERM.
+GRACE_S = 10.0
+POLL_S = 0.2
+SCHEMA = "xfertop.probe/1"
+_LABELS = {"as_is": "as is", "input_free": "input free", "copy_free": "copies free too"}
+
+
+def phase_figures(durations_ns: list[int]) -> dict[str, float] | None:
+    """The median step (s) of a phase and its spread (half the interquartile range over the median)."""
+    if len(durations_ns) < 2:
+        return None
+    ordered = sorted(durations_ns)
+    quartiles = statistics.quantiles(ordered, n=4)
+    median = statistics.median(ordered)
+    return {"step_s": median / 1e9, "spread": (quartiles[2] - quartiles[0]) / 2 / median if median else 0.0}
+
+
+def rank_report(result: dict[str, Any]) -> dict[str, Any]:
+    """One rank's figures, JSON-ready: each phase's step and spread, and the speed-ups."""
+    figures = {phase: phase_figures(result["durations_ns"].get(phase, [])) for phase in PHASES}
+    base = figures["as_is"]
+    report: dict[str, Any] = {
+        "pid": result["pid"],
+        "rank": result.get("rank"),
+        "complete": bool(result.get("complete")),
+        "reached": result.get("reached"),
+        "steps_per_phase": result["steps"],
+        "warmup_steps": result["warmup"],
+        "copies_made_resident": result.get("resident_copies", 0),
+    }
+    for phase, key in (("as_is", "baseline"), ("input_free", "input_free"), ("copy_free", "copy_free")):
+        found = figures[phase]
+        report[f"{key}_step_s"] = found["step_s"] if found else None
+        report[f"{key}_spread"] = found["spread"] if found else None
+    for phase, key in (("input_free", "speedup_input_free"), ("copy_free", "speedup_copy_free")):
+        found = figures[phase]
+        report[key] = base["step_s"] / found["step_s"] if base and found and found["step_s"] else None
+    samples = result.get("samples_per_batch") or 0
+    report["baseline_samples_per_s"] = samples / base["step_s"] if base and samples else None
+    return report
+
+
+def render_text(job: str, reports: list[dict[str, Any]], ended: str) -> str:
+    lines = []
+    for report in reports:
+        who = f"rank {report['rank']}" if report["rank"] is not None else f"pid {report['pid']}"
+        lines.append(
+            f"xfertop probe: {job} ({who}), {len(PHASES)} x {report['steps_per_phase']} steps after "
+            f"{report['warmup_steps']} of warm-up"
+        )
+        base = report["baseline_step_s"]
+        for phase, key in (("as_is", "baseline"), ("input_free", "input_free"), ("copy_free", "copy_free")):
+            step = report[f"{key}_step_s"]
+            if step is None:
+                lines.append(f"  {_LABELS[phase] + ':':17}not reached")
+                continue
+            text = (
+                f"  {_LABELS[phase] + ':':17}{step * 1000:8.1f} ms a step (+-{report[f'{key}_spread']:.0%})"
+            )
+            if phase == "as_is" and report["baseline_samples_per_s"]:
+                text += f", {report['baseline_samples_per_s']:.1f} samples/s"
+            elif phase != "as_is" and base:
+                text += f": {base / step:.2f}x"
+            lines.append(text)
+        if report["copies_made_resident"] == 0 and report["copy_free_step_s"] is not None:
+            lines.append("  (no copy of a replayed batch was seen: copies free is input free again)")
+    lines.append(
+        "  during its measured steps after the first phase the job trained on repeated batches: a probe "
+        "is a diagnosis run, not a production run (the script's own saving may still have run)"
+    )
+    lines.append(f"  the job: {ended}")
+    return "\n".join(lines) + "\n"
+
+
+def _results(result_dir: str) -> list[dict[str, Any]]:
+    found = []
+    for path in sorted(glob.glob(os.path.join(result_dir, "probe-*.json"))):
+        with contextlib.suppress(OSError, ValueError), open(path, encoding="utf-8") as handle:
+            found.append(json.load(handle))
+    return [result for result in found if result.get("calls")]
+
+
+def _wait(child: subprocess.Popen[bytes], result_dir: str, keep_going: bool, grace_s: float) -> int:
+    """The job's status; SIGTERM once every probing rank is through and the job outlives ``grace_s``."""
+    done_since: float | None = None
+    while True:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            return child.wait(timeout=POLL_S)
+        if keep_going or done_since == -1.0:
+            continue
+        results = _results(result_dir)
+        if done_since is None and results and all(result.get("complete") for result in results):
+            done_since = time.monotonic()
+        if done_since is not None and done_since >= 0 and time.monotonic() - done_since > grace_s:
+            _signal_child(child, signal.SIGTERM)
+            done_since = -1.0
+
+
+def run_probe(
+    command: list[str],
+    steps: int,
+    warmup: int,
+    keep_going: bool = False,
+    as_json: bool = False,
+    grace_s: float = GRACE_S,
+) -> int:
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        print("xfertop probe: no command given: `xfertop probe -- python train.py ARGS`", file=sys.stderr)
+        return EXIT_USAGE
+    if steps < 5 or warmup < 0 or not grace_s > 0:
+        print(
+            "xfertop probe: --steps must be at least 5, --warmup at least 0 and --grace more than 0",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    result_dir = tempfile.mkdtemp(prefix="xfertop-probe-")
+    env = child_environment(os.environ, copy_timing=True, launch_token=new_launch_token())
+    env[ENV] = json.dumps(
+        {"result_dir": result_dir, "steps": steps, "warmup": warmup, "keep_going": keep_going}
+    )
+    started: list[subprocess.Popen[bytes]] = []
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        if signum in TERMINAL_SIGNALS and _terminal_delivers_it():
+            return
+        if started:
+            _signal_child(started[0], signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in signals_to_forward()}
+    try:
+        try:
+            started.append(
+                subprocess.Popen(command, env=env, close_fds=False, preexec_fn=_die_with_the_launcher())
+            )
+        except FileNotFoundError:
+            print(f"xfertop probe: {command[0]}: command not found", file=sys.stderr)
+            return EXIT_NOT_FOUND
+        except PermissionError:
+            print(f"xfertop probe: {command[0]}: permission denied", file=sys.stderr)
+            return EXIT_NOT_EXECUTABLE
+        status = _wait(started[0], result_dir, keep_going, grace_s)
+        return _report(command, result_dir, status, as_json)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        shutil.rmtree(result_dir, ignore_errors=True)
+
+
+def _report(command: list[str], result_dir: str, status: int, as_json: bool) -> int:
+    job = os.path.basename(command[1] if len(command) > 1 and "python" in command[0] else command[0])
+    ended = ended_how(status)
+    results = _results(result_dir)
+    reports = [rank_report(result) for result in results]
+    complete = bool(reports) and all(report["complete"] for report in reports)
+    if as_json:  # one line, the last of stdout: after whatever the job itself printed there
+        document = {
+            "schema": SCHEMA,
+            "job": job,
+            "job_ended": ended,
+            "returncode": status,
+            "complete": complete,
+            "ranks": reports,
+        }
+        print(json.dumps(document), flush=True)
+    elif reports:
+        sys.stdout.write(render_text(job, reports, ended))
+    if not reports:
+        print(
+            f"xfertop probe: {job} {ended} before any DataLoader was iterated under xfertop: "
+            "nothing to probe",
+            file=sys.stderr,
+        )
+        return EXIT_NOT_PROBED
+    if not complete:
+        calls = max(result["calls"] for result in results)
+        needed = results[0]["warmup"] + len(PHASES) * results[0]["steps"]
+        print(
+            f"xfertop probe: {job} {ended} after {calls} steps, before the probe's {needed}: "
+            "probe with fewer --steps or a lower --warmup",
+            file=sys.stderr,
+        )
+        return EXIT_NOT_PROBED
+    return 0

@@ -1,0 +1,173 @@
+"""`xfertop probe`, inside the job: after a warm-up, the same number of steps measured three ways, on the
+unchanged script: as it is; with its input free (the loader's iterator replays batches it already
+produced, held in memory, at once); and with its copies free too (a replayed batch's ``.to()``/``.cuda()``
+returns the device copy made the first time). Then it writes what it measured and, unless asked to go on,
+stops the job with SIGINT (the script's own handlers run).
+
+A step is the time between two ``next()`` calls on a watched loader; a step's phase is the phase its
+``next()`` began. The job trains on repeated batches during the last two phases: a diagnosis run.
+Standard library only (torch is reached through the tensors it is handed).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+ENV = "XFERTOP_PROBE"
+PHASES = ("as_is", "input_free", "copy_free")
+#: Batches kept for the replay: the last ones of the "as is" phase.
+REPLAY_BATCHES = 8
+
+
+def _tensors(batch: Any, found: list[Any], depth: int = 0) -> None:
+    """The tensors of a batch (nested dicts, lists, tuples), in order."""
+    if depth > 8:
+        return
+    if hasattr(batch, "is_cuda") and hasattr(batch, "to"):
+        found.append(batch)
+    elif isinstance(batch, dict):
+        for value in batch.values():
+            _tensors(value, found, depth + 1)
+    elif isinstance(batch, (list, tuple)):
+        for value in batch:
+            _tensors(value, found, depth + 1)
+
+
+class Probe:
+    def __init__(self, result_path: str, steps: int, warmup: int, keep_going: bool) -> None:
+        self.result_path = result_path
+        self.steps = steps
+        self.warmup = warmup
+        self.keep_going = keep_going
+        self._calls = 0
+        self._last_ns = 0
+        self._durations: dict[str, list[int]] = {phase: [] for phase in PHASES}
+        self._samples = 0
+        self._replay: list[Any] = []
+        self._replay_ids: set[int] = set()
+        #: Device copies of replayed tensors, by the host tensor's id (held alive by ``_replay``).
+        self._resident: dict[int, Any] = {}
+        self._written = False
+        self._lock = threading.Lock()
+        self._main = threading.main_thread().ident
+        self._pid = os.getpid()  # a forked child (a DataLoader worker) inherits this object: not its own
+
+    # -- the phase of a step, by the number of its next() call ---------------------------------------
+    def _phase(self, call: int) -> str | None:
+        if call < self.warmup:
+            return "warmup"
+        index = (call - self.warmup) // self.steps
+        return PHASES[index] if index < len(PHASES) else None
+
+    @property
+    def copies_free(self) -> bool:
+        return self._phase(self._calls - 1) == "copy_free"
+
+    def next_batch(self, iterator: Iterator[Any]) -> Any:
+        """In place of ``next(iterator)`` of a watched loader (the main thread's; others pass through)."""
+        if threading.get_ident() != self._main:
+            return next(iterator)
+        now = time.perf_counter_ns()
+        call = self._calls
+        if call:
+            phase = self._phase(call - 1)
+            if phase in self._durations:
+                self._durations[phase].append(now - self._last_ns)
+        self._last_ns = now
+        self._calls = call + 1
+        phase = self._phase(call)
+        if phase is None:  # through: the job goes on with its own batches (--continue)
+            self._finish()
+            return next(iterator)
+        if phase in ("input_free", "copy_free") and self._replay:
+            self._last_ns = time.perf_counter_ns()  # the replay itself is no part of the step
+            return self._replay[call % len(self._replay)]
+        batch = next(iterator)
+        if phase == "as_is" and call >= self.warmup + self.steps - REPLAY_BATCHES:
+            self._keep(batch)
+        return batch
+
+    def _keep(self, batch: Any) -> None:
+        self._replay.append(batch)
+        tensors: list[Any] = []
+        _tensors(batch, tensors)
+        self._replay_ids.update(id(tensor) for tensor in tensors)
+        if tensors and not self._samples:
+            shape = getattr(tensors[0], "shape", None)
+            self._samples = int(shape[0]) if shape else 0
+
+    # -- copies (`xfertop run`'s Tensor.to wrapper asks) ------------------------------------------
+    def resident(self, tensor: Any) -> Any:
+        """The device copy of a replayed tensor while copies are free, else None."""
+        if not self._resident or not self.copies_free:
+            return None
+        return self._resident.get(id(tensor))
+
+    def moved(self, tensor: Any, copy: Any) -> None:
+        """A replayed tensor was copied to a device: its copy is kept for the copy-free phase."""
+        device = getattr(copy, "device", None)
+        if id(tensor) in self._replay_ids and copy is not tensor and getattr(device, "type", "cpu") != "cpu":
+            self._resident.setdefault(id(tensor), copy)
+
+    # -- the result ---------------------------------------------------------------------------------
+    def result(self) -> dict[str, Any]:
+        reached = self._phase(max(self._calls - 1, 0))
+        return {
+            "pid": os.getpid(),
+            "rank": os.environ.get("RANK"),
+            "warmup": self.warmup,
+            "steps": self.steps,
+            "samples_per_batch": self._samples,
+            "calls": self._calls,
+            "complete": all(len(self._durations[p]) >= self.steps for p in PHASES),
+            "reached": reached or "done",
+            "resident_copies": len(self._resident),
+            "durations_ns": self._durations,
+        }
+
+    def write(self) -> None:
+        with self._lock:
+            document = json.dumps(self.result())
+            temporary = f"{self.result_path}.{os.getpid()}.tmp"
+            with open(temporary, "w", encoding="utf-8") as handle:
+                handle.write(document)
+            os.replace(temporary, self.result_path)
+
+    def _finish(self) -> None:
+        if self._written:
+            return
+        self._written = True
+        with contextlib.suppress(OSError):
+            self.write()
+        if not self.keep_going:
+            os.kill(os.getpid(), signal.SIGINT)  # as a Ctrl-C would: the script's own handlers run
+
+    def at_exit(self) -> None:
+        """A job that ends before the probe is through still says how far it came."""
+        if not self._written and os.getpid() == self._pid:
+            with contextlib.suppress(OSError):
+                self.write()
+
+
+def from_environment() -> Probe | None:
+    """The probe `xfertop probe` asked for (``XFERTOP_PROBE``: JSON), made by the first watched next() of a
+    process (so only a process that iterates a loader has one)."""
+    raw = os.environ.get(ENV)
+    if not raw:
+        return None
+    try:
+        config = json.loads(raw)
+        path = f"{config['result_dir']}/probe-{os.getpid()}.json"
+        probe = Probe(path, int(config["steps"]), int(config["warmup"]), bool(config.get("keep_going")))
+    except (ValueError, KeyError, TypeError):
+        return None
+    atexit.register(probe.at_exit)
+    return probe

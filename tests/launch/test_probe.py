@@ -1,0 +1,151 @@
+"""`xfertop probe` on real training processes: what freeing the input and the copies would buy, measured on
+the unchanged script, and one clear line for every job it cannot probe."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ring_test_tools import child_env
+
+#: argv[1]: seconds each of a batch's 4 samples takes to load (in the loop's process: num_workers=0);
+#: argv[2]: "meta" to copy each batch to the meta device (a device that is not the host); then ~4 ms of
+#: compute a step.
+JOB = """
+import sys, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Samples(Dataset):
+    def __len__(self):
+        return 100_000
+    def __getitem__(self, index):
+        time.sleep(float(sys.argv[1]))
+        return torch.ones(16)
+
+print("training", flush=True)
+for batch in DataLoader(Samples(), batch_size=4):
+    if sys.argv[2] == "meta":
+        batch = batch.to("meta") * 2
+    began = time.perf_counter()
+    while time.perf_counter() - began < 0.004:
+        pass
+"""
+
+
+def _probe(
+    tmp_path: Path, code: str, *args: str, flags: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(code))
+    return subprocess.run(
+        [sys.executable, "-m", "xfertop", "probe", *flags, "--", sys.executable, str(script), *args],
+        env=child_env(tmp_path / "rings"),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def _json(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_a_starved_job_is_told_what_free_input_would_buy_and_is_stopped(tmp_path: Path) -> None:
+    # 4 samples x 4 ms of loading, then 4 ms of compute: about 20 ms a step, about 4.5 with input free.
+    done = _probe(tmp_path, JOB, "0.004", "host", flags=("--steps", "15", "--warmup", "5", "--json"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "training"  # the job's own output first, untouched
+    document = _json(done)
+    assert document["schema"] == "xfertop.probe/1" and document["complete"]
+    assert document["job_ended"] == "killed by SIGINT"  # the probe stopped it as a Ctrl-C would
+    (rank,) = document["ranks"]
+    assert rank["speedup_input_free"] >= 2.0, rank
+    assert rank["baseline_step_s"] >= 0.015 and rank["input_free_step_s"] < rank["baseline_step_s"]
+
+
+def test_a_job_not_held_up_by_its_input_gains_little(tmp_path: Path) -> None:
+    done = _probe(tmp_path, JOB, "0", "host", flags=("--steps", "15", "--warmup", "5", "--json"))
+    assert done.returncode == 0, done.stderr
+    (rank,) = _json(done)["ranks"]
+    assert rank["speedup_input_free"] <= 1.5, rank
+
+
+def test_the_copies_of_replayed_batches_are_made_once_then_handed_back(tmp_path: Path) -> None:
+    done = _probe(tmp_path, JOB, "0.001", "meta", flags=("--steps", "10", "--warmup", "5", "--json"))
+    assert done.returncode == 0, done.stderr
+    (rank,) = _json(done)["ranks"]
+    assert rank["copies_made_resident"] >= 1 and rank["copy_free_step_s"] is not None
+
+
+def test_the_report_names_each_phase_and_says_it_is_a_diagnosis_run(tmp_path: Path) -> None:
+    done = _probe(tmp_path, JOB, "0.004", "host", flags=("--steps", "10", "--warmup", "5"))
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    assert "xfertop probe: train.py (pid " in text and "3 x 10 steps after 5 of warm-up" in text
+    assert "  as is: " in text and "  input free: " in text and "  copies free too: " in text
+    assert "a diagnosis run" in text and "the job: killed by SIGINT" in text
+
+
+NO_LOADER = """
+import torch
+print(torch.ones(2).sum().item())
+"""
+
+SHORT = JOB.replace("return 100_000", "return 40")  # 10 steps
+
+
+def test_a_job_without_a_dataloader_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    done = _probe(tmp_path, NO_LOADER)
+    assert done.returncode == 3 and done.stdout == "2.0\n"
+    assert done.stderr.strip().endswith("before any DataLoader was iterated under xfertop: nothing to probe")
+
+
+def test_a_job_that_ends_before_the_probe_is_through_says_how_far_it_came(tmp_path: Path) -> None:
+    done = _probe(tmp_path, SHORT, "0", "host", flags=("--steps", "10", "--warmup", "5"))
+    assert done.returncode == 3
+    last = done.stderr.strip().splitlines()[-1]
+    assert "train.py exited 0 after 11 steps, before the probe's 35" in last, done.stderr
+
+
+IGNORES_SIGINT = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n" + JOB
+
+
+def test_a_job_that_ignores_sigint_gets_sigterm_after_the_grace(tmp_path: Path) -> None:
+    done = _probe(
+        tmp_path, IGNORES_SIGINT, "0", "host", flags=("--steps", "5", "--warmup", "2", "--grace", "1")
+    )
+    assert done.returncode == 0, done.stderr
+    assert "the job: killed by SIGTERM" in done.stdout
+
+
+def test_continue_lets_the_job_run_to_its_end(tmp_path: Path) -> None:
+    done = _probe(
+        tmp_path,
+        SHORT.replace("return 40", "return 120"),
+        "0",
+        "host",
+        flags=("--steps", "5", "--warmup", "2", "--continue"),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "the job: exited 0" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("command", "code", "words"),
+    [
+        (["no-such-command-xfertop"], 127, "no-such-command-xfertop: command not found"),
+        ([], 2, "no command given"),
+    ],
+)
+def test_a_command_that_cannot_run_is_one_line(command: list[str], code: int, words: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "xfertop", "probe", "--", *command], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == code and words in done.stderr and done.stderr.count("\n") == 1
