@@ -105,10 +105,8 @@ def render_text(job: str, reports: list[dict[str, Any]], ended: str) -> str:
             lines.append(text)
         if report["copies_made_resident"] == 0 and report["copy_free_step_s"] is not None:
             lines.append("  (no copy of a replayed batch was seen: copies free is input free again)")
-    lines.append(
-        "  during its measured steps after the first phase the job trained on repeated batches: a probe "
-        "is a diagnosis run, not a production run (the script's own saving may still have run)"
-    )
+    lines.append("  after the first phase the job trained on repeated batches: a probe is a diagnosis run,")
+    lines.append("  not a production run (the script's own saving may still have run)")
     lines.append(f"  the job: {ended}")
     return "\n".join(lines) + "\n"
 
