@@ -4,6 +4,7 @@ the unchanged script, and one clear line for every job it cannot probe."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import textwrap
@@ -50,6 +51,9 @@ def _probe(
         capture_output=True,
         text=True,
         timeout=180,
+        # As an interactive shell hands a command over, whatever pytest was started with (a background
+        # job of a script ignores SIGINT).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
@@ -115,12 +119,14 @@ def test_a_job_that_ends_before_the_probe_is_through_says_how_far_it_came(tmp_pa
 
 
 IGNORES_SIGINT = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n" + JOB
+#: A handler that swallows Ctrl-C and trains on.
+SWALLOWS_SIGINT = "import signal\nsignal.signal(signal.SIGINT, lambda signum, frame: None)\n" + JOB
 
 
-def test_a_job_that_ignores_sigint_gets_sigterm_after_the_grace(tmp_path: Path) -> None:
-    done = _probe(
-        tmp_path, IGNORES_SIGINT, "0", "host", flags=("--steps", "5", "--warmup", "2", "--grace", "1")
-    )
+@pytest.mark.parametrize("code", [IGNORES_SIGINT, SWALLOWS_SIGINT], ids=["ignores", "swallows"])
+def test_a_job_that_does_not_stop_on_sigint_gets_sigterm(tmp_path: Path, code: str) -> None:
+    """Ignored: SIGTERM at once (from inside); caught and trained on: SIGTERM after the grace."""
+    done = _probe(tmp_path, code, "0", "host", flags=("--steps", "5", "--warmup", "2", "--grace", "1"))
     assert done.returncode == 0, done.stderr
     assert "the job: killed by SIGTERM" in done.stdout
 

@@ -148,7 +148,10 @@ class Probe:
         with contextlib.suppress(OSError):
             self.write()
         if not self.keep_going:
-            os.kill(os.getpid(), signal.SIGINT)  # as a Ctrl-C would: the script's own handlers run
+            # As a Ctrl-C would: the script's own handlers run. A job that ignores SIGINT (its own choice,
+            # or handed over ignored, as a background job of a script is) gets SIGTERM at once.
+            ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGTERM if ignored else signal.SIGINT)
 
     def at_exit(self) -> None:
         """A job that ends before the probe is through still says how far it came."""
