@@ -148,3 +148,16 @@ async def test_eight_gpus_on_a_small_terminal_leave_the_rows_to_the_ranks_and_th
         gpu_lines = [row for row in rows if row.startswith(tuple(f"{i} H200" for i in range(8)))]
         assert len(shown_ranks) >= 3 and len(gpu_lines) <= 3, "\n".join(rows)
         assert any(row.startswith(" train.py: input-bound") for row in rows), "\n".join(rows)
+
+
+async def test_a_new_ranks_strip_names_its_newest_step_and_a_rankless_job_by_pid() -> None:
+    """Five steps in: too few columns for both step labels, so the newest is named whole; a job without
+    ranks (no torchrun) is named by its pid, not "rank -"."""
+    app = _app()
+    young = dataclasses.replace(rank(), rank=None, world_size=None, steps=steps(count=5))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _feed(app, pilot, gpu_state(1), jobs_state(young))
+        rows = screen_text(app)
+        assert any("where each step went: train.py pid " in row for row in rows), "\n".join(rows)
+        assert any(row.rstrip().endswith("step 4") and "└" in row for row in rows), "\n".join(rows)
+        assert not any(" rank -," in row for row in rows)

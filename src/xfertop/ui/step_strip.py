@@ -86,7 +86,8 @@ class StepStrip(TextLines):
         plot_width = max(width - label_width - 1, 0)
         plot_rows = rows - 2
         shown = rank.steps[-plot_width:] if plot_width else ()
-        title = Text(f"where each step went: {self.job_name} rank {rank_label(rank)}, newest on the right  ")
+        who = f"rank {rank_label(rank)}" if rank.rank is not None else f"pid {rank.pid}"
+        title = Text(f"where each step went: {self.job_name} {who}, newest on the right  ")
         title.stylize("bold")
         title.append_text(legend())
         title.truncate(width)
@@ -95,7 +96,12 @@ class StepStrip(TextLines):
             label = _TOP_LABEL if index == 0 else "0" if index == plot_rows - 1 else ""
             left = label.rjust(label_width) + ("┤" if label else "│")
             lines.append(((left, "dim"), *plot))
-        # Under the steps drawn: fewer steps than columns sit on the right.
-        axis = chart.step_axis(len(shown), shown[0].step, shown[-1].step).rjust(plot_width) if shown else ""
+        axis = ""
+        if shown:
+            # Under the steps drawn, or, for too few to hold the labels, the newest named at the right.
+            newest = f"step {shown[-1].step}"
+            wide = len(shown) > len(newest) * 2 + 1
+            axis = chart.step_axis(len(shown), shown[0].step, shown[-1].step) if wide else newest
+            axis = axis.rjust(plot_width)[-plot_width:] if plot_width else ""
         lines.append(((" " * label_width + "└", "dim"), (axis, "dim")))
         return lines
