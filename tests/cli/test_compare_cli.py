@@ -15,7 +15,8 @@ from ring_test_tools import child_env
 
 XFERTOP = [sys.executable, "-m", "xfertop"]
 
-#: argv[1]: seconds each sample takes to load. 120 steps of ~2 ms of compute each.
+#: argv[1]: seconds each sample takes to load. 120 steps of 10 ms of compute each: fetching a free sample
+#: in the main process (~0.5 ms) is then no bottleneck, even on a loaded machine.
 JOB = """
 import sys, time
 import torch
@@ -30,7 +31,7 @@ class Slow(Dataset):
 
 for batch in DataLoader(Slow(), batch_size=1):
     began = time.perf_counter()
-    while time.perf_counter() - began < 0.002:
+    while time.perf_counter() - began < 0.010:
         pass
 """
 
@@ -69,11 +70,13 @@ def test_the_table_shows_the_speed_up_the_wait_it_removed_and_both_verdicts(
     lines = done.stdout.splitlines()
     assert lines[0].startswith("xfertop compare: starved.py (") and "-> fixed.py (" in lines[0]
     rates = next(line for line in lines if line.startswith("samples/s"))
-    assert float(rates.split("x")[-1]) >= 2.0, rates  # 8 ms of loading gone from a ~10 ms step
+    assert float(rates.split("x")[-1]) >= 1.5, rates  # 8 ms of loading gone from a ~18 ms step
     wait = next(line for line in lines if line.startswith("data wait"))
-    assert wait.endswith(" pts") and int(wait.split()[-2]) <= -50, wait
+    assert wait.endswith(" pts") and int(wait.split()[-2]) <= -30, wait
     assert any(line.startswith("verdict before: input-bound") for line in lines), done.stdout
-    assert any(line.startswith("verdict after: ") and "input-bound" not in line for line in lines)
+    assert any(line.startswith("verdict after: ") and "input-bound" not in line for line in lines), (
+        done.stdout
+    )
 
 
 def test_json_gives_every_row_with_its_change(before_and_after: tuple[Path, Path]) -> None:
