@@ -8,6 +8,7 @@ still pageable).
 
     python benchmarks/scenarios/pageable_copy.py --workers 0 [--seconds 20] [--truth]
     python benchmarks/scenarios/pageable_copy.py --workers 4
+    python benchmarks/scenarios/pageable_copy.py --workers 0 --pin   # the fix: pin_memory=True
 """
 
 from __future__ import annotations
@@ -49,10 +50,12 @@ def patch_model(width: int) -> nn.Module:
 
 
 def main() -> None:
-    args = parse_args(
-        "Pageable batches copied with non_blocking=True.",
-        lambda p: p.add_argument("--workers", type=int, default=0),
-    )
+    def extra(parser) -> None:
+        parser.add_argument("--workers", type=int, default=0)
+        # The same job with the usual fix: what pinning buys (benchmarks/probe_accuracy_gpu.py).
+        parser.add_argument("--pin", action="store_true", help="pin_memory=True (the fixed job)")
+
+    args = parse_args("Pageable batches copied with non_blocking=True.", extra)
     device = pick_device(args.device)
     seed_everything()
     scenario = "d" if args.workers == 0 else "e"
@@ -65,6 +68,7 @@ def main() -> None:
         shuffle=True,
         num_workers=args.workers,
         persistent_workers=args.workers > 0,
+        pin_memory=args.pin,
     )
     model = patch_model(256 if gpu else 32).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -74,7 +78,7 @@ def main() -> None:
             if clock.step_done(len(x), loss.detach() if clock.train_steps == 0 else None):
                 break
     batch_mb = round(batch * 3 * side * side * 4 / 1e6)
-    clock.finish(tags={"workers": str(args.workers), "batch_mb": str(batch_mb)})
+    clock.finish(tags={"workers": str(args.workers), "batch_mb": str(batch_mb), "pinned": str(args.pin)})
 
 
 if __name__ == "__main__":

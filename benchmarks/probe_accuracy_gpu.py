@@ -1,0 +1,109 @@
+"""Probe accuracy on a GPU: what `xfertop probe` says a fix would buy, against the job with that fix.
+
+The jobs are the corpus's own scripts (benchmarks/scenarios/), side by side in one run:
+- starved: the JPEG + torchvision pipeline with too few workers (``image_pipeline.py``, scenario b) under
+  the probe; fed: the same script with ``--fed-workers`` workers, plain. Goal (issue 21): the probe's
+  input-free samples/s within 20% of the fed job's, where the fed job is compute-bound.
+- compute-bound: the Transformer LM (``compute_bound.py``, scenario g) under the probe: its input-free
+  speed-up at most 1.1x.
+- pageable: 100 MB pageable batches (``pageable_copy.py --workers 0``, scenario d) under the probe; the
+  fix: the same script with ``--pin`` (``pin_memory=True``), plain. Goal: the probe's copies-free speed-up
+  within 25% of the gain pinning gives (fixed samples/s over the job's own).
+Plain runs report samples/s on their result line; the probe reports step times (batch sizes below).
+Prints a table and writes probe_accuracy_gpu.json to OUT_DIR. Needs CUDA; about 2-3 minutes on an H200.
+
+    python benchmarks/probe_accuracy_gpu.py OUT_DIR [--steps 30] [--seconds 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+#: Samples per step of each job on a GPU (the scripts' own batch sizes).
+BATCH = {"image_pipeline.py": 64, "compute_bound.py": None, "pageable_copy.py": 128}
+
+
+def plain_samples_per_s(script: str, args: list[str], seconds: float) -> float:
+    done = subprocess.run(
+        [sys.executable, str(SCENARIOS / script), "--seconds", str(seconds), *args],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    found = re.search(r"samples_per_s=([0-9.]+)", done.stdout)
+    if done.returncode != 0 or not found:
+        raise SystemExit(f"{script} {args} failed ({done.returncode}): {done.stderr.strip()[-300:]}")
+    return float(found.group(1))
+
+
+def probe(script: str, args: list[str], steps: int, warmup: int, env: dict[str, str]) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-m", "xfertop", "probe", "--json", "--steps", str(steps), "--warmup", str(warmup),
+         "--", sys.executable, str(SCENARIOS / script), "--seconds", "600", *args],
+        capture_output=True, text=True, timeout=400, env=env,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"probe of {script} failed ({done.returncode}): {done.stderr.strip()[-300:]}")
+    (rank,) = json.loads(done.stdout.splitlines()[-1])["ranks"]
+    return rank
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--steps", type=int, default=30, help="steps per probe phase")
+    parser.add_argument("--warmup", type=int, default=15)
+    parser.add_argument("--seconds", type=float, default=8.0, help="each plain run's --seconds")
+    parser.add_argument("--fed-workers", type=int, default=12)
+    args = parser.parse_args()
+    env = {**os.environ, "XFERTOP_DIR": tempfile.mkdtemp(prefix="xfertop-probe-gpu-")}
+
+    starved = probe("image_pipeline.py", [], args.steps, args.warmup, env)
+    fed = plain_samples_per_s("image_pipeline.py", ["--workers", str(args.fed_workers)], args.seconds)
+    probe_free = BATCH["image_pipeline.py"] / starved["input_free_step_s"]
+    compute = probe("compute_bound.py", [], args.steps, args.warmup, env)
+    pageable = probe("pageable_copy.py", ["--workers", "0"], args.steps, args.warmup, env)
+    as_is = plain_samples_per_s("pageable_copy.py", ["--workers", "0"], args.seconds)
+    pinned = plain_samples_per_s("pageable_copy.py", ["--workers", "0", "--pin"], args.seconds)
+    pin_gain = pinned / as_is
+    result = {
+        "args": vars(args) | {"out_dir": str(args.out_dir)},
+        "starved_probe": starved,
+        "starved_probe_input_free_samples_per_s": probe_free,
+        "fed_samples_per_s": fed,
+        "probe_over_fed": probe_free / fed,
+        "starved_within_20_percent": abs(probe_free / fed - 1) <= 0.2,
+        "compute_probe": compute,
+        "compute_bound_at_most_1_1": (compute["speedup_input_free"] or 0) <= 1.1,
+        "pageable_probe": pageable,
+        "pageable_samples_per_s": as_is,
+        "pinned_samples_per_s": pinned,
+        "pin_gain": pin_gain,
+        "copy_free_over_pin_gain": (pageable["speedup_copy_free"] or 0) / pin_gain,
+    }
+    result["pageable_within_25_percent"] = abs(result["copy_free_over_pin_gain"] - 1) <= 0.25
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    (args.out_dir / "probe_accuracy_gpu.json").write_text(json.dumps(result, indent=2))
+    print(f"starved image pipeline: as is {starved['baseline_samples_per_s'] or 0:8.1f} samples/s, "
+          f"probe's input-free {probe_free:8.1f}")  # fmt: skip
+    print(f"  fed ({args.fed_workers} workers): {fed:8.1f} samples/s; probe / fed {probe_free / fed:.3f} "
+          f"({'within' if result['starved_within_20_percent'] else 'OUTSIDE'} 20%)")  # fmt: skip
+    speedup = compute["speedup_input_free"] or 0
+    print(f"compute-bound LM: input-free speed-up {speedup:.3f}x ({'<=' if speedup <= 1.1 else '>'} 1.1)")
+    print(f"pageable copies: probe's copies-free {pageable['speedup_copy_free'] or 0:.3f}x; pinning gives "
+          f"{pin_gain:.3f}x ({as_is:.1f} -> {pinned:.1f} samples/s); ratio "
+          f"{result['copy_free_over_pin_gain']:.3f} "
+          f"({'within' if result['pageable_within_25_percent'] else 'OUTSIDE'} 25%)")  # fmt: skip
+    passed = (result["starved_within_20_percent"] and result["compute_bound_at_most_1_1"]
+              and result["pageable_within_25_percent"])  # fmt: skip
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
