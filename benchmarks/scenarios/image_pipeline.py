@@ -10,7 +10,7 @@ pipeline=zlib-standin).
 
 Workers: 2 on a machine with more than 2 cores, 1 on a 2-core machine: too few either way.
 
-    python benchmarks/scenarios/image_pipeline.py [--seconds 20] [--truth] [--workers N]
+    python benchmarks/scenarios/image_pipeline.py [--seconds 20] [--truth] [--workers N] [--arch resnet50]
 """
 
 from __future__ import annotations
@@ -126,17 +126,20 @@ def small_cnn() -> nn.Module:
 
 
 def main() -> None:
-    args = parse_args(
-        "An image pipeline with too few DataLoader workers.",
-        lambda p: p.add_argument("--workers", type=int, default=None),
-    )
+    def extra(parser) -> None:
+        parser.add_argument("--workers", type=int, default=None)
+        # A heavier model lets the same pipeline, fed, be compute-bound on a 16-core GPU machine
+        # (benchmarks/probe_accuracy_gpu.py): ResNet-18 outruns what 12 decoding workers make.
+        parser.add_argument("--arch", default="resnet18", help="a torchvision model name (GPU only)")
+
+    args = parse_args("An image pipeline with too few DataLoader workers.", extra)
     device = pick_device(args.device)
     seed_everything()
     clock = Clock("b", args, device)
     workers = args.workers if args.workers is not None else (1 if cpu_count() <= 2 else 2)
     if HAVE_VISION:
         pipeline, dataset = "jpeg-torchvision", JpegImages(4096)
-        model: nn.Module = torchvision.models.resnet18(num_classes=100)
+        model: nn.Module = getattr(torchvision.models, args.arch)(num_classes=100)
         batch_size = 64
     else:
         pipeline, dataset = "zlib-standin", ZlibImages(1024)
@@ -169,7 +172,7 @@ def main() -> None:
                 optimizer.step()
             if clock.step_done(len(x), loss.detach() if clock.train_steps == 0 else None):
                 break
-    clock.finish(tags={"pipeline": pipeline, "workers": str(workers)})
+    clock.finish(tags={"pipeline": pipeline, "workers": str(workers), "arch": args.arch})
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ still pageable).
 
     python benchmarks/scenarios/pageable_copy.py --workers 0 [--seconds 20] [--truth]
     python benchmarks/scenarios/pageable_copy.py --workers 4
-    python benchmarks/scenarios/pageable_copy.py --workers 0 --pin   # the fix: pin_memory=True
+    python benchmarks/scenarios/pageable_copy.py --workers 0 --pin loader   # the fix: pin_memory=True
+    python benchmarks/scenarios/pageable_copy.py --workers 0 --pin source   # the shards pinned once
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from torch.utils.data import DataLoader, Dataset
 class Shards(Dataset):
     """``count`` pre-made batches of images and labels, returned whole."""
 
-    def __init__(self, count: int, batch: int, side: int, unique: int = 4) -> None:
+    def __init__(self, count: int, batch: int, side: int, unique: int = 4, pin: bool = False) -> None:
         g = torch.Generator().manual_seed(0)
         self.images = [torch.randn(batch, 3, side, side, generator=g) for _ in range(unique)]
+        if pin:
+            self.images = [image.pin_memory() for image in self.images]
         self.labels = [torch.randint(0, 100, (batch,), generator=g) for _ in range(unique)]
         self.count = count
 
@@ -53,7 +56,12 @@ def main() -> None:
     def extra(parser) -> None:
         parser.add_argument("--workers", type=int, default=0)
         # The same job with the usual fix: what pinning buys (benchmarks/probe_accuracy_gpu.py).
-        parser.add_argument("--pin", action="store_true", help="pin_memory=True (the fixed job)")
+        parser.add_argument(
+            "--pin",
+            choices=("loader", "source"),
+            default=None,
+            help="the fixed job: pin_memory=True (loader), or the shards pinned once as made (source)",
+        )
 
     args = parse_args("Pageable batches copied with non_blocking=True.", extra)
     device = pick_device(args.device)
@@ -63,12 +71,12 @@ def main() -> None:
     gpu = device.type == "cuda"
     batch, side = (128, 256) if gpu else (32, 64)
     loader = DataLoader(
-        Shards(100_000, batch, side),
+        Shards(100_000, batch, side, pin=args.pin == "source" and gpu),
         batch_size=None,
         shuffle=True,
         num_workers=args.workers,
         persistent_workers=args.workers > 0,
-        pin_memory=args.pin,
+        pin_memory=args.pin == "loader",
     )
     model = patch_model(256 if gpu else 32).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)

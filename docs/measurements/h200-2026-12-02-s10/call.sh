@@ -2,6 +2,8 @@
 # One H200 call of session 10, by PART (each fits one 600 s call):
 #   PART=a  a user's CUDA job (user_job.py) plain, under `xfertop run`, plain again; the reporter's GPU
 #           tests; the reporter's per-step cost; the probe's accuracy on GPU jobs and on CPU jobs
+#   PART=d  the probe's accuracy again (pinned phase, ResNet-50 pipeline), the probe on Lightning and the
+#           Hugging Face Trainer, the GPU tests of the reporter and the probe
 #   PART=b  the corpus in run, watch and attach for SCENARIOS (serial: each alone on the GPU)
 #   PART=c  the same for SCENARIOS with host-bound ones 3 at a time, then the live view beside nvitop
 # Run from the repository root with the wheels of .whl carried (textual, py-spy, nvitop):
@@ -47,6 +49,19 @@ a)
   timeout 90 python3 benchmarks/probe_accuracy.py /tmp/pac --rounds 3 > "$OUT/probe_cpu.txt" 2>&1
   echo "rc=$?" >> "$OUT/probe_cpu.txt"; cat "$OUT/probe_cpu.txt"
   ;;
+d)
+  timeout 230 python3 benchmarks/probe_accuracy_gpu.py /tmp/pag > "$OUT/probe_gpu.txt" 2>&1
+  echo "rc=$?" >> "$OUT/probe_gpu.txt"; cp /tmp/pag/*.json "$OUT/" 2>/dev/null; cat "$OUT/probe_gpu.txt"
+  for job in lightning_job hf_trainer_job; do
+    XFERTOP_DIR=/tmp/rings-$job timeout 110 python3 -m xfertop probe --steps 20 --warmup 10 --grace 15 -- \
+      python3 benchmarks/scenarios/$job.py --seconds 600 > /tmp/probe-$job.out 2> /tmp/probe-$job.err
+    echo "== $job: exit $?"; grep -v "^\s*$" /tmp/probe-$job.out | tail -n 14; tail -n 3 /tmp/probe-$job.err
+  done > "$OUT/probe_frameworks.txt" 2>&1
+  cat "$OUT/probe_frameworks.txt"
+  timeout 170 python3 -m pytest -q -m gpu --timeout 60 --durations 6 -p no:cacheprovider \
+    tests/gpu/test_probe_gpu.py tests/gpu/test_reporter_gpu.py tests/gpu/test_fork_safety_gpu.py \
+    > "$OUT/pytest_gpu.txt" 2>&1; echo "rc=$?" >> "$OUT/pytest_gpu.txt"; tail -n 25 "$OUT/pytest_gpu.txt"
+  ;;
 b|c)
   LIMIT=${LIMIT:-540}
   if [ "$PART" = c ] && [ -n "${TUI:-}" ]; then LIMIT=$((LIMIT - 150)); fi
@@ -61,4 +76,4 @@ b|c)
   fi
   ;;
 esac
-tar czf "$OUT/logs.tgz" -C /tmp $(cd /tmp && ls -d score-logs user-*.out user-*.err poll*.json ro 2>/dev/null) 2>/dev/null
+tar czf "$OUT/logs.tgz" -C /tmp $(cd /tmp && ls -d score-logs probe-*.out probe-*.err user-*.out user-*.err poll*.json ro 2>/dev/null) 2>/dev/null

@@ -43,7 +43,14 @@ EXIT_NOT_PROBED = 3
 GRACE_S = 10.0
 POLL_S = 0.2
 SCHEMA = "xfertop.probe/1"
-_LABELS = {"as_is": "as is", "input_free": "input free", "copy_free": "copies free too"}
+_LABELS = {
+    "as_is": "as is",
+    "input_free": "input free",
+    "pinned": "pinned copies",
+    "copy_free": "copies free too",
+}
+#: Each phase's name in the report's keys (``<key>_step_s``, ``<key>_spread``).
+_KEYS = {"as_is": "baseline", "input_free": "input_free", "pinned": "pinned", "copy_free": "copy_free"}
 
 
 def phase_figures(durations_ns: list[int]) -> dict[str, float] | None:
@@ -68,14 +75,17 @@ def rank_report(result: dict[str, Any]) -> dict[str, Any]:
         "steps_per_phase": result["steps"],
         "warmup_steps": result["warmup"],
         "copies_made_resident": result.get("resident_copies", 0),
+        "tensors_pinned": result.get("pinned_tensors", 0),
+        "tensors_already_pinned": result.get("already_pinned_tensors", 0),
     }
-    for phase, key in (("as_is", "baseline"), ("input_free", "input_free"), ("copy_free", "copy_free")):
+    for phase, key in _KEYS.items():
         found = figures[phase]
         report[f"{key}_step_s"] = found["step_s"] if found else None
         report[f"{key}_spread"] = found["spread"] if found else None
-    for phase, key in (("input_free", "speedup_input_free"), ("copy_free", "speedup_copy_free")):
-        found = figures[phase]
-        report[key] = base["step_s"] / found["step_s"] if base and found and found["step_s"] else None
+        if phase != "as_is":
+            report[f"speedup_{key}"] = (
+                base["step_s"] / found["step_s"] if base and found and found["step_s"] else None
+            )
     samples = result.get("samples_per_batch") or 0
     report["baseline_samples_per_s"] = samples / base["step_s"] if base and samples else None
     return report
@@ -90,7 +100,7 @@ def render_text(job: str, reports: list[dict[str, Any]], ended: str) -> str:
             f"{report['warmup_steps']} of warm-up"
         )
         base = report["baseline_step_s"]
-        for phase, key in (("as_is", "baseline"), ("input_free", "input_free"), ("copy_free", "copy_free")):
+        for phase, key in _KEYS.items():
             step = report[f"{key}_step_s"]
             if step is None:
                 lines.append(f"  {_LABELS[phase] + ':':17}not reached")
@@ -103,6 +113,10 @@ def render_text(job: str, reports: list[dict[str, Any]], ended: str) -> str:
             elif phase != "as_is" and base:
                 text += f": {base / step:.2f}x"
             lines.append(text)
+        if report["pinned_step_s"] is not None and not report["tensors_pinned"]:
+            already = report["tensors_already_pinned"]
+            why = "were already pinned" if already else "could not be pinned (no GPU)"
+            lines.append(f"  (the replayed batches {why}: pinned copies is input free again)")
         if report["copies_made_resident"] == 0 and report["copy_free_step_s"] is not None:
             lines.append("  (no copy of a replayed batch was seen: copies free is input free again)")
     lines.append("  after the first phase the job trained on repeated batches: a probe is a diagnosis run,")

@@ -1,6 +1,7 @@
-"""`xfertop probe`, inside the job: after a warm-up, the same number of steps measured three ways, on the
+"""`xfertop probe`, inside the job: after a warm-up, the same number of steps measured four ways, on the
 unchanged script: as it is; with its input free (the loader's iterator replays batches it already
-produced, held in memory, at once); and with its copies free too (a replayed batch's ``.to()``/``.cuda()``
+produced, held in memory, at once); with those batches in pinned memory (what pinning would buy, its own
+cost paid once, off the step); and with its copies free too (a replayed batch's ``.to()``/``.cuda()``
 returns the device copy made the first time). Then it writes what it measured and, unless asked to go on,
 stops the job with SIGINT (the script's own handlers run).
 
@@ -22,7 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 ENV = "XFERTOP_PROBE"
-PHASES = ("as_is", "input_free", "copy_free")
+PHASES = ("as_is", "input_free", "pinned", "copy_free")
 #: Batches kept for the replay: the last ones of the "as is" phase.
 REPLAY_BATCHES = 8
 
@@ -55,6 +56,9 @@ class Probe:
         self._replay_ids: set[int] = set()
         #: Device copies of replayed tensors, by the host tensor's id (held alive by ``_replay``).
         self._resident: dict[int, Any] = {}
+        #: Replayed host tensors moved to pinned memory for the "pinned" phase, and those already pinned;
+        #: None until that phase begins (and where pinning is not possible: no accelerator).
+        self._pinned: tuple[int, int] | None = None
         self._written = False
         self._lock = threading.Lock()
         self._main = threading.main_thread().ident
@@ -87,8 +91,10 @@ class Probe:
         if phase is None:  # through: the job goes on with its own batches (--continue)
             self._finish()
             return next(iterator)
-        if phase in ("input_free", "copy_free") and self._replay:
-            self._last_ns = time.perf_counter_ns()  # the replay itself is no part of the step
+        if phase in ("input_free", "pinned", "copy_free") and self._replay:
+            if phase == "pinned" and self._pinned is None:
+                self._pinned = self._pin_replay()
+            self._last_ns = time.perf_counter_ns()  # the replay (and pinning it) is no part of the step
             return self._replay[call % len(self._replay)]
         batch = next(iterator)
         if phase == "as_is" and call >= self.warmup + self.steps - REPLAY_BATCHES:
@@ -103,6 +109,27 @@ class Probe:
         if tensors and not self._samples:
             shape = getattr(tensors[0], "shape", None)
             self._samples = int(shape[0]) if shape else 0
+
+    def _pin_replay(self) -> tuple[int, int]:
+        """Move the replayed batches' host tensors into pinned memory, in place (``.data``), so the
+        script's own ``.to()`` calls copy from pinned memory; (moved, already pinned). A tensor keeps its
+        identity, so its device copy made in the input-free phase still serves the copy-free phase."""
+        moved = already = 0
+        for batch in self._replay:
+            tensors: list[Any] = []
+            _tensors(batch, tensors)
+            for tensor in tensors:
+                if tensor.is_cuda or getattr(tensor.device, "type", "cpu") != "cpu":
+                    continue
+                if tensor.is_pinned():
+                    already += 1
+                    continue
+                try:
+                    tensor.data = tensor.pin_memory()
+                except RuntimeError:  # no accelerator to pin for: the phase is input free again
+                    return (moved, already)
+                moved += 1
+        return (moved, already)
 
     # -- copies (`xfertop run`'s Tensor.to wrapper asks) ------------------------------------------
     def resident(self, tensor: Any) -> Any:
@@ -130,6 +157,8 @@ class Probe:
             "complete": all(len(self._durations[p]) >= self.steps for p in PHASES),
             "reached": reached or "done",
             "resident_copies": len(self._resident),
+            "pinned_tensors": self._pinned[0] if self._pinned else 0,
+            "already_pinned_tensors": self._pinned[1] if self._pinned else 0,
             "durations_ns": self._durations,
         }
 
