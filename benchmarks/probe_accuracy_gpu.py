@@ -2,7 +2,7 @@
 
 The jobs are the corpus's own scripts (benchmarks/scenarios/), side by side in one run:
 - starved: the JPEG + torchvision pipeline with too few workers (``image_pipeline.py``, scenario b, with
-  a ResNet-50 so that it can be fed on 16 cores) under the probe; fed: the same script with
+  a ResNet-152 so that it can be fed on 16 cores) under the probe; fed: the same script with
   ``--fed-workers`` workers, plain, and with two thirds of them: where both reach the same samples/s
   (within 5%), more workers no longer help and the fed job is compute-bound. Goal (issue 21): the probe's
   input-free samples/s within 20% of the fed job's, where the fed job is compute-bound.
@@ -32,7 +32,7 @@ from pathlib import Path
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 #: Samples per step of each job on a GPU (the scripts' own batch sizes).
 BATCH = {"image_pipeline.py": 64, "pageable_copy.py": 128}
-STARVED = ["--arch", "resnet50"]
+STARVED = ["--arch", "resnet152"]
 
 
 def plain_samples_per_s(script: str, args: list[str], seconds: float) -> float:

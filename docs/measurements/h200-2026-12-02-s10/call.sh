@@ -4,6 +4,8 @@
 #           tests; the reporter's per-step cost; the probe's accuracy on GPU jobs and on CPU jobs
 #   PART=d  the probe's accuracy again (pinned phase, ResNet-50 pipeline), the probe on Lightning and the
 #           Hugging Face Trainer, the GPU tests of the reporter and the probe
+#   PART=e  the probe's accuracy again (phases timed between synchronisations, ResNet-152), then the
+#           corpus in run, watch and attach for SCENARIOS in what is left of the call
 #   PART=b  the corpus in run, watch and attach for SCENARIOS (serial: each alone on the GPU)
 #   PART=c  the same for SCENARIOS with host-bound ones 3 at a time, then the live view beside nvitop
 # Run from the repository root with the wheels of .whl carried (textual, py-spy, nvitop):
@@ -61,6 +63,13 @@ d)
   timeout 170 python3 -m pytest -q -m gpu --timeout 60 --durations 6 -p no:cacheprovider \
     tests/gpu/test_probe_gpu.py tests/gpu/test_reporter_gpu.py tests/gpu/test_fork_safety_gpu.py \
     > "$OUT/pytest_gpu.txt" 2>&1; echo "rc=$?" >> "$OUT/pytest_gpu.txt"; tail -n 25 "$OUT/pytest_gpu.txt"
+  ;;
+e)
+  timeout 240 python3 benchmarks/probe_accuracy_gpu.py /tmp/pag > "$OUT/probe_gpu.txt" 2>&1
+  echo "rc=$?" >> "$OUT/probe_gpu.txt"; cp /tmp/pag/*.json "$OUT/" 2>/dev/null; cat "$OUT/probe_gpu.txt"
+  timeout ${LIMIT:-280} python3 benchmarks/score_scenarios.py --only "$SCENARIOS" --modes run,watch,attach \
+    --seconds "${SECONDS_EACH:-5}" --json "$OUT/score.json" --logs /tmp/score-logs > "$OUT/score.txt" 2>&1
+  echo "rc=$?" >> "$OUT/score.txt"; tail -n 30 "$OUT/score.txt"
   ;;
 b|c)
   LIMIT=${LIMIT:-540}

@@ -53,19 +53,29 @@ _LABELS = {
 _KEYS = {"as_is": "baseline", "input_free": "input_free", "pinned": "pinned", "copy_free": "copy_free"}
 
 
-def phase_figures(durations_ns: list[int]) -> dict[str, float] | None:
-    """The median step (s) of a phase and its spread (half the interquartile range over the median)."""
+def phase_figures(durations_ns: list[int], phase_ns: int | None) -> dict[str, float] | None:
+    """A phase's step (s): its wall time between the synchronisations at its ends over its steps (the
+    median step where the phase has not ended); the median step; and the spread (half the steps'
+    interquartile range over their median)."""
     if len(durations_ns) < 2:
         return None
     ordered = sorted(durations_ns)
     quartiles = statistics.quantiles(ordered, n=4)
     median = statistics.median(ordered)
-    return {"step_s": median / 1e9, "spread": (quartiles[2] - quartiles[0]) / 2 / median if median else 0.0}
+    step = phase_ns / len(durations_ns) if phase_ns else median
+    return {
+        "step_s": step / 1e9,
+        "median_step_s": median / 1e9,
+        "spread": (quartiles[2] - quartiles[0]) / 2 / median if median else 0.0,
+    }
 
 
 def rank_report(result: dict[str, Any]) -> dict[str, Any]:
     """One rank's figures, JSON-ready: each phase's step and spread, and the speed-ups."""
-    figures = {phase: phase_figures(result["durations_ns"].get(phase, [])) for phase in PHASES}
+    walls = result.get("phase_ns") or {}
+    figures = {
+        phase: phase_figures(result["durations_ns"].get(phase, []), walls.get(phase)) for phase in PHASES
+    }
     base = figures["as_is"]
     report: dict[str, Any] = {
         "pid": result["pid"],
@@ -82,6 +92,7 @@ def rank_report(result: dict[str, Any]) -> dict[str, Any]:
         found = figures[phase]
         report[f"{key}_step_s"] = found["step_s"] if found else None
         report[f"{key}_spread"] = found["spread"] if found else None
+        report[f"{key}_median_step_s"] = found["median_step_s"] if found else None
         if phase != "as_is":
             report[f"speedup_{key}"] = (
                 base["step_s"] / found["step_s"] if base and found and found["step_s"] else None

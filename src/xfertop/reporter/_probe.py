@@ -6,7 +6,8 @@ returns the device copy made the first time). Then it writes what it measured an
 stops the job with SIGINT (the script's own handlers run).
 
 A step is the time between two ``next()`` calls on a watched loader; a step's phase is the phase its
-``next()`` began. The job trains on repeated batches during the last two phases: a diagnosis run.
+``next()`` began. A phase's figure is its wall time over its steps, with the device synchronised at
+each end, so that work queued on the GPU is paid in the phase that queued it. The job trains on repeated batches during the last two phases: a diagnosis run.
 Standard library only (torch is reached through the tensors it is handed).
 """
 
@@ -17,6 +18,7 @@ import contextlib
 import json
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -51,6 +53,10 @@ class Probe:
         self._calls = 0
         self._last_ns = 0
         self._durations: dict[str, list[int]] = {phase: [] for phase in PHASES}
+        #: Each phase's wall time, between device synchronisations at its two ends (ns), and the start
+        #: of the phase under way.
+        self._phase_ns: dict[str, int] = {}
+        self._phase_began = 0
         self._samples = 0
         self._replay: list[Any] = []
         self._replay_ids: set[int] = set()
@@ -88,18 +94,31 @@ class Probe:
         self._last_ns = now
         self._calls = call + 1
         phase = self._phase(call)
+        if call and phase != self._phase(call - 1):
+            self._boundary(self._phase(call - 1), phase)
         if phase is None:  # through: the job goes on with its own batches (--continue)
             self._finish()
             return next(iterator)
         if phase in ("input_free", "pinned", "copy_free") and self._replay:
-            if phase == "pinned" and self._pinned is None:
-                self._pinned = self._pin_replay()
             self._last_ns = time.perf_counter_ns()  # the replay (and pinning it) is no part of the step
             return self._replay[call % len(self._replay)]
         batch = next(iterator)
         if phase == "as_is" and call >= self.warmup + self.steps - REPLAY_BATCHES:
             self._keep(batch)
         return batch
+
+    def _boundary(self, ended: str | None, begins: str | None) -> None:
+        """Between two phases: wait for the device's queued work, so that a phase's wall time is what
+        its steps cost the GPU too (a job whose host runs ahead of the GPU would otherwise be timed by
+        how fast it queues work, and the next phase would pay for the last one's queue)."""
+        _synchronize()
+        now = time.perf_counter_ns()
+        if ended in PHASES:
+            self._phase_ns[ended] = now - self._phase_began
+        if begins == "pinned" and self._pinned is None and self._replay:
+            self._pinned = self._pin_replay()
+        self._phase_began = time.perf_counter_ns()
+        self._last_ns = self._phase_began
 
     def _keep(self, batch: Any) -> None:
         self._replay.append(batch)
@@ -160,6 +179,7 @@ class Probe:
             "pinned_tensors": self._pinned[0] if self._pinned else 0,
             "already_pinned_tensors": self._pinned[1] if self._pinned else 0,
             "durations_ns": self._durations,
+            "phase_ns": self._phase_ns,
         }
 
     def write(self) -> None:
@@ -187,6 +207,15 @@ class Probe:
         if not self._written and os.getpid() == self._pid:
             with contextlib.suppress(OSError):
                 self.write()
+
+
+def _synchronize() -> None:
+    """Wait for the current CUDA device's queued work, where this process has started CUDA."""
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    with contextlib.suppress(Exception):  # no CUDA, or a CUDA error the job will meet on its own
+        if cuda is not None and cuda.is_initialized():
+            cuda.synchronize()
 
 
 def from_environment() -> Probe | None:
