@@ -121,8 +121,8 @@ def side_by_side(variants: dict[str, Loop], steps: int, rounds: int, fake: Any =
             result[name].update(
                 {
                     "gpu_timed_fraction": timed / written,
-                    "gpu_every": clock.sampling.every,
-                    "gpu_cost_ns": clock.sampling.cost_ns,
+                    "gpu_every": clock.gap.sampling.every,
+                    "gpu_cost_ns": clock.gap.sampling.cost_ns,
                 }
             )
         if fake is not None and written:
@@ -151,11 +151,11 @@ def fake_cuda_model(steps: int, rounds: int) -> dict[str, Any]:
     assert clock is not None
     result: dict[str, Any] = {"costs_ns": H200_COSTS_NS}
     for sampling in (True, False):
-        clock.gpu = GpuTimer(fake, 0)
-        clock.sampling = GpuSampling(enabled=sampling)  # a fresh policy: every step until it learns
+        clock.gap.timer = GpuTimer(fake, 0)
+        clock.gap.sampling = GpuSampling(enabled=sampling)  # a fresh policy: every step until it learns
         variants = loops(torch.device("cpu"), torch.ones(8, 64))
         result["sampling" if sampling else "every_step"] = side_by_side(variants, steps, rounds, fake)
-    clock.gpu = None
+    clock.gap.timer = None
     return result
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from xfertop import wire
 from xfertop.model.jobs import JobsState, RankState
@@ -127,3 +128,10 @@ def run_under_xfertop(
     )
     assert result.returncode == 0, result.stderr
     return result, ranks(JobsSource(ring_dir=str(rings)))
+
+
+def fake_clock_time(monkeypatch: Any, read: Callable[[], int]) -> None:
+    """The step clock and its parts read ``read`` for the time (each of their modules binds
+    perf_counter_ns as ``_now_ns``)."""
+    for part in ("_clock", "_step_work", "_gpu_gap"):
+        monkeypatch.setattr(importlib.import_module(f"xfertop.reporter.{part}"), "_now_ns", read)

@@ -130,7 +130,7 @@ def test_the_gap_is_the_wait_the_gpu_felt(clock: StepClock) -> None:
 
 
 def test_queued_gpu_work_hides_the_data_wait(clock: StepClock) -> None:
-    clock.sampling.enabled = (
+    clock.gap.sampling.enabled = (
         False  # 5 ms steps may be sampled (every 2nd); this story checks every step's gap
     )
     cycles_per_ms = _cycles_per_ms()

@@ -9,7 +9,6 @@ GPU: what the wrappers decide by is ``is_cuda``).
 
 from __future__ import annotations
 
-import importlib
 import statistics
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import xfertop.reporter as reporter
-from ring_test_tools import child_env, run_under_xfertop
+from ring_test_tools import child_env, fake_clock_time, run_under_xfertop
 from xfertop.launch.step_parts import AGREEING_STEPS, SEARCH_STEPS, ModelWatch
 from xfertop.model.jobs import StepRecord
 from xfertop.reporter._clock import StepClock
@@ -37,8 +36,7 @@ class FakeTime:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.now_ns = 10**12
-        clock_module = importlib.import_module("xfertop.reporter._clock")  # the package's _clock is the clock
-        monkeypatch.setattr(clock_module, "_now_ns", lambda: self.now_ns)
+        fake_clock_time(monkeypatch, lambda: self.now_ns)
 
     def advance(self, ms: float) -> None:
         self.now_ns += round(ms * MS)

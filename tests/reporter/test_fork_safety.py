@@ -36,7 +36,7 @@ if watched:
     from fakes.fake_cuda import FakeCuda
 
     fake = FakeCuda()  # the hardware boundary: the GPU clock's events live on the fake CUDA
-    clock_module = importlib.import_module("xfertop.reporter._clock")  # the package's _clock is the clock
+    clock_module = importlib.import_module("xfertop.reporter._gpu_gap")  # where the GPU clock makes its timer
     real_timer = clock_module.GpuTimer
     clock_module.GpuTimer = lambda torch_module, index, **kw: real_timer(fake, index, **kw)
 
@@ -124,7 +124,7 @@ import xfertop
 from fakes.fake_cuda import FakeCuda
 
 fake = FakeCuda()
-clock_module = importlib.import_module("xfertop.reporter._clock")
+clock_module = importlib.import_module("xfertop.reporter._gpu_gap")
 real_timer = clock_module.GpuTimer
 clock_module.GpuTimer = lambda torch_module, index, **kw: real_timer(fake, index, **kw)
 import torch

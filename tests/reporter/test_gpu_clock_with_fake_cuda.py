@@ -10,16 +10,17 @@ tests/gpu/test_reporter_gpu.py.
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import pytest
 
 from fakes.fake_cuda import FakeCuda, FakeEvent
+from ring_test_tools import fake_clock_time
 from xfertop import wire
 from xfertop.analysis.steps import attribute_idle
 from xfertop.model.jobs import StepRecord
-from xfertop.reporter._clock import StepClock, cuda_device_in_use
+from xfertop.reporter._clock import StepClock
+from xfertop.reporter._gpu_gap import cuda_device_in_use
 from xfertop.reporter._gpu_timer import GpuTimer
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
@@ -39,14 +40,13 @@ class GpuLoop:
         self.gpu = gpu
         self.partitioning = partitioning
         self.now_ns = 10**12
-        clock_module = importlib.import_module("xfertop.reporter._clock")  # the package's _clock is the clock
-        monkeypatch.setattr(clock_module, "_now_ns", lambda: self.now_ns)
+        fake_clock_time(monkeypatch, lambda: self.now_ns)
         self.clock = StepClock(lambda: RingWriter(str(tmp_path), current_identity()))
         self.clock.partitioning = partitioning
         self.clock.before_next()  # opens the ring
-        self.clock.gpu = GpuTimer(gpu, 0, max_pending=8)
+        self.clock.gap.timer = GpuTimer(gpu, 0, max_pending=8)
         # These stories check every step's gap; sampling has tests/reporter/test_gpu_sampling.py.
-        self.clock.sampling.enabled = False
+        self.clock.gap.sampling.enabled = False
 
     def host(self, ms: float) -> None:
         self.gpu.host_work(ms)
@@ -62,25 +62,25 @@ class GpuLoop:
         """A copy to the GPU: seen by `xfertop run`'s copy timing (work starts before it is issued), or
         marked by the loop after it (to_device)."""
         if seen:
-            self.clock.work_starting()
+            self.clock.work.starting()
         self.gpu.launch(gpu_ms)
         self.host(host_ms)
-        self.clock.copied(4096, False, False, round(host_ms * MS), None, seen=seen)
+        self.clock.work.copied(4096, False, False, round(host_ms * MS), None, seen=seen)
 
     def model(self, host_ms: float, gpu_ms: float) -> None:
         """Forward, backward and optimizer step: ``host_ms`` on the host, queueing ``gpu_ms`` of kernels."""
         if self.partitioning:
-            self.clock.work_starting()  # the model's call
+            self.clock.work.starting()  # the model's call
         self.gpu.launch(gpu_ms)
         self.host(host_ms)
         if self.partitioning:
-            self.clock.model_ended()  # the optimizer step's end
+            self.clock.work.model_ended()  # the optimizer step's end
 
     def sync(self) -> None:
         """loss.item(): the host blocks until the stream has run its work."""
         waited_ms = max(0.0, self.gpu.stream.busy_until_ms - self.gpu.host_ms)
         self.host(waited_ms)
-        self.clock.synced(round(waited_ms * MS))
+        self.clock.work.synced(round(waited_ms * MS))
 
     def steps(self) -> list[StepRecord]:
         assert self.clock.writer is not None
@@ -192,10 +192,10 @@ def test_queued_work_hides_the_wait_and_costs_no_event(plain: GpuLoop, gpu: Fake
     steps = plain.steps()
     assert len(steps) == 12 and steps[0].gpu_gap_ms is None
     assert all(s.gpu_gap_ms == 0.0 for s in steps[1:]), [s.gpu_gap_ms for s in steps]
-    assert plain.clock.gpu is not None and plain.clock.gpu.pending_count == 0
+    assert plain.clock.gap.timer is not None and plain.clock.gap.timer.pending_count == 0
     # Only the ``after`` event of each step: asked once, never a ``first``, never an elapsed_time.
     assert gpu.records == 12 and gpu.queries == 11 and gpu.elapsed_calls == 0
-    assert plain.clock.gpu_timed_steps == 0
+    assert plain.clock.gap.timed_steps == 0
     assert plain.clock.writer is not None and plain.clock.writer.words[wire.H_GPU_DROPPED] == 0
 
 
@@ -240,7 +240,7 @@ def test_a_hung_gpu_leaves_nothing_pending_and_no_event_behind(plain: GpuLoop, g
     plain.clock.before_next()
     steps = plain.steps()
     assert all(s.gpu_gap_ms == 0.0 for s in steps[1:])  # work was always queued: never idle
-    assert plain.clock.gpu is not None and plain.clock.gpu.pending_count == 0
+    assert plain.clock.gap.timer is not None and plain.clock.gap.timer.pending_count == 0
     assert len(made) <= 2  # each step's ``after`` goes back to the pool once asked
     assert plain.clock.errors == 0 and gpu.elapsed_calls == 0
     assert plain.clock.writer is not None and plain.clock.writer.words[wire.H_GPU_DROPPED] == 0
@@ -260,7 +260,7 @@ def test_pending_gaps_are_bounded_and_the_oldest_dropped(plain: GpuLoop, gpu: Fa
         gpu.use_stream(0)
         plain.model(1.0, 0.5)
     plain.clock.before_next()
-    assert plain.clock.gpu is not None and plain.clock.gpu.pending_count <= 8
+    assert plain.clock.gap.timer is not None and plain.clock.gap.timer.pending_count <= 8
     assert plain.clock.errors == 0 and gpu.unfinished_elapsed_calls == 0
     assert plain.clock.writer is not None and plain.clock.writer.words[wire.H_GPU_DROPPED] >= 30
     steps = plain.steps()
@@ -318,10 +318,10 @@ def test_the_models_end_inside_a_cuda_graph_capture_records_nothing(run: GpuLoop
     run.model(1.0, 1.0)
     gpu.capturing = True
     records_before = gpu.records
-    run.clock.model_ended()
+    run.clock.work.model_ended()
     # The next step's first work comes while the graph is still captured: no ``first`` event, no gap.
     run.next_batch(1.0)
-    run.clock.work_starting()
+    run.clock.work.starting()
     assert gpu.records == records_before and run.clock.errors == 0
     gpu.capturing = False
     run.host(1.0)

@@ -28,8 +28,8 @@ from xfertop.sources.jobs.ring_reader import RingReader
 def _clock(tmp_path: Path, gpu: FakeCuda) -> StepClock:
     clock = StepClock(lambda: RingWriter(str(tmp_path), current_identity()))
     clock.before_next()  # opens the ring
-    clock.gpu = GpuTimer(gpu, 0)
-    clock.sampling.enabled = True
+    clock.gap.timer = GpuTimer(gpu, 0)
+    clock.gap.sampling.enabled = True
     return clock
 
 
@@ -57,7 +57,7 @@ def _short_steps(clock: StepClock, gpu: FakeCuda, count: int) -> None:
     for _ in range(count):
         clock.before_next()
         clock.after_next([_BATCH])
-        clock.copied(4096, False, False, 1_000, None)
+        clock.work.copied(4096, False, False, 1_000, None)
         gpu.host_work(0.01)
 
 
@@ -70,11 +70,11 @@ def test_short_steps_keep_the_modelled_gpu_cost_within_budget(tmp_path: Path) ->
     # k adapts while the loop runs (a loaded machine stretches the busy-waits the clock measures): the
     # timed steps fall between the rates of the smallest and the largest k in force.
     steps = 2000
-    smallest_every, largest_every = clock.sampling.every, clock.sampling.every
+    smallest_every, largest_every = clock.gap.sampling.every, clock.gap.sampling.every
     for _ in range(steps):
         _short_steps(clock, gpu, 1)
-        smallest_every = min(smallest_every, clock.sampling.every)
-        largest_every = max(largest_every, clock.sampling.every)
+        smallest_every = min(smallest_every, clock.gap.sampling.every)
+        largest_every = max(largest_every, clock.gap.sampling.every)
     modelled = (
         (gpu.records - records) * H200_COSTS_NS["record"]
         + (gpu.queries - queries) * H200_COSTS_NS["query"]
@@ -83,8 +83,8 @@ def test_short_steps_keep_the_modelled_gpu_cost_within_budget(tmp_path: Path) ->
     per_step_ns = modelled / steps
     # A measured gap on a drained stream costs 2 records (``after``, ``first``) + 2 queries (``after`` at
     # the first work, ``first`` at the boundary) + 1 elapsed_time = ~9.2 us in the model: k must be >= 4.
-    assert clock.sampling.every >= 4, clock.sampling.every
-    assert per_step_ns <= clock.sampling.budget_floor_ns * 1.05, per_step_ns
+    assert clock.gap.sampling.every >= 4, clock.gap.sampling.every
+    assert per_step_ns <= clock.gap.sampling.budget_floor_ns * 1.05, per_step_ns
     # Measured gaps are cheap in calls: one elapsed_time each, two queries, two records.
     timed = gpu.elapsed_calls - elapsed
     assert steps / largest_every * 0.75 <= timed <= steps / smallest_every * 1.25, (
@@ -105,13 +105,13 @@ def test_sampled_steps_reach_the_viewer_at_the_expected_rate(tmp_path: Path) -> 
     largest_every = 0
     for _ in range(1200):
         _short_steps(clock, gpu, 1)
-        largest_every = max(largest_every, clock.sampling.every)
+        largest_every = max(largest_every, clock.gap.sampling.every)
     clock.before_next()
     clock.resolve_pending()
     steps = _steps(clock)
     timed = [s for s in steps if s.gpu_gap_ms is not None]
     untimed = [s for s in steps if s.gpu_gap_ms is None and s.step > 0]  # step 0: no step before it
-    assert 2 <= clock.sampling.every <= largest_every <= GPU_EVERY_MAX
+    assert 2 <= clock.gap.sampling.every <= largest_every <= GPU_EVERY_MAX
     assert len(timed) >= len(steps) // (largest_every + 1) and len(timed) >= 20
     # Steps without a measured gap carry the full host clock and nothing of the GPU's.
     assert all(s.h2d_bytes == 4096 and s.samples == 8 and s.wall_ms > 0 for s in untimed)
@@ -128,11 +128,11 @@ def test_long_steps_are_all_timed(tmp_path: Path) -> None:
     # 12 ms steps with a 1% share: a budget of 120 us per step, far above what a timed step costs the
     # host (~16 us on an H200, 25-40 us here: Python on this shared VM is slower). The host spins
     # rather than sleeps: on this VM the first call after a sleep can wait 100+ us for the CPU back.
-    clock.sampling.budget_share = 0.01
+    clock.gap.sampling.budget_share = 0.01
     for _ in range(14):
         clock.before_next()
         clock.after_next([0])
-        clock.copied(4096, False, False, 1_000, None)
+        clock.work.copied(4096, False, False, 1_000, None)
         deadline = time.perf_counter_ns() + 12_000_000
         while time.perf_counter_ns() < deadline:
             pass
@@ -140,20 +140,20 @@ def test_long_steps_are_all_timed(tmp_path: Path) -> None:
     clock.before_next()
     clock.resolve_pending()
     timed = [s for s in _steps(clock) if s.gpu_gap_ms is not None]
-    assert len(timed) >= 11, (len(timed), clock.sampling.every, clock.sampling.cost_ns)
+    assert len(timed) >= 11, (len(timed), clock.gap.sampling.every, clock.gap.sampling.cost_ns)
 
 
 def test_sampled_steps_keep_their_gap(tmp_path: Path) -> None:
     gpu = FakeCuda()
     clock = _clock(tmp_path, gpu)
-    clock.sampling.enabled = False  # hold k where we put it
-    clock.sampling.every = 3
+    clock.gap.sampling.enabled = False  # hold k where we put it
+    clock.gap.sampling.every = 3
     for _ in range(30):
         clock.before_next()
         gpu.host_work(20)  # the loader blocks 20 ms
         clock.after_next([0] * 4)
         gpu.launch(2)
-        clock.copied(4096, False, False, 5_000, None)
+        clock.work.copied(4096, False, False, 5_000, None)
         gpu.launch(10)
         gpu.host_work(5.5)  # the GPU still has 6.5 ms queued when the next wait begins
     clock.before_next()
@@ -175,7 +175,7 @@ def test_sampled_steps_keep_their_gap(tmp_path: Path) -> None:
 def test_a_step_without_copies_still_gets_its_gap(tmp_path: Path) -> None:
     gpu = FakeCuda()
     clock = _clock(tmp_path, gpu)
-    clock.sampling.enabled = False  # every step timed
+    clock.gap.sampling.enabled = False  # every step timed
     for _ in range(20):
         clock.before_next()
         gpu.host_work(3)  # the GPU has drained 2 ms into the wait
@@ -198,13 +198,13 @@ def test_steps_after_a_long_blocking_wait_are_all_timed_even_when_calls_run_cold
         clock.before_next()
         time.sleep(0.006)  # the data wait: a real blocking wait, as in a DataLoader
         clock.after_next([_BATCH])
-        clock.copied(4096, False, False, 1_000, None)
+        clock.work.copied(4096, False, False, 1_000, None)
         gpu.host_work(1.0)
     clock.before_next()
     clock.resolve_pending()
-    assert clock.sampling.every == 1
+    assert clock.gap.sampling.every == 1
     timed = [s for s in _steps(clock) if s.gpu_gap_ms is not None]
-    assert len(timed) >= 13, (len(timed), clock.sampling.cost_ns)
+    assert len(timed) >= 13, (len(timed), clock.gap.sampling.cost_ns)
 
 
 # -- the policy on its own: no CUDA, costs and step times given ------------------------------------------

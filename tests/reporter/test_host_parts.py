@@ -8,13 +8,13 @@ exact.
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 import xfertop.reporter as reporter
+from ring_test_tools import fake_clock_time
 from xfertop import wire
 from xfertop.model.jobs import StepRecord
 from xfertop.reporter._clock import StepClock
@@ -103,8 +103,7 @@ class HostLoop:
 
     def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, partitioning: bool) -> None:
         self.now_ns = T0
-        clock_module = importlib.import_module("xfertop.reporter._clock")  # the package's _clock is the clock
-        monkeypatch.setattr(clock_module, "_now_ns", lambda: self.now_ns)
+        fake_clock_time(monkeypatch, lambda: self.now_ns)
         self.clock = StepClock(lambda: RingWriter(str(tmp_path), current_identity()))
         self.clock.partitioning = partitioning
 
@@ -120,23 +119,24 @@ class HostLoop:
         """A copy to the device of ``ms`` host time: seen by copy timing (which says work starts before
         it), or marked by the loop after it (to_device, mark_copied)."""
         if seen:
-            self.clock.work_starting()
+            self.clock.work.starting()
         self.host(ms)
-        self.clock.copied(4096, False, False, round(ms * MS), None, seen=seen)
+        self.clock.work.copied(4096, False, False, round(ms * MS), None, seen=seen)
 
     def model_call(self, ms: float) -> None:
-        self.clock.work_starting()
+        self.clock.work.starting()
         self.host(ms)
-        self.clock.model_ended()  # the forward's end; a backward or optimizer step after it moves the mark
+        # The forward's end; a backward or optimizer step after it moves the mark.
+        self.clock.work.model_ended()
 
     def model_part(self, ms: float) -> None:
         """A backward or an optimizer step."""
         self.host(ms)
-        self.clock.model_ended()
+        self.clock.work.model_ended()
 
     def sync(self, ms: float) -> None:
         self.host(ms)
-        self.clock.synced(round(ms * MS))
+        self.clock.work.synced(round(ms * MS))
 
     def steps(self) -> list[StepRecord]:
         self.clock.before_next()  # closes the last step
@@ -260,7 +260,7 @@ def test_the_hooks_of_xfertop_run_mark_the_open_step(
     fresh_clock: StepClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     now = [T0]
-    monkeypatch.setattr(importlib.import_module("xfertop.reporter._clock"), "_now_ns", lambda: now[0])
+    fake_clock_time(monkeypatch, lambda: now[0])
     fresh_clock.partitioning = True
     cuda_loss = SimpleNamespace(is_cuda=True)
     on_host = SimpleNamespace(device=SimpleNamespace(type="cpu"))

@@ -65,8 +65,9 @@ def _failing_loader():  # type: ignore[no-untyped-def]
 def test_a_failing_clock_never_raises_from_the_public_api(
     fresh_clock: StepClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in ("before_next", "after_next", "enter_step", "exit_step", "copied"):
+    for name in ("before_next", "after_next", "enter_step", "exit_step"):
         monkeypatch.setattr(fresh_clock, name, _boom)
+    monkeypatch.setattr(fresh_clock.work, "copied", _boom)
     for _ in xfertop.watch(range(5)):
         xfertop.mark_copied()
         with xfertop.step():

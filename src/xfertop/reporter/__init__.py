@@ -168,7 +168,7 @@ class WatchedIterator(Iterator[T]):
         try:
             self._wait_ns += clock.after_next(batch)
             self._steps += 1
-            if self._steps >= clock.longest_iteration:
+            if self._steps >= clock.loaders.longest_iteration:
                 clock.count_iteration_step(self._steps, self._workers, id(self), self._wait_ns)
         except Exception as exc:
             clock.fail(exc)
@@ -254,8 +254,8 @@ def wrap_iterator(iterator: Iterator[T], loader: object = None, iter_began_ns: i
                 flags = wire.F_WORKERS_STARTED
         except Exception:  # a loader's own __getattr__ may raise anything: not ours to pass on
             workers = None
-        if workers is not None and clock.dataloader_workers is None:
-            clock.dataloader_workers = workers  # until a longer iteration names the training loader's
+        if workers is not None and clock.loaders.workers is None:
+            clock.loaders.workers = workers  # until a longer iteration names the training loader's
     return WatchedIterator(iterator, clock, workers, iter_began_ns, flags)
 
 
@@ -316,7 +316,9 @@ def to_device(batch: T, device: Any, non_blocking: bool = True) -> T:
     try:
         if notes.inspect_error is not None:
             clock.fail(notes.inspect_error)
-        clock.copied(notes.h2d_bytes, notes.any_pageable, notes.pageable_non_blocking, copy_cpu_ns, target)
+        clock.work.copied(
+            notes.h2d_bytes, notes.any_pageable, notes.pageable_non_blocking, copy_cpu_ns, target
+        )
     except Exception as exc:
         clock.fail(exc)
     return moved
@@ -329,7 +331,7 @@ def mark_copied(device: Any = None) -> None:
         return
     try:
         target = None if device is None else _as_device(device)[0]
-        clock.copied(0, False, False, 0, target)
+        clock.work.copied(0, False, False, 0, target)
     except Exception as exc:
         clock.fail(exc)
 
@@ -339,7 +341,7 @@ def note_checkpoint() -> None:
     clock = _clock
     if clock is None or clock.disabled:
         return
-    clock.checkpointed()
+    clock.work.checkpointed()
 
 
 def note_tensor_copy(source: Any, moved: Any, non_blocking: bool, copy_cpu_ns: int) -> None:
@@ -352,14 +354,14 @@ def note_tensor_copy(source: Any, moved: Any, non_blocking: bool, copy_cpu_ns: i
         target = moved.device
         if target.type == "cpu":
             if getattr(source, "is_cuda", False):  # device to host: the loop waits for the GPU
-                clock.synced(copy_cpu_ns)
+                clock.work.synced(copy_cpu_ns)
             return
         if target.type != "cpu":
             note_copy(source, non_blocking, notes)
         if notes.inspect_error is not None:
             clock.fail(notes.inspect_error)
         elif notes.h2d_bytes:
-            clock.copied(
+            clock.work.copied(
                 notes.h2d_bytes,
                 notes.any_pageable,
                 notes.pageable_non_blocking,
@@ -377,7 +379,7 @@ def note_work_starting() -> None:
     Called before every timed copy: it returns at once once the step's first work is known."""
     clock = _clock
     if clock is not None and not clock.disabled and not clock.parts.first_work_ns:
-        clock.work_starting()
+        clock.work.starting()
 
 
 def open_step() -> int | None:
@@ -392,7 +394,7 @@ def note_model_ended() -> None:
     """For `xfertop run`: the model finished a backward, an optimizer step or a forward."""
     clock = _clock
     if clock is not None and not clock.disabled:
-        clock.model_ended()
+        clock.work.model_ended()
 
 
 def note_sync(sync_ns: int) -> None:
@@ -400,7 +402,7 @@ def note_sync(sync_ns: int) -> None:
     synchronize."""
     clock = _clock
     if clock is not None and not clock.disabled:
-        clock.synced(sync_ns)
+        clock.work.synced(sync_ns)
 
 
 def partitioning_installed() -> None:
@@ -428,10 +430,10 @@ def note_optimizer_step() -> None:
     if clock.disabled:
         return
     if clock.has_loop_boundaries():
-        clock.model_ended()
+        clock.work.model_ended()
         return
     try:
-        clock.model_ended()  # the optimizer step is the model's, not the loop's work after it
+        clock.work.model_ended()  # the optimizer step is the model's, not the loop's work after it
         clock.before_next()
         clock.after_next(None)
     except Exception as exc:
@@ -487,7 +489,7 @@ def status() -> dict[str, Any]:
     return {
         "ring_path": clock.writer.path if clock.writer is not None else None,
         "steps": clock.steps_written,
-        "gpu_timed_steps": clock.gpu_timed_steps,
+        "gpu_timed_steps": clock.gap.timed_steps,
         "errors": clock.errors,
         "disabled": clock.disabled,
         "last_error": clock.last_error,

@@ -1,0 +1,151 @@
+"""The GPU's own idle gap before each step's work: the step clock's GPU side.
+
+A step that is to be measured ends with an ``after`` event recorded once the model's work for it is
+queued. At the next step's first work (a copy or a model call) that event is asked: not yet passed, the
+GPU still works on the step before (no gap); passed, the stream has drained, and an event recorded now
+times the gap once both complete (_gpu_timer.py). Which steps are measured: ``sampling``
+(_gpu_sampling.py), so that the host time spent in CUDA calls stays within budget.
+
+The clock says when steps open and close and where their work starts; this part owns the events, the
+sampling and the CUDA device the events run on, and hands back the ring flags the gap sets.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from xfertop import wire
+from xfertop.reporter._gpu_sampling import GpuSampling
+from xfertop.reporter._gpu_timer import MAX_RESOLVED_PER_BOUNDARY, GpuTimer, PendingGap
+from xfertop.reporter._ring_writer import RingWriter
+
+_now_ns = time.perf_counter_ns
+
+
+class GpuGap:
+    def __init__(self) -> None:
+        #: The events' timer, on the first CUDA device the job is seen to use; None until then.
+        self.timer: GpuTimer | None = None
+        self.sampling = GpuSampling(
+            enabled=os.environ.get("XFERTOP_GPU_SAMPLING", "").lower() not in ("off", "0", "no")
+        )
+        self.timed_steps = 0  # steps whose gap was measured (events asked), for benchmarks
+        #: The open step's gap: measured at once (0), pending (NO_VALUE with F_GPU_PENDING), or not.
+        self.gap_ns = wire.NO_VALUE
+        self._after: Any = None  # this step's "work queued" event, for the next step's gap
+        self._after_prev: Any = None  # the previous step's, until this step's first work asks it
+        self._marks_end = False  # this step records ``after``: the next one gets its gap measured
+
+    def use_cuda_device(self, index: int | None) -> str | None:
+        """Run the events on CUDA device ``index`` (None: the current one); the device's name, or None
+        where torch is not imported."""
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return None
+        if index is None:
+            index = torch.cuda.current_device()
+        self.timer = GpuTimer(torch, index)
+        return f"cuda:{index}"
+
+    # -- a step's life --------------------------------------------------------------------------------
+    def step_opens(self) -> None:
+        self.gap_ns = wire.NO_VALUE
+        self._marks_end = self.sampling.step_opens()
+
+    def measure(self, step: int) -> int:
+        """At step ``step``'s first work: ask whether the GPU still works on the step before (no gap) or
+        has drained (an event now; the gap resolves later). Returns the ring flags this sets."""
+        after, timer = self._after_prev, self.timer
+        if after is None or timer is None:
+            return 0
+        began = _now_ns()
+        self._after_prev = None
+        flags = 0
+        if not after.query():
+            self.gap_ns = 0
+            timer.release(after)
+        else:
+            first = timer.record()
+            if first is None:  # a CUDA graph is being captured: no gap this step
+                timer.release(after)
+            else:
+                timer.add(PendingGap(step, after, first))
+                self.gap_ns = wire.NO_VALUE
+                flags = wire.F_GPU_PENDING
+                self.timed_steps += 1
+        self.sampling.spent_ns += _now_ns() - began
+        return flags
+
+    def model_ended(self) -> None:
+        """The model's work for the step is queued: the step's ``after`` event moves here (the model's
+        last call of the step is the one that counts)."""
+        timer = self.timer
+        if not self._marks_end or timer is None:
+            return
+        began = _now_ns()
+        if self._after is None:
+            self._after = timer.record()
+        else:
+            timer.re_record(self._after)
+        self.sampling.spent_ns += _now_ns() - began
+
+    def step_closing(self, step: int, now: int) -> int:
+        """The step's GPU bookkeeping at its end: a gap still to ask (no work was seen: its end is its
+        first work), its ``after`` event handed to the next step, the sampling rate revised. Returns the
+        ring flags this sets."""
+        timer = self.timer
+        if timer is None:
+            return 0
+        began = _now_ns()
+        flags = self.measure(step) if self._after_prev is not None else 0
+        if self._marks_end and self._after is None:
+            self._after = timer.record()  # no backward or optimizer step seen: the step's end
+        self._after_prev, self._after = self._after, None
+        self.sampling.step_closed(self._marks_end, self.sampling.spent_ns + _now_ns() - began, now)
+        return flags
+
+    # -- patching the ring once the events complete ------------------------------------------------------
+    def step_written(self, writer: RingWriter) -> None:
+        """After a step's write: patch the gaps that resolved (this very step's may), mark those dropped."""
+        timer = self.timer
+        if timer is None:
+            return
+        if timer.pending_count:
+            timer.resolve(lambda step, gap_ns: _patch(writer, step, gap_ns))
+        if timer.dropped_steps:
+            for step in timer.dropped_steps:
+                writer.patch_gpu(step, wire.NO_VALUE, wire.F_GPU_DROPPED, wire.F_GPU_PENDING)
+            writer.set_word(wire.H_GPU_DROPPED, writer.words[wire.H_GPU_DROPPED] + len(timer.dropped_steps))
+            timer.dropped_steps.clear()
+
+    def resolve_pending(self, writer: RingWriter) -> None:
+        """Patch in every pending gap whose events have completed; never waits."""
+        timer = self.timer
+        if timer is not None:
+            for _ in range(timer.max_pending // MAX_RESOLVED_PER_BOUNDARY + 1):
+                timer.resolve(lambda step, gap_ns: _patch(writer, step, gap_ns))
+
+
+def _patch(writer: RingWriter, step: int, gap_ns: int) -> None:
+    writer.patch_gpu(step, gap_ns, wire.F_GPU_RESOLVED, wire.F_GPU_PENDING)
+
+
+def cuda_device_in_use(torch: Any, local_rank: str | None) -> int | None:
+    """The GPU this process computes on, when nothing told us (no to_device, no CUDA batch), or None.
+
+    Only a device where this process already reserved memory is taken (memory_allocated drops to 0
+    between steps when the batch is freed), so the clock never opens a CUDA context on a GPU the job
+    does not use (every DDP rank on GPU 0). LOCAL_RANK is asked first.
+    """
+    cuda = torch.cuda
+    if not cuda.is_initialized():
+        return None
+    candidates = [int(local_rank)] if local_rank and local_rank.isdigit() else []
+    candidates.append(cuda.current_device())
+    for index in candidates:
+        if 0 <= index < cuda.device_count() and cuda.memory_reserved(index) > 0:
+            return index
+    return None

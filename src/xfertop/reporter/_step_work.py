@@ -1,0 +1,111 @@
+"""The open step's work, as `xfertop run`'s hooks (and ``to_device``/``mark_copied``) report it: copies
+(bytes, host time, pageable or pinned), the model's calls and their end, syncs, checkpoints.
+
+The step's first copy or model call ends the loop's own work before the model (_host_parts.py) and is
+where the GPU's idle gap is asked (_gpu_gap.py: it must be asked before the work is queued). The step
+clock opens and closes steps and reads these figures when it writes one. Every hook is fail-open: an
+error goes to ``fail`` (the clock's count), never to the training loop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from xfertop import wire
+from xfertop.reporter._gpu_gap import GpuGap
+from xfertop.reporter._host_parts import HostParts
+
+_now_ns = time.perf_counter_ns
+
+
+class StepWork:
+    def __init__(
+        self, gap: GpuGap, fail: Callable[[BaseException], None], learn_device: Callable[[Any], None]
+    ) -> None:
+        self.parts = HostParts()
+        self._gap = gap
+        self._fail = fail
+        self._learn_device = learn_device
+        self._last_target: Any = None
+        self.open = False  # a step is open (set by the clock)
+        self.step = 0  # the open step's index, for the GPU gap it may ask
+        self.copy_cpu_ns = 0
+        self.h2d_bytes = 0
+        self.any_pageable = False
+        self.flags = 0  # the ring flags the step's work set
+
+    def opened(self, step: int, opened_ns: int) -> None:
+        """A step opened (its batch arrived at ``opened_ns``): nothing done yet."""
+        self.open = True
+        self.step = step
+        self.copy_cpu_ns = self.h2d_bytes = self.flags = 0
+        self.any_pageable = False
+        self.parts.open(opened_ns)
+
+    def pinned(self) -> bool:
+        """Every host-to-device copy of the step was from pinned memory (only those can be pinned)."""
+        return bool(self.h2d_bytes) and not self.any_pageable
+
+    # -- the hooks --------------------------------------------------------------------------------------
+    def starting(self) -> None:
+        """A copy or a model call is about to be issued: the step's first one ends the loop's own work
+        before the model, and is where the GPU's idle gap is measured."""
+        try:
+            if self.open and self.parts.work_started(_now_ns()):
+                self.flags |= self._gap.measure(self.step)
+        except Exception as exc:
+            self._fail(exc)
+
+    def model_ended(self) -> None:
+        """The model finished a backward, an optimizer step or (no backward after it) a forward: its work
+        for the step is queued. The step's ``after`` event moves here."""
+        try:
+            if self.open:
+                self.parts.model_ended(_now_ns(), self.copy_cpu_ns)
+                self._gap.model_ended()
+        except Exception as exc:
+            self._fail(exc)
+
+    def synced(self, sync_ns: int) -> None:
+        """The loop waited ``sync_ns`` for the device (.item(), .cpu(), synchronize) just now."""
+        try:
+            if self.open:
+                self.parts.synced(sync_ns)
+                self.flags |= wire.F_SYNCED
+        except Exception as exc:
+            self._fail(exc)
+
+    def checkpointed(self) -> None:
+        """torch.save ran now: the open step holds a checkpoint."""
+        if self.open:
+            self.flags |= wire.F_CHECKPOINT
+
+    def copied(
+        self,
+        h2d_bytes: int,
+        any_pageable: bool,
+        pageable_non_blocking: bool,
+        copy_cpu_ns: int,
+        device: Any,
+        seen: bool = False,
+    ) -> None:
+        """A copy of ``h2d_bytes`` to ``device`` ended now, having taken ``copy_cpu_ns`` of host time.
+        ``seen``: found by copy timing (which said ``starting`` before it) rather than marked by the
+        loop (to_device, mark_copied)."""
+        try:
+            if device is not None and device is not self._last_target:
+                self._last_target = device
+                self._learn_device(device)
+            if not self.open:
+                return
+            if not seen and self.parts.work_started(_now_ns() - copy_cpu_ns):
+                # Late: the copy is queued already, so a drained stream reads busy.
+                self.flags |= self._gap.measure(self.step)
+            self.copy_cpu_ns += copy_cpu_ns
+            self.h2d_bytes += h2d_bytes
+            self.any_pageable = self.any_pageable or any_pageable
+            self.flags |= wire.F_COPIED | (wire.F_PAGEABLE_NON_BLOCKING if pageable_non_blocking else 0)
+        except Exception as exc:
+            self._fail(exc)
