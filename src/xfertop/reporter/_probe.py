@@ -7,7 +7,8 @@ stops the job with SIGINT (the script's own handlers run).
 
 A step is the time between two ``next()`` calls on a watched loader; a step's phase is the phase its
 ``next()`` began. A phase's figure is its wall time over its steps, with the device synchronised at
-each end, so that work queued on the GPU is paid in the phase that queued it. The job trains on repeated batches during the last two phases: a diagnosis run.
+each end, so that work queued on the GPU is paid in the phase that queued it. The job trains on repeated
+batches during the last two phases: a diagnosis run.
 Standard library only (torch is reached through the tensors it is handed).
 """
 
