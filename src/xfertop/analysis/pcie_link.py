@@ -88,6 +88,6 @@ def slot_cap_note(link: PcieLink) -> str | None:
         return None
     note = f"the host slot caps this GPU at Gen{link.gen_max} (the GPU supports Gen{link.gen_gpu_max})"
     capacity = link_bytes_per_s(link.gen_max, link.width_max or 16)
-    if capacity is None:  # a generation GT_PER_S_BY_GEN does not know (was a TypeError): no figure
+    if capacity is None:  # a generation GT_PER_S_BY_GEN does not know: no figure
         return note
     return f"{note}: at most {capacity / 1e9:.1f} GB/s per direction"

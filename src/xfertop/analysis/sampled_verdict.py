@@ -43,9 +43,9 @@ WORKER_SATURATED_SHARE = 0.8
 WORKER_IDLE_SHARE = 0.3
 #: A GPU job's main thread in its training loop's own Python code (not data, copy, compute or sync) in
 #: at least this share of samples, more than in data or copies: host-bound. The host is then busy
-#: where the GPU cannot overlap it once the loop syncs (scenario h on the H200: 53% of samples outside
-#: the phases, its truth 55% host and sync). Critical from the second value. With NVML's busy share
-#: under GPU_BUSY_MIN_SHARE the same bar, for the loop's Python and tensor maths together, is loop-bound.
+#: where the GPU cannot overlap it once the loop syncs (docs/attach.md). Critical from the second value.
+#: With NVML's busy share under GPU_BUSY_MIN_SHARE the same bar, for the loop's Python and tensor maths
+#: together, is loop-bound.
 LOOP_HOST_WARN_SHARE = 0.3
 LOOP_HOST_CRITICAL_SHARE = 0.5
 #: ... and the loop itself seen running (data, copies, compute, syncs) in at least this share.
@@ -54,19 +54,18 @@ LOOP_STEPPING_MIN_SHARE = 0.1
 #: from this share.
 LOOP_PART_NOTE_SHARE = 0.1
 #: Workers run, yet the main thread's own loading holds at least this share of its input samples: a
-#: loader with num_workers=0 is read beside one with workers (a trial's zip of two loaders read "the
-#: workers are mostly idle ...: suspect inter-process transfer" while the main thread loaded the other).
+#: loader with num_workers=0 is read beside one with workers (zipped loaders): that loader needs workers,
+#: and the other's idle ones are not the cause.
 MAIN_LOADS_SHARE_OF_INPUT = 0.5
 #: A healthy verdict names the unrecognised ("other") share when it is at least this.
 OTHER_NOTE_SHARE = 0.2
 #: At least this share of the main thread's samples outside every phase xfertop recognises: the window
-#: is not of a training loop (start-up, teardown, evaluation, checkpointing) and gets no verdict. On the
-#: CPU corpus the windows of a job's start and end read 84-100% "other" and were judged "healthy".
+#: is not of a training loop (start-up, teardown, evaluation, checkpointing) and gets no verdict, rather
+#: than "healthy" for a job that is not training yet (docs/attach.md).
 OUTSIDE_LOOP_SHARE = 0.6
 #: A GPU busy (NVML) less than this share of the window waits for the host: compute is then the host's,
-#: not the GPU's (research/diagnosis.md: a busy share under 50% vetoes compute-bound). On the H200 a CPU
-#: augmentation in the loop read "healthy, compute 84%" with the GPU 1% busy, and 120 tiny layers
-#: "compute-bound 97%" with it 15% busy.
+#: not the GPU's (research/diagnosis.md: a busy share under 50% vetoes compute-bound), and the verdict is
+#: loop-bound or launch-bound, never compute-bound or healthy (docs/attach.md).
 GPU_BUSY_MIN_SHARE = 0.5
 #: ... with the main thread in the model step (module calls, autograd, the optimizer) in at least this
 #: share of samples, more than in the loop's own code: launch-bound.

@@ -799,8 +799,7 @@ def summarise_window(window: StackWindow, line_text: LineText | None = None) -> 
         return RankStacks(pid=window.root_pid, shares=ClassShares(counts={}), error=window.error)
     on_main = [s for s in window.stacks if s.pid == window.root_pid and s.is_main_thread]
     # A sample without a single frame says nothing of where the thread was (py-spy read no stack):
-    # left out of the shares, not counted as "other". Seen at 40% of a job restarting its workers
-    # every epoch, never in plain dumps of it.
+    # left out of the shares, not counted as "other" (they can be many: docs/attach.md).
     main = [s for s in on_main if s.frames]
     classified = [(s, classify_stack(s.frames, line_text)) for s in main]
     if _prefetch_thread(window):

@@ -14,8 +14,8 @@ WARMUP_STEPS = 5
 MIN_WINDOW_STEPS = 20
 #: The rolling window: the most recent this-many usable steps (a change shows within ~50 steps).
 WINDOW_STEPS = 50
-#: A first verdict, marked "early", from this many usable steps on (issue 11: a first verdict within 5 s
-#: of the first step, or 20 steps for slow steps; WARMUP_STEPS + EARLY_MIN_STEPS = 10 steps).
+#: A first verdict, marked "early", from this many usable steps on, so that one comes within 5 s of the
+#: first step, or within 20 steps where steps are slow (WARMUP_STEPS + EARLY_MIN_STEPS = 10 steps).
 EARLY_MIN_STEPS = 5
 
 #: GPU idle gap (or, without GPU timing, CPU data wait) as a share of the step.
@@ -44,17 +44,17 @@ PCIE_IRRELEVANT_COPY_SHARE = 0.05
 #: Data wait p95 at least this many times its p50: bursty waits, which a deeper prefetch absorbs.
 BURSTY_P95_OVER_P50 = 3.0
 #: ... and only where the median step waits at most this share of the median step's wall: the workers keep
-#: up on average. A new-user trial's 2 workers at 100% of 2 cores waited 90 ms median, 284 ms p95, in a
-#: long-short rhythm; prefetch_factor=4 made it 22% slower.
+#: up on average. Workers too slow to keep up also wait in bursts (long and short by turns, as each
+#: delivers), and a deeper queue cannot fill faster than they produce (docs/verdicts.md).
 BURSTY_MAX_MEDIAN_WAIT_SHARE = 0.1
 #: One step's wait (not an iteration's start) holding at least this share of the window's wait, without
 #: which the window is below INPUT_WARN_SHARE, and no other step of the ring's history waiting half as
-#: long: a one-off stall, left out of the verdict. A re-trial's compute-bound job (json logging, truth
-#: data 5%) read "input-bound 11-14%" for one window around a single 151-171 ms next().
+#: long: a one-off stall, left out of the verdict, so that one slow next() (a storage or GC hiccup) does
+#: not make a compute-bound window read input-bound (docs/verdicts.md).
 ONE_OFF_STALL_SHARE = 0.5
 #: Steps that ran torch.save taking at least this share of the window beyond a typical step: the
-#: checkpoints are named, with what makes them cheaper (a trial's save every 10 steps: 15% of the time,
-#: read as compute and told "mixed precision, torch.compile").
+#: checkpoints are named, with what makes them cheaper, rather than their time counted as compute
+#: (whose advice, mixed precision or torch.compile, would not touch it).
 CHECKPOINT_WARN_SHARE = 0.1
 #: Spikes: at most this fraction of the window's steps ...
 SPIKE_MAX_STEP_FRACTION = 0.05
@@ -66,8 +66,8 @@ SPIKE_MIN_WAIT_FRACTION = 0.5
 WORKER_START_WAIT_SHARE = 0.3
 #: Restarts hold at least this share of the wait: persistent_workers=True comes first, and more workers
 #: only as "look again" (a second change at once hides which one helped, and each restart starts every
-#: worker again, so more of them make it dearer). Scenario j on the H200: 72% of the wait in epoch
-#: starts, the rest of the wait 22% of the window's time.
+#: worker again, so more of them make it dearer). Scenario j: 72% of the wait in epoch starts, the rest
+#: 22% of the window's time (docs/measurements/h200-2026-12-01-s6).
 RESTARTS_FIRST_SHARE = 0.5
 
 #: NVML utilisation speaks for a rank only while it steps: its last step ended no longer ago than this
@@ -85,8 +85,7 @@ OVERDUE_MIN_S = 0.25
 #: when the lower bound reaches COPY_WARN_SHARE or the pageable estimate this share.
 RX_COPY_BOUND_PAGEABLE_SHARE = 0.30
 #: The fastest pageable host-to-device copy measured through PyTorch on an H200 (GPU-FACTS.md: 14.3 GB/s
-#: at 16 MiB; 7 GB/s at 256 MiB and above). A pageable 100 MB batch read 5.3 GB/s on the link while its
-#: copies took 74% of each step (docs/scenarios.md, scenario d under xfertop.watch).
+#: at 16 MiB; 7 GB/s at 256 MiB and above).
 PAGEABLE_H2D_MAX_BYTES_PER_S = 15e9
 #: Pageable copies of large buffers run at half that (GPU-FACTS.md: 7.4 GB/s at 256 MiB, 6.8 at 1 GiB;
 #: scenario d's 100 MB batches: 5.3 GB/s on the link at a 74% copy share, so ~7.2 GB/s while copying).
@@ -108,8 +107,8 @@ OVERSUBSCRIBED_BUSY_PERCENT = 50.0
 #: The workers' cgroup ran out of its CPU quota (cpu.stat nr_throttled over nr_periods, over ~10 s) in
 #: at least this share of the periods in which it ran: it uses all the CPU it may, and more workers
 #: cannot help. kube-prometheus's CPUThrottlingHigh alert fires at the same 25% (over 5 minutes). A job
-#: whose demand exceeds its quota is throttled in nearly every period (a busy loop at a 0.5-core quota
-#: read 25 of 26, on this project's VM); one that just touches it now and then stays well below.
+#: whose demand exceeds its quota is throttled in nearly every period (a busy loop at a 0.5-core quota:
+#: tests/sources/test_cgroup_cpu_real.py); one that just touches it now and then stays well below.
 CGROUP_THROTTLED_SHARE = 0.25
 #: A throttled cgroup uses its quota up only where its CPU time over the same span reaches this share of
 #: what the quota allowed (the same bar as CORES_SATURATED_PERCENT for cores); below it, it is throttled
@@ -142,6 +141,6 @@ LOOP_WARN_SHARE = 0.10
 #: the GPU's queue for it, and the verdict is sync-bound.
 SYNCED_STEPS_FRACTION = 0.5
 #: A copy share is believed only where the bytes moved explain it at this slowest rate (pageable H2D
-#: of small tensors ran ~3 GB/s on the H200: GPU-FACTS.md), plus a slack share for per-call overhead.
+#: of small tensors runs at ~3 GB/s on an H200: GPU-FACTS.md), plus a slack share for per-call overhead.
 COPY_FLOOR_BYTES_PER_S = 1.0e9
 COPY_UNEXPLAINED_SLACK_SHARE = 0.05

@@ -143,8 +143,7 @@ def evidence_of(stats: WindowStats) -> dict[str, Any]:
 #: The step clock times next() on the thread that calls it. A job that reads its DataLoader on a thread of
 #: its own (a prefetcher: a thread filling a queue.Queue that the loop takes batches from) has its steps
 #: timed on that thread: their waits are the prefetcher's, which overlap the loop's compute, not the loop's.
-#: A trial read "input-bound: 53-59% of each step waits" for a job whose loop never waited (compute 96%).
-#: No verdict rests on them; py-spy sees the training thread itself.
+#: No verdict rests on them (docs/reporter.md); py-spy sees the training thread itself.
 LOADER_OFF_THREAD = Verdict(
     kind="warming-up",
     severity="info",

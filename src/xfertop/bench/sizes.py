@@ -20,7 +20,7 @@ _UNITS = {
     "mb": 1000**2,
     "gb": 1000**3,
 }
-#: The issue's sweep: 64 KiB to 1 GiB, every factor of 4.
+#: The sweep (case f): 64 KiB to 1 GiB, every factor of 4.
 SWEEP_MIN_BYTES = 64 * KIB
 SWEEP_MAX_BYTES = GIB
 SWEEP_FACTOR = 4

@@ -20,8 +20,8 @@ from xfertop.sources.topology.source import TopologySource
 
 #: The host's CPU figures (per core, per process) are rates over the time since the host source was made:
 #: at least this long, as the GPU's first PCIe window is. Without a GPU that sample returns at once, and
-#: over a few milliseconds (a tick or two of the kernel's 10 ms CPU accounting) every core read 0% or 100%
-#: busy: a saturated 2-core machine read "2 cores allowed, 0% busy" and was told to raise num_workers.
+#: over a few milliseconds (a tick or two of the kernel's 10 ms CPU accounting) every core reads 0% or
+#: 100% busy: saturated cores could read idle, and the advice would add workers to them.
 HOST_WINDOW_S = 0.3
 
 

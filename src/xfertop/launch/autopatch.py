@@ -87,7 +87,7 @@ def watch_optimizer_steps(torch: Any) -> None:
     register = getattr(
         importlib.import_module("torch.optim.optimizer"), "register_optimizer_step_post_hook", None
     )
-    if register is None:  # torch < 2.0: no global hook; such loops stay unobserved, as before
+    if register is None:  # torch < 2.0: no global hook; such loops go unobserved
         return
 
     def after_optimizer_step(_optimizer: Any, _args: Any, _kwargs: Any) -> None:

@@ -17,7 +17,7 @@ GPU_BUDGET_FLOOR_NS = 2_500
 GPU_BUDGET_SHARE = 0.0025
 GPU_EVERY_MAX = 32
 #: Steps at least this long are always timed. After a blocking data wait the thread wakes with cold
-#: caches and its CUDA calls cost 50-150 us, not ~20 (H200 and this VM), which the share rule would
+#: caches and its CUDA calls cost 50-150 us, not ~20 (on the H200 and a CPU VM), which the share rule would
 #: read as an expensive clock; at 5 ms even 150 us per timed step is the work of waking up, and the
 #: warm cost (~26 us on the H200) is 0.5% of the step.
 GPU_TIME_EVERY_STEP_ABOVE_NS = 5_000_000

@@ -102,8 +102,8 @@ class PollingSource(Generic[T]):
 
     def _wait_for_next(self, started: float) -> None:
         """Wait out the interval from the last sample's start. A new interval only reschedules: sampling
-        at once would close a window of a few ms (the GPU source then has no PCIe interval to report,
-        "RX n/a", seen on the H200 when the app set its interval at start-up). poke() samples now."""
+        at once would close a window of a few ms (the GPU source then has no PCIe interval to report:
+        "RX n/a" after the app sets its interval at start-up; docs/gpu-source.md). poke() samples now."""
         while not self._stop.is_set() and not self._poked:
             remaining = self._interval_s - (time.monotonic() - started)
             if remaining <= 0:

@@ -24,7 +24,7 @@ from xfertop.sources.topology.source import TopologySource
 #: The jobs source reads rings every 0.5 s whatever the display's period. A ring holds 1024 steps
 #: (wire.DEFAULT_CAPACITY), so a job may run 2048 steps/s before a step is overwritten unread; what the
 #: jobs pane shows are statistics over a window of steps, which a faster read would not make fresher.
-#: (Reading at 10 Hz whatever the display showed cost 0.4-0.7% of a core for frames nobody saw.)
+#: (Reading at 10 Hz would cost 0.4-0.7% of a core for frames nobody sees: docs/ui.md.)
 JOBS_INTERVAL_S = 0.5
 #: Host figures (CPU per core and per process, memory) refresh at most this often: the kernel counts CPU
 #: time in 10 ms ticks (USER_HZ 100), so over a 0.25 s period a core's or a process's CPU% moves in

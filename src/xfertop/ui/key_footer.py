@@ -1,7 +1,7 @@
 """The keys line at the bottom: each key and its label whole, the ones that do not fit left out.
 
 Textual's Footer squeezes every key into a grid cell of its own, cutting labels mid-word on a narrow
-terminal (`t Topology` read `t T` at 80 columns). This line lists the screen's shown bindings in order
+terminal (`t Topology` reads `t T` at 80 columns). This line lists the screen's shown bindings in order
 (the focused widget's first, as Textual's Footer does) and stops before the first one that does not fit;
 `?` (help) lists them all.
 """

@@ -6,7 +6,7 @@ them again, compares them with the rows shown and refreshes only the regions of 
 text and the widget's width and style (Toolong's way: textual:docs/guide/widgets.md "Line API"). A row
 longer than the widget is cut, never wrapped. A row may also be ``Pieces``, (text, style) pairs turned
 into a strip's segments directly (charts: tens of rows that all change each period, where going through
-Rich's Text rendering cost most of a frame). Everything here is Textual's public API.
+Rich's Text rendering costs most of a frame). Everything here is Textual's public API.
 """
 
 from __future__ import annotations

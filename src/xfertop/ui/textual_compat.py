@@ -9,14 +9,14 @@ that then loses its terminal still leaves by ui/terminal_watch.py's deadline). T
 
 **A terminal that goes away** (a dropped SSH session, ``tmux kill-session``). The kernel hangs the
 terminal up: reads give end of file, writes fail with EIO, and the session leader gets SIGHUP and then
-SIGCONT. Textual 8.2.8's driver (``linux_driver.py``) took that badly, and xfertop, which leaves on
-SIGHUP instead of dying of it (ui/terminal_watch.py), hung in about half the hang-ups:
+SIGCONT. Textual 8.2.8's driver (``linux_driver.py``) mishandles that, and xfertop, which leaves on
+SIGHUP instead of dying of it (ui/terminal_watch.py), would hang in about half the hang-ups:
 
 - Its SIGCONT handler resumes the application mode whether or not it was ever suspended: on the dead
-  terminal it started a second writer thread and a second input thread. ``resume_application_mode`` here
+  terminal it starts a second writer thread and a second input thread. ``resume_application_mode`` here
   resumes only after ``suspend_application_mode`` (Ctrl+Z, ``App.suspend``).
 - Its writer thread dies on the first failed write (EIO), leaving its bounded queue (30 writes) unread:
-  the 31st write, or the ``None`` that stops it on exit, blocked the app for good (``Queue.put`` <-
+  the 31st write, or the ``None`` that stops it on exit, blocks the app for good (``Queue.put`` <-
   ``WriterThread.stop`` <- ``close``). The writer here writes through ``TerminalOutput``, which drops
   the output once the terminal fails. Textual keeps that file in the private ``LinuxDriver._file``: where
   a Textual without it runs this code, Textual's own writer is left as it is.
@@ -28,11 +28,11 @@ that is 10 wake-ups a second, measured at 0.13-0.17% of a core on its own, a six
 at 1 Hz (docs/ui.md). This loop waits with a timeout only while the parser waits for one (until its
 deadline); otherwise it blocks. Stopping the thread (``exit_event.set()``, as Textual's ``disable_input``
 does on exit and on suspend) makes a pipe the thread selects on readable until the event is cleared, so
-every thread waiting on it wakes (a byte read by one woke only that one: with the second input thread
-above, the other slept on and ``disable_input`` joined it forever). A terminal at end of file, or whose
-read fails, is no longer polled (Textual's loop spun on it). The parser's deadline is Textual's private
-``Parser._timeout_time``: where a Textual without it runs this code, the thread falls back to Textual's
-own 0.1 s ticks.
+every thread waiting on it wakes (a byte, read by one, would wake only that one: with the second input
+thread above, the other would sleep on and ``disable_input`` join it forever). A terminal at end of
+file, or whose read fails, is not polled again (Textual's loop spins on it). The parser's deadline is
+Textual's private ``Parser._timeout_time``: where a Textual without it runs this code, the thread falls
+back to Textual's own 0.1 s ticks.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The benchmark cases, by name. Each case is ``run(ctx) -> CaseResult``; letters follow issue #4."""
+"""The benchmark cases, by name (or by their letters in docs/acceptance.md). Each case is
+``run(ctx) -> CaseResult``."""
 
 from __future__ import annotations
 
@@ -91,7 +92,7 @@ def case_spec(name: str) -> CaseSpec:
 
 
 def resolve_cases(requested: list[str] | None, *, check: bool) -> list[str]:
-    """Case names in run order; accepts names or the issue's letters (a..l)."""
+    """Case names in run order; accepts names or their letters (a..l, docs/acceptance.md)."""
     if check:
         return list(CHECK_CASES)
     if not requested:

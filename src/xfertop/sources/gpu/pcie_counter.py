@@ -16,9 +16,9 @@ COUNTER_MODULUS = 2**32
 GT_PER_S_BY_GEN = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 
 #: Reads per wrap time. At 2 (Gen5 x16: every 34 ms) a poll may come one whole interval late and still
-#: not wrap; a later one is dropped (not counted, coverage says so), never miscounted. Measured on the
-#: H200 (docs/gpu-source.md): 3 cost a third more CPU for slack on-time polls never used; 1.5 saved a
-#: quarter of the reads but coverage fell from 99.5% to 99.0% under a busy process. A read costs
+#: not wrap; a later one is dropped (not counted, coverage says so), never miscounted. On the H200
+#: (docs/gpu-source.md) 3 costs a third more CPU for slack that on-time polls never use; 1.5 saves a
+#: quarter of the reads but lowers coverage from 99.5% to 99.0% under a busy process. A read costs
 #: 0.7-1.0 ms of CPU in the polling thread: on GPUs with GPM (Hopper or newer) no poller runs at all.
 POLLS_PER_WRAP = 2
 

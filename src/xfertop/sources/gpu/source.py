@@ -36,8 +36,9 @@ _CLOCK_SM, _CLOCK_MEM, _TEMPERATURE_GPU = 1, 2, 0
 #: summary wants the GPU's busy share, not a counter-polling thread in a run nobody watches).
 PCIE_CHOICES = ("auto", "counters", "off")
 #: Facts that change rarely are read at most this often: the PCIe error counters (replay counter and
-#: field 173, 0.17 ms of driver time each on the H200) and the enforced power limit. At 4 Hz they were
-#: a fifth of the sampler's NVML time; an error shows up within 2 s instead of within one period.
+#: field 173, 0.17 ms of driver time each on the H200) and the enforced power limit. Read every period
+#: at 4 Hz they would be a fifth of the sampler's NVML time (docs/gpu-source.md); an error shows up
+#: within 2 s instead of within one period.
 SLOW_FACTS_INTERVAL_S = 2.0
 
 

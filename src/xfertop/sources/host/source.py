@@ -13,7 +13,7 @@ the same amount (measured, docs/host-memory.md). Unmoved, the figure is re-read 
 ``SMAPS_MAX_AGE_S`` all the same (RssShmem is a kernel estimate that may lag a small change). At most
 ``MAX_SMAPS_READS_PER_SAMPLE`` smaps are read per sample, the oldest figures first; in between the last
 figure is published with its age. A process whose other shared memory keeps moving (DataLoader workers
-hand batches over in /dev/shm) is re-read every SMAPS_INTERVAL_S, as before.
+hand batches over in /dev/shm) is re-read every SMAPS_INTERVAL_S.
 
 Each watched process also gets its cgroup's CPU quota and throttled share (sources/host/cgroup_cpu.py): its
 cgroup and the quota files up its path are read every QUOTA_REFRESH_S, and on each sample only the
@@ -26,7 +26,7 @@ reading the stat of every process on the machine; a process's thread ids are lis
 its thread count changed or one of them is gone. A user name is looked up (psutil reads /etc/passwd
 each time) once per uid every USER_NAME_REFRESH_S. CPU and memory totals take one read of /proc/stat
 and one of /proc/meminfo. The figures are psutil's, computed the same way
-(benchmarks/host_sample_cost.py compares against an older checkout).
+(benchmarks/host_sample_cost.py sets a sample's cost beside another checkout's).
 """
 
 from __future__ import annotations

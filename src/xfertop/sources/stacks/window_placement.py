@@ -2,8 +2,8 @@
 one py-spy window: their CPU affinity, their CPU use over the window, and how busy every core was.
 
 `xfertop run` gets the same evidence from the host source; `xfertop attach` has no host source, and its
-advice on more workers must rest on it too (issue 11: "never 'more workers' when those CPUs are saturated
-or confined").
+advice on more workers must rest on it too: never "more workers" where those CPUs are saturated or
+confined.
 """
 
 from __future__ import annotations
