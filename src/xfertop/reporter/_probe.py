@@ -27,6 +27,8 @@ from typing import Any
 
 ENV = "XFERTOP_PROBE"
 PHASES = ("as_is", "input_free", "pinned", "copy_free")
+#: How long after its last phase the probe stops the job (the job runs on, on its own batches, meanwhile).
+STOP_DELAY_S = 0.05
 #: Batches kept for the replay: the last ones of the "as is" phase.
 REPLAY_BATCHES = 8
 
@@ -201,7 +203,13 @@ class Probe:
             # As a Ctrl-C would: the script's own handlers run. A job that ignores SIGINT (its own choice,
             # or handed over ignored, as a background job of a script is) gets SIGTERM at once.
             ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-            os.kill(os.getpid(), signal.SIGTERM if ignored else signal.SIGINT)
+            # From a thread, a moment later: the KeyboardInterrupt then rises where the loop is, in the
+            # script's own code, as a Ctrl-C's would, not inside this call.
+            stop = threading.Timer(
+                STOP_DELAY_S, os.kill, (os.getpid(), signal.SIGTERM if ignored else signal.SIGINT)
+            )
+            stop.daemon = True
+            stop.start()
 
     def at_exit(self) -> None:
         """A job that ends before the probe is through still says how far it came."""
