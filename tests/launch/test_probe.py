@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from ring_test_tools import child_env
+from xfertop.sources.jobs.source import JobsSource
 
 #: argv[1]: seconds each of a batch's 4 samples takes to load (in the loop's process: num_workers=0);
 #: argv[2]: "meta" to copy each batch to the meta device (a device that is not the host); then ~4 ms of
@@ -97,6 +98,26 @@ def test_the_report_names_each_phase_and_says_it_is_a_diagnosis_run(tmp_path: Pa
     # Without a GPU there is no pinned memory: the phase runs, and the report says what it was.
     assert "  pinned copies: " in text and "could not be pinned (no GPU): pinned copies is input free" in text
     assert "a diagnosis run" in text and "the job: killed by SIGINT" in text
+
+
+def test_the_report_is_kept_where_the_live_view_finds_it(tmp_path: Path) -> None:
+    done = _probe(tmp_path, JOB, "0.004", "host", flags=("--steps", "10", "--warmup", "5"))
+    assert done.returncode == 0, done.stderr
+    kept = done.stdout.strip().splitlines()[-1]
+    assert kept.startswith("  JSON: " + str(tmp_path / "rings" / "probes")), done.stdout
+    (tmp_path / "rings" / "probes" / "00000000T000000-1-broken.json").write_text("{not json")
+    (probe,) = JobsSource(ring_dir=str(tmp_path / "rings")).sample().probes  # the broken one passed over
+    assert (
+        probe.job == "train.py"
+        and probe.complete
+        and probe.argv[-3:]
+        == (
+            str(tmp_path / "train.py"),
+            "0.004",
+            "host",
+        )
+    )
+    assert probe.ranks[0].speedup_input_free is not None and probe.ranks[0].speedup_input_free >= 2.0
 
 
 NO_LOADER = """

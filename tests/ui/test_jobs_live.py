@@ -11,6 +11,7 @@ import pytest
 from fakes.fake_pynvml import FakePynvml
 from ui.live import MessageWaiter, fake_gpu_source
 from xfertop.launch.demo import DemoJob, start_demo_job
+from xfertop.launch.keep import keep_json
 from xfertop.sources.bundle import Sources
 from xfertop.sources.host.source import HostSource
 from xfertop.sources.jobs.source import JobsSource
@@ -50,6 +51,17 @@ def _drawn_with_a_window(app: XfertopApp):
 
 
 async def test_a_live_job_shows_its_rank_verdict_and_detail(demo_job: DemoJob) -> None:
+    # A probe of the same script, kept as `xfertop probe` keeps it: the detail names what it measured.
+    probe = {
+        "job": "demo_job.py",
+        "argv": ["python", "demo_job.py"],
+        "finished_unix_s": time.time() - 600,
+        "complete": True,
+        "ranks": [
+            {"rank": None, "baseline_step_s": 0.0212, "speedup_input_free": 3.4, "speedup_copy_free": 3.5}
+        ],
+    }
+    assert keep_json(probe, str(demo_job.ring_dir), "probes", "20261202T120000-1-demo_job.py.json", 20)
     sources = Sources(
         gpu=fake_gpu_source(FakePynvml.h200s(1)),
         host=HostSource(interval_s=0.2),
@@ -75,6 +87,8 @@ async def test_a_live_job_shows_its_rank_verdict_and_detail(demo_job: DemoJob) -
         assert isinstance(app.screen, JobDetailScreen) and app.screen.pid == demo_job.pid
         detail = str(app.screen.query_one("#job-detail").render())
         assert "median step" in detail and "samples/s" in detail
+        assert "last probe (" in detail and "10 min ago): as is 21.2ms a step; input free 3.40x" in detail
+        assert "copies free 3.50x" in detail and "pinned copies" not in detail  # a phase not reached
 
 
 async def test_a_job_that_ends_is_marked_finished(demo_job: DemoJob) -> None:

@@ -23,7 +23,9 @@ import time
 from types import FrameType
 from typing import Any
 
+from xfertop import wire
 from xfertop.launch.exit_record import new_launch_token
+from xfertop.launch.keep import keep_json, kept_name
 from xfertop.launch.run import (
     EXIT_NOT_EXECUTABLE,
     EXIT_NOT_FOUND,
@@ -37,12 +39,16 @@ from xfertop.launch.run import (
 )
 from xfertop.launch.summary_report import ended_how
 from xfertop.reporter._probe import ENV, PHASES
+from xfertop.sources.jobs.probe_shelf import PROBE_DIR_NAME
+from xfertop.sources.jobs.source import job_name
 
 EXIT_NOT_PROBED = 3
 #: How long the job has to end after the probe's own SIGINT before SIGTERM.
 GRACE_S = 10.0
 POLL_S = 0.2
 SCHEMA = "xfertop.probe/1"
+#: Probes are kept in ``<ring directory>/probes/`` (PROBE_DIR_NAME), the newest KEEP_PROBES of them.
+KEEP_PROBES = 20
 _LABELS = {
     "as_is": "as is",
     "input_free": "input free",
@@ -213,23 +219,32 @@ def run_probe(
 
 
 def _report(command: list[str], result_dir: str, status: int, as_json: bool) -> int:
-    job = os.path.basename(command[1] if len(command) > 1 and "python" in command[0] else command[0])
+    job = job_name(tuple(command))
     ended = ended_how(status)
     results = _results(result_dir)
     reports = [rank_report(result) for result in results]
     complete = bool(reports) and all(report["complete"] for report in reports)
+    document = {
+        "schema": SCHEMA,
+        "job": job,
+        "argv": command,
+        "finished_unix_s": time.time(),
+        "job_ended": ended,
+        "returncode": status,
+        "complete": complete,
+        "ranks": reports,
+    }
+    # Kept for the live view's job detail (the last probe of a script), as `xfertop run` keeps summaries.
+    name = kept_name(time.time(), job)
+    kept = keep_json(document, wire.ring_dir_path(), PROBE_DIR_NAME, name, KEEP_PROBES) if reports else None
+    if reports and not kept:
+        print(f"xfertop probe: could not keep the report under {wire.ring_dir_path()}", file=sys.stderr)
     if as_json:  # one line, the last of stdout: after whatever the job itself printed there
-        document = {
-            "schema": SCHEMA,
-            "job": job,
-            "job_ended": ended,
-            "returncode": status,
-            "complete": complete,
-            "ranks": reports,
-        }
         print(json.dumps(document), flush=True)
     elif reports:
         sys.stdout.write(render_text(job, reports, ended))
+        if kept:
+            print(f"  JSON: {kept}", flush=True)
     if not reports:
         print(
             f"xfertop probe: {job} {ended} before any DataLoader was iterated under xfertop: "

@@ -4,14 +4,12 @@ where its JSON is kept: ``<ring directory>/summaries/`` (private like the rings;
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import signal
-import time
 from typing import Any
 
 from xfertop import wire
+from xfertop.launch.keep import keep_json, kept_name
 from xfertop.launch.summary import SCHEMA, PhaseTotals, RunFollower
 from xfertop.sources.jobs.source import job_name
 
@@ -183,32 +181,5 @@ def render_text(summary: dict[str, Any], json_path: str | None) -> str:
 
 def write_json(summary: dict[str, Any], ring_dir: str) -> str | None:
     """Keep the summary in ``<ring_dir>/summaries/`` (0700, file 0600); its path, or None if it cannot."""
-    from xfertop.reporter._ring_writer import RingDirError, open_private_dir
-
-    directory = os.path.join(ring_dir, SUMMARY_DIR_NAME)
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(summary["started_unix_s"]))
-    name = f"{stamp}-{os.getpid()}-{summary['job'].replace('/', '_').replace(' ', '_')}.json"
-    try:
-        dir_fd = open_private_dir(directory)
-    except (RingDirError, OSError):
-        return None
-    try:
-        fd = os.open(
-            name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd
-        )
-        with os.fdopen(fd, "w") as file:
-            json.dump(summary, file, indent=1)
-            file.write("\n")
-        _keep_newest(dir_fd)
-    except OSError:
-        return None
-    finally:
-        os.close(dir_fd)
-    return os.path.join(directory, name)
-
-
-def _keep_newest(dir_fd: int) -> None:
-    names = sorted(name for name in os.listdir(dir_fd) if name.endswith(".json"))
-    for name in names[:-KEEP_SUMMARIES]:
-        with contextlib.suppress(OSError):
-            os.unlink(name, dir_fd=dir_fd)
+    name = kept_name(summary["started_unix_s"], summary["job"])
+    return keep_json(summary, ring_dir, SUMMARY_DIR_NAME, name, KEEP_SUMMARIES)

@@ -140,6 +140,29 @@ class JobState:
 
 
 @dataclass(frozen=True)
+class ProbeRank:
+    """One rank's figures from an `xfertop probe` (docs/probe.md); a speed-up is None where its phase
+    was not reached."""
+
+    rank: int | None
+    baseline_step_s: float | None
+    speedup_input_free: float | None
+    speedup_pinned: float | None
+    speedup_copy_free: float | None
+
+
+@dataclass(frozen=True)
+class ProbeRecord:
+    """An `xfertop probe` of a script, as kept in ``<ring directory>/probes/``."""
+
+    job: str  # the script, named as a job is (``train.py``)
+    argv: tuple[str, ...]
+    finished_unix_s: float
+    complete: bool
+    ranks: tuple[ProbeRank, ...]
+
+
+@dataclass(frozen=True)
 class JobsState:
     timestamp: float
     jobs: tuple[JobState, ...]
@@ -147,3 +170,5 @@ class JobsState:
     #: Files the viewer could not use, each with a one-line reason (unknown version, foreign owner...).
     problems: tuple[str, ...] = ()
     error: str | None = None
+    #: The probes kept in the ring directory, newest first.
+    probes: tuple[ProbeRecord, ...] = ()

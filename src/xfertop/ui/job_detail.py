@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import ClassVar
 
 from rich.text import Text
@@ -12,7 +13,7 @@ from textual.widget import Widget
 
 from xfertop.analysis.job_analysis import Analysis, JobAnalysis, RankAnalysis
 from xfertop.analysis.steps import WindowStats
-from xfertop.model.jobs import RankState
+from xfertop.model.jobs import ProbeRecord, RankState
 from xfertop.ui import chart
 from xfertop.ui.format import NA, ms, rate_gb_per_s
 from xfertop.ui.jobs_pane import verdict_line
@@ -74,6 +75,29 @@ def _gpu_text(busy: float | None, stats: WindowStats) -> str:
     return f"{text}; idle between steps' work {_pct(idle.total)}" + (f" (in {where})" if where else "")
 
 
+def probe_line(probes: tuple[ProbeRecord, ...], job_name: str, rank: int | None, now_s: float) -> Text | None:
+    """The last `xfertop probe` of this job's script (docs/probe.md): what each fix would buy."""
+    probe = next((probe for probe in probes if probe.job == job_name), None)
+    if probe is None or not probe.ranks:
+        return None
+    figures = next((found for found in probe.ranks if found.rank == rank), probe.ranks[0])
+    when = time.strftime("%H:%M", time.localtime(probe.finished_unix_s))
+    ago = max(now_s - probe.finished_unix_s, 0.0)
+    age = f"{ago / 60:.0f} min ago" if ago < 5400 else f"{ago / 3600:.0f} h ago"
+    parts = [
+        f"{label} {speedup:.2f}x"
+        for label, speedup in (
+            ("input free", figures.speedup_input_free),
+            ("pinned copies", figures.speedup_pinned),
+            ("copies free", figures.speedup_copy_free),
+        )
+        if speedup is not None
+    ]
+    base = "" if figures.baseline_step_s is None else f"as is {ms(figures.baseline_step_s * 1000)} a step; "
+    unfinished = "" if probe.complete else " (not every phase reached)"
+    return Text(f"last probe ({when}, {age}): {base}{', '.join(parts) or 'no phase reached'}{unfinished}")
+
+
 def rank_detail(job: JobAnalysis, found: RankAnalysis, view: ViewState, width: int, height: int) -> Text:
     """Everything about one rank, its two charts as tall as ``height`` rows leave room for."""
     rank, stats = found.rank, found.stats
@@ -87,6 +111,10 @@ def rank_detail(job: JobAnalysis, found: RankAnalysis, view: ViewState, width: i
     lines.append(Text(" ".join(rank.argv), style="dim"))
     lines.append(verdict_line(job.job.name, job, with_advice=False))
     lines += [Text(f"  - {advice}") for advice in job.verdict.advice]
+    if view.jobs is not None:
+        probed = probe_line(view.jobs.probes, job.job.name, rank.rank, view.jobs.timestamp)
+        if probed is not None:
+            lines.append(probed)
     workers = rank.dataloader_workers
     flags = ", ".join(rank_flags(rank, stats))
     if stats is None:

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from xfertop import wire
 from xfertop.model.jobs import JobsState, JobState, RankEnd, RankState, RankStatus
 from xfertop.sources.base import PollingSource
+from xfertop.sources.jobs.probe_shelf import ProbeShelf
 from xfertop.sources.jobs.ring_reader import (
     ENDED_GRACE_S,
     RingCounters,
@@ -166,6 +167,7 @@ class JobsSource(PollingSource[JobsState]):
         self._exited_pidfds: set[int] = set()
         #: False once the kernel (or a sandbox) refused a pidfd: then /proc is asked on every read.
         self._pidfds_work = hasattr(os, "pidfd_open")
+        self._probes = ProbeShelf()
 
     def sample(self) -> JobsState:
         problems: list[str] = []
@@ -190,7 +192,8 @@ class JobsSource(PollingSource[JobsState]):
                 f"{len(self._passed_over)} more finished ranks are not shown: only the {MAX_ENDED_RINGS} "
                 f"that ended last are kept (rings are removed {self.finished_grace_s:g} s after they end)"
             )
-        return JobsState(time.time(), _group(ranks), self.ring_dir, tuple(problems), error)
+        probes = self._probes.read(self.ring_dir)
+        return JobsState(time.time(), _group(ranks), self.ring_dir, tuple(problems), error, probes)
 
     def _clean_up_if_due(self) -> None:
         """remove_ended_rings over every directory read, at the first read and every CLEANUP_PERIOD_S. Rings
