@@ -42,12 +42,16 @@ for batch in DataLoader(Samples(), batch_size=4):
 
 
 def _probe(
-    tmp_path: Path, code: str, *args: str, flags: tuple[str, ...] = ()
+    tmp_path: Path,
+    code: str,
+    *args: str,
+    flags: tuple[str, ...] = (),
+    launcher: tuple[str, ...] = (sys.executable,),
 ) -> subprocess.CompletedProcess[str]:
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(code))
     return subprocess.run(
-        [sys.executable, "-m", "xfertop", "probe", *flags, "--", sys.executable, str(script), *args],
+        [sys.executable, "-m", "xfertop", "probe", *flags, "--", *launcher, str(script), *args],
         env=child_env(tmp_path / "rings"),
         capture_output=True,
         text=True,
@@ -118,6 +122,61 @@ def test_the_report_is_kept_where_the_live_view_finds_it(tmp_path: Path) -> None
         )
     )
     assert probe.ranks[0].speedup_input_free is not None and probe.ranks[0].speedup_input_free >= 2.0
+
+
+#: Two DDP ranks on the CPU (gloo), each reading its shard of a slow dataset (num_workers=0).
+DDP = """
+import time
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+class Samples(Dataset):
+    def __len__(self):
+        return 100_000
+    def __getitem__(self, index):
+        time.sleep(0.002)
+        return torch.ones(16)
+
+torch.set_num_threads(1)
+dist.init_process_group("gloo")
+model = DistributedDataParallel(torch.nn.Linear(16, 1))
+loader = DataLoader(Samples(), batch_size=4, sampler=DistributedSampler(Samples()))
+for batch in loader:
+    model(batch).sum().backward()
+"""
+
+
+def test_each_ddp_rank_is_measured(tmp_path: Path) -> None:
+    done = _probe(
+        tmp_path,
+        DDP,
+        flags=("--steps", "8", "--warmup", "4", "--json"),
+        launcher=(sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"),
+    )
+    assert done.returncode == 0, done.stderr
+    report = _json(done)
+    assert report["complete"] and sorted(rank["rank"] for rank in report["ranks"]) == ["0", "1"]
+    for rank in report["ranks"]:
+        assert rank["speedup_input_free"] >= 1.5, rank  # each rank waited on its own loading
+    assert report["ranks_not_probed"] == []
+
+
+def test_a_rank_without_a_loader_is_named_and_why(tmp_path: Path) -> None:
+    # Rank 1 trains on tensors it makes itself: only rank 0 has a DataLoader to probe.
+    code = DDP.replace(
+        "for batch in loader:",
+        "for batch in (loader if dist.get_rank() == 0 else iter(lambda: torch.ones(4, 16), None)):",
+    )
+    done = _probe(
+        tmp_path,
+        code,
+        flags=("--steps", "8", "--warmup", "4"),
+        launcher=(sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "(rank 0)" in done.stdout and "  rank 1: not probed (it iterated no DataLoader" in done.stdout
 
 
 NO_LOADER = """

@@ -218,12 +218,24 @@ def run_probe(
         shutil.rmtree(result_dir, ignore_errors=True)
 
 
+#: Why a rank of the job has no figures: its probe starts at its first watched next() on the main thread.
+NOT_PROBED_WHY = "it iterated no DataLoader on its main thread under xfertop before the job ended"
+
+
+def ranks_not_probed(results: list[dict[str, Any]]) -> list[str]:
+    """The ranks of a DDP job (WORLD_SIZE as its ranks saw it) that wrote no probe result."""
+    sizes = {int(size) for result in results if str(size := result.get("world_size") or "").isdigit()}
+    probed = {str(result.get("rank")) for result in results}
+    return [str(rank) for rank in range(max(sizes, default=0)) if str(rank) not in probed]
+
+
 def _report(command: list[str], result_dir: str, status: int, as_json: bool) -> int:
     job = job_name(tuple(command))
     ended = ended_how(status)
     results = _results(result_dir)
     reports = [rank_report(result) for result in results]
     complete = bool(reports) and all(report["complete"] for report in reports)
+    missing = ranks_not_probed(results)
     document = {
         "schema": SCHEMA,
         "job": job,
@@ -233,6 +245,7 @@ def _report(command: list[str], result_dir: str, status: int, as_json: bool) -> 
         "returncode": status,
         "complete": complete,
         "ranks": reports,
+        "ranks_not_probed": [{"rank": rank, "why": NOT_PROBED_WHY} for rank in missing],
     }
     # Kept for the live view's job detail (the last probe of a script), as `xfertop run` keeps summaries.
     name = kept_name(time.time(), job)
@@ -243,6 +256,8 @@ def _report(command: list[str], result_dir: str, status: int, as_json: bool) -> 
         print(json.dumps(document), flush=True)
     elif reports:
         sys.stdout.write(render_text(job, reports, ended))
+        for rank in missing:
+            print(f"  rank {rank}: not probed ({NOT_PROBED_WHY})", flush=True)
         if kept:
             print(f"  JSON: {kept}", flush=True)
     if not reports:

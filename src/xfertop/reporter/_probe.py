@@ -172,6 +172,7 @@ class Probe:
         return {
             "pid": os.getpid(),
             "rank": os.environ.get("RANK"),
+            "world_size": os.environ.get("WORLD_SIZE"),
             "warmup": self.warmup,
             "steps": self.steps,
             "samples_per_batch": self._samples,
