@@ -179,6 +179,59 @@ def test_a_rank_without_a_loader_is_named_and_why(tmp_path: Path) -> None:
     assert "(rank 0)" in done.stdout and "  rank 1: not probed (it iterated no DataLoader" in done.stdout
 
 
+#: An IterableDataset read by 2 workers, each sample taking 3 ms to make.
+ITERABLE = """
+import time
+import torch
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+class Stream(IterableDataset):
+    def __iter__(self):
+        while True:
+            time.sleep(0.003)
+            yield torch.ones(16)
+
+print("training", flush=True)
+for batch in DataLoader(Stream(), batch_size=4, num_workers=2):
+    began = time.perf_counter()
+    while time.perf_counter() - began < 0.002:
+        pass
+"""
+
+
+def test_an_iterable_dataset_read_by_workers_is_probed(tmp_path: Path) -> None:
+    done = _probe(tmp_path, ITERABLE, flags=("--steps", "10", "--warmup", "5", "--json"))
+    assert done.returncode == 0, done.stderr
+    (rank,) = _json(done)["ranks"]
+    assert rank["complete"] and rank["speedup_input_free"] >= 1.5, rank
+
+
+def test_ctrl_c_on_the_probe_goes_to_the_job_and_ends_in_one_line(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    stepping = (
+        "for n, batch in enumerate(DataLoader(Samples(), batch_size=4)):\n"
+        "    if n == 1:\n"
+        '        print("stepping", flush=True)'
+    )
+    script.write_text(
+        textwrap.dedent(JOB).replace("for batch in DataLoader(Samples(), batch_size=4):", stepping)
+    )
+    probe = subprocess.Popen(
+        [sys.executable, "-m", "xfertop", "probe", "--warmup", "100000", "--", sys.executable, str(script),
+         "0.001", "host"],
+        env=child_env(tmp_path / "rings"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    assert probe.stdout is not None
+    assert probe.stdout.readline() == "training\n"
+    assert probe.stdout.readline() == "stepping\n"  # the job is in its loop, the probe still warming up
+    probe.send_signal(signal.SIGINT)
+    _, stderr = probe.communicate(timeout=60)
+    assert probe.returncode == 3
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("xfertop probe: train.py killed by SIGINT after ") and "before the probe's" in last
+
+
 NO_LOADER = """
 import torch
 print(torch.ones(2).sum().item())
