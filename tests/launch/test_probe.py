@@ -283,6 +283,8 @@ def test_continue_lets_the_job_run_to_its_end(tmp_path: Path) -> None:
     [
         (["no-such-command-xfertop"], 127, "no-such-command-xfertop: command not found"),
         ([], 2, "no command given"),
+        # A command that is not Python runs, and there is nothing in it to probe.
+        (["true"], 3, "true exited 0 before any DataLoader was iterated under xfertop: nothing to probe"),
     ],
 )
 def test_a_command_that_cannot_run_is_one_line(command: list[str], code: int, words: str) -> None:
