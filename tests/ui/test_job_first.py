@@ -161,3 +161,16 @@ async def test_a_new_ranks_strip_names_its_newest_step_and_a_rankless_job_by_pid
         assert any("where each step went: train.py pid " in row for row in rows), "\n".join(rows)
         assert any(row.rstrip().endswith("step 4") and "└" in row for row in rows), "\n".join(rows)
         assert not any(" rank -," in row for row in rows)
+
+
+def test_the_strip_drawn_from_kept_columns_is_the_strip_drawn_afresh() -> None:
+    """The strip keeps each step's column between repaints; as new steps arrive (here starved ones after
+    fed ones) and old ones scroll out, what it draws is what drawing every column anew gives."""
+    from xfertop.ui.step_strip import strip_rows
+
+    fed, starved = steps(count=80, wait_ms=2.0), steps(count=120, wait_ms=80.0)
+    history = fed + tuple(dataclasses.replace(step, step=step.step + 80) for step in starved[80:])
+    made: dict[int, list[tuple[str, str]]] = {}
+    for seen in (40, 60, 80, 100, 120):
+        assert strip_rows(history[:seen], 50, 8, made) == strip_rows(history[:seen], 50, 8)
+    assert set(made) == {step.step for step in history[70:120]}  # only the steps shown are kept

@@ -45,10 +45,19 @@ def step_column(step: StepRecord, rows: int) -> list[tuple[str, str]]:
     return cells[::-1]
 
 
-def strip_rows(steps: tuple[StepRecord, ...], width: int, rows: int) -> list[Pieces]:
-    """``rows`` rows ``width`` cells wide: the last ``width`` steps as stacked columns, padded on the left."""
+def strip_rows(
+    steps: tuple[StepRecord, ...], width: int, rows: int, made: dict[int, list[tuple[str, str]]] | None = None
+) -> list[Pieces]:
+    """``rows`` rows ``width`` cells wide: the last ``width`` steps as stacked columns, padded on the left.
+    ``made``: columns already made for these ``rows``, by step number (a step's parts never change once
+    it is written), kept to the steps shown."""
     shown = steps[-width:] if width > 0 else ()
-    columns = [step_column(step, rows) for step in shown]
+    if made is None:
+        columns = [step_column(step, rows) for step in shown]
+    else:
+        columns = [made.get(step.step) or step_column(step, rows) for step in shown]
+        made.clear()
+        made.update(zip((step.step for step in shown), columns, strict=True))
     pad = width - len(columns)
     lines: list[Pieces] = []
     for row in range(rows):
@@ -70,10 +79,20 @@ class StepStrip(TextLines):
         super().__init__(id="step-strip")
         self.rank: RankState | None = None
         self.job_name = ""
+        #: Columns made for the rank and height they were made for: only new steps' columns are made
+        #: at a repaint (making them all was half the view's CPU at 4 Hz).
+        self._columns: dict[int, list[tuple[str, str]]] = {}
+        self._columns_for: tuple[str, int] = ("", 0)
 
     def show(self, rank: RankState | None, job_name: str) -> None:
         self.rank, self.job_name = rank, job_name
         self.update_lines()
+
+    def _made(self, rank: RankState, rows: int) -> dict[int, list[tuple[str, str]]]:
+        if self._columns_for != (rank.ring_path, rows):
+            self._columns_for = (rank.ring_path, rows)
+            self._columns = {}
+        return self._columns
 
     def build_lines(self, width: int) -> list[Row]:
         rank = self.rank
@@ -81,7 +100,7 @@ class StepStrip(TextLines):
         if rank is None or not rank.steps or rows <= 0 or width <= 0:
             return []
         if rows < _FRAMED_ROWS:  # a few rows still show where the steps went
-            return list(strip_rows(rank.steps, width, rows))
+            return list(strip_rows(rank.steps, width, rows, self._made(rank, rows)))
         label_width = len(_TOP_LABEL)
         plot_width = max(width - label_width - 1, 0)
         plot_rows = rows - 2
@@ -92,7 +111,9 @@ class StepStrip(TextLines):
         title.append_text(legend())
         title.truncate(width)
         lines: list[Row] = [title]
-        for index, plot in enumerate(strip_rows(rank.steps, plot_width, plot_rows)):
+        for index, plot in enumerate(
+            strip_rows(rank.steps, plot_width, plot_rows, self._made(rank, plot_rows))
+        ):
             label = _TOP_LABEL if index == 0 else "0" if index == plot_rows - 1 else ""
             left = label.rjust(label_width) + ("┤" if label else "│")
             lines.append(((left, "dim"), *plot))
