@@ -9,6 +9,9 @@ letter as well as its colour, like the jobs table's bar. The strip takes the row
 
 from __future__ import annotations
 
+from itertools import groupby
+from operator import itemgetter
+
 from rich.text import Text
 
 from xfertop.model.jobs import RankState, StepRecord
@@ -60,14 +63,14 @@ def strip_rows(
         made.update(zip((step.step for step in shown), columns, strict=True))
     pad = width - len(columns)
     lines: list[Pieces] = []
-    for row in range(rows):
+    for cells in zip(*columns, strict=True) if columns else [()] * rows:
         pieces: list[tuple[str, str]] = [(" " * pad, "")] if pad else []
-        for column in columns:
-            letter, style = column[row]
+        for style, run in groupby(cells, key=itemgetter(1)):  # a piece per run of one style
+            text = "".join([letter for letter, _ in run])
             if pieces and pieces[-1][1] == style:
-                pieces[-1] = (pieces[-1][0] + letter, style)
+                pieces[-1] = (pieces[-1][0] + text, style)
             else:
-                pieces.append((letter, style))
+                pieces.append((text, style))
         lines.append(tuple(pieces))
     return lines
 
