@@ -86,6 +86,14 @@ def test_a_job_not_held_up_by_its_input_gains_little(tmp_path: Path) -> None:
     assert rank["speedup_input_free"] <= 1.5, rank
 
 
+def test_without_warm_up_the_first_phase_is_timed_from_its_first_step(tmp_path: Path) -> None:
+    done = _probe(tmp_path, JOB, "0.004", "host", flags=("--steps", "10", "--warmup", "0", "--json"))
+    assert done.returncode == 0, done.stderr
+    (rank,) = _json(done)["ranks"]
+    # 4 samples of 4 ms and 4 ms of compute: ~20 ms a step, not the seconds since the clock's origin.
+    assert 0.015 <= rank["baseline_step_s"] <= 0.2, rank
+
+
 def test_the_copies_of_replayed_batches_are_made_once_then_handed_back(tmp_path: Path) -> None:
     done = _probe(tmp_path, JOB, "0.001", "meta", flags=("--steps", "10", "--warmup", "5", "--json"))
     assert done.returncode == 0, done.stderr

@@ -97,8 +97,9 @@ class Probe:
         self._last_ns = now
         self._calls = call + 1
         phase = self._phase(call)
-        if call and phase != self._phase(call - 1):
-            self._boundary(self._phase(call - 1), phase)
+        before = self._phase(call - 1) if call else "warmup"
+        if phase != before:
+            self._boundary(before, phase)
         if phase is None:  # through: the job goes on with its own batches (--continue)
             self._finish()
             return next(iterator)
