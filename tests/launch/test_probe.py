@@ -94,6 +94,17 @@ def test_without_warm_up_the_first_phase_is_timed_from_its_first_step(tmp_path: 
     assert 0.015 <= rank["baseline_step_s"] <= 0.2, rank
 
 
+def test_phases_can_be_timed_in_seconds(tmp_path: Path) -> None:
+    done = _probe(tmp_path, JOB, "0.004", "host", flags=("--seconds", "0.3", "--warmup", "5"))
+    assert done.returncode == 0, done.stderr
+    assert "4 x 0.3 s after 5 of warm-up" in done.stdout
+    done = _probe(tmp_path, JOB, "0.004", "host", flags=("--seconds", "0.3", "--warmup", "5", "--json"))
+    (rank,) = _json(done)["ranks"]
+    assert rank["seconds_per_phase"] == 0.3 and rank["speedup_input_free"] >= 2.0, rank
+    # ~20 ms steps as is (4 samples of 4 ms, then 4 ms of compute), ~4 ms with the input free.
+    assert 0.015 <= rank["baseline_step_s"] <= 0.2 and rank["input_free_step_s"] < rank["baseline_step_s"]
+
+
 def test_the_copies_of_replayed_batches_are_made_once_then_handed_back(tmp_path: Path) -> None:
     done = _probe(tmp_path, JOB, "0.001", "meta", flags=("--steps", "10", "--warmup", "5", "--json"))
     assert done.returncode == 0, done.stderr
@@ -261,6 +272,14 @@ def test_a_job_that_ends_before_the_probe_is_through_says_how_far_it_came(tmp_pa
     assert "train.py exited 0 after 11 steps, before the probe's 45" in last, done.stderr
 
 
+def test_a_job_that_ends_before_its_timed_phases_are_through_says_so(tmp_path: Path) -> None:
+    done = _probe(tmp_path, SHORT, "0", "host", flags=("--seconds", "5", "--warmup", "2"))
+    assert done.returncode == 3
+    last = done.stderr.strip().splitlines()[-1]
+    assert "exited 0 after 11 steps, before its phases of 5 s were through (it reached as_is)" in last, last
+    assert last.endswith("probe with fewer --seconds or a lower --warmup")
+
+
 IGNORES_SIGINT = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n" + JOB
 #: A handler that swallows Ctrl-C and trains on.
 SWALLOWS_SIGINT = "import signal\nsignal.signal(signal.SIGINT, lambda signum, frame: None)\n" + JOB
@@ -300,3 +319,13 @@ def test_a_command_that_cannot_run_is_one_line(command: list[str], code: int, wo
         [sys.executable, "-m", "xfertop", "probe", "--", *command], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == code and words in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_seconds_that_are_not_positive_are_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "xfertop", "probe", "--seconds", "0", "--", "true"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "--seconds more than 0" in done.stderr and done.stderr.count("\n") == 1

@@ -1,5 +1,5 @@
-"""`xfertop probe [--steps N] [--warmup N] [--json] [--continue] -- CMD`: what a fix would buy, measured
-on the unchanged script (launch/probe.py, docs/probe.md)."""
+"""`xfertop probe [--steps N | --seconds S] [--warmup N] [--json] [--continue] -- CMD`: what a fix would
+buy, measured on the unchanged script (launch/probe.py, docs/probe.md)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,19 @@ def register(subparsers: Any) -> None:
         "probe",
         help="measure what freeing the input (and the copies) would buy, on the unchanged script",
         description="Start the command as `xfertop run` does; after --warmup steps measure --steps steps "
-        "as the job is, then with its DataLoader replaying batches it already produced (input free), then "
-        "with those batches already on the device (copies free too); then stop the job (SIGINT, then "
+        "(or --seconds) as the job is, then with its DataLoader replaying batches it already produced "
+        "(input free), then with those batches in pinned memory, then already on the device (copies free "
+        "too); then stop the job (SIGINT, then "
         "SIGTERM) and print what each would buy. A diagnosis run: the job trains on repeated batches.",
     )
     parser.add_argument("--steps", type=int, default=40, help="steps measured in each phase (default 40)")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=None,
+        metavar="S",
+        help="measure each phase for S seconds (at least 5 steps) instead of --steps steps",
+    )
     parser.add_argument("--warmup", type=int, default=20, help="steps left alone first (default 20)")
     parser.add_argument(
         "--grace",
@@ -41,4 +49,9 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from xfertop.launch.probe import run_probe
 
-    return run_probe(list(args.command), args.steps, args.warmup, args.keep_going, args.json, args.grace)
+    seconds = args.seconds
+    if seconds is not None and not seconds > 0:
+        seconds = -1.0  # refused by run_probe with the other bad values, in one line
+    return run_probe(
+        list(args.command), args.steps, args.warmup, args.keep_going, args.json, args.grace, seconds or 0.0
+    )

@@ -89,6 +89,7 @@ def rank_report(result: dict[str, Any]) -> dict[str, Any]:
         "complete": bool(result.get("complete")),
         "reached": result.get("reached"),
         "steps_per_phase": result["steps"],
+        "seconds_per_phase": result.get("seconds") or None,
         "warmup_steps": result["warmup"],
         "copies_made_resident": result.get("resident_copies", 0),
         "tensors_pinned": result.get("pinned_tensors", 0),
@@ -108,12 +109,17 @@ def rank_report(result: dict[str, Any]) -> dict[str, Any]:
     return report
 
 
+def _phase_length(report: dict[str, Any]) -> str:
+    seconds = report.get("seconds_per_phase")
+    return f"{seconds:g} s" if seconds else f"{report['steps_per_phase']} steps"
+
+
 def render_text(job: str, reports: list[dict[str, Any]], ended: str) -> str:
     lines = []
     for report in reports:
         who = f"rank {report['rank']}" if report["rank"] is not None else f"pid {report['pid']}"
         lines.append(
-            f"xfertop probe: {job} ({who}), {len(PHASES)} x {report['steps_per_phase']} steps after "
+            f"xfertop probe: {job} ({who}), {len(PHASES)} x {_phase_length(report)} after "
             f"{report['warmup_steps']} of warm-up"
         )
         base = report["baseline_step_s"]
@@ -173,22 +179,31 @@ def run_probe(
     keep_going: bool = False,
     as_json: bool = False,
     grace_s: float = GRACE_S,
+    seconds: float = 0.0,
 ) -> int:
+    """``seconds``: each phase lasts that long (at least 5 steps) instead of ``steps`` steps; 0: steps."""
     if command and command[0] == "--":
         command = command[1:]
     if not command:
         print("xfertop probe: no command given: `xfertop probe -- python train.py ARGS`", file=sys.stderr)
         return EXIT_USAGE
-    if steps < 5 or warmup < 0 or not grace_s > 0:
+    if steps < 5 or warmup < 0 or not grace_s > 0 or seconds < 0:
         print(
-            "xfertop probe: --steps must be at least 5, --warmup at least 0 and --grace more than 0",
+            "xfertop probe: --steps must be at least 5, --warmup at least 0, --grace more than 0 and "
+            "--seconds more than 0",
             file=sys.stderr,
         )
         return EXIT_USAGE
     result_dir = tempfile.mkdtemp(prefix="xfertop-probe-")
     env = child_environment(os.environ, copy_timing=True, launch_token=new_launch_token())
     env[ENV] = json.dumps(
-        {"result_dir": result_dir, "steps": steps, "warmup": warmup, "keep_going": keep_going}
+        {
+            "result_dir": result_dir,
+            "steps": steps,
+            "seconds": seconds,
+            "warmup": warmup,
+            "keep_going": keep_going,
+        }
     )
     started: list[subprocess.Popen[bytes]] = []
 
@@ -269,10 +284,15 @@ def _report(command: list[str], result_dir: str, status: int, as_json: bool) -> 
         return EXIT_NOT_PROBED
     if not complete:
         calls = max(result["calls"] for result in results)
-        needed = results[0]["warmup"] + len(PHASES) * results[0]["steps"]
+        first = results[0]
+        needed = (
+            f"before its phases of {first['seconds']:g} s were through (it reached {first['reached']})"
+            if first.get("seconds")
+            else f"before the probe's {first['warmup'] + len(PHASES) * first['steps']}"
+        )
         print(
-            f"xfertop probe: {job} {ended} after {calls} steps, before the probe's {needed}: "
-            "probe with fewer --steps or a lower --warmup",
+            f"xfertop probe: {job} {ended} after {calls} steps, {needed}: "
+            f"probe with fewer {'--seconds' if first.get('seconds') else '--steps'} or a lower --warmup",
             file=sys.stderr,
         )
         return EXIT_NOT_PROBED

@@ -22,6 +22,7 @@ import signal
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,6 +32,8 @@ PHASES = ("as_is", "input_free", "pinned", "copy_free")
 STOP_DELAY_S = 0.05
 #: Batches kept for the replay: the last ones of the "as is" phase.
 REPLAY_BATCHES = 8
+#: A phase timed by ``--seconds`` still has at least this many steps (a median and a spread).
+MIN_PHASE_STEPS = 5
 
 
 def _tensors(batch: Any, found: list[Any], depth: int = 0) -> None:
@@ -48,11 +51,19 @@ def _tensors(batch: Any, found: list[Any], depth: int = 0) -> None:
 
 
 class Probe:
-    def __init__(self, result_path: str, steps: int, warmup: int, keep_going: bool) -> None:
+    """``steps`` steps a phase, or, where ``seconds`` is set, each phase as long as that (and at least
+    MIN_PHASE_STEPS steps)."""
+
+    def __init__(
+        self, result_path: str, steps: int, warmup: int, keep_going: bool, seconds: float = 0.0
+    ) -> None:
         self.result_path = result_path
         self.steps = steps
+        self.seconds = seconds
         self.warmup = warmup
         self.keep_going = keep_going
+        #: The phase of the step under way: "warmup", one of PHASES, or None once every phase is through.
+        self._current: str | None = "warmup"
         self._calls = 0
         self._last_ns = 0
         self._durations: dict[str, list[int]] = {phase: [] for phase in PHASES}
@@ -61,7 +72,8 @@ class Probe:
         self._phase_ns: dict[str, int] = {}
         self._phase_began = 0
         self._samples = 0
-        self._replay: list[Any] = []
+        #: The last batches of the "as is" phase, replayed after it.
+        self._replay: deque[Any] = deque(maxlen=REPLAY_BATCHES)
         self._replay_ids: set[int] = set()
         #: Device copies of replayed tensors, by the host tensor's id (held alive by ``_replay``).
         self._resident: dict[int, Any] = {}
@@ -73,33 +85,24 @@ class Probe:
         self._main = threading.main_thread().ident
         self._pid = os.getpid()  # a forked child (a DataLoader worker) inherits this object: not its own
 
-    # -- the phase of a step, by the number of its next() call ---------------------------------------
-    def _phase(self, call: int) -> str | None:
-        if call < self.warmup:
-            return "warmup"
-        index = (call - self.warmup) // self.steps
-        return PHASES[index] if index < len(PHASES) else None
-
     @property
     def copies_free(self) -> bool:
-        return self._phase(self._calls - 1) == "copy_free"
+        return self._current == "copy_free"
 
     def next_batch(self, iterator: Iterator[Any]) -> Any:
         """In place of ``next(iterator)`` of a watched loader (the main thread's; others pass through)."""
         if threading.get_ident() != self._main:
             return next(iterator)
         now = time.perf_counter_ns()
-        call = self._calls
-        if call:
-            phase = self._phase(call - 1)
-            if phase in self._durations:
-                self._durations[phase].append(now - self._last_ns)
+        if self._calls and self._current in self._durations:
+            self._durations[self._current].append(now - self._last_ns)
         self._last_ns = now
+        call = self._calls
         self._calls = call + 1
-        phase = self._phase(call)
-        before = self._phase(call - 1) if call else "warmup"
-        if phase != before:
-            self._boundary(before, phase)
+        phase = self._next_phase(call, now)
+        if phase != self._current:
+            self._boundary(self._current, phase)
+            self._current = phase
         if phase is None:  # through: the job goes on with its own batches (--continue)
             self._finish()
             return next(iterator)
@@ -107,9 +110,26 @@ class Probe:
             self._last_ns = time.perf_counter_ns()  # the replay (and pinning it) is no part of the step
             return self._replay[call % len(self._replay)]
         batch = next(iterator)
-        if phase == "as_is" and call >= self.warmup + self.steps - REPLAY_BATCHES:
+        if phase == "as_is":
             self._keep(batch)
         return batch
+
+    def _next_phase(self, call: int, now: int) -> str | None:
+        """The phase of the step that ``call`` (the number of this next() call) begins."""
+        current = self._current
+        if current == "warmup":
+            return "as_is" if call >= self.warmup else "warmup"
+        if current is None:
+            return None
+        done = len(self._durations[current])
+        if self.seconds:
+            over = done >= MIN_PHASE_STEPS and now - self._phase_began >= self.seconds * 1e9
+        else:
+            over = done >= self.steps
+        if not over:
+            return current
+        index = PHASES.index(current) + 1
+        return PHASES[index] if index < len(PHASES) else None
 
     def _boundary(self, ended: str | None, begins: str | None) -> None:
         """Between two phases: wait for the device's queued work, so that a phase's wall time is what
@@ -119,18 +139,22 @@ class Probe:
         now = time.perf_counter_ns()
         if ended in PHASES:
             self._phase_ns[ended] = now - self._phase_began
+        if ended == "as_is":  # the batches to replay are known: their copies will be kept
+            for batch in self._replay:
+                tensors: list[Any] = []
+                _tensors(batch, tensors)
+                self._replay_ids.update(id(tensor) for tensor in tensors)
         if begins == "pinned" and self._pinned is None and self._replay:
             self._pinned = self._pin_replay()
         self._phase_began = time.perf_counter_ns()
         self._last_ns = self._phase_began
 
     def _keep(self, batch: Any) -> None:
-        self._replay.append(batch)
-        tensors: list[Any] = []
-        _tensors(batch, tensors)
-        self._replay_ids.update(id(tensor) for tensor in tensors)
-        if tensors and not self._samples:
-            shape = getattr(tensors[0], "shape", None)
+        self._replay.append(batch)  # the oldest drops out: the phase's last REPLAY_BATCHES are replayed
+        if not self._samples:
+            tensors: list[Any] = []
+            _tensors(batch, tensors)
+            shape = getattr(tensors[0], "shape", None) if tensors else None
             self._samples = int(shape[0]) if shape else 0
 
     def _pin_replay(self) -> tuple[int, int]:
@@ -169,17 +193,17 @@ class Probe:
 
     # -- the result ---------------------------------------------------------------------------------
     def result(self) -> dict[str, Any]:
-        reached = self._phase(max(self._calls - 1, 0))
         return {
             "pid": os.getpid(),
             "rank": os.environ.get("RANK"),
             "world_size": os.environ.get("WORLD_SIZE"),
             "warmup": self.warmup,
             "steps": self.steps,
+            "seconds": self.seconds,
             "samples_per_batch": self._samples,
             "calls": self._calls,
-            "complete": all(len(self._durations[p]) >= self.steps for p in PHASES),
-            "reached": reached or "done",
+            "complete": self._current is None,
+            "reached": self._current or "done",
             "resident_copies": len(self._resident),
             "pinned_tensors": self._pinned[0] if self._pinned else 0,
             "already_pinned_tensors": self._pinned[1] if self._pinned else 0,
@@ -238,7 +262,13 @@ def from_environment() -> Probe | None:
     try:
         config = json.loads(raw)
         path = f"{config['result_dir']}/probe-{os.getpid()}.json"
-        probe = Probe(path, int(config["steps"]), int(config["warmup"]), bool(config.get("keep_going")))
+        probe = Probe(
+            path,
+            int(config["steps"]),
+            int(config["warmup"]),
+            bool(config.get("keep_going")),
+            float(config.get("seconds") or 0.0),
+        )
     except (ValueError, KeyError, TypeError):
         return None
     atexit.register(probe.at_exit)
