@@ -112,6 +112,18 @@ async def test_question_mark_opens_help_and_escape_closes_it() -> None:
         assert not isinstance(app.screen, HelpScreen)
 
 
+async def test_q_quits_from_the_help_as_from_the_main_view() -> None:
+    app, _ = live_app(FakePynvml.h200s(1))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert "W[/] wait" not in str(app.screen.query_one("Static").render())  # markup rendered
+        assert "W wait for data" in str(app.screen.query_one("Static").render())
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
 async def test_a_gpu_lost_mid_run_says_so_in_its_pane() -> None:
     nvml = FakePynvml.h200s(2)
     app, _ = live_app(nvml)

@@ -25,18 +25,19 @@ HELP_TEXT = """\
   RX is host to device, TX device to host, against what the link carries
   now: "RX 54.9 GB/s of 63.0 (Gen5 x16)". "sampled" (or "~" on one line)
   marks a 20 ms NVML sample instead of counters covering all the time.
-  A rank's bar splits each step into [black on red]I[/] input (GPU idle gap, or the
-  data wait without GPU timing), [black on yellow]C[/] copy, [black on green]X[/] compute, · the rest.
+  A rank's bar splits the host's step into [black on red]W[/] wait for data, [black on magenta]L[/] the
+  loop's own work, [black on yellow]C[/] copy, [black on green]M[/] model, [black on cyan]S[/] sync; "GPU busy"
+  and the idle gaps (in the job detail) are the GPU's own clock.
   GPU memory is in decimal GB, host memory in binary units.
 
-escape or ? closes this help"""
+escape or ? closes this help; q quits"""
 
 
 class HelpScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss", "Close"),
         Binding("question_mark", "dismiss", "Close"),
-        Binding("q", "dismiss", "Close", show=False),
+        Binding("q", "app.quit", "Quit", show=False),
     ]
 
     def compose(self) -> ComposeResult:
