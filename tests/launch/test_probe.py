@@ -74,6 +74,7 @@ def test_a_starved_job_is_told_what_free_input_would_buy_and_is_stopped(tmp_path
     document = _json(done)
     assert document["schema"] == "xfertop.probe/1" and document["complete"]
     assert document["job_ended"] == "killed by SIGINT"  # the probe stopped it as a Ctrl-C would
+    assert document["stopped_by"] == "probe"
     (rank,) = document["ranks"]
     assert rank["speedup_input_free"] >= 2.0, rank
     assert rank["baseline_step_s"] >= 0.015 and rank["input_free_step_s"] < rank["baseline_step_s"]
@@ -97,7 +98,7 @@ def test_without_warm_up_the_first_phase_is_timed_from_its_first_step(tmp_path: 
 def test_phases_can_be_timed_in_seconds(tmp_path: Path) -> None:
     done = _probe(tmp_path, JOB, "0.004", "host", flags=("--seconds", "0.3", "--warmup", "5"))
     assert done.returncode == 0, done.stderr
-    assert "4 x 0.3 s after 5 of warm-up" in done.stdout
+    assert "4 phases of 0.3 s each, after 5 steps of warm-up" in done.stdout
     done = _probe(tmp_path, JOB, "0.004", "host", flags=("--seconds", "0.3", "--warmup", "5", "--json"))
     (rank,) = _json(done)["ranks"]
     assert rank["seconds_per_phase"] == 0.3 and rank["speedup_input_free"] >= 2.0, rank
@@ -116,11 +117,14 @@ def test_the_report_names_each_phase_and_says_it_is_a_diagnosis_run(tmp_path: Pa
     done = _probe(tmp_path, JOB, "0.004", "host", flags=("--steps", "10", "--warmup", "5"))
     assert done.returncode == 0, done.stderr
     text = done.stdout
-    assert "xfertop probe: train.py (pid " in text and "4 x 10 steps after 5 of warm-up" in text
+    assert (
+        "xfertop probe: train.py (pid " in text
+        and "4 phases of 10 steps each, after 5 steps of warm-up" in text
+    )
     assert "  as is: " in text and "  input free: " in text and "  copies free too: " in text
     # Without a GPU there is no pinned memory: the phase runs, and the report says what it was.
     assert "  pinned copies: " in text and "could not be pinned (no GPU): pinned copies is input free" in text
-    assert "a diagnosis run" in text and "the job: killed by SIGINT" in text
+    assert "a diagnosis run" in text and "the job: stopped by the probe (killed by SIGINT)" in text
 
 
 def test_the_report_is_kept_where_the_live_view_finds_it(tmp_path: Path) -> None:
@@ -246,9 +250,10 @@ def test_ctrl_c_on_the_probe_goes_to_the_job_and_ends_in_one_line(tmp_path: Path
     assert probe.stdout.readline() == "stepping\n"  # the job is in its loop, the probe still warming up
     probe.send_signal(signal.SIGINT)
     _, stderr = probe.communicate(timeout=60)
-    assert probe.returncode == 3
+    assert probe.returncode == 130
     last = stderr.strip().splitlines()[-1]
-    assert last.startswith("xfertop probe: train.py killed by SIGINT after ") and "before the probe's" in last
+    assert last.startswith("xfertop probe: train.py interrupted (killed by SIGINT) after ")
+    assert last.endswith("steps, before the probe was through"), last  # no advice on --steps
 
 
 NO_LOADER = """
@@ -290,7 +295,7 @@ def test_a_job_that_does_not_stop_on_sigint_gets_sigterm(tmp_path: Path, code: s
     """Ignored: SIGTERM at once (from inside); caught and trained on: SIGTERM after the grace."""
     done = _probe(tmp_path, code, "0", "host", flags=("--steps", "5", "--warmup", "2", "--grace", "1"))
     assert done.returncode == 0, done.stderr
-    assert "the job: killed by SIGTERM" in done.stdout
+    assert "the job: stopped by the probe (killed by SIGTERM)" in done.stdout
 
 
 def test_continue_lets_the_job_run_to_its_end(tmp_path: Path) -> None:

@@ -43,6 +43,8 @@ from xfertop.sources.jobs.probe_shelf import PROBE_DIR_NAME
 from xfertop.sources.jobs.source import job_name
 
 EXIT_NOT_PROBED = 3
+#: Interrupted by the user (Ctrl-C, a kill) before the probe was through: as a shell reports SIGINT.
+EXIT_INTERRUPTED = 130
 #: How long the job has to end after the probe's own SIGINT before SIGTERM.
 GRACE_S = 10.0
 POLL_S = 0.2
@@ -100,6 +102,7 @@ def rank_report(result: dict[str, Any]) -> dict[str, Any]:
         report[f"{key}_step_s"] = found["step_s"] if found else None
         report[f"{key}_spread"] = found["spread"] if found else None
         report[f"{key}_median_step_s"] = found["median_step_s"] if found else None
+        report[f"{key}_steps"] = len(result["durations_ns"].get(phase, []))
         if phase != "as_is":
             report[f"speedup_{key}"] = (
                 base["step_s"] / found["step_s"] if base and found and found["step_s"] else None
@@ -119,8 +122,8 @@ def render_text(job: str, reports: list[dict[str, Any]], ended: str) -> str:
     for report in reports:
         who = f"rank {report['rank']}" if report["rank"] is not None else f"pid {report['pid']}"
         lines.append(
-            f"xfertop probe: {job} ({who}), {len(PHASES)} x {_phase_length(report)} after "
-            f"{report['warmup_steps']} of warm-up"
+            f"xfertop probe: {job} ({who}): {len(PHASES)} phases of {_phase_length(report)} each, after "
+            f"{report['warmup_steps']} steps of warm-up"
         )
         base = report["baseline_step_s"]
         for phase, key in _KEYS.items():
@@ -135,6 +138,8 @@ def render_text(job: str, reports: list[dict[str, Any]], ended: str) -> str:
                 text += f", {report['baseline_samples_per_s']:.1f} samples/s"
             elif phase != "as_is" and base:
                 text += f": {base / step:.2f}x"
+            if not report.get("seconds_per_phase") and report[f"{key}_steps"] < report["steps_per_phase"]:
+                text += f" (cut short: {report[f'{key}_steps']} of {report['steps_per_phase']} steps)"
             lines.append(text)
         if report["pinned_step_s"] is not None and not report["tensors_pinned"]:
             already = report["tensors_already_pinned"]
@@ -142,8 +147,11 @@ def render_text(job: str, reports: list[dict[str, Any]], ended: str) -> str:
             lines.append(f"  (the replayed batches {why}: pinned copies is input free again)")
         if report["copies_made_resident"] == 0 and report["copy_free_step_s"] is not None:
             lines.append("  (no copy of a replayed batch was seen: copies free is input free again)")
-    lines.append("  after the first phase the job trained on repeated batches: a probe is a diagnosis run,")
-    lines.append("  not a production run (the script's own saving may still have run)")
+    if any(report["input_free_step_s"] is not None for report in reports):
+        lines.append(
+            "  after the first phase the job trained on repeated batches: a probe is a diagnosis run,"
+        )
+        lines.append("  not a production run (the script's own saving may still have run)")
     lines.append(f"  the job: {ended}")
     return "\n".join(lines) + "\n"
 
@@ -206,8 +214,10 @@ def run_probe(
         }
     )
     started: list[subprocess.Popen[bytes]] = []
+    interrupted: list[int] = []  # signals the user sent (Ctrl-C, kill): the probe did not stop the job
 
     def forward(signum: int, _frame: FrameType | None) -> None:
+        interrupted.append(signum)
         if signum in TERMINAL_SIGNALS and _terminal_delivers_it():
             return
         if started:
@@ -226,7 +236,7 @@ def run_probe(
             print(f"xfertop probe: {command[0]}: permission denied", file=sys.stderr)
             return EXIT_NOT_EXECUTABLE
         status = _wait(started[0], result_dir, keep_going, grace_s)
-        return _report(command, result_dir, status, as_json)
+        return _report(command, result_dir, status, as_json, bool(interrupted), keep_going)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -244,12 +254,19 @@ def ranks_not_probed(results: list[dict[str, Any]]) -> list[str]:
     return [str(rank) for rank in range(max(sizes, default=0)) if str(rank) not in probed]
 
 
-def _report(command: list[str], result_dir: str, status: int, as_json: bool) -> int:
+def _report(
+    command: list[str], result_dir: str, status: int, as_json: bool, interrupted: bool, keep_going: bool
+) -> int:
     job = job_name(tuple(command))
-    ended = ended_how(status)
     results = _results(result_dir)
     reports = [rank_report(result) for result in results]
     complete = bool(reports) and all(report["complete"] for report in reports)
+    stopped_by = "user" if interrupted else "probe" if complete and not keep_going else None
+    # The probe's own SIGINT (or SIGTERM after --grace) is no crash of the job: say who stopped it.
+    ended = ended_how(status)
+    how = {"user": f"interrupted ({ended})", "probe": f"stopped by the probe ({ended})"}.get(
+        stopped_by or "", ended
+    )
     missing = ranks_not_probed(results)
     document = {
         "schema": SCHEMA,
@@ -257,6 +274,7 @@ def _report(command: list[str], result_dir: str, status: int, as_json: bool) -> 
         "argv": command,
         "finished_unix_s": time.time(),
         "job_ended": ended,
+        "stopped_by": stopped_by,
         "returncode": status,
         "complete": complete,
         "ranks": reports,
@@ -270,18 +288,24 @@ def _report(command: list[str], result_dir: str, status: int, as_json: bool) -> 
     if as_json:  # one line, the last of stdout: after whatever the job itself printed there
         print(json.dumps(document), flush=True)
     elif reports:
-        sys.stdout.write(render_text(job, reports, ended))
+        sys.stdout.write(render_text(job, reports, how))
         for rank in missing:
             print(f"  rank {rank}: not probed ({NOT_PROBED_WHY})", flush=True)
         if kept:
             print(f"  JSON: {kept}", flush=True)
     if not reports:
         print(
-            f"xfertop probe: {job} {ended} before any DataLoader was iterated under xfertop: "
-            "nothing to probe",
+            f"xfertop probe: {job} {how} before any DataLoader was iterated under xfertop: nothing to probe",
             file=sys.stderr,
         )
-        return EXIT_NOT_PROBED
+        return EXIT_INTERRUPTED if interrupted else EXIT_NOT_PROBED
+    if not complete and interrupted:
+        calls = max(result["calls"] for result in results)
+        print(
+            f"xfertop probe: {job} {how} after {calls} steps, before the probe was through",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     if not complete:
         calls = max(result["calls"] for result in results)
         first = results[0]
