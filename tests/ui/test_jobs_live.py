@@ -58,7 +58,15 @@ async def test_a_live_job_shows_its_rank_verdict_and_detail(demo_job: DemoJob) -
         "finished_unix_s": time.time() - 600,
         "complete": True,
         "ranks": [
-            {"rank": None, "baseline_step_s": 0.0212, "speedup_input_free": 3.4, "speedup_copy_free": 3.5}
+            {
+                "rank": None,
+                "baseline_step_s": 0.0212,
+                "speedup_input_free": 3.4,
+                "speedup_pinned": 3.41,  # nothing was pinned (a CPU job): input free again, left out
+                "tensors_pinned": 0,
+                "speedup_copy_free": 3.5,
+                "copies_made_resident": 2,
+            }
         ],
     }
     assert keep_json(probe, str(demo_job.ring_dir), "probes", "20261202T120000-1-demo_job.py.json", 20)
@@ -88,7 +96,7 @@ async def test_a_live_job_shows_its_rank_verdict_and_detail(demo_job: DemoJob) -
         detail = str(app.screen.query_one("#job-detail").render())
         assert "median step" in detail and "samples/s" in detail
         assert "last probe (" in detail and "10 min ago): as is 21.2ms a step; input free 3.40x" in detail
-        assert "copies free 3.50x" in detail and "pinned copies" not in detail  # a phase not reached
+        assert "copies free 3.50x" in detail and "pinned copies" not in detail
 
 
 async def test_a_job_that_ends_is_marked_finished(demo_job: DemoJob) -> None:

@@ -149,6 +149,10 @@ class ProbeRank:
     speedup_input_free: float | None
     speedup_pinned: float | None
     speedup_copy_free: float | None
+    #: Replayed host tensors the probe moved to pinned memory (0: the pinned phase was input free again).
+    tensors_pinned: int = 0
+    #: Replayed tensors whose device copy was handed back (0: the copy-free phase was input free again).
+    copies_made_resident: int = 0
 
 
 @dataclass(frozen=True)

@@ -84,14 +84,16 @@ def probe_line(probes: tuple[ProbeRecord, ...], job_name: str, rank: int | None,
     when = time.strftime("%H:%M", time.localtime(probe.finished_unix_s))
     ago = max(now_s - probe.finished_unix_s, 0.0)
     age = f"{ago / 60:.0f} min ago" if ago < 5400 else f"{ago / 3600:.0f} h ago"
+    # A phase that was the input-free phase again (nothing to pin, no copy seen) is left out, as the
+    # probe's own report says of it.
     parts = [
         f"{label} {speedup:.2f}x"
-        for label, speedup in (
-            ("input free", figures.speedup_input_free),
-            ("pinned copies", figures.speedup_pinned),
-            ("copies free", figures.speedup_copy_free),
+        for label, speedup, measured in (
+            ("input free", figures.speedup_input_free, True),
+            ("pinned copies", figures.speedup_pinned, figures.tensors_pinned > 0),
+            ("copies free", figures.speedup_copy_free, figures.copies_made_resident > 0),
         )
-        if speedup is not None
+        if speedup is not None and measured
     ]
     base = "" if figures.baseline_step_s is None else f"as is {ms(figures.baseline_step_s * 1000)} a step; "
     unfinished = "" if probe.complete else " (not every phase reached)"

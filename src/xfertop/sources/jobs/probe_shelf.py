@@ -65,6 +65,8 @@ def _record(document: Any) -> ProbeRecord | None:
                 speedup_input_free=_float_or_none(rank.get("speedup_input_free")),
                 speedup_pinned=_float_or_none(rank.get("speedup_pinned")),
                 speedup_copy_free=_float_or_none(rank.get("speedup_copy_free")),
+                tensors_pinned=_int_or_none(rank.get("tensors_pinned")) or 0,
+                copies_made_resident=_int_or_none(rank.get("copies_made_resident")) or 0,
             )
             for rank in document["ranks"]
         )
