@@ -112,3 +112,11 @@ def test_a_file_that_cannot_be_compared_is_one_line_and_exit_2(
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith(f"xfertop compare: {bad}") and words in done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_a_shares_change_agrees_with_the_shares_shown() -> None:
+    # 0.70% -> 1.33% shows as 1% and 1%: no change; 5.2% -> 8.7% as 5% and 9%: +4 pts, not +3.
+    from xfertop.launch.compare import Row
+
+    assert Row("loop", "share", 0.0070, 0.0133).change == "="
+    assert Row("model", "share", 0.052, 0.087).change == "+4 pts"

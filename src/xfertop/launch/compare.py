@@ -39,7 +39,8 @@ class Row:
         if self.before is None or self.after is None:
             return "n/a"
         if self.unit == "share":
-            points = round((self.after - self.before) * 100)
+            # Between the shares as shown (whole percent), so that the column agrees with them.
+            points = round(self.after * 100) - round(self.before * 100)
             return f"{points:+d} pts" if points else "="
         if not self.before:
             return "n/a"
