@@ -118,7 +118,7 @@ async def test_q_quits_from_the_help_as_from_the_main_view() -> None:
         await pilot.press("question_mark")
         await pilot.pause()
         assert "W[/] wait" not in str(app.screen.query_one("Static").render())  # markup rendered
-        assert "W wait for data" in str(app.screen.query_one("Static").render())
+        assert "W wait for data, L the loop's own work" in str(app.screen.query_one("Static").render())
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code == 0

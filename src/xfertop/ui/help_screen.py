@@ -10,7 +10,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-HELP_TEXT = """\
+from xfertop.ui.rank_row import SEGMENTS
+
+_HELP = """\
 [b]keys[/b]
   q      quit                     p      pause / resume the display
   + / -  sample faster / slower   ?      this help
@@ -25,12 +27,13 @@ HELP_TEXT = """\
   RX is host to device, TX device to host, against what the link carries
   now: "RX 54.9 GB/s of 63.0 (Gen5 x16)". "sampled" (or "~" on one line)
   marks a 20 ms NVML sample instead of counters covering all the time.
-  A rank's bar splits the host's step into [black on red]W[/] wait for data, [black on magenta]L[/] the
-  loop's own work, [black on yellow]C[/] copy, [black on green]M[/] model, [black on cyan]S[/] sync; "GPU busy"
-  and the idle gaps (in the job detail) are the GPU's own clock.
+  A rank's bar is its host step: {W} wait for data, {L} the loop's own work,
+  {C} copy, {M} model, {S} sync. GPU busy/idle: the GPU's own clock.
   GPU memory is in decimal GB, host memory in binary units.
 
 escape or ? closes this help; q quits"""
+#: The bar's letters in the bar's own styles (rank_row.SEGMENTS), so the help cannot drift from it.
+HELP_TEXT = _HELP.format_map({letter: f"[{style}]{letter}[/]" for _, letter, style in SEGMENTS})
 
 
 class HelpScreen(ModalScreen[None]):

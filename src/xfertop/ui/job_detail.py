@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import ClassVar
 
+from rich.console import Console
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -16,7 +17,7 @@ from xfertop.analysis.steps import WindowStats
 from xfertop.model.jobs import ProbeRecord, RankState
 from xfertop.ui import chart
 from xfertop.ui.format import NA, ms, rate_gb_per_s
-from xfertop.ui.jobs_pane import verdict_line
+from xfertop.ui.jobs_pane import verdict_line, wrapped_advice
 from xfertop.ui.key_footer import KeyFooter
 from xfertop.ui.process_table import pinned_text
 from xfertop.ui.rank_row import (
@@ -100,23 +101,35 @@ def probe_line(probes: tuple[ProbeRecord, ...], job_name: str, rank: int | None,
     return Text(f"last probe ({when}, {age}): {base}{', '.join(parts) or 'no phase reached'}{unfinished}")
 
 
-def rank_detail(job: JobAnalysis, found: RankAnalysis, view: ViewState, width: int, height: int) -> Text:
-    """Everything about one rank, its two charts as tall as ``height`` rows leave room for."""
+def rank_detail(
+    job: JobAnalysis,
+    found: RankAnalysis,
+    view: ViewState,
+    width: int,
+    height: int,
+    console: Console | None = None,
+) -> Text:
+    """Everything about one rank, its two charts as tall as ``height`` rows leave room for. With a
+    ``console`` every line above the charts is wrapped to ``width`` (never cut); without, cut."""
     rank, stats = found.rank, found.stats
     lines: list[Text] = []
     status = rank.status if job.live else ", ".join(job.ended_how) or rank.status
+    device = f"  {rank.device}" if rank.device else ""
     lines.append(
-        Text(
-            f"{job.job.name}  rank {rank_label(rank)}  pid {rank.pid}  {rank.device}  {status}", style="bold"
-        )
+        Text(f"{job.job.name}  rank {rank_label(rank)}  pid {rank.pid}{device}  {status}", style="bold")
     )
     lines.append(Text(" ".join(rank.argv), style="dim"))
-    lines.append(verdict_line(job.job.name, job, with_advice=False))
-    lines += [Text(f"  - {advice}") for advice in job.verdict.advice]
+    wrapped: list[Text] = [verdict_line(job.job.name, job, with_advice=False)]
     if view.jobs is not None:
         probed = probe_line(view.jobs.probes, job.job.name, rank.rank, view.jobs.timestamp)
         if probed is not None:
-            lines.append(probed)
+            wrapped.append(probed)
+    for line in wrapped[:1] if console is None else wrapped[0].wrap(console, max(width, 8)):
+        lines.append(line)
+    for advice in job.verdict.advice:
+        lines += wrapped_advice(advice, width) if console is not None else [Text(f"  - {advice}")]
+    for line in wrapped[1:]:
+        lines += list(line.wrap(console, max(width, 8))) if console is not None else [line]
     workers = rank.dataloader_workers
     flags = ", ".join(rank_flags(rank, stats))
     if stats is None:
@@ -148,6 +161,8 @@ def rank_detail(job: JobAnalysis, found: RankAnalysis, view: ViewState, width: i
     walls = [step.wall_ms for step in rank.steps]
     waits = [step.data_wait_ms for step in rank.steps]
     scale = max(walls) if walls else 1.0
+    if console is not None:  # every fact whole, over as many rows as it takes; the charts take the rest
+        lines = [row for line in lines for row in line.wrap(console, max(width, 8))]
     for line in lines:
         line.no_wrap = True
         line.truncate(width, overflow="ellipsis")
@@ -171,7 +186,8 @@ class JobDetail(Widget):
         if found is None:
             return Text(f"rank pid {self.pid} of job {self.job_key} is gone.", style="yellow")
         size = self.content_size
-        return rank_detail(*found, app.view, max(size.width, 10), max(size.height, 12))  # type: ignore[attr-defined]
+        width, height = max(size.width, 10), max(size.height, 12)
+        return rank_detail(*found, app.view, width, height, app.console)  # type: ignore[attr-defined]
 
 
 class JobDetailScreen(Screen):

@@ -107,7 +107,7 @@ def verdict_line(name: str, job: JobAnalysis, with_advice: bool = True) -> Text:
     return line
 
 
-def _wrapped_advice(advice: str, width: int) -> list[Text]:
+def wrapped_advice(advice: str, width: int) -> list[Text]:
     """One advice as dim lines of at most ``width`` cells: "  → " before the first, indented after."""
     lines = textwrap.wrap(advice, max(width, 8), initial_indent="  → ", subsequent_indent="    ")
     return [Text(line, style="dim") for line in lines]
@@ -135,7 +135,7 @@ def verdict_lines(
         if job.live and job.verdict.advice:
             count = len(job.verdict.advice) if all_advice and job.job.job_key == focus else 1
             for advice in job.verdict.advice[:count]:
-                lines.extend(_wrapped_advice(advice, width))
+                lines.extend(wrapped_advice(advice, width))
     if shown.folded:
         jobs = "ended job" if shown.folded == 1 else "ended jobs"
         lines.append(Text(f"{shown.folded} {jobs}: f shows them", style="dim"))
