@@ -97,6 +97,9 @@ F_CHECKPOINT = 256  # torch.save ran inside this step (`xfertop run`): a checkpo
 F_PARTITIONED = 512
 #: A sync with the device ran in this step.
 F_SYNCED = 1024
+#: `xfertop probe` replayed this step's batch (its input-free, pinned or copy-free phase): not how the job
+#: runs, so no verdict rests on it.
+F_PROBE_REPLAY = 2048
 
 
 def ring_bytes(capacity: int) -> int:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from ring_test_tools import child_env
+from xfertop.analysis.job_analysis import analyse
 from xfertop.sources.jobs.source import JobsSource
 
 #: argv[1]: seconds each of a batch's 4 samples takes to load (in the loop's process: num_workers=0);
@@ -93,6 +94,19 @@ def test_without_warm_up_the_first_phase_is_timed_from_its_first_step(tmp_path: 
     (rank,) = _json(done)["ranks"]
     # 4 samples of 4 ms and 4 ms of compute: ~20 ms a step, not the seconds since the clock's origin.
     assert 0.015 <= rank["baseline_step_s"] <= 0.2, rank
+
+
+def test_the_live_verdict_of_a_probed_job_rests_on_its_own_steps_not_the_replayed(tmp_path: Path) -> None:
+    done = _probe(tmp_path, JOB, "0.004", "host", flags=("--steps", "40", "--warmup", "10"))
+    assert done.returncode == 0, done.stderr
+    state = JobsSource(ring_dir=str(tmp_path / "rings")).sample()
+    (job,) = state.jobs
+    steps = job.ranks[0].steps
+    assert sum(step.probe_replay for step in steps) >= 3 * 40 - 2  # the replayed steps are marked
+    # As the job ran: 16 ms of loading to 4 ms of compute a step. The replayed steps alone would read
+    # compute-bound; the verdict is the job's own.
+    verdict = analyse(state, None).jobs[0].verdict
+    assert verdict.kind == "input-bound" and verdict.evidence["data_wait_share"] >= 0.5, verdict.headline
 
 
 def test_phases_can_be_timed_in_seconds(tmp_path: Path) -> None:

@@ -209,7 +209,7 @@ def select_window(
     the GPU's measured gap ("gpu") to attribute its idle time, else "cpu" (the host's clock alone)."""
     recent: list[StepRecord] = []
     for step in reversed(steps):
-        if step.step >= warmup_steps and step.wall_ms > 0:
+        if step.step >= warmup_steps and step.wall_ms > 0 and not step.probe_replay:
             recent.append(step)
             if len(recent) == window_steps:
                 break
@@ -218,7 +218,11 @@ def select_window(
     if gapped >= min(min_steps, len(recent)) and gapped:
         return "gpu", recent
     # Sampled gaps (one step in k): the window is wide enough when the ring's history holds enough.
-    timed = sum(1 for s in steps if s.gpu_gap_ms is not None and s.step >= warmup_steps and s.wall_ms > 0)
+    timed = sum(
+        1
+        for s in steps
+        if s.gpu_gap_ms is not None and s.step >= warmup_steps and s.wall_ms > 0 and not s.probe_replay
+    )
     return ("gpu" if timed >= min_steps else "cpu"), recent
 
 

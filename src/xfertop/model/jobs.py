@@ -56,6 +56,8 @@ class StepRecord:
     partitioned: bool = False
     #: A sync with the device ran in this step.
     synced: bool = False
+    #: `xfertop probe` replayed this step's batch: not how the job runs (no verdict rests on it).
+    probe_replay: bool = False
 
     @property
     def model_ms(self) -> float:

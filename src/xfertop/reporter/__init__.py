@@ -166,6 +166,8 @@ class WatchedIterator(Iterator[T]):
         # StopIteration ends the loop; the last step is already closed.
         batch = _probe_next(self._iterator) if _probe_asked else next(self._iterator)
         try:
+            if _probe_asked and _probe and _probe.replaying:
+                clock.flag_next_step(wire.F_PROBE_REPLAY)
             self._wait_ns += clock.after_next(batch)
             self._steps += 1
             if self._steps >= clock.loaders.longest_iteration:

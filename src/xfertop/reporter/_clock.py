@@ -120,6 +120,10 @@ class StepClock:
         if writer is not None:
             writer.set_word(wire.H_STATE_FLAGS, writer.words[wire.H_STATE_FLAGS] | flag)
 
+    def flag_next_step(self, flag: int) -> None:
+        """The step about to open (at after_next) carries ``flag`` too."""
+        self._next_flags |= flag
+
     @property
     def is_open(self) -> bool:
         """A step is open: its batch arrived and its boundary has not come yet."""
@@ -129,12 +133,10 @@ class StepClock:
         """A watched loader's next() calls, or step() blocks, mark this process's steps."""
         return bool(self.loaders.longest_iteration or self._block_depth or self._blocks_seen)
 
-    def count_iteration_step(
-        self, steps: int, workers: int | None, source: int = 0, wait_ns: int = 0
-    ) -> None:
-        """An iteration over a loader reached ``steps`` steps (_loader_workers.py)."""
-        if self.loaders.count(steps, workers, source, wait_ns) and self.writer is not None:
-            # At once, not at the next tick: a short job may see none.
+    def count_iteration_step(self, steps: int, workers: int | None, source: int = 0, wait: int = 0) -> None:
+        """An iteration reached ``steps`` steps, ``wait`` ns waited (_loader_workers.py); a new workers
+        count goes to the ring at once, not at the next tick (a short job may see none)."""
+        if self.loaders.count(steps, workers, source, wait) and self.writer is not None:
             self.writer.set_word(wire.H_WORKERS, self.loaders.workers or 0)
 
     # -- loader boundaries --------------------------------------------------------------------------------

@@ -89,6 +89,11 @@ class Probe:
     def copies_free(self) -> bool:
         return self._current == "copy_free"
 
+    @property
+    def replaying(self) -> bool:
+        """The step under way trains on a replayed batch (the ring marks it: no verdict rests on it)."""
+        return self._current in ("input_free", "pinned", "copy_free")
+
     def next_batch(self, iterator: Iterator[Any]) -> Any:
         """In place of ``next(iterator)`` of a watched loader (the main thread's; others pass through)."""
         if threading.get_ident() != self._main:
