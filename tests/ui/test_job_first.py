@@ -174,3 +174,21 @@ def test_the_strip_drawn_from_kept_columns_is_the_strip_drawn_afresh() -> None:
     for seen in (40, 60, 80, 100, 120):
         assert strip_rows(history[:seen], 50, 8, made) == strip_rows(history[:seen], 50, 8)
     assert set(made) == {step.step for step in history[70:120]}  # only the steps shown are kept
+
+
+async def test_a_job_that_comes_after_the_start_takes_the_focus_so_enter_opens_it() -> None:
+    """On a box without a GPU the processes take the focus at the start (`xfertop demo` starts its job
+    after the view): when the job comes its table takes it, and Enter opens the rank's detail at once."""
+    from xfertop.ui.job_detail import JobDetailScreen
+
+    app = _app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        empty = dataclasses.replace(jobs_state(), jobs=())
+        await _feed(app, pilot, no_driver_state(), empty)
+        assert app.screen.focused is not None and app.screen.focused.id == "processes"
+        app.post_message(JobsStateUpdated(jobs_state()))
+        await pilot.pause()
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, JobDetailScreen)

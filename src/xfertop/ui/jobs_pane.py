@@ -214,6 +214,7 @@ class JobsPane(Vertical):
         self.strip = StepStrip()
         self._shown: ShownJobs | None = None
         self._table_cap = _MAX_TABLE_ROWS
+        self._focused_once = False  # the job table took the focus when it first showed a job
         self.fold_s, self.forget_s = ENDED_FOLD_S, ENDED_FORGET_S
         self.show_folded = False
 
@@ -244,6 +245,11 @@ class JobsPane(Vertical):
             self._empty.display = not has_jobs
         if self.rank_table.display != bool(shown.jobs):
             self.rank_table.display = bool(shown.jobs)
+            if shown.jobs and not self._focused_once:
+                # The first job came after the start, when the focus went elsewhere (the processes) or
+                # nowhere: the jobs come first, so the job table takes it once and Enter opens the rank.
+                self._focused_once = True
+                self.rank_table.focus()
         self.rank_table.set_rows(rank_rows(shown))
         self._shown = shown
         self.verdicts.shown = (shown, state)
