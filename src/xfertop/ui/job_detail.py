@@ -119,17 +119,13 @@ def rank_detail(
         Text(f"{job.job.name}  rank {rank_label(rank)}  pid {rank.pid}{device}  {status}", style="bold")
     )
     lines.append(Text(" ".join(rank.argv), style="dim"))
-    wrapped: list[Text] = [verdict_line(job.job.name, job, with_advice=False)]
+    lines.append(verdict_line(job.job.name, job, with_advice=False))
+    for advice in job.verdict.advice:  # indented under their first line, as in the main view
+        lines += wrapped_advice(advice, width) if console is not None else [Text(f"  - {advice}")]
     if view.jobs is not None:
         probed = probe_line(view.jobs.probes, job.job.name, rank.rank, view.jobs.timestamp)
         if probed is not None:
-            wrapped.append(probed)
-    for line in wrapped[:1] if console is None else wrapped[0].wrap(console, max(width, 8)):
-        lines.append(line)
-    for advice in job.verdict.advice:
-        lines += wrapped_advice(advice, width) if console is not None else [Text(f"  - {advice}")]
-    for line in wrapped[1:]:
-        lines += list(line.wrap(console, max(width, 8))) if console is not None else [line]
+            lines.append(probed)
     workers = rank.dataloader_workers
     flags = ", ".join(rank_flags(rank, stats))
     if stats is None:
