@@ -36,9 +36,11 @@ REPLAY_BATCHES = 8
 MIN_PHASE_STEPS = 5
 
 
-def _tensors(batch: Any, found: list[Any], depth: int = 0) -> None:
-    """The tensors of a batch (nested dicts, lists, tuples), in order."""
+def _tensors(batch: Any, found: list[Any] | None = None, depth: int = 0) -> list[Any]:
+    """The tensors of a batch (nested dicts, lists, tuples), in order (appended to ``found``)."""
+    found = [] if found is None else found
     if depth > 8:
+        return found
         return
     if hasattr(batch, "is_cuda") and hasattr(batch, "to"):
         found.append(batch)
@@ -48,6 +50,7 @@ def _tensors(batch: Any, found: list[Any], depth: int = 0) -> None:
     elif isinstance(batch, (list, tuple)):
         for value in batch:
             _tensors(value, found, depth + 1)
+    return found
 
 
 class Probe:
@@ -146,9 +149,7 @@ class Probe:
             self._phase_ns[ended] = now - self._phase_began
         if ended == "as_is":  # the batches to replay are known: their copies will be kept
             for batch in self._replay:
-                tensors: list[Any] = []
-                _tensors(batch, tensors)
-                self._replay_ids.update(id(tensor) for tensor in tensors)
+                self._replay_ids.update(id(tensor) for tensor in _tensors(batch))
         if begins == "pinned" and self._pinned is None and self._replay:
             self._pinned = self._pin_replay()
         self._phase_began = time.perf_counter_ns()
@@ -157,8 +158,7 @@ class Probe:
     def _keep(self, batch: Any) -> None:
         self._replay.append(batch)  # the oldest drops out: the phase's last REPLAY_BATCHES are replayed
         if not self._samples:
-            tensors: list[Any] = []
-            _tensors(batch, tensors)
+            tensors = _tensors(batch)
             shape = getattr(tensors[0], "shape", None) if tensors else None
             self._samples = int(shape[0]) if shape else 0
 
@@ -168,9 +168,7 @@ class Probe:
         identity, so its device copy made in the input-free phase still serves the copy-free phase."""
         moved = already = 0
         for batch in self._replay:
-            tensors: list[Any] = []
-            _tensors(batch, tensors)
-            for tensor in tensors:
+            for tensor in _tensors(batch):
                 if tensor.is_cuda or getattr(tensor.device, "type", "cpu") != "cpu":
                     continue
                 if tensor.is_pinned():
