@@ -58,16 +58,7 @@ def probe(script: str, args: list[str], steps: int, warmup: int, env: dict[str, 
     return rank
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out_dir", type=Path)
-    parser.add_argument("--steps", type=int, default=30, help="steps per probe phase")
-    parser.add_argument("--warmup", type=int, default=15)
-    parser.add_argument("--seconds", type=float, default=8.0, help="each plain run's --seconds")
-    parser.add_argument("--fed-workers", type=int, default=12)
-    args = parser.parse_args()
-    env = {**os.environ, "XFERTOP_DIR": tempfile.mkdtemp(prefix="xfertop-probe-gpu-")}
-
+def starved_case(args: argparse.Namespace, env: dict[str, str]) -> dict:
     starved = probe("image_pipeline.py", STARVED, args.steps, args.warmup, env)
     fewer = args.fed_workers * 2 // 3
     fed = plain_samples_per_s(
@@ -75,16 +66,7 @@ def main() -> int:
     )
     fed_fewer = plain_samples_per_s("image_pipeline.py", [*STARVED, "--workers", str(fewer)], args.seconds)
     probe_free = BATCH["image_pipeline.py"] / starved["input_free_step_s"]
-    compute = probe("compute_bound.py", [], args.steps, args.warmup, env)
-    pageable = probe("pageable_copy.py", ["--workers", "0"], args.steps, args.warmup, env)
-    as_is = plain_samples_per_s("pageable_copy.py", ["--workers", "0"], args.seconds)
-    pinned = plain_samples_per_s("pageable_copy.py", ["--workers", "0", "--pin", "loader"], args.seconds)
-    pinned_source = plain_samples_per_s(
-        "pageable_copy.py", ["--workers", "0", "--pin", "source"], args.seconds
-    )
-    pin_gain = max(pinned, pinned_source) / as_is
     result = {
-        "args": vars(args) | {"out_dir": str(args.out_dir)},
         "starved_probe": starved,
         "starved_probe_input_free_samples_per_s": probe_free,
         "fed_samples_per_s": fed,
@@ -92,10 +74,27 @@ def main() -> int:
         "fed_compute_bound": abs(fed_fewer / fed - 1) <= 0.05,
         "probe_over_fed": probe_free / fed,
         "starved_within_20_percent": abs(probe_free / fed - 1) <= 0.2,
-        "compute_probe": compute,
-        "compute_bound_at_most_1_1": (compute["speedup_input_free"] or 0) <= 1.1,
-        "pageable_probe": pageable,
-        "pageable_samples_per_s": as_is,
+    }
+    print(f"starved image pipeline: as is {starved['baseline_samples_per_s'] or 0:8.1f} samples/s, "
+          f"probe's input-free {probe_free:8.1f}")  # fmt: skip
+    print(f"  fed ({args.fed_workers} workers): {fed:8.1f} samples/s ({fewer} workers: {fed_fewer:.1f}, "
+          f"{'compute-bound' if result['fed_compute_bound'] else 'NOT compute-bound'}); "
+          f"probe / fed {probe_free / fed:.3f} "
+          f"({'within' if result['starved_within_20_percent'] else 'OUTSIDE'} 20%)")  # fmt: skip
+    return result
+
+
+def pageable_case(case: str, job: list[str], args: argparse.Namespace, env: dict[str, str]) -> dict:
+    """The probe's copies-free and pinned-copies speed-ups beside what pinning buys the same job."""
+    pageable = probe("pageable_copy.py", job, args.steps, args.warmup, env)
+    as_is = plain_samples_per_s("pageable_copy.py", job, args.seconds)
+    pinned = plain_samples_per_s("pageable_copy.py", [*job, "--pin", "loader"], args.seconds)
+    pinned_source = plain_samples_per_s("pageable_copy.py", [*job, "--pin", "source"], args.seconds)
+    pin_gain = max(pinned, pinned_source) / as_is
+    result = {
+        "job": job,
+        "probe": pageable,
+        "samples_per_s": as_is,
         "pinned_loader_samples_per_s": pinned,
         "pinned_source_samples_per_s": pinned_source,
         "pin_gain": pin_gain,
@@ -103,24 +102,49 @@ def main() -> int:
         "pinned_phase_over_pin_gain": (pageable.get("speedup_pinned") or 0) / pin_gain,
     }
     result["pageable_within_25_percent"] = abs(result["copy_free_over_pin_gain"] - 1) <= 0.25
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    (args.out_dir / "probe_accuracy_gpu.json").write_text(json.dumps(result, indent=2))
-    print(f"starved image pipeline: as is {starved['baseline_samples_per_s'] or 0:8.1f} samples/s, "
-          f"probe's input-free {probe_free:8.1f}")  # fmt: skip
-    print(f"  fed ({args.fed_workers} workers): {fed:8.1f} samples/s ({fewer} workers: {fed_fewer:.1f}, "
-          f"{'compute-bound' if result['fed_compute_bound'] else 'NOT compute-bound'}); "
-          f"probe / fed {probe_free / fed:.3f} "
-          f"({'within' if result['starved_within_20_percent'] else 'OUTSIDE'} 20%)")  # fmt: skip
-    speedup = compute["speedup_input_free"] or 0
-    print(f"compute-bound LM: input-free speed-up {speedup:.3f}x ({'<=' if speedup <= 1.1 else '>'} 1.1)")
-    print(f"pageable copies: probe's copies-free {pageable['speedup_copy_free'] or 0:.3f}x, pinned copies "
-          f"{pageable.get('speedup_pinned') or 0:.3f}x; pinning gives {pin_gain:.3f}x ({as_is:.1f} -> "
+    print(f"{case} ({' '.join(job)}): probe's copies-free {pageable['speedup_copy_free'] or 0:.3f}x, pinned "
+          f"copies {pageable.get('speedup_pinned') or 0:.3f}x; pinning gives {pin_gain:.3f}x ({as_is:.1f} -> "
           f"{pinned:.1f} samples/s pin_memory=True, {pinned_source:.1f} pinned at the source); "
           f"copies-free / pin gain {result['copy_free_over_pin_gain']:.3f} "
           f"({'within' if result['pageable_within_25_percent'] else 'OUTSIDE'} 25%), pinned / pin gain "
           f"{result['pinned_phase_over_pin_gain']:.3f}")  # fmt: skip
-    passed = (result["starved_within_20_percent"] and result["compute_bound_at_most_1_1"]
-              and result["pageable_within_25_percent"])  # fmt: skip
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--steps", type=int, default=30, help="steps per probe phase")
+    parser.add_argument("--warmup", type=int, default=15)
+    parser.add_argument("--seconds", type=float, default=8.0, help="each plain run's --seconds")
+    parser.add_argument("--fed-workers", type=int, default=12)
+    parser.add_argument("--wide", type=int, default=512, help="pageable-compute's model width")
+    parser.add_argument(
+        "--cases",
+        default="starved,compute,pageable,pageable-compute",
+        help="which jobs to measure, comma-separated (default: all)",
+    )
+    args = parser.parse_args()
+    env = {**os.environ, "XFERTOP_DIR": tempfile.mkdtemp(prefix="xfertop-probe-gpu-")}
+
+    cases = set(args.cases.split(","))
+    result: dict = {"args": vars(args) | {"out_dir": str(args.out_dir)}}
+    passed = True
+    if "starved" in cases:
+        result |= starved_case(args, env)
+        passed &= result["starved_within_20_percent"]
+    if "compute" in cases:
+        compute = probe("compute_bound.py", [], args.steps, args.warmup, env)
+        speedup = compute["speedup_input_free"] or 0
+        result |= {"compute_probe": compute, "compute_bound_at_most_1_1": speedup <= 1.1}
+        print(f"compute-bound LM: input-free speed-up {speedup:.3f}x ({'<=' if speedup <= 1.1 else '>'} 1.1)")
+        passed &= result["compute_bound_at_most_1_1"]
+    for case, extra in (("pageable", []), ("pageable-compute", ["--width", str(args.wide)])):
+        if case in cases:
+            result[case] = pageable_case(case, ["--workers", "0", *extra], args, env)
+            passed &= result[case]["pageable_within_25_percent"]
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    (args.out_dir / "probe_accuracy_gpu.json").write_text(json.dumps(result, indent=2))
     return 0 if passed else 1
 
 

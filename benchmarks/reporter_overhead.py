@@ -240,10 +240,32 @@ def run_modes(steps: int, rounds: int, device: str) -> dict[str, Any]:
     return result
 
 
+def print_section(section: str, values: dict[str, Any]) -> None:
+    """One line per variant, printed as soon as its section is measured (a cut-short run keeps them)."""
+    for name, value in values.items():
+        if isinstance(value, dict) and "added_ns_per_step" in value:
+            ratio = value.get("ratio_to_plain", value.get("ratio_to_direct"))
+            line = f"{section:20} {name:26} +{value['added_ns_per_step'] / 1000:7.2f} us/step (x{ratio:.3f})"
+            if value.get("gpu_cost_ns"):
+                line += (
+                    f"  k={value['gpu_every']} timed {value['gpu_timed_fraction']:.1%}"
+                    f" cuda-calls {value['gpu_cost_ns'] / 1000:.1f} us/timed step"
+                )
+            if "modelled_cuda_ns_per_step" in value:
+                line += f"  modelled CUDA calls {value['modelled_cuda_ns_per_step'] / 1000:.2f} us/step"
+            print(line, flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--quick", action="store_true", help="fewer steps and rounds: a few seconds")
+    parser.add_argument(
+        "--run-rounds",
+        type=int,
+        default=None,
+        help="rounds of the `xfertop run` processes (default 5, 3 with --quick; each starts torch)",
+    )
     args = parser.parse_args()
     steps, rounds = (5_000, 3) if args.quick else (50_000, 7)
     os.environ.setdefault("XFERTOP_DIR", tempfile.mkdtemp(prefix="xfertop-overhead-rings-"))
@@ -259,41 +281,25 @@ def main() -> int:
     }
     cpu_batch = torch.ones(8, 64)
     result["in_process_cpu"] = side_by_side(loops(torch.device("cpu"), cpu_batch), steps, rounds)
+    print_section("in_process_cpu", result["in_process_cpu"])
     if torch.cuda.is_available():
         cuda_batch = torch.ones(8, 64).pin_memory()
         result["in_process_cuda"] = side_by_side(loops(torch.device("cuda"), cuda_batch), steps // 2, rounds)
+        print_section("in_process_cuda", result["in_process_cuda"])
         result["cuda_event_costs"] = cuda_event_costs(steps // 5)
+        for name, value in result["cuda_event_costs"].items():
+            print(f"cuda_event_costs {name:28} {value / 1000:7.2f} us/call", flush=True)
     result["fake_cuda_model"] = fake_cuda_model(steps // 2, rounds)
+    print_section("fake_cuda/sampling", result["fake_cuda_model"]["sampling"])
+    print_section("fake_cuda/every_step", result["fake_cuda_model"]["every_step"])
     child_device = "cuda" if torch.cuda.is_available() else "meta"
-    result["xfertop_run"] = run_modes(steps // 5, 3 if args.quick else 5, child_device)
+    run_rounds = args.run_rounds or (3 if args.quick else 5)
+    result["xfertop_run"] = run_modes(steps // 5, run_rounds, child_device)
+    print_section("xfertop_run", result["xfertop_run"])
     result["reporter_status"] = xfertop.reporter.status()
     args.out_dir.mkdir(parents=True, exist_ok=True)
     (args.out_dir / "reporter_overhead.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
-    for name, value in result.get("cuda_event_costs", {}).items():
-        print(f"cuda_event_costs {name:28} {value / 1000:7.2f} us/call")
-    sections = [
-        ("in_process_cpu", result.get("in_process_cpu", {})),
-        ("in_process_cuda", result.get("in_process_cuda", {})),
-        ("fake_cuda/sampling", result["fake_cuda_model"]["sampling"]),
-        ("fake_cuda/every_step", result["fake_cuda_model"]["every_step"]),
-        ("xfertop_run", result.get("xfertop_run", {})),
-    ]
-    for section, values in sections:
-        for name, value in values.items():
-            if isinstance(value, dict) and "added_ns_per_step" in value:
-                ratio = value.get("ratio_to_plain", value.get("ratio_to_direct"))
-                line = (
-                    f"{section:20} {name:26} +{value['added_ns_per_step'] / 1000:7.2f} us/step (x{ratio:.3f})"
-                )
-                if value.get("gpu_cost_ns"):
-                    line += (
-                        f"  k={value['gpu_every']} timed {value['gpu_timed_fraction']:.1%}"
-                        f" cuda-calls {value['gpu_cost_ns'] / 1000:.1f} us/timed step"
-                    )
-                if "modelled_cuda_ns_per_step" in value:
-                    line += f"  modelled CUDA calls {value['modelled_cuda_ns_per_step'] / 1000:.2f} us/step"
-                print(line)
+    print(f"wrote {args.out_dir / 'reporter_overhead.json'}")
     return 0
 
 

@@ -10,6 +10,7 @@ still pageable).
     python benchmarks/scenarios/pageable_copy.py --workers 4
     python benchmarks/scenarios/pageable_copy.py --workers 0 --pin loader   # the fix: pin_memory=True
     python benchmarks/scenarios/pageable_copy.py --workers 0 --pin source   # the shards pinned once
+    python benchmarks/scenarios/pageable_copy.py --workers 0 --width 512    # compute several times a copy
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ def main() -> None:
             default=None,
             help="the fixed job: pin_memory=True (loader), or the shards pinned once as made (source)",
         )
+        # A wider model: compute several times the pinned copy (the probe's copies-free phase then
+        # approaches what pinning buys; benchmarks/probe_accuracy_gpu.py).
+        parser.add_argument("--width", type=int, default=None, help="the model's channels (256 on a GPU)")
 
     args = parse_args("Pageable batches copied with non_blocking=True.", extra)
     device = pick_device(args.device)
@@ -78,7 +82,7 @@ def main() -> None:
         persistent_workers=args.workers > 0,
         pin_memory=args.pin == "loader",
     )
-    model = patch_model(256 if gpu else 32).to(device)
+    model = patch_model(args.width or (256 if gpu else 32)).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     while not clock.done:
         for x, y in clock.timed(loader):
@@ -86,7 +90,8 @@ def main() -> None:
             if clock.step_done(len(x), loss.detach() if clock.train_steps == 0 else None):
                 break
     batch_mb = round(batch * 3 * side * side * 4 / 1e6)
-    clock.finish(tags={"workers": str(args.workers), "batch_mb": str(batch_mb), "pinned": str(args.pin)})
+    clock.finish(tags={"workers": str(args.workers), "batch_mb": str(batch_mb), "pinned": str(args.pin),
+                      "width": str(args.width)})
 
 
 if __name__ == "__main__":
