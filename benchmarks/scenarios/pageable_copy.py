@@ -90,8 +90,14 @@ def main() -> None:
             if clock.step_done(len(x), loss.detach() if clock.train_steps == 0 else None):
                 break
     batch_mb = round(batch * 3 * side * side * 4 / 1e6)
-    clock.finish(tags={"workers": str(args.workers), "batch_mb": str(batch_mb), "pinned": str(args.pin),
-                      "width": str(args.width)})
+    clock.finish(
+        tags={
+            "workers": str(args.workers),
+            "batch_mb": str(batch_mb),
+            "pinned": str(args.pin),
+            "width": str(args.width),
+        }
+    )
 
 
 if __name__ == "__main__":
