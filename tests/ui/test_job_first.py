@@ -136,6 +136,32 @@ async def test_the_step_strip_shows_starvation_that_comes_and_goes() -> None:
         assert all(len(column.strip()) == len(plot) for column in columns), "each step fills its column"
 
 
+async def test_the_strip_takes_new_steps_at_most_once_a_period_and_catches_up(monkeypatch) -> None:
+    """At 4 Hz the strip would move every row four times a second: new steps of the same rank wait for
+    the strip's period, then are drawn without another snapshot coming (the job may have ended)."""
+    from xfertop.ui import step_strip
+
+    monkeypatch.setattr(step_strip, "DRAW_PERIOD_S", 3.0)
+    first = steps(30, wait_ms=60.0)
+    more = first + tuple(dataclasses.replace(step, step=step.step + 30) for step in steps(30, wait_ms=2.0))
+    app = _app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _feed(app, pilot, gpu_state(1), jobs_state(dataclasses.replace(rank(), steps=first)))
+        assert any(row.rstrip().endswith("step 29") for row in screen_text(app))
+        app.post_message(JobsStateUpdated(jobs_state(dataclasses.replace(rank(), steps=more))))
+        app.post_message(GpuStateUpdated(gpu_state(1)))  # the pulse that repaints what is dirty
+        await pilot.pause()
+        await pilot.pause()
+        assert len(app.view.jobs.jobs[0].ranks[0].steps) == 60, "the new steps reached the view"
+        rows = screen_text(app)
+        assert any(row.rstrip().endswith("step 29") for row in rows), "drawn again within the period"
+        deadline = time.monotonic() + 10.0
+        while not any(row.rstrip().endswith("step 59") for row in rows) and time.monotonic() < deadline:
+            await pilot.pause(0.1)
+            rows = screen_text(app)
+        assert any(row.rstrip().endswith("step 59") for row in rows), "\n".join(rows)
+
+
 async def test_eight_gpus_on_a_small_terminal_leave_the_rows_to_the_ranks_and_the_verdict() -> None:
     """Eight GPUs at 80x24: the GPU area shrinks to a few lines (it scrolls) before the ranks do, and the
     ranks' table scrolls before the verdict leaves the screen."""

@@ -9,10 +9,12 @@ letter as well as its colour, like the jobs table's bar. The strip takes the row
 
 from __future__ import annotations
 
+import time
 from itertools import groupby
 from operator import itemgetter
 
 from rich.text import Text
+from textual.timer import Timer
 
 from xfertop.model.jobs import RankState, StepRecord
 from xfertop.ui import chart
@@ -22,6 +24,9 @@ from xfertop.ui.text_lines import Pieces, Row, TextLines
 _TOP_LABEL = "100%"
 #: From this many rows the strip has a title and a step axis around its plot.
 _FRAMED_ROWS = 4
+#: The strip is a history: new steps are drawn at most this often, however fast the view refreshes.
+#: Each drawing moves every row of it (at 4 Hz that was a third of the view's main thread).
+DRAW_PERIOD_S = 1.0
 
 
 def step_parts_ms(step: StepRecord) -> tuple[float, float, float, float, float]:
@@ -86,9 +91,28 @@ class StepStrip(TextLines):
         #: at a repaint (making them all was half the view's CPU at 4 Hz).
         self._columns: dict[int, list[tuple[str, str]]] = {}
         self._columns_for: tuple[str, int] = ("", 0)
+        self._drawn_at = float("-inf")
+        self._catch_up: Timer | None = None
+        self._next: tuple[RankState | None, str] = (None, "")
 
     def show(self, rank: RankState | None, job_name: str) -> None:
-        self.rank, self.job_name = rank, job_name
+        """Show ``rank``: at once for another rank, else within ``DRAW_PERIOD_S`` of the last drawing
+        (until then a resize redraws what was shown)."""
+        same = rank is not None and self.rank is not None and rank.ring_path == self.rank.ring_path
+        self._next = (rank, job_name)
+        wait_s = self._drawn_at + DRAW_PERIOD_S - time.monotonic()
+        if same and wait_s > 0:
+            if self._catch_up is None:
+                self._catch_up = self.set_timer(wait_s, self._draw)
+            return
+        self._draw()
+
+    def _draw(self) -> None:
+        if self._catch_up is not None:
+            self._catch_up.stop()
+            self._catch_up = None
+        self.rank, self.job_name = self._next
+        self._drawn_at = time.monotonic()
         self.update_lines()
 
     def _made(self, rank: RankState, rows: int) -> dict[int, list[tuple[str, str]]]:

@@ -6,7 +6,10 @@ them again, compares them with the rows shown and refreshes only the regions of 
 text and the widget's width and style (Toolong's way: textual:docs/guide/widgets.md "Line API"). A row
 longer than the widget is cut, never wrapped. A row may also be ``Pieces``, (text, style) pairs turned
 into a strip's segments directly (charts: tens of rows that all change each period, where going through
-Rich's Text rendering costs most of a frame). Everything here is Textual's public API.
+Rich's Text rendering costs most of a frame). Textual's ANSI-to-truecolour filter is applied here, once
+per style or per row made, instead of by Textual to every segment of every row drawn again (on the step
+strip, whose rows all change each period, that filter was a fifth of the view's main thread).
+Everything here is Textual's public API.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.cache import LRUCache
+from textual.color import Color
+from textual.filter import ANSIToTruecolor, LineFilter
 from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
@@ -33,10 +38,12 @@ def pieces_text(pieces: Pieces) -> Text:
 
 
 class StyleCache:
-    """Rich style strings parsed once and combined with a widget's base style once."""
+    """Rich style strings parsed once and combined with a widget's base style once; with ``truecolor``
+    (Textual's ANSI-to-truecolour filter and the widget's background), converted once too."""
 
     def __init__(self) -> None:
         self._combined: dict[tuple[Style, str], Style] = {}
+        self.truecolor: tuple[ANSIToTruecolor, Color] | None = None
 
     def clear(self) -> None:
         self._combined.clear()
@@ -44,7 +51,11 @@ class StyleCache:
     def on(self, base: Style, style: str, console: Console) -> Style:
         found = self._combined.get((base, style))
         if found is None:
-            found = self._combined[(base, style)] = base + console.get_style(style) if style else base
+            found = base + console.get_style(style) if style else base
+            if self.truecolor is not None:
+                truecolor, background = self.truecolor
+                found = truecolor.truecolor_style(found, background.rich_color)
+            self._combined[(base, style)] = found
         return found
 
 
@@ -54,7 +65,7 @@ def pieces_strip(pieces: Pieces, width: int, base: Style, console: Console, styl
     length = sum(cell_len(text) for text, _ in pieces)
     if length == width:  # a chart row: built to the width, nothing to cut or pad
         return Strip(segments, width)
-    return Strip(segments, length).crop_extend(0, width, base)
+    return Strip(segments, length).crop_extend(0, width, styles.on(base, "", console))
 
 
 def row_key(row: Row) -> Hashable:
@@ -92,6 +103,17 @@ class TextLines(Widget):
     def build_lines(self, width: int) -> Sequence[Row]:
         raise NotImplementedError
 
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """The app's filters but the ANSI-to-truecolour one, which ``render_line`` applies to the strips it
+        keeps: Textual's drawing then passes them on as they are."""
+        filters = super().get_line_filters()
+        truecolor = next((found for found in filters if isinstance(found, ANSIToTruecolor)), None)
+        kept = self._styles.truecolor[0] if self._styles.truecolor else None
+        if truecolor is not kept:  # turned on or off, or a new theme's: every strip is made again
+            self._forget_strips()
+            self._styles.truecolor = None if truecolor is None else (truecolor, self.background_colors[1])
+        return [found for found in filters if found is not truecolor]
+
     @property
     def lines(self) -> list[Text]:
         """The rows shown (what tests and the plain-text view read)."""
@@ -111,7 +133,12 @@ class TextLines(Widget):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._base = None  # the theme or the widget's colours changed: every strip is drawn again
+        self._forget_strips()  # the theme or the widget's colours changed: every strip is drawn again
+        if self._styles.truecolor is not None:
+            self._styles.truecolor = (self._styles.truecolor[0], self.background_colors[1])
+
+    def _forget_strips(self) -> None:
+        self._base = None
         self._strips.clear()
         self._styles.clear()
 
@@ -144,7 +171,8 @@ class TextLines(Widget):
         if base is None:
             base = self._base = self.rich_style
         if y >= len(self._lines):
-            return Strip.blank(width, base)
+            blank = Strip.blank(width, base)
+            return blank.apply_filter(*self._styles.truecolor) if self._styles.truecolor else blank
         key = (self._keys[y], width)
         strip = self._strips.get(key)
         if strip is None:
@@ -153,5 +181,7 @@ class TextLines(Widget):
                 strip = pieces_strip(line, width, base, self.app.console, self._styles)
             else:
                 strip = text_strip(line, width, base, self.app.console)
+                if self._styles.truecolor is not None:
+                    strip = strip.apply_filter(*self._styles.truecolor)
             self._strips[key] = strip
         return strip
