@@ -7,6 +7,8 @@
 #   PART=b  the probe's accuracy on pageable jobs (plain and with compute several times the pinned copy);
 #           the live view beside nvitop; the reporter's per-step cost (3 rounds of `xfertop run`)
 #   PART=c  the corpus in run, watch and attach for SCENARIOS (host-bound ones 3 at a time)
+#   PART=d  the live view beside nvitop and the reporter's per-step cost (after their changes), then the
+#           corpus in MODES (default watch,attach) for SCENARIOS in what is left of the call
 # Run from the repository root with the wheels of .whl carried (textual, py-spy, nvitop):
 #   PART=a bash docs/measurements/h200-2026-12-02-s11/call.sh
 set -u
@@ -68,6 +70,18 @@ c)
       --seconds "${SECONDS_EACH:-5}" --parallel 3 --json "$OUT/score.json" --logs /tmp/score-logs \
       > "$OUT/score.txt" 2>&1
     echo "rc=$?" >> "$OUT/score.txt"; tail -n 45 "$OUT/score.txt"
+  ;;
+d)
+  timeout 140 python3 benchmarks/tui_cpu.py --seconds 25 --warmup 3 --rates-hz 1,4 --out /tmp/tui \
+    --load "python3 -m xfertop.launch.demo_job --phase-seconds 600 --device cuda" > "$OUT/tui_cpu.txt" 2>&1
+  echo "rc=$?" >> "$OUT/tui_cpu.txt"; grep -E "Hz|rc=" "$OUT/tui_cpu.txt"; cp /tmp/tui/*.json "$OUT/" 2>/dev/null
+  timeout 170 python3 benchmarks/reporter_overhead.py /tmp/ro --run-rounds 3 > "$OUT/reporter_overhead.txt" 2>&1
+  echo "rc=$?" >> "$OUT/reporter_overhead.txt"; grep -v "^ *$" "$OUT/reporter_overhead.txt" | tail -n 20
+  cp /tmp/ro/*.json "$OUT/" 2>/dev/null
+  timeout ${LIMIT:-220} python3 benchmarks/score_scenarios.py --only "$SCENARIOS" --modes "${MODES:-watch,attach}" \
+    --seconds "${SECONDS_EACH:-6}" --parallel 3 --json "$OUT/score.json" --logs /tmp/score-logs \
+    > "$OUT/score.txt" 2>&1
+  echo "rc=$?" >> "$OUT/score.txt"; tail -n 30 "$OUT/score.txt"
   ;;
 esac
 tar czf "$OUT/logs.tgz" -C /tmp $(cd /tmp && ls -d score-logs user-*.out user-*.err poll*.json ro rings-sync 2>/dev/null) 2>/dev/null
