@@ -218,3 +218,25 @@ async def test_a_job_that_comes_after_the_start_takes_the_focus_so_enter_opens_i
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, JobDetailScreen)
+
+
+async def test_one_slow_step_does_not_flatten_the_detail_charts() -> None:
+    """A checkpoint step 20 times the others: the detail's charts keep the usual steps' shape and say
+    that one step goes past their top, and how long it was."""
+    from xfertop.ui.job_detail import JobDetailScreen
+
+    usual = steps(60, wait_ms=41.0)
+    history = (*usual[:30], dataclasses.replace(usual[30], wall_ms=2000.0), *usual[31:])
+    app = _app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _feed(app, pilot, gpu_state(1), jobs_state(dataclasses.replace(rank(), steps=history)))
+        app.jobs_pane.rank_table.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, JobDetailScreen)
+        rows = screen_text(app)
+        title = next(i for i, row in enumerate(rows) if "step time per step" in row)
+        assert "1 step above it, the longest 2000ms" in rows[title], rows[title]
+        chart = rows[title + 1 : next(i for i in range(title, len(rows)) if "└" in rows[i])]
+        full_rows = [row for row in chart if row.count("█") >= 50]
+        assert len(full_rows) >= len(chart) // 2, "\n".join(chart)

@@ -43,6 +43,24 @@ def _find(analysis: Analysis, job_key: str, pid: int) -> tuple[JobAnalysis, Rank
     return None if found is None else (job, found)
 
 
+#: A step longer than this many times the 95th percentile of those shown (a checkpoint, an evaluation) no
+#: longer sets the charts' top: it would flatten every other step to the bottom row.
+_OUTLIER_TIMES_P95 = 3.0
+
+
+def step_scale(values: list[float]) -> tuple[float, int]:
+    """The charts' top and how many steps go past it: the longest step, unless a few outliers are more
+    than ``_OUTLIER_TIMES_P95`` times the 95th percentile; then 1.5x that percentile."""
+    if not values:
+        return 1.0, 0
+    ordered = sorted(values)
+    p95, longest = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], ordered[-1]
+    if p95 > 0 and longest > _OUTLIER_TIMES_P95 * p95:
+        top = 1.5 * p95
+        return top, sum(1 for value in values if value > top)
+    return max(longest, 1e-9), 0
+
+
 def _step_chart(
     rank: RankState, values: list[float], scale: float, top: str, width: int, rows: int, style: str
 ) -> list[Text]:
@@ -156,7 +174,7 @@ def rank_detail(
         )
     walls = [step.wall_ms for step in rank.steps]
     waits = [step.data_wait_ms for step in rank.steps]
-    scale = max(walls) if walls else 1.0
+    scale, above = step_scale(walls[-max(width, 1) :])  # about the steps the charts show
     if console is not None:  # every fact whole, over as many rows as it takes; the charts take the rest
         lines = [row for line in lines for row in line.wrap(console, max(width, 8))]
     for line in lines:
@@ -164,7 +182,8 @@ def rank_detail(
         line.truncate(width, overflow="ellipsis")
     rows = max((height - len(lines) - 2) // 2, _CHART_ROWS_MIN)
     top = ms(scale)
-    lines.append(Text(f"step time per step (newest on the right, top {top})", style="bold"))
+    past = f"; {above} step{'s' * (above != 1)} above it, the longest {ms(max(walls))}" if above else ""
+    lines.append(Text(f"step time per step (newest on the right, top {top}{past})", style="bold"))
     lines += _step_chart(rank, walls, scale, top, width, rows, "cyan")
     lines.append(Text("data wait per step (same scale)", style="bold"))
     lines += _step_chart(rank, waits, scale, top, width, max(height - len(lines), _CHART_ROWS_MIN), "red")
