@@ -9,27 +9,34 @@ call, +7 us on a ~35 us DataLoader step on the CPU VM (docs/reporter.md, benchma
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from xfertop import reporter
 from xfertop.reporter import copy_timing_installed, note_tensor_copy, note_work_starting
 
 
-def _targets_a_device(torch: Any, tensor: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """Whether ``tensor.to(*args, **kwargs)`` may issue device work: a CPU tensor's dtype cast or
-    ``.to("cpu")`` is the loop's own work and must not end its time before the model."""
-    if not tensor.is_cpu:
-        return True
-    target = kwargs.get("device", args[0] if args else kwargs.get("other"))
-    if target is None or isinstance(target, torch.dtype):
-        return False
-    if isinstance(target, torch.Tensor):
-        return not target.is_cpu
-    if isinstance(target, str):
-        return not target.startswith("cpu")
-    if isinstance(target, torch.device):
-        return target.type != "cpu"
-    return True  # an int is a CUDA device index
+def _device_target_check(torch: Any) -> Callable[[Any, tuple[Any, ...], dict[str, Any]], bool]:
+    """``targets_a_device(tensor, args, kwargs)``: whether ``tensor.to(*args, **kwargs)`` may issue device
+    work. A CPU tensor's dtype cast or ``.to("cpu")`` is the loop's own work and must not end its time
+    before the model. torch's types are looked up once here, not at every ``.to()``."""
+    device_type, dtype_type, tensor_type = torch.device, torch.dtype, torch.Tensor
+
+    def targets_a_device(tensor: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        if not tensor.is_cpu:
+            return True
+        target = kwargs["device"] if "device" in kwargs else (args[0] if args else kwargs.get("other"))
+        if isinstance(target, device_type):  # the usual .to(device, non_blocking=True) first
+            return target.type != "cpu"
+        if target is None or isinstance(target, dtype_type):
+            return False
+        if isinstance(target, tensor_type):
+            return not target.is_cpu
+        if isinstance(target, str):
+            return not target.startswith("cpu")
+        return True  # an int is a CUDA device index
+
+    return targets_a_device
 
 
 def install_copy_timing(torch: Any) -> None:
@@ -39,11 +46,12 @@ def install_copy_timing(torch: Any) -> None:
     original_to = tensor.to
     original_cuda = tensor.cuda
     now_ns = time.perf_counter_ns
+    targets_a_device = _device_target_check(torch)
 
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
         if reporter._probe and (resident := reporter.probe_resident(self)) is not None:
             return resident  # `xfertop probe`, copies free: the copy made before
-        if _targets_a_device(torch, self, args, kwargs):
+        if targets_a_device(self, args, kwargs):
             note_work_starting()
         began = now_ns()
         moved = original_to(self, *args, **kwargs)

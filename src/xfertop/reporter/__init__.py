@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from xfertop import wire
 from xfertop.reporter._clock import StepClock, _now_ns
-from xfertop.reporter._copy import CopyNotes, move, note_copy
+from xfertop.reporter._copy import CopyNotes, move
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
 
@@ -37,9 +37,16 @@ _partitioning = False
 #: `xfertop probe` (reporter/_probe.py): made at the first watched next() where XFERTOP_PROBE asks for one.
 _probe: Any = None
 _probe_asked = bool(os.environ.get("XFERTOP_PROBE"))
-#: Set on a thread while to_device moves a batch: its own .to() calls are one copy, counted by it, not
-#: again by `xfertop run`'s Tensor.to wrapper.
-_moving = threading.local()
+
+
+class _Moving(threading.local):
+    """Set on a thread while to_device moves a batch: its own .to() calls are one copy, counted by it,
+    not again by `xfertop run`'s Tensor.to wrapper."""
+
+    active = False  # every thread's value until it sets its own: a plain read, no getattr default
+
+
+_moving = _Moving()
 
 
 def _make_writer() -> RingWriter:
@@ -148,19 +155,21 @@ class WatchedIterator(Iterator[T]):
         self._first_flags = first_flags | wire.F_EPOCH_START
         self._steps = 0
         self._wait_ns = 0  # blocked in this iterator's next() in all
+        self._source = id(self)  # which iterator asks, for the clock (StepClock.before_next)
 
     def __iter__(self) -> WatchedIterator[T]:
         return self
 
     def __next__(self) -> T:
-        clock = self._clock
+        # Read once: with __getattr__ defined, every attribute read of ours takes Python's slower path.
+        clock, source, steps = self._clock, self._source, self._steps
         if clock is None or clock.disabled:
             return next(self._iterator)
         try:
-            if self._steps:
-                clock.before_next(source=id(self))
+            if steps:
+                clock.before_next(0, 0, 0, source)
             else:
-                clock.before_next(self._iter_began_ns, self._first_flags, self._iter_ns, id(self))
+                clock.before_next(self._iter_began_ns, self._first_flags, self._iter_ns, source)
         except Exception as exc:  # the clock guards itself; this is the second line of defence
             clock.fail(exc)
         # StopIteration ends the loop; the last step is already closed.
@@ -168,10 +177,10 @@ class WatchedIterator(Iterator[T]):
         try:
             if _probe_asked and _probe and _probe.replaying:
                 clock.flag_next_step(wire.F_PROBE_REPLAY)
-            self._wait_ns += clock.after_next(batch)
-            self._steps += 1
-            if self._steps >= clock.loaders.longest_iteration:
-                clock.count_iteration_step(self._steps, self._workers, id(self), self._wait_ns)
+            wait_ns = self._wait_ns = self._wait_ns + clock.after_next(batch)
+            steps = self._steps = steps + 1
+            if steps >= clock.loaders.longest_iteration:
+                clock.count_iteration_step(steps, self._workers, source, wait_ns)
         except Exception as exc:
             clock.fail(exc)
         return batch
@@ -298,7 +307,7 @@ def to_device(batch: T, device: Any, non_blocking: bool = True) -> T:
     (which silently turns synchronous), and marks the step's copy as done on the GPU clock.
     Errors of the copy itself (a bad device...) are the caller's and propagate as from ``.to()``.
     """
-    clock = _get_clock()
+    clock = _clock if _clock is not None else _get_clock()
     if clock is None or clock.disabled:
         return _plain_move(batch, device, non_blocking)
     try:
@@ -349,28 +358,21 @@ def note_checkpoint() -> None:
 def note_tensor_copy(source: Any, moved: Any, non_blocking: bool, copy_cpu_ns: int) -> None:
     """For ``xfertop run --copy-timing``: account one ``Tensor.to``/``.cuda`` call made inside a step."""
     clock = _clock
-    if clock is None or clock.disabled or moved is source or getattr(_moving, "active", False):
+    if clock is None or clock.disabled or moved is source or _moving.active:
         return
     try:
-        notes = CopyNotes()
         target = moved.device
         if target.type == "cpu":
             if getattr(source, "is_cuda", False):  # device to host: the loop waits for the GPU
                 clock.work.synced(copy_cpu_ns)
             return
-        if target.type != "cpu":
-            note_copy(source, non_blocking, notes)
-        if notes.inspect_error is not None:
-            clock.fail(notes.inspect_error)
-        elif notes.h2d_bytes:
-            clock.work.copied(
-                notes.h2d_bytes,
-                notes.any_pageable,
-                notes.pageable_non_blocking,
-                copy_cpu_ns,
-                target,
-                seen=True,
-            )
+        # One tensor: note_copy's accounting without its CopyNotes (an error goes to fail below too).
+        if not source.is_cpu:
+            return  # device to device: no host-to-device bytes
+        h2d_bytes = source.nbytes
+        if h2d_bytes:
+            pageable = not source.is_pinned()
+            clock.work.copied(h2d_bytes, pageable, pageable and non_blocking, copy_cpu_ns, target, seen=True)
     except Exception as exc:
         clock.fail(exc)
 

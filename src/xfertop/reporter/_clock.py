@@ -42,6 +42,10 @@ LINK_CHECK_EVERY_TICKS = 2
 JOINED_FETCH_NS = 200_000
 
 _now_ns = time.perf_counter_ns  # CLOCK_MONOTONIC on Linux: comparable across processes of one host
+_thread_id = threading.get_ident
+_F_PINNED = wire.F_PINNED
+_F_PARTITIONED = wire.F_PARTITIONED
+_NO_SHAPE = object()  # _first_leaf: a leaf without a ``shape`` attribute
 
 
 class StepClock:
@@ -97,7 +101,8 @@ class StepClock:
         except Exception:  # the ring itself may be what broke
             self.disabled = self.errors >= MAX_ERRORS
 
-    def _start(self) -> None:
+    def _start(self) -> bool:
+        """Open the ring, at the first boundary; False where none can be opened (the clock is off)."""
         self.started = True
         try:
             self.writer = self._make_writer()
@@ -105,9 +110,10 @@ class StepClock:
             self.disabled = True
             self.last_error = str(exc)
             print(f"xfertop: {exc}; the step clock is off for this process.", file=sys.stderr)
-            return
+            return False
         if self.copy_timing:
             self._set_state_flag(wire.STATE_COPY_TIMING)
+        return True
 
     def mark_copy_timing(self) -> None:
         try:
@@ -148,11 +154,9 @@ class StepClock:
         (JOINED_FETCH_NS)."""
         now = _now_ns()
         try:
-            if not self.started:
-                self._start()
-                if self.disabled:
-                    return
-            if not self.loader_off_thread and threading.get_ident() != self._main_thread:
+            if not self.started and not self._start():
+                return
+            if not self.loader_off_thread and _thread_id() != self._main_thread:
                 self.loader_off_thread = True  # a prefetch thread of the job's own: its waits, not the loop's
                 self._set_state_flag(wire.STATE_LOADER_OFF_THREAD)
             if (
@@ -206,10 +210,8 @@ class StepClock:
     def enter_step(self) -> None:
         now = _now_ns()
         try:
-            if not self.started:
-                self._start()
-                if self.disabled:
-                    return
+            if not self.started and not self._start():
+                return
             if self._block_depth:
                 self._block_depth += 1  # nested: the outermost block is the step
                 return
@@ -245,20 +247,20 @@ class StepClock:
         self._wait_ns = wait_ns
         self._flags = self._next_flags
         self._next_flags = 0
-        self._opened_ns = start_ns + wait_ns
-        self.work.opened(self.steps_written, self._opened_ns)
+        opened_ns = self._opened_ns = start_ns + wait_ns
+        self.work.opened(self.steps_written, opened_ns)
         self._samples = 0
-        self.gap.step_opens()
+        gap = self.gap
+        gap.step_opens()
         if batch is not None:
-            leaf = _first_leaf(batch)
-            shape = getattr(leaf, "shape", None)
+            leaf, shape = _first_leaf(batch)
             if shape:
                 self._samples = int(shape[0])
-                if self.gap.timer is None and getattr(leaf, "is_cuda", False):
+                if gap.timer is None and getattr(leaf, "is_cuda", False):
                     self._use_cuda_device(leaf.device.index)
-        if not self.partitioning:
+        if not self.partitioning and gap.after_prev is not None:
             # Nothing tells the model's calls apart: the step's work may start as soon as its batch is here.
-            self._flags |= self.gap.measure(self.steps_written)
+            self._flags |= gap.measure(self.steps_written)
 
     def _close(self, now: int) -> None:
         self._open = self.work.open = False
@@ -267,28 +269,31 @@ class StepClock:
         if writer is None:
             return
         step = self.steps_written
-        work = self.work
-        flags = self._flags | work.flags | self.gap.step_closing(step, now)
-        if work.pinned():
-            flags |= wire.F_PINNED
-        if self.partitioning and self.parts.first_work_ns:
-            flags |= wire.F_PARTITIONED
+        work, parts, gap = self.work, self.parts, self.gap
+        flags = self._flags | work.flags
+        if gap.timer is not None:  # without a timer the gap has nothing to do
+            flags |= gap.step_closing(step, now)
+        if work.h2d_bytes and not work.any_pageable:  # every host-to-device copy was from pinned memory
+            flags |= _F_PINNED
+        if self.partitioning and parts.first_work_ns:
+            flags |= _F_PARTITIONED
         writer.write_step(
             step,
             self._start_ns,
             now - self._start_ns,
             self._wait_ns,
             work.copy_cpu_ns,
-            self.parts.loop_pre_ns(),
-            self.parts.sync_ns,
-            self.gap.gap_ns,
+            parts.loop_pre_ns(),
+            parts.sync_ns,
+            gap.gap_ns,
             work.h2d_bytes,
             self._samples,
             flags,
-            self.parts.loop_post_ns(now, work.copy_cpu_ns),
+            parts.loop_post_ns(now, work.copy_cpu_ns),
         )
         self.steps_written = step + 1
-        self.gap.step_written(writer)
+        if gap.timer is not None:
+            gap.step_written(writer)
         if now >= self._next_tick_ns:
             self._tick(now)
 
@@ -315,11 +320,9 @@ class StepClock:
         self._ticks += 1
         assert self.writer is not None
         _refresh_header(self.writer, self.loaders.workers, self._ticks % LINK_CHECK_EVERY_TICKS == 0)
-        if self.gap.timer is None:
-            torch = sys.modules.get("torch")
-            index = None if torch is None else cuda_device_in_use(torch, os.environ.get("LOCAL_RANK"))
-            if index is not None:
-                self._use_cuda_device(index)
+        index = _cuda_device_found() if self.gap.timer is None else None
+        if index is not None:
+            self._use_cuda_device(index)
 
     def resolve_pending(self) -> None:
         """Patch in the GPU times of every pending step whose events have completed; never waits."""
@@ -359,14 +362,26 @@ def _refresh_header(writer: RingWriter, workers: int | None, check_link: bool) -
         writer.recreate_if_unlinked()
 
 
-def _first_leaf(batch: Any) -> Any:
-    for _ in range(4):
+def _cuda_device_found() -> int | None:
+    """The CUDA device this process already uses (_gpu_gap.cuda_device_in_use), or None."""
+    torch = sys.modules.get("torch")
+    return None if torch is None else cuda_device_in_use(torch, os.environ.get("LOCAL_RANK"))
+
+
+def _first_leaf(batch: Any) -> tuple[Any, Any]:
+    """The batch's first leaf (a tensor, in the usual case) and its ``shape`` (None without one)."""
+    depth = 0
+    while depth < 4:  # containers four deep at most (a counter, not range(): this runs every step)
+        depth += 1
         if isinstance(batch, dict):
             batch = next(iter(batch.values()), None)
         elif isinstance(batch, (list, tuple)):
             batch = batch[0] if batch else None
-        elif not hasattr(batch, "shape") and isinstance(batch, Mapping):  # UserDict (BatchEncoding)
-            batch = next(iter(batch.values()), None)
         else:
-            return batch
-    return batch
+            shape = getattr(batch, "shape", _NO_SHAPE)  # read once: a tensor makes a new torch.Size each time
+            if shape is not _NO_SHAPE:
+                return batch, shape
+            if not isinstance(batch, Mapping):
+                return batch, None
+            batch = next(iter(batch.values()), None)  # UserDict (BatchEncoding)
+    return batch, getattr(batch, "shape", None)

@@ -36,8 +36,12 @@ class GpuGap:
         #: The open step's gap: measured at once (0), pending (NO_VALUE with F_GPU_PENDING), or not.
         self.gap_ns = wire.NO_VALUE
         self._after: Any = None  # this step's "work queued" event, for the next step's gap
-        self._after_prev: Any = None  # the previous step's, until this step's first work asks it
-        self._marks_end = False  # this step records ``after``: the next one gets its gap measured
+        #: The previous step's ``after``, until this step's first work asks it (measure); None: no gap to
+        #: ask, and ``measure`` need not be called (the clock skips the call on most steps).
+        self.after_prev: Any = None
+        #: This step records ``after``: the next one gets its gap measured. Until a timer exists the
+        #: sampling is not asked (nothing is measured) and stands at its start: every step records.
+        self._marks_end = True
 
     def use_cuda_device(self, index: int | None) -> str | None:
         """Run the events on CUDA device ``index`` (None: the current one); the device's name, or None
@@ -53,16 +57,17 @@ class GpuGap:
     # -- a step's life --------------------------------------------------------------------------------
     def step_opens(self) -> None:
         self.gap_ns = wire.NO_VALUE
-        self._marks_end = self.sampling.step_opens()
+        if self.timer is not None:  # no timer: no step is measured, so none is counted down to
+            self._marks_end = self.sampling.step_opens()
 
     def measure(self, step: int) -> int:
         """At step ``step``'s first work: ask whether the GPU still works on the step before (no gap) or
         has drained (an event now; the gap resolves later). Returns the ring flags this sets."""
-        after, timer = self._after_prev, self.timer
+        after, timer = self.after_prev, self.timer
         if after is None or timer is None:
             return 0
         began = _now_ns()
-        self._after_prev = None
+        self.after_prev = None
         flags = 0
         if not after.query():
             self.gap_ns = 0
@@ -100,10 +105,10 @@ class GpuGap:
         if timer is None:
             return 0
         began = _now_ns()
-        flags = self.measure(step) if self._after_prev is not None else 0
+        flags = self.measure(step) if self.after_prev is not None else 0
         if self._marks_end and self._after is None:
             self._after = timer.record()  # no backward or optimizer step seen: the step's end
-        self._after_prev, self._after = self._after, None
+        self.after_prev, self._after = self._after, None
         self.sampling.step_closed(self._marks_end, self.sampling.spent_ns + _now_ns() - began, now)
         return flags
 
@@ -113,7 +118,7 @@ class GpuGap:
         timer = self.timer
         if timer is None:
             return
-        if timer.pending_count:
+        if timer.pending:
             timer.resolve(lambda step, gap_ns: _patch(writer, step, gap_ns))
         if timer.dropped_steps:
             for step in timer.dropped_steps:

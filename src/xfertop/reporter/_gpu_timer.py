@@ -37,7 +37,7 @@ class GpuTimer:
         self._cuda = cuda
         self.device_index = device_index
         self._pool: list[Any] = []
-        self._pending: deque[PendingGap] = deque()
+        self.pending: deque[PendingGap] = deque()  # oldest first
         self.max_pending = max_pending
         self.dropped_steps: list[int] = []
         # Fast paths (about 5 us of Python per record saved on an H200): ask the C++ side which stream is
@@ -91,20 +91,20 @@ class GpuTimer:
             self._pool.append(event)
 
     def add(self, pending: PendingGap) -> None:
-        if len(self._pending) >= self.max_pending:
-            oldest = self._pending.popleft()
+        if len(self.pending) >= self.max_pending:
+            oldest = self.pending.popleft()
             self.dropped_steps.append(oldest.step)
             self.release(oldest.after)
             self.release(oldest.first)
-        self._pending.append(pending)
+        self.pending.append(pending)
 
     @property
     def pending_count(self) -> int:
-        return len(self._pending)
+        return len(self.pending)
 
     def resolve(self, on_resolved: ResolvedCallback) -> None:
         """Resolve the oldest completed gaps (a few at most); never waits for the GPU."""
-        pending = self._pending
+        pending = self.pending
         for _ in range(MAX_RESOLVED_PER_BOUNDARY):
             if not pending or not pending[0].first.query():
                 return

@@ -16,6 +16,12 @@ from xfertop import wire
 from xfertop.wire import RingIdentity
 
 _BODY = struct.Struct("<12q")  # every record word after the sequence word
+_pack_body = _BODY.pack_into
+# Per step, module constants rather than lookups on ``wire``: the record write is on every step's path.
+_FIRST_RECORD_WORD = wire.HEADER_BYTES // 8
+_RECORD_WORDS = wire.RECORD_WORDS
+_H_WRITE_INDEX = wire.H_WRITE_INDEX
+_H_HEARTBEAT_NS = wire.H_HEARTBEAT_NS
 
 
 class RingDirError(Exception):
@@ -128,10 +134,10 @@ class RingWriter:
         loop_post_ns: int,
     ) -> None:
         words = self.words
-        base = wire.HEADER_BYTES // 8 + (step % self.capacity) * wire.RECORD_WORDS
+        base = _FIRST_RECORD_WORD + (step % self.capacity) * _RECORD_WORDS
         seq = words[base] | 1
         words[base] = seq  # odd: a reader skips the slot
-        _BODY.pack_into(
+        _pack_body(
             self._map,
             base * 8 + 8,
             step,
@@ -148,8 +154,8 @@ class RingWriter:
             loop_post_ns,
         )
         words[base] = seq + 1
-        words[wire.H_WRITE_INDEX] = step + 1
-        words[wire.H_HEARTBEAT_NS] = start_ns + wall_ns
+        words[_H_WRITE_INDEX] = step + 1
+        words[_H_HEARTBEAT_NS] = start_ns + wall_ns
 
     def patch_gpu(self, step: int, gpu_gap_ns: int, flags_set: int, flags_clear: int) -> None:
         words = self.words

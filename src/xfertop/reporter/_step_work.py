@@ -18,6 +18,8 @@ from xfertop.reporter._gpu_gap import GpuGap
 from xfertop.reporter._host_parts import HostParts
 
 _now_ns = time.perf_counter_ns
+_F_COPIED = wire.F_COPIED
+_F_COPIED_PAGEABLE_NON_BLOCKING = wire.F_COPIED | wire.F_PAGEABLE_NON_BLOCKING
 
 
 class StepWork:
@@ -44,17 +46,14 @@ class StepWork:
         self.any_pageable = False
         self.parts.open(opened_ns)
 
-    def pinned(self) -> bool:
-        """Every host-to-device copy of the step was from pinned memory (only those can be pinned)."""
-        return bool(self.h2d_bytes) and not self.any_pageable
-
     # -- the hooks --------------------------------------------------------------------------------------
     def starting(self) -> None:
         """A copy or a model call is about to be issued: the step's first one ends the loop's own work
         before the model, and is where the GPU's idle gap is measured."""
         try:
-            if self.open and self.parts.work_started(_now_ns()):
-                self.flags |= self._gap.measure(self.step)
+            gap = self._gap
+            if self.open and self.parts.work_started(_now_ns()) and gap.after_prev is not None:
+                self.flags |= gap.measure(self.step)  # only where there is a gap to ask
         except Exception as exc:
             self._fail(exc)
 
@@ -95,17 +94,19 @@ class StepWork:
         ``seen``: found by copy timing (which said ``starting`` before it) rather than marked by the
         loop (to_device, mark_copied)."""
         try:
-            if device is not None and device is not self._last_target:
+            # Equality, not identity: copy timing hands over a new torch.device object for every copy.
+            if device is not None and device != self._last_target:
                 self._last_target = device
                 self._learn_device(device)
             if not self.open:
                 return
-            if not seen and self.parts.work_started(_now_ns() - copy_cpu_ns):
+            gap = self._gap
+            if not seen and self.parts.work_started(_now_ns() - copy_cpu_ns) and gap.after_prev is not None:
                 # Late: the copy is queued already, so a drained stream reads busy.
-                self.flags |= self._gap.measure(self.step)
+                self.flags |= gap.measure(self.step)
             self.copy_cpu_ns += copy_cpu_ns
             self.h2d_bytes += h2d_bytes
             self.any_pageable = self.any_pageable or any_pageable
-            self.flags |= wire.F_COPIED | (wire.F_PAGEABLE_NON_BLOCKING if pageable_non_blocking else 0)
+            self.flags |= _F_COPIED_PAGEABLE_NON_BLOCKING if pageable_non_blocking else _F_COPIED
         except Exception as exc:
             self._fail(exc)
