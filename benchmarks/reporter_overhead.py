@@ -77,7 +77,7 @@ def loops(device: torch.device, batch: torch.Tensor) -> dict[str, Loop]:
 
 def _clock_counters() -> tuple[int, int]:
     clock = xfertop.reporter._clock
-    return (0, 0) if clock is None else (clock.steps_written, getattr(clock, "gpu_timed_steps", 0))
+    return (0, 0) if clock is None else (clock.steps_written, clock.gap.timed_steps)
 
 
 def side_by_side(variants: dict[str, Loop], steps: int, rounds: int, fake: Any = None) -> dict[str, Any]:

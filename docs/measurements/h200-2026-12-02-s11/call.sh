@@ -78,6 +78,15 @@ d)
   timeout 170 python3 benchmarks/reporter_overhead.py /tmp/ro --run-rounds 3 > "$OUT/reporter_overhead.txt" 2>&1
   echo "rc=$?" >> "$OUT/reporter_overhead.txt"; grep -v "^ *$" "$OUT/reporter_overhead.txt" | tail -n 20
   cp /tmp/ro/*.json "$OUT/" 2>/dev/null
+  # What copy timing's Tensor.is_pinned() costs per host-to-device copy on a CUDA build.
+  python3 -c "
+import time, torch
+torch.ones(1, device='cuda')
+for name, t in (('pageable', torch.ones(8, 64)), ('pinned', torch.ones(8, 64).pin_memory())):
+    t.is_pinned(); began = time.perf_counter_ns()
+    for _ in range(20000): t.is_pinned()
+    print(name, 'is_pinned', round((time.perf_counter_ns() - began) / 20000), 'ns/call')
+" > "$OUT/is_pinned.txt" 2>&1; cat "$OUT/is_pinned.txt"
   timeout ${LIMIT:-220} python3 benchmarks/score_scenarios.py --only "$SCENARIOS" --modes "${MODES:-watch,attach}" \
     --seconds "${SECONDS_EACH:-6}" --parallel 3 --json "$OUT/score.json" --logs /tmp/score-logs \
     > "$OUT/score.txt" 2>&1
