@@ -66,7 +66,7 @@ b)
   cp /tmp/ro/*.json "$OUT/" 2>/dev/null
   ;;
 c)
-    timeout ${LIMIT:-540} python3 benchmarks/score_scenarios.py --only "$SCENARIOS" --modes run,watch,attach \
+    timeout ${LIMIT:-540} python3 benchmarks/score_scenarios.py --only "$SCENARIOS" --modes "${MODES:-run,watch,attach}" \
       --seconds "${SECONDS_EACH:-5}" --parallel 3 --json "$OUT/score.json" --logs /tmp/score-logs \
       > "$OUT/score.txt" 2>&1
     echo "rc=$?" >> "$OUT/score.txt"; tail -n 45 "$OUT/score.txt"
