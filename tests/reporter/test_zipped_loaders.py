@@ -60,3 +60,25 @@ def test_zipped_loaders_make_one_step_per_iteration_and_the_slow_one_names_the_w
     assert statistics.median(s.data_wait_ms for s in steady) >= 8.0
     assert statistics.median(s.wall_ms for s in steady) >= 12.0
     assert rank.dataloader_workers == 0, "the loader the loop waits on names the workers, not zip's first"
+
+
+def test_a_loop_preempted_between_zipped_fetches_still_joins_them(monkeypatch) -> None:
+    """On a busy machine the loop can lose the CPU for a scheduler slice between zip's two next() calls:
+    4 ms of wall time with 50 us of the loop's own CPU time is still one step; 500 us of CPU is the
+    loop's own work, and the next fetch opens a step of its own."""
+    from xfertop.reporter import _loader_workers
+    from xfertop.reporter._loader_workers import JOINED_FETCH_NS, ZippedFetches
+
+    for cpu_between_us, joined in ((50, True), (500, False)):
+        cpu = iter([1_000_000, 1_000_000 + cpu_between_us * 1000])
+        monkeypatch.setattr(_loader_workers, "_thread_ns", lambda cpu=cpu: next(cpu))
+        fetches = ZippedFetches()
+        fetches.opened()
+        assert fetches.joins(20 * JOINED_FETCH_NS) is joined
+    # A job that never zipped reads the thread's CPU clock at its first steps only.
+    reads: list[int] = []
+    monkeypatch.setattr(_loader_workers, "_thread_ns", lambda: reads.append(1) or 1)
+    plain = ZippedFetches()
+    for _ in range(10):
+        plain.opened()
+    assert len(reads) == 3

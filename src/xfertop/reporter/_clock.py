@@ -27,19 +27,13 @@ from typing import Any
 from xfertop import wire
 from xfertop.reporter._gpu_gap import GpuGap, cuda_device_in_use
 from xfertop.reporter._host_memory import pinned_host_bytes
-from xfertop.reporter._loader_workers import LoaderWorkers
+from xfertop.reporter._loader_workers import LoaderWorkers, ZippedFetches
 from xfertop.reporter._ring_writer import RingWriter
 from xfertop.reporter._step_work import StepWork
 
 MAX_ERRORS = 10
 TICK_NS = 1_000_000_000
 LINK_CHECK_EVERY_TICKS = 2
-#: A next() on another loader that begins this soon after the open step's batch arrived, with no copy in
-#: between, fetches part of the same step: ``for a, b in zip(loader_a, loader_b)``, Lightning's
-#: CombinedLoader, a second (unlabelled) iterator read right after the first. Its wait joins the step's
-#: instead of closing a step that did no work. A training step's own host work (forward, backward,
-#: optimizer step) takes longer than this even for a tiny model on a GPU, where it only queues kernels.
-JOINED_FETCH_NS = 200_000
 
 _now_ns = time.perf_counter_ns  # CLOCK_MONOTONIC on Linux: comparable across processes of one host
 _thread_id = threading.get_ident
@@ -54,12 +48,11 @@ class StepClock:
         self.writer: RingWriter | None = None
         self.started = False
         self.disabled = False
-        self.errors = 0
-        self.last_error = ""
-        self.steps_written = 0
+        self.errors, self.last_error, self.steps_written = 0, "", 0
         self.device = ""
         self.gap = GpuGap()
         self.loaders = LoaderWorkers()
+        self.fetches = ZippedFetches()  # which next() on another loader joins the open step
         self.work = StepWork(self.gap, self.fail, self._learn_device)
         self.parts = self.work.parts
         self.copy_timing = False  # set by `xfertop run`'s copy timing before the first step
@@ -69,7 +62,7 @@ class StepClock:
         self._main_thread = threading.main_thread().ident
         self.loader_off_thread = False  # a watched loader was read off the main thread (said once)
         self._open_source = 0  # the iterator whose next() opened the open step
-        self._joining = False  # a next() on another loader joins the open step (JOINED_FETCH_NS)
+        self._joining = False  # a next() on another loader joins the open step (ZippedFetches)
         self._next_flags = 0  # flags for the step about to open (epoch start)
         # The open step (its work: self.work).
         self._open = False
@@ -77,8 +70,7 @@ class StepClock:
         self._flags = 0  # the ring flags of its boundaries (epoch start) and of its gap
         self._opened_ns = 0  # when the open step's batch arrived (next() returned)
         # Between steps.
-        self._wait_began_ns = 0
-        self._last_exit_ns = 0
+        self._wait_began_ns = self._last_exit_ns = 0
         self._last_close_ns = 0  # when the step closed last
         self._blocks_seen = False  # step() blocks mark this process's steps
         self._block_depth = 0  # step() blocks open around the current step (0: not theirs)
@@ -151,7 +143,7 @@ class StepClock:
         called, and ``iter_ns``, how long it took: worker start-up is data wait of the epoch's first
         step, not compute of the step before it, nor a gap between steps. ``source``: the iterator asked
         (0: unknown); a next() on another one right after the open step's batch arrived joins that step
-        (JOINED_FETCH_NS)."""
+        (_loader_workers.ZippedFetches)."""
         now = _now_ns()
         try:
             if not self.started and not self._start():
@@ -166,7 +158,7 @@ class StepClock:
                 and source != self._open_source
                 and not self._block_depth
                 and not self.work.flags & wire.F_COPIED
-                and now - self._opened_ns <= JOINED_FETCH_NS
+                and self.fetches.joins(now - self._opened_ns)
             ):
                 self._joining = True
                 self._wait_began_ns = now
@@ -198,6 +190,7 @@ class StepClock:
                 self._joining = False
                 self._wait_ns += wait
                 self._opened_ns = now
+                self.fetches.opened()
                 self.parts.open(now)  # the loop's own work starts after its last batch
                 return wait
             self._open_step(self._wait_began_ns, wait, batch)
@@ -248,6 +241,7 @@ class StepClock:
         self._flags = self._next_flags
         self._next_flags = 0
         opened_ns = self._opened_ns = start_ns + wait_ns
+        self.fetches.opened()
         self.work.opened(self.steps_written, opened_ns)
         self._samples = 0
         gap = self.gap
