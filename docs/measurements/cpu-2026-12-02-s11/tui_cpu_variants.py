@@ -18,6 +18,31 @@ if "nofilter" in mode:
     from xfertop.ui.app import XfertopApp
     orig = XfertopApp.get_line_filters
     XfertopApp.get_line_filters = lambda self: [f for f in orig(self) if not isinstance(f, ANSIToTruecolor)]
+import gc, time, atexit
+gcstats = {0: [0, 0.0], 1: [0, 0.0], 2: [0, 0.0]}
+_t = [0.0]
+def _cb(phase, info):
+    if phase == "start": _t[0] = time.perf_counter()
+    else:
+        g = gcstats[info["generation"]]; g[0] += 1; g[1] += time.perf_counter() - _t[0]
+if "gcstat" in mode: gc.callbacks.append(_cb)
+def _dump():
+    with open("/tmp/diag/gc.txt", "a") as f:
+        f.write(mode + " " + repr({k: (v[0], round(v[1]*1000, 1)) for k, v in gcstats.items()}) + " objects " + str(len(gc.get_objects())) + "\n")
+atexit.register(_dump)
+if "freeze" in mode:
+    import threading
+    threading.Timer(3.0, gc.freeze).start()
+if "countw" in mode:
+    from textual.drivers import linux_driver
+    _w = linux_driver.LinuxDriver.write
+    wc = [0, 0]
+    def _write(self, data):
+        wc[0] += 1; wc[1] += len(data); return _w(self, data)
+    linux_driver.LinuxDriver.write = _write
+    atexit.register(lambda: open("/tmp/diag/gc.txt", "a").write(f"writes {wc}\n"))
+if "thr" in mode:
+    gc.set_threshold(10000, 10, 10)
 from xfertop.cli import main
 sys.exit(main(sys.argv[1:]))
 '''
