@@ -207,9 +207,13 @@ def select_window(
 ) -> tuple[Clock, list[StepRecord]]:
     """The most recent usable steps (possibly fewer than ``min_steps``) and whether enough of them carry
     the GPU's measured gap ("gpu") to attribute its idle time, else "cpu" (the host's clock alone)."""
+
+    def usable(step: StepRecord) -> bool:  # past warm-up, timed, and the job's own batch (not a replay)
+        return step.step >= warmup_steps and step.wall_ms > 0 and not step.probe_replay
+
     recent: list[StepRecord] = []
     for step in reversed(steps):
-        if step.step >= warmup_steps and step.wall_ms > 0 and not step.probe_replay:
+        if usable(step):
             recent.append(step)
             if len(recent) == window_steps:
                 break
@@ -218,11 +222,7 @@ def select_window(
     if gapped >= min(min_steps, len(recent)) and gapped:
         return "gpu", recent
     # Sampled gaps (one step in k): the window is wide enough when the ring's history holds enough.
-    timed = sum(
-        1
-        for s in steps
-        if s.gpu_gap_ms is not None and s.step >= warmup_steps and s.wall_ms > 0 and not s.probe_replay
-    )
+    timed = sum(1 for s in steps if s.gpu_gap_ms is not None and usable(s))
     return ("gpu" if timed >= min_steps else "cpu"), recent
 
 

@@ -299,15 +299,14 @@ def _report(
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED if interrupted else EXIT_NOT_PROBED
+    calls = max(result["calls"] for result in results)
     if not complete and interrupted:
-        calls = max(result["calls"] for result in results)
         print(
             f"xfertop probe: {job} {how} after {calls} steps, before the probe was through",
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
     if not complete:
-        calls = max(result["calls"] for result in results)
         first = results[0]
         needed = (
             f"before its phases of {first['seconds']:g} s were through (it reached {first['reached']})"

@@ -98,10 +98,6 @@ class GpuTimer:
             self.release(oldest.first)
         self.pending.append(pending)
 
-    @property
-    def pending_count(self) -> int:
-        return len(self.pending)
-
     def resolve(self, on_resolved: ResolvedCallback) -> None:
         """Resolve the oldest completed gaps (a few at most); never waits for the GPU."""
         pending = self.pending

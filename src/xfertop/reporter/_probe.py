@@ -41,7 +41,6 @@ def _tensors(batch: Any, found: list[Any] | None = None, depth: int = 0) -> list
     found = [] if found is None else found
     if depth > 8:
         return found
-        return
     if hasattr(batch, "is_cuda") and hasattr(batch, "to"):
         found.append(batch)
     elif isinstance(batch, dict):
