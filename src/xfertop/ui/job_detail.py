@@ -13,7 +13,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 from xfertop.analysis.job_analysis import Analysis, JobAnalysis, RankAnalysis
-from xfertop.analysis.steps import WindowStats
+from xfertop.analysis.steps import WindowStats, percentile
 from xfertop.model.jobs import ProbeRecord, RankState
 from xfertop.ui import chart
 from xfertop.ui.format import NA, ms, rate_gb_per_s
@@ -53,8 +53,7 @@ def step_scale(values: list[float]) -> tuple[float, int]:
     than ``_OUTLIER_TIMES_P95`` times the 95th percentile; then 1.5x that percentile."""
     if not values:
         return 1.0, 0
-    ordered = sorted(values)
-    p95, longest = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], ordered[-1]
+    p95, longest = percentile(values, 95), max(values)
     if p95 > 0 and longest > _OUTLIER_TIMES_P95 * p95:
         top = 1.5 * p95
         return top, sum(1 for value in values if value > top)
@@ -174,7 +173,8 @@ def rank_detail(
         )
     walls = [step.wall_ms for step in rank.steps]
     waits = [step.data_wait_ms for step in rank.steps]
-    scale, above = step_scale(walls[-max(width, 1) :])  # about the steps the charts show
+    shown_walls = walls[-max(width, 1) :]  # about the steps the charts show
+    scale, above = step_scale(shown_walls)
     if console is not None:  # every fact whole, over as many rows as it takes; the charts take the rest
         lines = [row for line in lines for row in line.wrap(console, max(width, 8))]
     for line in lines:
@@ -182,7 +182,7 @@ def rank_detail(
         line.truncate(width, overflow="ellipsis")
     rows = max((height - len(lines) - 2) // 2, _CHART_ROWS_MIN)
     top = ms(scale)
-    past = f"; {above} step{'s' * (above != 1)} above it, the longest {ms(max(walls))}" if above else ""
+    past = f"; {above} step{'s' * (above != 1)} above it, the longest {ms(max(shown_walls))}" if above else ""
     lines.append(Text(f"step time per step (newest on the right, top {top}{past})", style="bold"))
     lines += _step_chart(rank, walls, scale, top, width, rows, "cyan")
     lines.append(Text("data wait per step (same scale)", style="bold"))
