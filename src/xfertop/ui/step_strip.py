@@ -31,6 +31,11 @@ _FRAMED_ROWS = 4
 #: The strip is drawn at most this often, however fast the view refreshes: its newest row changes with
 #: each snapshot's steps.
 DRAW_PERIOD_S = 1.0
+#: The view repaints once a period, a few ms early or late: a repaint from this share of the strip's
+#: period on draws it (waiting for the exact period drew it on a timer a moment after the repaint, a
+#: screen update of its own: ~1.5 drawings a second at 1 Hz). The timer, at the later share, draws new
+#: steps only when no repaint comes.
+_EARLY_SHARE, _CATCH_UP_SHARE = 0.75, 1.5
 #: Seconds a row may stand for, and how much time the rows should cover at least.
 BUCKET_STEPS_S = (5, 10, 15, 30, 60)
 COVER_S = 90
@@ -117,14 +122,17 @@ class StepStrip(TextLines):
         self._shown: ShownBuckets | None = None
 
     def show(self, rank: RankState | None, job_name: str) -> None:
-        """Show ``rank``: at once for another rank, else within ``DRAW_PERIOD_S`` of the last drawing
-        (until then a resize redraws what was shown)."""
+        """Show ``rank``: at once for another rank, else with the view's first repaint from
+        ``_EARLY_SHARE`` of ``DRAW_PERIOD_S`` after the last drawing (until then a resize redraws what
+        was shown), or by a timer when no repaint comes."""
         same = rank is not None and self.rank is not None and rank.ring_path == self.rank.ring_path
         self._next = (rank, job_name)
-        wait_s = self._drawn_at + DRAW_PERIOD_S - time.monotonic()
-        if same and wait_s > 0:
+        now = time.monotonic()
+        if same and now - self._drawn_at < _EARLY_SHARE * DRAW_PERIOD_S:
             if self._catch_up is None:
-                self._catch_up = self.set_timer(wait_s, self._draw)
+                self._catch_up = self.set_timer(
+                    self._drawn_at + _CATCH_UP_SHARE * DRAW_PERIOD_S - now, self._draw
+                )
             return
         self._draw()
 
