@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from xfertop.model.gpu import (
     GpuProcess,
     GpuSnapshot,
@@ -135,6 +137,30 @@ def steps(count: int = 60, wait_ms: float = 41.0) -> tuple[StepRecord, ...]:
             pageable_non_blocking=True,
         )
         for i in range(count)
+    )
+
+
+def step_history(seconds: int = 180, starved_s: int = 30) -> tuple[StepRecord, ...]:
+    """``seconds`` of the sample rank's steps before ``steps()`` (numbered up to -1), starved and fed in
+    turn every ``starved_s`` seconds: what the step strip has gathered when a snapshot is taken."""
+    count = seconds * 10  # 100 ms steps
+    per_phase = starved_s * 10
+    return tuple(
+        dataclasses.replace(step, step=i - count, data_wait_ms=60.0 if (i // per_phase) % 2 == 0 else 2.0)
+        for i, step in enumerate(steps(count))
+    )
+
+
+def with_step_history(jobs: JobsState) -> JobsState:
+    """``jobs`` with each rank's steps ``step_history()``: applied to the view before the snapshots."""
+    return dataclasses.replace(
+        jobs,
+        jobs=tuple(
+            dataclasses.replace(
+                job, ranks=tuple(dataclasses.replace(rank, steps=step_history()) for rank in job.ranks)
+            )
+            for job in jobs.jobs
+        ),
     )
 
 

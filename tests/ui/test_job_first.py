@@ -5,6 +5,7 @@ steps show where they went. Driven through the real app with fixed snapshots."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import time
 
@@ -18,6 +19,7 @@ from ui.sample_states import (
     no_driver_state,
     rank,
     steps,
+    with_step_history,
 )
 from ui.screen_text import blank_rows, screen_text
 from xfertop.model.gpu import GpuState
@@ -41,12 +43,17 @@ def _app(note: str | None = None) -> XfertopApp:
     return XfertopApp(Sources(), start_sources=False, clock=lambda: FROZEN_TIME, note=lambda: note)
 
 
-async def _feed(app: XfertopApp, pilot, gpus: GpuState, jobs: JobsState, *, rx: float = 27e9) -> None:
-    """A minute or two of traffic history (a slow wave around ``rx``), then the snapshots."""
+async def _feed(
+    app: XfertopApp, pilot, gpus: GpuState, jobs: JobsState, *, rx: float = 27e9, step_history: bool = True
+) -> None:
+    """A minute or two of traffic history (a slow wave around ``rx``) and, with ``step_history``, three
+    minutes of the ranks' steps, then the snapshots."""
     for i in range(HISTORY_POINTS if gpus.gpus else 0):
         wave = 1 + math.sin(i / 6)
         sample = gpu_state(len(gpus.gpus), rx=rx * wave, tx=rx / 10 * wave, util=40 * wave)
         app.view.apply_gpu(dataclasses.replace(sample, timestamp=FROZEN_TIME - HISTORY_POINTS + i))
+    if step_history:
+        app.view.apply_jobs(with_step_history(jobs))
     app.post_message(GpuStateUpdated(gpus))
     app.post_message(HostStateUpdated(host_state()))
     app.post_message(JobsStateUpdated(jobs))
@@ -116,50 +123,114 @@ async def test_pcie_charts_are_scaled_to_what_flows_and_name_the_link() -> None:
         assert "100%┤" in top, "utilisation and memory keep their 0-100% scales"
 
 
+def _strip_rows(app: XfertopApp) -> list[str]:
+    """The strip's bucket rows as text (its title left out)."""
+    return [str(line) for line in app.jobs_pane.strip.lines[1:]]
+
+
+def _bar(row: str) -> str:
+    """A bucket row's bar: what follows its label (how long ago, steps)."""
+    return row[13:]
+
+
 async def test_the_step_strip_shows_starvation_that_comes_and_goes() -> None:
-    """Thirty starved steps, then thirty fed ones: the wait in the strip falls where the steps changed,
-    which a share over the window would average away."""
-    starved, fed = steps(30, wait_ms=60.0), steps(30, wait_ms=2.0)
-    history = starved + tuple(dataclasses.replace(step, step=step.step + 30) for step in fed)
+    """Three minutes of a rank starved for 30 s, then fed for 30 s, and so on: the strip's rows (a few
+    seconds each, newest at the bottom) show the wait rise and fall, which a share over the window
+    would average away."""
     app = _app()
     async with app.run_test(size=(200, 50)) as pilot:
-        await _feed(app, pilot, gpu_state(1), jobs_state(dataclasses.replace(rank(), steps=history)))
+        await _feed(app, pilot, gpu_state(1), jobs_state())
         rows = screen_text(app)
-        title = next(i for i, row in enumerate(rows) if "where each step went: train.py rank 0/1" in row)
-        axis = next(i for i in range(title, len(rows)) if "step 59" in rows[i])
-        plot = rows[title + 1 : axis]
-        assert len(plot) >= 10, "\n".join(rows)
-        end = max(len(row) for row in plot)
-        columns = ["".join(row.ljust(end)[x] for row in plot) for x in range(end - 60, end)]
-        waits = [column.count("W") for column in columns]
-        assert min(waits[:30]) > 2 * max(waits[30:]) > 0, "\n".join(rows)
-        assert all(len(column.strip()) == len(plot) for column in columns), "each step fills its column"
+        assert any("where each step went: train.py rank 0/1, a row per 5 s" in row for row in rows)
+        plot = _strip_rows(app)
+        assert len(plot) >= 18, "\n".join(rows)
+        assert plot[-1].split()[0] == "now", "\n".join(plot)
+        assert plot[-2].split()[0] == "-5s", plot[-2]
+        shares = [_bar(row).count("W") / len(_bar(row)) for row in plot]
+        assert max(shares) > 0.5 and min(shares) < 0.05, "\n".join(plot)
+        starved = [share > 0.3 for share in shares]
+        changes = sum(1 for a, b in itertools.pairwise(starved) if a != b)
+        assert changes >= 3, "starved, fed, starved again, fed again: \n" + "\n".join(plot)
+
+
+def _timed_steps(first: int, count: int, start_s: float, wait_ms: float) -> tuple:
+    """``count`` 100 ms steps from step ``first``, the first beginning at ``start_s`` on the steps' clock."""
+    return tuple(
+        dataclasses.replace(step, step=first + i, start_monotonic_ns=int((start_s + i * 0.1) * 1e9))
+        for i, step in enumerate(steps(count, wait_ms=wait_ms))
+    )
+
+
+async def test_between_buckets_only_the_newest_row_changes_and_a_closed_bucket_keeps_its_mean(
+    monkeypatch,
+) -> None:
+    """Steps that land in the open bucket change its row alone (the rest of the strip is not repainted);
+    when a later bucket opens, every row moves up one and the closed bucket's row keeps its bar."""
+    from xfertop.ui import step_strip
+
+    monkeypatch.setattr(step_strip, "DRAW_PERIOD_S", 0.0)  # every snapshot is drawn
+    starved = _timed_steps(0, 380, 1000.0, wait_ms=60.0)  # 1000.0-1037.9 s
+    app = _app()
+
+    async def show(history: tuple) -> list[str]:
+        app.post_message(JobsStateUpdated(jobs_state(dataclasses.replace(rank(), steps=history))))
+        app.post_message(GpuStateUpdated(gpu_state(1)))  # the pulse that repaints what is dirty
+        await pilot.pause()
+        await pilot.pause()
+        return _strip_rows(app)
+
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _feed(app, pilot, gpu_state(1), jobs_state(), step_history=False)
+        before = await show(starved)
+        assert "a row per 5 s" in str(app.jobs_pane.strip.lines[0])
+        assert before[-1].split()[:2] == ["now", "30"], "\n".join(before)  # 1035.0-1037.9 s
+        # Fed steps in the same bucket: its row alone changes.
+        fed = _timed_steps(380, 10, 1038.0, wait_ms=2.0)
+        during = await show(starved + fed)
+        changed = [y for y, (a, b) in enumerate(zip(before, during, strict=True)) if a != b]
+        assert changed == [len(before) - 1], (changed, "\n".join(during))
+        assert during[-1].split()[:2] == ["now", "40"] and _bar(during[-1]) != _bar(before[-1])
+        closed_bar = _bar(during[-1])
+        # A step in the next bucket: every row moves up one, the closed bucket's bar as it was.
+        later = _timed_steps(390, 1, 1041.0, wait_ms=2.0)
+        after = await show(starved + fed + later)
+        assert [_bar(row) for row in after[:-1]] == [_bar(row) for row in during[1:]], "\n".join(after)
+        assert after[-2].split()[:2] == ["-5s", "40"], "\n".join(after)
+        # Steps later still, after a bucket without any: the closed bucket's row again, two rows higher.
+        evenlater = _timed_steps(391, 20, 1050.0, wait_ms=90.0)
+        last = await show(starved + fed + later + evenlater)
+        assert last[-4].split()[:2] == ["-15s", "40"] and _bar(last[-4]) == closed_bar, "\n".join(last)
+        assert "no step began" in last[-2], "\n".join(last)
 
 
 async def test_the_strip_takes_new_steps_at_most_once_a_period_and_catches_up(monkeypatch) -> None:
-    """At 4 Hz the strip would move every row four times a second: new steps of the same rank wait for
-    the strip's period, then are drawn without another snapshot coming (the job may have ended)."""
+    """At 4 Hz the strip's newest row would change four times a second: new steps of the same rank wait
+    for the strip's period, then are drawn without another snapshot coming (the job may have ended)."""
     from xfertop.ui import step_strip
 
     monkeypatch.setattr(step_strip, "DRAW_PERIOD_S", 3.0)
+    # Thirty steps of ~103 ms, then thirty more alike (the verdict, and so the strip's height, stay).
     first = steps(30, wait_ms=60.0)
-    more = first + tuple(dataclasses.replace(step, step=step.step + 30) for step in steps(30, wait_ms=2.0))
+    more = first + tuple(dataclasses.replace(step, step=step.step + 30) for step in steps(30, wait_ms=60.0))
     app = _app()
     async with app.run_test(size=(160, 48)) as pilot:
-        await _feed(app, pilot, gpu_state(1), jobs_state(dataclasses.replace(rank(), steps=first)))
-        assert any(row.rstrip().endswith("step 29") for row in screen_text(app))
+        await _feed(
+            app, pilot, gpu_state(1), jobs_state(dataclasses.replace(rank(), steps=first)), step_history=False
+        )
+        drawn = _strip_rows(app)
+        assert drawn[-1].split()[:2] == ["now", "30"], "\n".join(drawn)
         app.post_message(JobsStateUpdated(jobs_state(dataclasses.replace(rank(), steps=more))))
         app.post_message(GpuStateUpdated(gpu_state(1)))  # the pulse that repaints what is dirty
         await pilot.pause()
         await pilot.pause()
         assert len(app.view.jobs.jobs[0].ranks[0].steps) == 60, "the new steps reached the view"
-        rows = screen_text(app)
-        assert any(row.rstrip().endswith("step 29") for row in rows), "drawn again within the period"
+        assert _strip_rows(app) == drawn, "drawn again within the period"
         deadline = time.monotonic() + 10.0
-        while not any(row.rstrip().endswith("step 59") for row in rows) and time.monotonic() < deadline:
+        while _strip_rows(app) == drawn and time.monotonic() < deadline:
             await pilot.pause(0.1)
-            rows = screen_text(app)
-        assert any(row.rstrip().endswith("step 59") for row in rows), "\n".join(rows)
+        # The steps' 6.2 s: the first bucket closed with 49 steps, the newest holds the other 11.
+        rows = _strip_rows(app)
+        assert [row.split()[:2] for row in rows[-2:]] == [["-5s", "49"], ["now", "11"]], "\n".join(rows)
 
 
 async def test_eight_gpus_on_a_small_terminal_leave_the_rows_to_the_ranks_and_the_verdict() -> None:
@@ -176,30 +247,19 @@ async def test_eight_gpus_on_a_small_terminal_leave_the_rows_to_the_ranks_and_th
         assert any(row.startswith(" train.py: input-bound") for row in rows), "\n".join(rows)
 
 
-async def test_a_new_ranks_strip_names_its_newest_step_and_a_rankless_job_by_pid() -> None:
-    """Five steps in: too few columns for both step labels, so the newest is named whole; a job without
-    ranks (no torchrun) is named by its pid, not "rank -"."""
+async def test_a_new_ranks_strip_shows_its_few_steps_and_a_rankless_job_by_pid() -> None:
+    """Five steps in: one row, "now", holding 5 steps, and nothing drawn above the history's start; a job
+    without ranks (no torchrun) is named by its pid, not "rank -"."""
     app = _app()
     young = dataclasses.replace(rank(), rank=None, world_size=None, steps=steps(count=5))
     async with app.run_test(size=(80, 24)) as pilot:
-        await _feed(app, pilot, gpu_state(1), jobs_state(young))
+        await _feed(app, pilot, gpu_state(1), jobs_state(young), step_history=False)
         rows = screen_text(app)
         assert any("where each step went: train.py pid " in row for row in rows), "\n".join(rows)
-        assert any(row.rstrip().endswith("step 4") and "└" in row for row in rows), "\n".join(rows)
+        plot = _strip_rows(app)
+        assert plot[-1].split()[:2] == ["now", "5"] and "W" in _bar(plot[-1]), "\n".join(rows)
+        assert not any(row.strip() for row in plot[:-1]), "no rows before the history began"
         assert not any(" rank -," in row for row in rows)
-
-
-def test_the_strip_drawn_from_kept_columns_is_the_strip_drawn_afresh() -> None:
-    """The strip keeps each step's column between repaints; as new steps arrive (here starved ones after
-    fed ones) and old ones scroll out, what it draws is what drawing every column anew gives."""
-    from xfertop.ui.step_strip import strip_rows
-
-    fed, starved = steps(count=80, wait_ms=2.0), steps(count=120, wait_ms=80.0)
-    history = fed + tuple(dataclasses.replace(step, step=step.step + 80) for step in starved[80:])
-    made: dict[int, list[tuple[str, str]]] = {}
-    for seen in (40, 60, 80, 100, 120):
-        assert strip_rows(history[:seen], 50, 8, made) == strip_rows(history[:seen], 50, 8)
-    assert set(made) == {step.step for step in history[70:120]}  # only the steps shown are kept
 
 
 async def test_a_job_that_comes_after_the_start_takes_the_focus_so_enter_opens_it() -> None:

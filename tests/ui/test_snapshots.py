@@ -21,6 +21,7 @@ from ui.sample_states import (
     jobs_state,
     no_driver_state,
     rank,
+    with_step_history,
 )
 from ui.screen_text import blank_rows, screen_text
 from ui.topology_support import SYNTHETIC_PROC, SYNTHETIC_SYSFS, synthetic_nvml
@@ -50,7 +51,8 @@ def _app() -> XfertopApp:
 
 
 def _feed(app: XfertopApp, gpus: GpuState, jobs: JobsState, gpu_count: int) -> Callable:
-    """run_before: a deterministic traffic history (a slow wave), then the fixed snapshots."""
+    """run_before: a deterministic traffic history (a slow wave) and three minutes of the jobs' steps
+    (starved and fed in turn), then the fixed snapshots."""
 
     async def run_before(pilot: Pilot) -> None:
         for i in range(HISTORY_POINTS):
@@ -58,6 +60,7 @@ def _feed(app: XfertopApp, gpus: GpuState, jobs: JobsState, gpu_count: int) -> C
             sample = gpu_state(gpu_count, rx=27e9 * wave, tx=2.5e9 * wave, util=40 * wave)
             # One sample a second, as at 1 Hz: each is a point of the charts.
             app.view.apply_gpu(dataclasses.replace(sample, timestamp=FROZEN_TIME - HISTORY_POINTS + i))
+        app.view.apply_jobs(with_step_history(jobs))
         app.post_message(GpuStateUpdated(gpus))
         app.post_message(HostStateUpdated(host_state()))
         app.post_message(JobsStateUpdated(jobs))

@@ -1,82 +1,110 @@
-"""Where each recent step of one rank went: a stacked strip over steps, so starvation that comes and
-goes shows as a floor of wait that rises and falls instead of one averaged share.
+"""Where one rank's step time went over the last minutes: a strip of time buckets, so starvation that
+comes and goes shows as a share of wait that rises and falls from row to row instead of one averaged
+share.
 
-Each column is one step, the newest on the right; its cells, from the bottom, are the host's step parts
-(rank_row.SEGMENTS: wait, loop, copy, model, sync) in proportion to the step's wall time, each in its
-letter as well as its colour, like the jobs table's bar. The strip takes the rows the jobs pane leaves
+Each row is a bucket of a few seconds (the shortest of ``BUCKET_STEPS_S`` whose rows cover
+``COVER_S``), the newest at the bottom; its bar stacks the host's step parts (rank_row.SEGMENTS: wait,
+loop, copy, model, sync) as shares of the time of the steps that began in it, each in its letter as well
+as its colour, like the jobs table's bar. The row's label says how long before the newest bucket it
+began and how many steps it holds. The sums come from the app's ViewState
+(analysis.step_timeline.StepTimeline, one per rank). Between two drawings only the newest bucket's row
+changes; when a bucket closes every row moves up one. The strip takes the rows the jobs pane leaves
 (xfertop.tcss) and shows the rank under the jobs table's cursor.
 """
 
 from __future__ import annotations
 
 import time
-from itertools import groupby
-from operator import itemgetter
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual.timer import Timer
 
-from xfertop.model.jobs import RankState, StepRecord
+from xfertop.analysis.step_timeline import StepBucket, StepTimeline
+from xfertop.model.jobs import RankState
 from xfertop.ui import chart
 from xfertop.ui.rank_row import SEGMENTS, legend, rank_label
 from xfertop.ui.text_lines import Pieces, Row, TextLines
 
-_TOP_LABEL = "100%"
-#: From this many rows the strip has a title and a step axis around its plot.
+#: From this many rows the strip has a title above its rows.
 _FRAMED_ROWS = 4
-#: The strip is a history: new steps are drawn at most this often, however fast the view refreshes.
-#: Each drawing moves every row of it (at 4 Hz that was a third of the view's main thread).
+#: The strip is drawn at most this often, however fast the view refreshes: its newest row changes with
+#: each snapshot's steps.
 DRAW_PERIOD_S = 1.0
+#: The view repaints once a period, a few ms early or late: a repaint from this share of the strip's
+#: period on draws it (waiting for the exact period drew it on a timer a moment after the repaint, a
+#: screen update of its own: ~1.5 drawings a second at 1 Hz). The timer, at the later share, draws new
+#: steps only when no repaint comes.
+_EARLY_SHARE, _CATCH_UP_SHARE = 0.75, 1.5
+#: Seconds a row may stand for, and how much time the rows should cover at least.
+BUCKET_STEPS_S = (5, 10, 15, 30, 60)
+COVER_S = 90
+_AGO_CELLS, _COUNT_CELLS = 6, 6
 
 
-def step_parts_ms(step: StepRecord) -> tuple[float, float, float, float, float]:
-    """The step's wall time in ``SEGMENTS`` order: wait, loop (before and after the model), copy,
-    model, sync."""
-    return (
-        step.data_wait_ms,
-        step.loop_pre_ms + step.loop_post_ms,
-        step.copy_cpu_ms,
-        step.model_ms,
-        step.sync_ms,
-    )
+def bucket_seconds(rows: int) -> int:
+    """Seconds a row stands for on a strip of ``rows`` rows: the shortest step covering ``COVER_S``."""
+    return next((seconds for seconds in BUCKET_STEPS_S if rows * seconds >= COVER_S), BUCKET_STEPS_S[-1])
 
 
-def step_column(step: StepRecord, rows: int) -> list[tuple[str, str]]:
-    """One step's cells, top row first: its parts stacked from the bottom, "·" above them if the parts
-    fall short of its wall time."""
-    wall = step.wall_ms
+def ago_text(seconds: int) -> str:
+    """How long before the newest bucket a bucket began: "now", "-35s", "-2m05"."""
+    if seconds <= 0:
+        return "now"
+    if seconds < 60:
+        return f"-{seconds}s"
+    return f"-{seconds // 60}m{seconds % 60:02d}"
+
+
+def count_text(count: int) -> str:
+    """A bucket's step count in at most 5 cells: 98, 4123, 41k, 412k."""
+    return str(count) if count < 10_000 else f"{count // 1000}k"
+
+
+def bucket_row(bucket: StepBucket | None, ago_s: int, width: int) -> Pieces:
+    """One row ``width`` cells wide: the label (how long ago, steps), then the bucket's parts stacked
+    left to right; "no step began" for a bucket without steps."""
+    label = f"{ago_text(ago_s):>{_AGO_CELLS}}{count_text(bucket.steps if bucket else 0):>{_COUNT_CELLS}} "
+    bar_width = max(width - len(label), 0)
+    if bucket is None:
+        return ((label, "dim"), ("no step began".ljust(bar_width)[:bar_width], "dim"))
     shares = [
-        (part / wall if wall > 0 else 0.0, letter, style)
-        for part, (_, letter, style) in zip(step_parts_ms(step), SEGMENTS, strict=True)
+        (share, letter, style) for share, (_, letter, style) in zip(bucket.shares(), SEGMENTS, strict=True)
     ]
-    cells = [(letter, style) for text, style in chart.stacked(shares, rows) for letter in text]
-    return cells[::-1]
+    return ((label, "dim"), *chart.stacked(shares, bar_width))
 
 
-def strip_rows(
-    steps: tuple[StepRecord, ...], width: int, rows: int, made: dict[int, list[tuple[str, str]]] | None = None
-) -> list[Pieces]:
-    """``rows`` rows ``width`` cells wide: the last ``width`` steps as stacked columns, padded on the left.
-    ``made``: columns already made for these ``rows``, by step number (a step's parts never change once
-    it is written), kept to the steps shown."""
-    shown = steps[-width:] if width > 0 else ()
-    if made is None:
-        columns = [step_column(step, rows) for step in shown]
-    else:
-        columns = [made.get(step.step) or step_column(step, rows) for step in shown]
-        made.clear()
-        made.update(zip((step.step for step in shown), columns, strict=True))
-    pad = width - len(columns)
+@dataclass(frozen=True)
+class ShownBuckets:
+    """What one drawing of the strip shows: its buckets, oldest first, and where they stand."""
+
+    seconds: int
+    #: The newest bucket's start and the first second the timeline kept, on the steps' clock.
+    last_start: int
+    oldest_s: int
+    buckets: tuple[StepBucket | None, ...]
+
+
+def shown_buckets(timeline: StepTimeline, rows: int) -> ShownBuckets | None:
+    """The last ``rows`` buckets of ``timeline`` (None before its first step)."""
+    newest, oldest = timeline.newest_s, timeline.oldest_s
+    if newest is None or oldest is None:
+        return None
+    seconds = bucket_seconds(rows)
+    buckets = tuple(timeline.buckets(seconds, rows))
+    return ShownBuckets(seconds, newest - newest % seconds, oldest, buckets)
+
+
+def strip_rows(shown: ShownBuckets, width: int) -> list[Pieces]:
+    """One row per bucket, newest at the bottom; blank rows for buckets before the first second kept."""
+    seconds, count = shown.seconds, len(shown.buckets)
     lines: list[Pieces] = []
-    for cells in zip(*columns, strict=True) if columns else [()] * rows:
-        pieces: list[tuple[str, str]] = [(" " * pad, "")] if pad else []
-        for style, run in groupby(cells, key=itemgetter(1)):  # a piece per run of one style
-            text = "".join([letter for letter, _ in run])
-            if pieces and pieces[-1][1] == style:
-                pieces[-1] = (pieces[-1][0] + text, style)
-            else:
-                pieces.append((text, style))
-        lines.append(tuple(pieces))
+    for index, bucket in enumerate(shown.buckets):
+        start = shown.last_start - (count - 1 - index) * seconds
+        if start + seconds <= shown.oldest_s:
+            lines.append(())  # before the history began
+        else:
+            lines.append(bucket_row(bucket, shown.last_start - start, width))
     return lines
 
 
@@ -87,23 +115,24 @@ class StepStrip(TextLines):
         super().__init__(id="step-strip")
         self.rank: RankState | None = None
         self.job_name = ""
-        #: Columns made for the rank and height they were made for: only new steps' columns are made
-        #: at a repaint (making them all was half the view's CPU at 4 Hz).
-        self._columns: dict[int, list[tuple[str, str]]] = {}
-        self._columns_for: tuple[str, int] = ("", 0)
         self._drawn_at = float("-inf")
         self._catch_up: Timer | None = None
         self._next: tuple[RankState | None, str] = (None, "")
+        #: The buckets of the last drawing: redrawn as they were (a resize, a layout) until the next one.
+        self._shown: ShownBuckets | None = None
 
     def show(self, rank: RankState | None, job_name: str) -> None:
-        """Show ``rank``: at once for another rank, else within ``DRAW_PERIOD_S`` of the last drawing
-        (until then a resize redraws what was shown)."""
+        """Show ``rank``: at once for another rank, else with the view's first repaint from
+        ``_EARLY_SHARE`` of ``DRAW_PERIOD_S`` after the last drawing (until then a resize redraws what
+        was shown), or by a timer when no repaint comes."""
         same = rank is not None and self.rank is not None and rank.ring_path == self.rank.ring_path
         self._next = (rank, job_name)
-        wait_s = self._drawn_at + DRAW_PERIOD_S - time.monotonic()
-        if same and wait_s > 0:
+        now = time.monotonic()
+        if same and now - self._drawn_at < _EARLY_SHARE * DRAW_PERIOD_S:
             if self._catch_up is None:
-                self._catch_up = self.set_timer(wait_s, self._draw)
+                self._catch_up = self.set_timer(
+                    self._drawn_at + _CATCH_UP_SHARE * DRAW_PERIOD_S - now, self._draw
+                )
             return
         self._draw()
 
@@ -113,43 +142,39 @@ class StepStrip(TextLines):
             self._catch_up = None
         self.rank, self.job_name = self._next
         self._drawn_at = time.monotonic()
+        self._shown = None
         self.update_lines()
 
-    def _made(self, rank: RankState, rows: int) -> dict[int, list[tuple[str, str]]]:
-        if self._columns_for != (rank.ring_path, rows):
-            self._columns_for = (rank.ring_path, rows)
-            self._columns = {}
-        return self._columns
+    def timeline(self) -> StepTimeline | None:
+        rank = self.rank
+        if rank is None:
+            return None
+        return self.app.view.step_timelines.get(rank.ring_path)  # type: ignore[attr-defined]
+
+    def _buckets(self, rows: int) -> ShownBuckets | None:
+        shown = self._shown
+        if shown is None or len(shown.buckets) != rows:
+            timeline = self.timeline()
+            shown = self._shown = None if timeline is None else shown_buckets(timeline, rows)
+        return shown
 
     def build_lines(self, width: int) -> list[Row]:
         rank = self.rank
         rows = self.content_size.height
-        if rank is None or not rank.steps or rows <= 0 or width <= 0:
+        if rank is None or rows <= 0 or width <= 0:
             return []
-        if rows < _FRAMED_ROWS:  # a few rows still show where the steps went
-            return list(strip_rows(rank.steps, width, rows, self._made(rank, rows)))
-        label_width = len(_TOP_LABEL)
-        plot_width = max(width - label_width - 1, 0)
-        plot_rows = rows - 2
-        shown = rank.steps[-plot_width:] if plot_width else ()
+        framed = rows >= _FRAMED_ROWS  # a few rows still show where the time went, without a title
+        shown = self._buckets(rows - 1 if framed else rows)
+        if shown is None:
+            return []
+        if not framed:
+            return list(strip_rows(shown, width))
         who = f"rank {rank_label(rank)}" if rank.rank is not None else f"pid {rank.pid}"
-        title = Text(f"where each step went: {self.job_name} {who}, newest on the right  ")
+        title = Text(
+            f"where each step went: {self.job_name} {who}, a row per {shown.seconds} s "
+            "(how long ago, steps), newest at the bottom  "
+        )
         title.stylize("bold")
         title.append_text(legend())
         title.truncate(width)
-        lines: list[Row] = [title]
-        for index, plot in enumerate(
-            strip_rows(rank.steps, plot_width, plot_rows, self._made(rank, plot_rows))
-        ):
-            label = _TOP_LABEL if index == 0 else "0" if index == plot_rows - 1 else ""
-            left = label.rjust(label_width) + ("┤" if label else "│")
-            lines.append(((left, "dim"), *plot))
-        axis = ""
-        if shown:
-            # Under the steps drawn, or, for too few to hold the labels, the newest named at the right.
-            newest = f"step {shown[-1].step}"
-            wide = len(shown) > len(newest) * 2 + 1
-            axis = chart.step_axis(len(shown), shown[0].step, shown[-1].step) if wide else newest
-            axis = axis.rjust(plot_width)[-plot_width:] if plot_width else ""
-        lines.append(((" " * label_width + "└", "dim"), (axis, "dim")))
-        return lines
+        return [title, *strip_rows(shown, width)]

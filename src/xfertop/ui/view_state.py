@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from xfertop.analysis.step_timeline import StepTimeline
 from xfertop.model.gpu import GpuState
 from xfertop.model.host import HostState
 from xfertop.model.jobs import JobsState
@@ -44,6 +45,8 @@ class ViewState:
     paused: bool = False
     #: Chart series -> the samples of the point being gathered.
     _buckets: dict[tuple, _Bucket] = field(default_factory=dict)
+    #: Each rank's steps over minutes, by ring path (the step strip): kept while the rank is in view.
+    step_timelines: dict[str, StepTimeline] = field(default_factory=dict)
 
     @property
     def chart_point_s(self) -> float:
@@ -85,6 +88,17 @@ class ViewState:
 
     def apply_jobs(self, state: JobsState) -> None:
         self.jobs = state
+        timelines = self.step_timelines
+        shown = set()
+        for job in state.jobs:
+            for rank in job.ranks:
+                shown.add(rank.ring_path)
+                timeline = timelines.get(rank.ring_path)
+                if timeline is None:
+                    timeline = timelines[rank.ring_path] = StepTimeline()
+                timeline.add(rank.steps)
+        for gone in timelines.keys() - shown:
+            del timelines[gone]
 
     def faster(self) -> float:
         """Step to the next shorter refresh period (or stay at the shortest)."""
