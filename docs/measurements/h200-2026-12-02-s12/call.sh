@@ -4,8 +4,8 @@
 #           validation loader, break, exit 3) plain, under `xfertop run`, plain again; the GPU tests of
 #           the reporter, the probe and fork safety; where copy timing's host time goes (copy_cost.py:
 #           primitives, in-process side by side, py-spy profiles of each variant)
-#   PART=b  the live view beside nvitop; the reporter's per-step cost (3 rounds of `xfertop run`);
-#           copy_cost.py side by side
+#   PART=b  the live view beside nvitop; where copy timing's host time goes (as in a)
+#   PART=r  the reporter's per-step cost (reporter_overhead.py, 3 rounds of `xfertop run`), copy_cost.py
 #   PART=c  the corpus in MODES (default run,watch,attach) for SCENARIOS
 # Run from the repository root with the wheels of .whl carried (textual, py-spy, nvitop):
 #   PART=a bash docs/measurements/h200-2026-12-02-s12/call.sh
@@ -17,6 +17,20 @@ export PYTHONPATH=/tmp/site:$PWD/src PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/machine.txt" 2>&1
 python3 -c "import torch, textual; print(torch.__version__, textual.__version__)" >> "$OUT/machine.txt" 2>&1
 nproc >> "$OUT/machine.txt"; cat "$OUT/machine.txt"
+# Where copy timing's host time goes: copy_cost.py side by side, then py-spy on each variant's loop.
+profile() {
+  XFERTOP_DIR=/tmp/rings-cost timeout 120 python3 $HERE/copy_cost.py > "$OUT/copy_cost.txt" 2>&1
+  echo "rc=$?" >> "$OUT/copy_cost.txt"; grep -v -i warn "$OUT/copy_cost.txt"
+  mkdir -p /tmp/prof
+  for variant in ${VARIANTS:-direct watched watched-nogpu copy}; do
+    XFERTOP_DIR=/tmp/rings-cost timeout 40 py-spy record -r 250 -f raw -o /tmp/prof/$variant.txt -- \
+      python3 $HERE/copy_cost.py --spin $variant --seconds 8 > /tmp/prof/$variant.log 2>&1
+    grep -E "spin|Samples" /tmp/prof/$variant.log
+    python3 $HERE/fold.py /tmp/prof/$variant.txt 30 > /tmp/prof/fold-$variant.txt 2>&1
+  done
+  cat /tmp/prof/fold-*.txt > "$OUT/profiles.txt"
+  grep -A32 -- "-- self" /tmp/prof/fold-copy.txt | head -40
+}
 USER_JOB=docs/measurements/h200-2026-12-02-s10/user_job.py
 case "${PART:-a}" in
 a)
@@ -44,26 +58,18 @@ jobs = d.get('jobs', {}); jobs = jobs.get('items', []) if isinstance(jobs, dict)
   timeout 150 python3 -m pytest -q -m gpu --timeout 60 -p no:cacheprovider tests/gpu/test_probe_gpu.py \
     tests/gpu/test_reporter_gpu.py tests/gpu/test_fork_safety_gpu.py > "$OUT/pytest_gpu.txt" 2>&1
   echo "rc=$?" >> "$OUT/pytest_gpu.txt"; tail -n 3 "$OUT/pytest_gpu.txt"
-  export XFERTOP_DIR=/tmp/rings-cost
-  timeout 120 python3 $HERE/copy_cost.py > "$OUT/copy_cost.txt" 2>&1; echo "rc=$?" >> "$OUT/copy_cost.txt"
-  grep -v Warning "$OUT/copy_cost.txt"
-  mkdir -p /tmp/prof
-  for variant in direct watched copy; do
-    timeout 40 py-spy record -r 997 --native -f raw -o /tmp/prof/$variant.txt -- \
-      python3 $HERE/copy_cost.py --spin $variant --seconds 8 > /tmp/prof/$variant.log 2>&1
-    tail -n 2 /tmp/prof/$variant.log
-    python3 $HERE/fold.py /tmp/prof/$variant.txt 30 > "$OUT/prof-$variant.txt" 2>&1
-  done
-  cat "$OUT/prof-copy.txt"
+  profile
   ;;
 b)
   timeout 140 python3 benchmarks/tui_cpu.py --seconds 25 --warmup 3 --rates-hz 1,4 --out /tmp/tui \
     --load "python3 -m xfertop.launch.demo_job --phase-seconds 600 --device cuda" > "$OUT/tui_cpu.txt" 2>&1
   echo "rc=$?" >> "$OUT/tui_cpu.txt"; grep -E "Hz|rc=|x " "$OUT/tui_cpu.txt"
+  profile
+  ;;
+r)
   timeout 170 python3 benchmarks/reporter_overhead.py /tmp/ro --run-rounds 3 > "$OUT/reporter_overhead.txt" 2>&1
   echo "rc=$?" >> "$OUT/reporter_overhead.txt"; grep -v "^ *$" "$OUT/reporter_overhead.txt" | tail -n 20
-  XFERTOP_DIR=/tmp/rings-cost timeout 100 python3 $HERE/copy_cost.py > "$OUT/copy_cost.txt" 2>&1
-  grep -v Warning "$OUT/copy_cost.txt"
+  VARIANTS=copy profile
   ;;
 c)
   timeout ${LIMIT:-540} python3 benchmarks/score_scenarios.py --only "$SCENARIOS" --modes "${MODES:-run,watch,attach}" \

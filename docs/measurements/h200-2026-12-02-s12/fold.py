@@ -11,8 +11,10 @@ path, top = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 25
 own: collections.Counter[str] = collections.Counter()
 inclusive: collections.Counter[str] = collections.Counter()
 total = 0
-for line in open(path):
-    stack, _, count = line.rstrip().rpartition(" ")
+with open(path) as lines:
+    rows = [line.rstrip() for line in lines]
+for line in rows:
+    stack, _, count = line.rpartition(" ")
     if not stack:
         continue
     n = int(count)
