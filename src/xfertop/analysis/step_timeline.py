@@ -117,13 +117,14 @@ class StepTimeline:
         if not seconds or second > seconds[-1].second:
             seconds.append(_Second(second))
         sums = seconds[-1]
+        wait, loop, copy, model, sync = step_parts_ms(step)
         sums.steps += 1
         sums.wall += step.wall_ms
-        sums.wait += step.data_wait_ms
-        sums.loop += step.loop_pre_ms + step.loop_post_ms
-        sums.copy += step.copy_cpu_ms
-        sums.model += step.model_ms
-        sums.sync += step.sync_ms
+        sums.wait += wait
+        sums.loop += loop
+        sums.copy += copy
+        sums.model += model
+        sums.sync += sync
 
     def _forget_old(self) -> None:
         seconds = self._seconds
