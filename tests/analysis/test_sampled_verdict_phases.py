@@ -111,6 +111,31 @@ def test_cpu_augmentation_in_the_loop_on_an_idle_gpu_is_loop_bound() -> None:
     assert on_cpu.kind == "compute-bound" and "compute is 92%" in on_cpu.headline, on_cpu.headline
 
 
+def test_a_short_window_that_caught_the_loader_once_still_sees_the_augmenting_loop() -> None:
+    # A 1 s window of the same job on a loaded 2-core box caught the DataLoader in 2 of ~45 samples and
+    # read "not in the training loop yet: building data": the loop's machinery alone fell under 5%. The
+    # recorded window with its loader and model samples cut to one: the loop's body still shows it runs.
+    readings = nvml_readings(pid_of("augment"), 1)
+    window = phase_window("augment", started_at=readings[0].timestamp - 1.0)
+    lines = phase_lines("augment")
+    augmenting = {66, 67, 68}  # the augmentation's lines in the loop's body
+    kept, loader_kept = [], False
+    for stack in window.stacks:
+        own = next((f.line for f in stack.frames if f.filename.endswith("train_phases.py")), None)
+        if any("torch/utils/data/" in f.filename for f in stack.frames):
+            if not loader_kept:
+                kept.append(replace(stack, count=1))
+                loader_kept = True
+        elif own in augmenting:
+            kept.append(stack)
+    thin = replace(window, stacks=tuple(kept))
+    state = StacksState(timestamp=0.0, targets=(AttachTarget(pid=thin.root_pid),), windows=(thin,))
+    (rank,), verdict = judge_stacks(state, lambda pid: lines, readings)
+    assert rank.shares.counts["data_wait"] + rank.shares.counts["main_loading"] == 1, rank.shares.counts
+    assert rank.loop_seen
+    assert verdict.kind == "loop-bound", verdict.headline
+
+
 def test_a_gpu_job_whose_busy_share_is_unknown_says_so_instead_of_guessing() -> None:
     # A CUDA process (it maps /dev/nvidiactl) that NVML does not list alone on a GPU: a container's pid
     # namespace, a shared GPU. Its compute may be the host's: the headline says the GPU was not measured.

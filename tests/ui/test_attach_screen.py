@@ -62,8 +62,10 @@ def test_the_text_shows_the_gpus_busy_share_beside_the_samples() -> None:
 async def test_attach_app_reads_the_gpu_while_it_samples() -> None:
     # The real app, py-spy and job (tensor maths on CPU tensors in its loop); NVML is faked: the job alone
     # on its GPU, 1% busy.
+    # 2 s windows: the loader and the tiny model hold ~8% of the job's samples, and the loop is found from
+    # them; a 1 s window caught none of them about once in 50.
     with phases_job("augment") as job:
-        sampler = StackSampler(job.pid, window_s=1, with_ranks=False)
+        sampler = StackSampler(job.pid, window_s=2, with_ranks=False)
         gpu = fake_nvml_gpu(job.pid, 1)
         app = AttachApp(sampler, gpu)
         waiter = MessageWaiter()

@@ -547,13 +547,16 @@ def _loop_seen(
     classified: list[tuple[ThreadStack, SampleClass]], total: int, loop: _Loop | None, lines_known: bool
 ) -> bool:
     """The window shows the training loop running: enough samples in the DataLoader, the model, autograd,
-    the optimizer, or a sync in the loop's body (anywhere, where no line could be read to find it)."""
+    the optimizer, or on a line of the loop's body (a sync anywhere, where no line could be read to find
+    the loop). The body's own lines count: a loop whose augmentation holds 95% of each step leaves the
+    loader and a small model only a few samples of a short window."""
     running = sum(
         s.count
         for s, cls in classified
         if cls in _LOOP_CLASSES
         or any(_dispatches(f) for f in s.frames)
-        or (cls == "gpu_sync" and (not lines_known or _body_line(loop, s) is not None))
+        or _body_line(loop, s) is not None
+        or (cls == "gpu_sync" and not lines_known)
     )
     return not total or running >= LOOP_SEEN_MIN_SHARE * total
 
