@@ -81,3 +81,62 @@ async def test_without_gpu_samples_the_tick_draws_the_inbox() -> None:
         await asyncio.wait_for(drawn.wait(), 5.0)  # no GPU sample comes: the tick draws it
         assert app.view.host.timestamp == 2.0
         assert "88%" in app.host_pane.render_line(0).text
+
+
+async def test_with_regular_gpu_samples_the_header_moves_only_with_them() -> None:
+    # The GPU samples are the pulse: the tick drew the header's new second between two of them, a screen
+    # update of its own (a third of them at 1 Hz on the CPU VM). Samples every 0.5 s over 2.5 s, the
+    # clock moved after each: the header changes only when a sample comes (the tick fires at 1.5 s).
+    now = [FROZEN_TIME]
+    gpu = _Manual(1.0)
+    app = XfertopApp(Sources(gpu=gpu), interval_s=1.0, start_sources=False, clock=lambda: now[0])
+    waiter = MessageWaiter()
+    async with app.run_test(size=(160, 48), message_hook=waiter) as pilot:
+        for _ in range(5):
+            gpu.publish(gpu_state(1))
+            await waiter.wait_for(lambda m: isinstance(m, GpuStateUpdated))
+            await pilot.pause()
+            shown = app.header_bar.render_line(0).text
+            now[0] += 1.0
+            await asyncio.sleep(0.5)  # time passing is what is tested: the tick's 1.5 s falls in here
+            assert app.header_bar.render_line(0).text == shown, "the header moved between two samples"
+
+
+async def test_faster_than_the_jobs_pace_gpu_samples_leave_the_jobs_to_their_snapshots() -> None:
+    # At 4 Hz the jobs are read every 0.5 s: each GPU sample analysed and drew them again for nothing new
+    # but the GPU's utilisation. They are drawn with their own snapshots; at 1 Hz with every sample.
+    gpu, jobs = _Manual(0.25), _Manual(0.5)
+    app = XfertopApp(
+        Sources(gpu=gpu, jobs=jobs), interval_s=0.25, start_sources=False, clock=lambda: FROZEN_TIME
+    )
+    waiter = MessageWaiter()
+    async with app.run_test(size=(160, 48), message_hook=waiter) as pilot:
+        jobs.publish(_at(jobs_state(), 1.0))
+        gpu.publish(gpu_state(1))
+        await waiter.wait_for(lambda m: isinstance(m, GpuStateUpdated))
+        await pilot.pause()
+        shows = []
+        show = app.jobs_pane.show
+
+        def counted(*args, **kwargs) -> None:
+            shows.append(app.view.jobs.timestamp)
+            show(*args, **kwargs)
+
+        app.jobs_pane.show = counted  # type: ignore[method-assign]
+
+        async def pulse() -> None:
+            gpu.publish(gpu_state(1))
+            await waiter.wait_for(lambda m: isinstance(m, GpuStateUpdated))
+            await pilot.pause()
+
+        await pulse()
+        await pulse()
+        assert shows == [], "GPU samples alone redrew the jobs at 4 Hz"
+        jobs.publish(_at(jobs_state(), 2.0))  # new steps, same shape: waits for the next pulse
+        await pulse()
+        assert shows == [2.0]
+        app.action_slower()  # 0.5 s: the jobs' own pace
+        app.action_slower()  # 1 s
+        assert app.view.interval_s == 1.0
+        await pulse()
+        assert shows == [2.0, 2.0], "at 1 Hz each sample draws the jobs (their verdicts read it)"

@@ -21,7 +21,7 @@ from xfertop.model.gpu import GpuState
 from xfertop.model.host import HostState
 from xfertop.model.jobs import JobsState
 from xfertop.sources.base import PollingSource
-from xfertop.sources.bundle import Sources
+from xfertop.sources.bundle import HOST_MIN_INTERVAL_S, Sources
 from xfertop.ui.messages import (
     GpuStateUpdated,
     HostStateUpdated,
@@ -113,9 +113,15 @@ class SnapshotInbox:
         return dirty
 
     def gpu_arrived(self, state: GpuState) -> None:
-        """A GPU sample (its message): verdicts read the GPU's utilisation, so the jobs are dirty too."""
+        """A GPU sample (its message). Verdicts read the GPU's utilisation and the process table its
+        processes: at the jobs' pace or slower, each sample dirties them too; faster, they keep their
+        own pace (each jobs and host snapshot dirties them, and they read the latest GPU sample then):
+        at 4 Hz that halves the jobs' analysis and drawing, and the header says so."""
         self.view.apply_gpu(state)
-        self.dirty.update(("gpus", "jobs", "processes"))
+        if self.view.interval_s >= HOST_MIN_INTERVAL_S:
+            self.dirty.update(("gpus", "jobs", "processes"))
+        else:
+            self.dirty.add("gpus")
 
     def host_arrived(self, state: HostState) -> bool:
         """A host snapshot that came as a message; True when it must be drawn at once (the first)."""
