@@ -16,11 +16,10 @@ from xfertop.ui.history import History
 
 #: Refresh periods the +/- keys step through, in seconds.
 REFRESH_STEPS_S = (0.25, 0.5, 1.0, 2.0, 5.0)
-#: The GPU charts get one point per this many seconds at least: a point is the mean of the samples in
-#: its span (an average of rates over the span is the rate over the span), the chart's title keeps the
-#: latest sample. Every plot row of a chart changes when a point comes: at 2 s, half as often as at 1 s
-#: (the GPU pane's rows drawn a second at 1 Hz: 8.8 -> 5.8), and a chart covers twice the time.
-CHART_POINT_S = 2.0
+#: The GPU charts get one point per this many seconds at least: at faster periods a point is the mean
+#: of the samples in its second (an average of rates over the second is the rate over the second), so a
+#: tall chart moves once a second instead of at every sample.
+CHART_POINT_S = 1.0
 
 
 def chart_key(key: tuple) -> tuple:
