@@ -45,6 +45,22 @@ def _counted_render_lines(self, crop):
     counts["render_lines " + type(self).__name__ + "#" + str(self.id)] += crop.height
     return _render_lines(self, crop)
 Widget.render_lines = _counted_render_lines
+spent = collections.Counter()
+WARMUP_S = 5.0
+def _timed(cls, name):
+    orig_m = getattr(cls, name)
+    def wrapped(self, *a, **k):
+        t = time.perf_counter()
+        try:
+            return orig_m(self, *a, **k)
+        finally:
+            if time.time() - t0 > WARMUP_S:  # start-up's layouts and first frames left out
+                spent[cls.__name__ + "." + name] += time.perf_counter() - t
+    setattr(cls, name, wrapped)
+from textual.screen import Screen
+from textual.drivers.linux_driver import LinuxDriver
+_timed(Screen, "_compositor_refresh"); _timed(repaint.Repainter, "repaint_dirty")
+_timed(Screen, "_refresh_layout"); _trace(Screen, "_refresh_layout")
 import cProfile
 prof = cProfile.Profile() if os.environ.get("CPROFILE") else None
 if prof is not None:
@@ -58,6 +74,8 @@ def dump():
         for k, v in counts.most_common():
             f.write(f"{k:40} rows changed/s {v/dt:6.1f}  calls/s {calls[k]/dt:5.2f} height {heights.get(k, '-')}\n")
         f.write(f"screen updates/s {calls['(screen updates)']/dt:5.2f}\n")
+        for k, v in spent.most_common():
+            f.write(f"time {k:40} {1000 * v / (dt - WARMUP_S):7.2f} ms a second after {WARMUP_S:g} s\n")
         if os.environ.get("TRACE"):
             for t, what in events[-60:]:
                 f.write(f"{t - t0:8.3f} {what}\n")
