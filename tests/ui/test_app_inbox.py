@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
+import time
 
 from textual.message import Message
 
@@ -140,3 +141,25 @@ async def test_faster_than_the_jobs_pace_gpu_samples_leave_the_jobs_to_their_sna
         assert app.view.interval_s == 1.0
         await pulse()
         assert shows == [2.0, 2.0], "at 1 Hz each sample draws the jobs (their verdicts read it)"
+
+
+async def test_at_periods_over_a_second_the_clock_moves_between_samples_and_nothing_else() -> None:
+    # Every 2 s: the header's clock still moves every second (the tick), while the jobs read meanwhile
+    # wait for the next sample, as the period the user chose says.
+    now = [FROZEN_TIME]
+    gpu, jobs = _Manual(2.0), _Manual(0.5)
+    app = XfertopApp(Sources(gpu=gpu, jobs=jobs), interval_s=2.0, start_sources=False, clock=lambda: now[0])
+    waiter = MessageWaiter()
+    async with app.run_test(size=(160, 48), message_hook=waiter) as pilot:
+        jobs.publish(_at(jobs_state(), 1.0))
+        gpu.publish(gpu_state(1))
+        await waiter.wait_for(lambda m: isinstance(m, GpuStateUpdated))
+        await pilot.pause()
+        shown = app.header_bar.render_line(0).text
+        jobs.publish(_at(jobs_state(), 2.0))  # new steps, same shape: into the inbox
+        now[0] += 1.0
+        deadline = time.monotonic() + 5.0
+        while app.header_bar.render_line(0).text == shown and time.monotonic() < deadline:
+            await pilot.pause(0.05)  # the tick's second is what is awaited
+        assert app.header_bar.render_line(0).text != shown, "the clock did not move within the period"
+        assert app.view.jobs.timestamp == 1.0, "the jobs were drawn before the period's sample"
