@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU call of session 13, by PART (each fits one 600 s call):
 #   PART=b  the live view beside nvitop, this tree and the session's baseline (.base/src: 76a445d's src,
-#           carried) in one run; then per-thread CPU and py-spy of this tree's view at 1 and 4 Hz
+#           carried) in one run; then per-thread CPU and py-spy of this tree's view at PROFILE_HZ (default 1)
 #   PART=c  the corpus in MODES (default run,watch,attach) for SCENARIOS
 # Run from the repository root with .whl (textual, py-spy, nvitop) and .base carried:
 #   PART=b bash docs/measurements/h200-2026-12-02-s13/call.sh
@@ -18,7 +18,7 @@ b)
   timeout 260 python3 benchmarks/tui_cpu.py --seconds 25 --warmup 3 --rates-hz 1,4 --out /tmp/tui \
     --before .base --load "$LOAD" > "$OUT/tui_cpu.txt" 2>&1
   echo "rc=$?" >> "$OUT/tui_cpu.txt"; grep -E "Hz|rc=|x " "$OUT/tui_cpu.txt"
-  for hz in 1 4; do
+  for hz in ${PROFILE_HZ:-1}; do
     timeout 70 python3 benchmarks/tui_profile.py /tmp/prof --rate-hz $hz --seconds 20 --load "$LOAD" \
       > "$OUT/tui_profile_${hz}hz.txt" 2>&1
     echo "rc=$?" >> "$OUT/tui_profile_${hz}hz.txt"; head -n 8 "$OUT/tui_profile_${hz}hz.txt"
