@@ -15,7 +15,7 @@ nproc >> "$OUT/machine.txt"; cat "$OUT/machine.txt"
 LOAD="python3 -m xfertop.launch.demo_job --phase-seconds 600 --device cuda"
 case "${PART:-b}" in
 b)
-  timeout 260 python3 benchmarks/tui_cpu.py --seconds 25 --warmup 3 --rates-hz 1,4 --out /tmp/tui \
+  timeout 260 python3 benchmarks/tui_cpu.py --seconds ${TUI_S:-25} --warmup 3 --rates-hz 1,4 --out /tmp/tui \
     --before .base --load "$LOAD" > "$OUT/tui_cpu.txt" 2>&1
   echo "rc=$?" >> "$OUT/tui_cpu.txt"; grep -E "Hz|rc=|x " "$OUT/tui_cpu.txt"
   for hz in ${PROFILE_HZ:-1}; do
