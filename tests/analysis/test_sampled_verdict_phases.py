@@ -106,9 +106,14 @@ def test_cpu_augmentation_in_the_loop_on_an_idle_gpu_is_loop_bound() -> None:
         and "onto the GPU after the copy" in advice
     )
     assert verdict.evidence["gpu_busy_share"] == 0.01
-    # On a CPU-only job the same work is its compute, as before.
+    # On a CPU-only job the loop's work holds more of the cores than the model: loop-bound, as `xfertop
+    # run` reads it (scenario r's CPU truth: loop 74%, model 23%); it read compute-bound 92% before.
     _, on_cpu = judged("augment")
-    assert on_cpu.kind == "compute-bound" and "compute is 92%" in on_cpu.headline, on_cpu.headline
+    assert on_cpu.kind == "loop-bound", on_cpu.headline
+    assert on_cpu.headline.startswith(
+        "loop-bound: the loop's own code holds the main thread 73% of samples and the model step 18%"
+    ), on_cpu.headline
+    assert "into the Dataset" in on_cpu.advice[0] and "onto the GPU" not in on_cpu.advice[0]
 
 
 def test_a_short_window_that_caught_the_loader_once_still_sees_the_augmenting_loop() -> None:

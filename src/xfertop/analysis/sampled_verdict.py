@@ -255,6 +255,10 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         and own > max(host_waits, rank.dispatch_share)
     ):
         return _labelled(_loop_bound(rank, waiting_busy), rank, ranks, [])
+    if not on_gpu and own >= LOOP_HOST_WARN_SHARE and own > max(host_waits, _model_share(rank)):
+        # On a CPU the loop's own work and the model share the cores, and `xfertop run` names the loop's
+        # part when it holds more of the step than the model: attach reads the same job the same way.
+        return _labelled(_loop_bound(rank, None), rank, ranks, [])
     stepping = 1.0 - other_share  # data, loading, copies, compute, syncs: the loop runs
     if (
         on_gpu
@@ -393,7 +397,13 @@ def _cpu_loop_python(loop: LoopHost) -> str:
     )
 
 
-def _bookkeeping_advice(loop: LoopHost) -> str:
+def _bookkeeping_advice(loop: LoopHost, on_gpu: bool = True) -> str:
+    if not on_gpu:
+        return (
+            f"Most of it on {_top_lines_text(loop)}: per-step bookkeeping (metrics, confusion counts, "
+            "logging) in the loop's own Python, on the cores the model needs: do it every N steps, or as "
+            "a few tensor ops over the batch instead of a Python loop over its items."
+        )
     return (
         f"Most of it on {_top_lines_text(loop)}: move per-step bookkeeping (metrics, confusion counts, "
         "logging) onto the GPU as tensor ops, or do it every N steps; a .item()/.cpu()/.tolist() that feeds "
@@ -415,26 +425,39 @@ def _loop_host_bound(loop: LoopHost) -> Verdict:
     return Verdict("host-bound", severity, headline, advice=advice, rule="host-bound")
 
 
-def _loop_bound(rank: RankStacks, busy: float) -> Verdict:
+def _model_share(rank: RankStacks) -> float:
+    """The model step's share of the main thread's samples: its module calls, autograd and optimizer, or
+    the compute not on the loop's own lines, whichever says more."""
+    return max(rank.dispatch_share, rank.shares.share("compute") - rank.loop_tensor.share)
+
+
+def _loop_bound(rank: RankStacks, busy: float | None) -> Verdict:
+    """The loop's own code holds the main thread: while the GPU waits (``busy``, its NVML share), or on
+    a CPU job (None), where it holds more of the cores than the model step."""
     tensor, python = rank.loop_tensor, rank.loop_host
     own = tensor.share + python.share
-    headline = (
-        f"loop-bound: the loop's own code holds the main thread {pct(own)} of samples while the GPU is "
-        f"busy {pct(busy)}"
-    )
+    if busy is not None:
+        meanwhile = f"while the GPU is busy {pct(busy)}"
+        where = "on CPU tensors it runs on the host, one batch at a time, while the GPU waits"
+        elsewhere = ", or onto the GPU after the copy (copy the raw batch, then transform the CUDA tensor)"
+    else:
+        meanwhile = f"and the model step {pct(_model_share(rank))}"
+        where = "it runs in the main process, one batch at a time, between the loader and the model"
+        elsewhere = ""
+    headline = f"loop-bound: the loop's own code holds the main thread {pct(own)} of samples {meanwhile}"
     severity: Severity = "critical" if own >= LOOP_HOST_CRITICAL_SHARE else "warn"
     maths = (
         f"tensor maths on the loop's own lines ({_top_lines_text(tensor)}; the loop at {tensor.loop_line}), "
-        "outside the model: on CPU tensors it runs on the host, one batch at a time, while the GPU waits. "
-        "Move it into the Dataset (__getitem__ or a transform) so the DataLoader workers run it in "
-        "parallel, or onto the GPU after the copy (copy the raw batch, then transform the CUDA tensor)."
+        f"outside the model: {where}. Move it into the Dataset (__getitem__ or a transform) so the "
+        f"DataLoader workers run it in parallel{elsewhere}."
     )
+    bookkeeping = _bookkeeping_advice(python, on_gpu=busy is not None)
     if tensor.share >= python.share:
         advice = [f"Most of it is {maths}"]
         if python.share >= LOOP_PART_NOTE_SHARE:
-            advice.append(f"The loop's own Python adds {pct(python.share)}. {_bookkeeping_advice(python)}")
+            advice.append(f"The loop's own Python adds {pct(python.share)}. {bookkeeping}")
     else:
-        advice = [_bookkeeping_advice(python)]
+        advice = [bookkeeping]
         if tensor.share >= LOOP_PART_NOTE_SHARE:
             advice.append(f"{pct(tensor.share)} more is {maths}")
     return Verdict("loop-bound", severity, headline, advice=tuple(advice), rule="loop-bound")
