@@ -9,6 +9,7 @@ import threading
 import time
 
 from textual.message import Message
+from textual.pilot import Pilot
 
 from ui.live import MessageWaiter
 from ui.sample_states import FROZEN_TIME, gpu_state, host_state, jobs_state, rank
@@ -84,6 +85,13 @@ async def test_without_gpu_samples_the_tick_draws_the_inbox() -> None:
         assert "88%" in app.host_pane.render_line(0).text
 
 
+async def _sampled(gpu: _Manual, waiter: MessageWaiter, pilot: Pilot) -> None:
+    """A GPU sample published from its source's thread, and the repaint it drives done."""
+    gpu.publish(gpu_state(1))
+    await waiter.wait_for(lambda m: isinstance(m, GpuStateUpdated))
+    await pilot.pause()
+
+
 async def test_with_regular_gpu_samples_the_header_moves_only_with_them() -> None:
     # The GPU samples are the pulse: the tick drew the header's new second between two of them, a screen
     # update of its own (2.4 screen updates a second at 1 Hz where 1.7 do). Samples every ~0.4 s over
@@ -94,9 +102,7 @@ async def test_with_regular_gpu_samples_the_header_moves_only_with_them() -> Non
     waiter = MessageWaiter()
     async with app.run_test(size=(160, 48), message_hook=waiter) as pilot:
         for _ in range(5):
-            gpu.publish(gpu_state(1))
-            await waiter.wait_for(lambda m: isinstance(m, GpuStateUpdated))
-            await pilot.pause()
+            await _sampled(gpu, waiter, pilot)
             shown = app.header_bar.render_line(0).text
             now[0] += 1.0
             await asyncio.sleep(0.4)  # time passing is what is tested: the tick's 1.5 s falls in here
@@ -113,9 +119,7 @@ async def test_faster_than_the_jobs_pace_gpu_samples_leave_the_jobs_to_their_sna
     waiter = MessageWaiter()
     async with app.run_test(size=(160, 48), message_hook=waiter) as pilot:
         jobs.publish(_at(jobs_state(), 1.0))
-        gpu.publish(gpu_state(1))
-        await waiter.wait_for(lambda m: isinstance(m, GpuStateUpdated))
-        await pilot.pause()
+        await _sampled(gpu, waiter, pilot)
         shows = []
         show = app.jobs_pane.show
 
@@ -125,21 +129,16 @@ async def test_faster_than_the_jobs_pace_gpu_samples_leave_the_jobs_to_their_sna
 
         app.jobs_pane.show = counted  # type: ignore[method-assign]
 
-        async def pulse() -> None:
-            gpu.publish(gpu_state(1))
-            await waiter.wait_for(lambda m: isinstance(m, GpuStateUpdated))
-            await pilot.pause()
-
-        await pulse()
-        await pulse()
+        await _sampled(gpu, waiter, pilot)
+        await _sampled(gpu, waiter, pilot)
         assert shows == [], "GPU samples alone redrew the jobs at 4 Hz"
         jobs.publish(_at(jobs_state(), 2.0))  # new steps, same shape: waits for the next pulse
-        await pulse()
+        await _sampled(gpu, waiter, pilot)
         assert shows == [2.0]
         app.action_slower()  # 0.5 s: the jobs' own pace
         app.action_slower()  # 1 s
         assert app.view.interval_s == 1.0
-        await pulse()
+        await _sampled(gpu, waiter, pilot)
         assert shows == [2.0, 2.0], "at 1 Hz each sample draws the jobs (their verdicts read it)"
 
 
@@ -152,9 +151,7 @@ async def test_at_periods_over_a_second_the_clock_moves_between_samples_and_noth
     waiter = MessageWaiter()
     async with app.run_test(size=(160, 48), message_hook=waiter) as pilot:
         jobs.publish(_at(jobs_state(), 1.0))
-        gpu.publish(gpu_state(1))
-        await waiter.wait_for(lambda m: isinstance(m, GpuStateUpdated))
-        await pilot.pause()
+        await _sampled(gpu, waiter, pilot)
         shown = app.header_bar.render_line(0).text
         jobs.publish(_at(jobs_state(), 2.0))  # new steps, same shape: into the inbox
         now[0] += 1.0
