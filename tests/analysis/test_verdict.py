@@ -332,7 +332,7 @@ def _dispatching(count: int = 40) -> list[StepRecord]:
 def test_a_gpu_busy_15_percent_while_the_host_dispatches_the_model_is_launch_bound() -> None:
     verdict = rank_verdict(_dispatching(), gpu_busy_share=0.15)
     assert (verdict.kind, verdict.severity, verdict.rule) == ("launch-bound", "critical", "launch-bound")
-    assert "busy only 15%" in verdict.headline and "(idle 85% inside it)" in verdict.headline
+    assert "busy only 15%" in verdict.headline and "(idle 84% inside it)" in verdict.headline
     assert "torch.compile" in advice_text(verdict) and "input pipeline is not the cause" in advice_text(
         verdict
     )
@@ -344,6 +344,33 @@ def test_the_small_kernels_window_is_launch_bound_by_its_nvml_busy_share() -> No
     assert verdict_of(fixture).rule == "launch-bound"
     # The same steps with the GPU busy as long as the host dispatches: compute-bound.
     assert rank_verdict(fixture.ranks[0].steps, gpu_busy_share=0.95).kind == "compute-bound"
+
+
+def test_kernels_idle_inside_synchronous_pageable_copies_are_copy_bound_not_launch_bound() -> None:
+    """Recorded on the H200 (scenario d, pageable, num_workers=0): the host sits in the copy calls 82% of
+    each step and in the model 17%, NVML reads the GPU busy 36%, and the stream never drained at a step's
+    first work (its first work is the copy). NVML counts kernels only, so the 64% it calls idle fell in
+    the copies, not in the model's dispatch."""
+    steps = [
+        step_record(
+            i,
+            wait_ms=0.5,
+            copy_ms=82.0,
+            model_ms=17.0,
+            loop_post_ms=0.5,
+            gap_ms=0.0,
+            h2d_bytes=101_000_000,
+            partitioned=True,
+        )
+        for i in range(5, 45)
+    ]
+    verdict = rank_verdict(steps, gpu_busy_share=0.36)
+    assert (verdict.kind, verdict.rule) == ("copy-bound", "copy-bound"), verdict.headline
+    assert "pin_memory=True" in advice_text(verdict)
+    # Kernels that ran while the host was in the copy calls stay the GPU's: with the GPU busy 80% the
+    # copies hold only the 20% NVML calls idle.
+    busy = rank_verdict(steps, gpu_busy_share=0.8)
+    assert "copies take 20%" in busy.headline, busy.headline
 
 
 def test_compute_bound_on_a_gpu_needs_nvml_busy_where_nvml_measures_it() -> None:

@@ -292,7 +292,13 @@ def signals(stats: WindowStats, workers: int | None, busy: float | None, context
     dispatch = 0.0
     if busy is not None and context.on_gpu:
         measured = idle.total - idle.model if idle is not None else input_share + pre + post + copy
-        dispatch = max(0.0, 1.0 - busy - measured)
+        unexplained = max(0.0, 1.0 - busy - measured)
+        # NVML's busy counts kernels only, and the GPU clock counts a copy its stream ran as busy: kernel
+        # idle time while the host sat in synchronous copy calls (pageable memory) is the copies', not the
+        # model's dispatch. It is capped by both, so kernels that ran during the calls are not moved.
+        in_copies = min(unexplained, max(0.0, stats.copy_share - copy))
+        copy += in_copies
+        dispatch = unexplained - in_copies
     elif idle is not None:
         dispatch = idle.model
     step_s = stats.wall_ms_total / max(stats.steps, 1) / 1000
