@@ -268,6 +268,20 @@ def test_host_work_after_the_step_without_a_sync_is_loop_bound_after_the_step() 
     assert "every N steps" in advice_text(verdict)
 
 
+def test_a_sync_that_finds_the_gpu_drained_leaves_the_work_after_it_loop_bound() -> None:
+    """Scenario s on the H200: one loss.item() a step on a small model, then 77% of the step logging in
+    Python. The item() waits for nothing (sync 0% of the step), so dropping it would buy nothing: the
+    loop's work after the step holds the GPU idle, not the sync. It read sync-bound before."""
+    steps = [
+        replace(s, sync_ms=0.05, wall_ms=s.wall_ms - s.sync_ms + 0.05)
+        for s in load_window("sync_bound").ranks[0].steps
+    ]
+    verdict = rank_verdict(steps)
+    assert (verdict.kind, verdict.rule) == ("loop-bound", "loop-work"), verdict.headline
+    assert "after the step" in verdict.headline and "every N steps" in advice_text(verdict)
+    assert verdict.evidence["synced_step_fraction"] == 1.0
+
+
 def test_a_job_is_sync_bound_when_its_ranks_sync_then_work_on_the_host() -> None:
     rank = load_window("sync_bound").ranks[0]
     ranks = [replace(rank, rank=r, pid=rank.pid + r) for r in range(2)]

@@ -140,6 +140,10 @@ LOOP_WARN_SHARE = 0.10
 #: The loop's work after the step follows a sync in at least this fraction of steps: the sync drained
 #: the GPU's queue for it, and the verdict is sync-bound.
 SYNCED_STEPS_FRACTION = 0.5
+#: ... and the syncs themselves wait at least this share of the step. Dropping a sync lets the GPU's
+#: queued work overlap the host's work after it, so it buys at most the sync's own wait: a sync that
+#: finds the GPU already drained (a small model's loss.item()) is not the cause, the loop's work is.
+SYNC_WAIT_WARN_SHARE = 0.10
 #: A copy share is believed only where the bytes moved explain it at this slowest rate (pageable H2D
 #: of small tensors runs at ~3 GB/s on an H200: GPU-FACTS.md), plus a slack share for per-call overhead.
 COPY_FLOOR_BYTES_PER_S = 1.0e9

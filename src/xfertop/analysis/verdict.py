@@ -37,6 +37,7 @@ from xfertop.analysis.thresholds import (
     STRAGGLER_WARN_EXCESS_SHARE,
     SYNC_GPU_BUSY_CRITICAL_SHARE,
     SYNC_GPU_BUSY_WARN_SHARE,
+    SYNC_WAIT_WARN_SHARE,
     SYNCED_STEPS_FRACTION,
     WARMUP_STEPS,
     WINDOW_STEPS,
@@ -354,8 +355,14 @@ def _loop_applies(sig: Signals) -> bool:
 
 
 def _synced_after(sig: Signals) -> bool:
-    """The loop's work after the step follows a sync in most steps: the GPU had drained for it."""
-    return sig.loop_post >= sig.loop_pre and sig.stats.synced_step_fraction >= SYNCED_STEPS_FRACTION
+    """The loop's work after the step follows a sync in most steps, and the syncs wait long enough that
+    dropping them would let queued GPU work run under that host work (see SYNC_WAIT_WARN_SHARE)."""
+    stats = sig.stats
+    return (
+        sig.loop_post >= sig.loop_pre
+        and stats.synced_step_fraction >= SYNCED_STEPS_FRACTION
+        and stats.sync_share >= SYNC_WAIT_WARN_SHARE
+    )
 
 
 def _where_loop(sig: Signals) -> str:
