@@ -52,7 +52,7 @@ def _percent(parts: dict[str, float]) -> str:
 def test_summary_host_shares_match_the_truth(scenario_id: str) -> None:
     scenario = scorer.SCENARIOS[scenario_id]
     expect = scenario.expect("cpu")
-    truth_run = scorer.run_job(scenario, "truth", SECONDS, omp_threads=_omp(), extra_args=CPU)
+    truth_run = scorer.run_job(scenario, "truth", SECONDS, omp_threads=_omp(), extra_args=CPU, poll=False)
     assert truth_run.exit_code == 0, truth_run.stderr_tail
     measured = truth_run.truth
     assert measured is not None and "parts" in measured.get("truth", {}), truth_run.stdout_tail
