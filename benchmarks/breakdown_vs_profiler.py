@@ -10,10 +10,10 @@ ring (RingReader) and the trace's device-side ops from its Chrome trace export, 
 Definitions (per step; step k of the loop is the k-th large host-to-device memcpy of the trace):
 
 - reporter ``gpu_gap_ms``: the GPU's own idle time before the step's first work. The step before records
-  an ``after`` event once its work is queued (at its end under ``watch()``); this step asks it at its
-  first work (under ``watch()``: the batch's arrival). Still running: 0. Drained: an event recorded then
-  completes at once, and after -> first is the gap (research/diagnosis.md, "Measuring the GPU's own busy
-  time").
+  an ``after`` event once its work is queued (at its end under ``watch(instrument=False)``, used
+  here); this step asks it at its first work (here: the batch's arrival). Still running: 0. Drained:
+  an event recorded then completes at once, and after -> first is the gap (research/diagnosis.md,
+  "Measuring the GPU's own busy time").
 - trace idle: the end of the previous step's last GPU op -> the start of this step's HtoD memcpy. The
   trace's copy and compute (the memcpy; its end -> the step's last op) are printed for context only: the
   reporter no longer times them on the GPU (event intervals are not GPU busy time).
@@ -259,7 +259,7 @@ def run(torch: Any, args: argparse.Namespace, trace_path: Path) -> dict[str, Any
     activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     began = time.perf_counter()
     with torch.profiler.profile(activities=activities) as prof:
-        for index, host in enumerate(xfertop.watch(loader())):
+        for index, host in enumerate(xfertop.watch(loader(), instrument=False)):
             moved = xfertop.to_device(host, "cuda", non_blocking=True)
             moved.add_(1.0)
             out: Any = None

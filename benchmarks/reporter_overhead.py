@@ -1,7 +1,9 @@
 """Reporter overhead: the same loop with and without the step clock, side by side in one run.
 
 Reports the host time the reporter adds per step (ns) for: ``watch()``, ``watch()`` + ``to_device()``,
-``with step():``; on CPU and, when there is one, on CUDA (the GPU clock samples: see docs/reporter.md).
+``with step():`` (the step clock alone: ``watch(instrument=False)``, which leaves torch alone; by
+default ``watch()`` times copies and watches the model as ``xfertop run`` does, whose rows below give
+that cost); on CPU and, when there is one, on CUDA (the GPU clock samples: see docs/reporter.md).
 Then the same loops on CPU against the fake CUDA of tests/fakes with the H200's per-call host costs
 (busy-waits: record 2.43 us, query 1.43 us, elapsed_time 1.5 us), GPU sampling on and off: a prediction
 of the CUDA rows made on a CPU machine. Then the cost of ``xfertop run --no-copy-timing`` (automatic
@@ -57,12 +59,12 @@ def loops(device: torch.device, batch: torch.Tensor) -> dict[str, Loop]:
         synchronize()
 
     def watched(steps: int) -> None:
-        for host in xfertop.watch(batches(steps)):
+        for host in xfertop.watch(batches(steps), instrument=False):
             work(host.to(copy_target, non_blocking=True))
         synchronize()
 
     def watched_to_device(steps: int) -> None:
-        for host in xfertop.watch(batches(steps)):
+        for host in xfertop.watch(batches(steps), instrument=False):
             work(xfertop.to_device(host, copy_target, non_blocking=True))
         synchronize()
 

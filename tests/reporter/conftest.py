@@ -18,3 +18,11 @@ def fresh_clock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StepClock:
     clock = StepClock(lambda: RingWriter(str(ring_dir), current_identity()))
     monkeypatch.setattr(reporter, "_clock", clock)
     return clock
+
+
+@pytest.fixture(autouse=True)
+def torch_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """watch() in this process must not wrap the test session's own torch (Tensor.to, .item, a global
+    forward hook) for every later test: its instrumentation is tested in child processes
+    (test_watch_parts.py, test_step_clock_accuracy.py), and here it counts as done already."""
+    monkeypatch.setattr(reporter, "_watch_instrumented", True)

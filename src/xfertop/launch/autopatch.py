@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from xfertop.launch.copy_timing import install_copy_timing
-from xfertop.launch.step_parts import install_step_parts
+from xfertop.reporter._step_parts import install_step_parts, watch_optimizer_steps
+from xfertop.reporter._timed_copies import install_copy_timing
 
 
 class AfterImport(importlib.abc.MetaPathFinder):
@@ -76,24 +76,6 @@ def patch_dataloader(torch: Any) -> None:
     __iter__._xfertop_wrapped = True  # type: ignore[attr-defined]
     __iter__.__wrapped__ = original_iter  # type: ignore[attr-defined]
     data_loader.__iter__ = __iter__
-
-
-def watch_optimizer_steps(torch: Any) -> None:
-    """Optimizer steps as the step boundaries of a loop with no DataLoader (a public, global hook)."""
-    import importlib
-
-    from xfertop.reporter import note_optimizer_step
-
-    register = getattr(
-        importlib.import_module("torch.optim.optimizer"), "register_optimizer_step_post_hook", None
-    )
-    if register is None:  # torch < 2.0: no global hook; such loops go unobserved
-        return
-
-    def after_optimizer_step(_optimizer: Any, _args: Any, _kwargs: Any) -> None:
-        note_optimizer_step()
-
-    register(after_optimizer_step)
 
 
 def watch_checkpoints(torch: Any) -> None:

@@ -30,10 +30,12 @@ T = TypeVar("T")
 
 _clock: StepClock | None = None
 _in_forked_child = False
-#: `xfertop run` times every Tensor.to/.cuda (launch/copy_timing.py): copies are seen, not only marked.
+#: Every Tensor.to/.cuda is timed (_timed_copies.py): copies are seen, not only marked.
 _copy_timing = False
-#: `xfertop run` watches the model's calls, backward and optimizer steps (launch/step_parts.py).
+#: The model's calls, backward, optimizer steps and syncs are watched (_step_parts.py).
 _partitioning = False
+#: watch() has installed (or tried to install) both on torch: once per process.
+_watch_instrumented = False
 #: `xfertop probe` (reporter/_probe.py): made at the first watched next() where XFERTOP_PROBE asks for one.
 _probe: Any = None
 _probe_asked = bool(os.environ.get("XFERTOP_PROBE"))
@@ -270,9 +272,34 @@ def wrap_iterator(iterator: Iterator[T], loader: object = None, iter_began_ns: i
     return WatchedIterator(iterator, clock, workers, iter_began_ns, flags)
 
 
-def watch(loader: Iterable[T]) -> Watched[T]:
-    """``for batch in watch(loader)``: every ``next()`` is a step boundary. Never raises of its own."""
+def watch(loader: Iterable[T], *, instrument: bool = True) -> Watched[T]:
+    """``for batch in watch(loader)``: every ``next()`` is a step boundary. Never raises of its own.
+
+    With ``instrument`` (the default) the first call also times copies and watches the model's calls,
+    backward, optimizer steps and syncs as `xfertop run` does, so the step is split into the same six
+    parts (the loop's own work before and after the model told from the model). ``instrument=False``
+    leaves torch alone: the step is then the wait, copies made through ``to_device`` or marked with
+    ``mark_copied``, and the rest. Under `xfertop run` the run's own choice stands."""
+    if instrument and not _watch_instrumented:
+        _instrument_for_watch()
     return Watched(loader)
+
+
+def _instrument_for_watch() -> None:
+    global _watch_instrumented
+    _watch_instrumented = True
+    torch = sys.modules.get("torch")
+    if os.environ.get("XFERTOP_RUN") == "1" or torch is None or _in_dataloader_worker():
+        return
+    try:
+        from xfertop.reporter._step_parts import install_step_parts, watch_optimizer_steps
+        from xfertop.reporter._timed_copies import install_copy_timing
+
+        install_copy_timing(torch)
+        install_step_parts(torch)
+        watch_optimizer_steps(torch)
+    except Exception as exc:  # the parts are optional; the loop is not
+        sys.stderr.write(f"xfertop.watch: the step's parts are not split ({exc}); steps are still timed.\n")
 
 
 # -- copies -------------------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
-"""`xfertop run` (copy timing, on by default): time ``Tensor.to`` and ``Tensor.cuda`` calls made inside
-a step.
+"""Copy timing (`xfertop run` by default, and `xfertop.watch`): time ``Tensor.to`` and ``Tensor.cuda``
+calls made inside a step.
 
 It taxes every ``.to()`` in the process, not only the copies of the input batch: a Python wrapper per
 call, +7 us on a ~35 us DataLoader step on the CPU VM (docs/reporter.md, benchmarks/reporter_overhead.py).
-``--no-copy-timing`` leaves ``.to()`` alone.
+``--no-copy-timing`` (and ``xfertop.watch(loader, instrument=False)``) leaves ``.to()`` alone.
 """
 
 from __future__ import annotations

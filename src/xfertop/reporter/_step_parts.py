@@ -1,12 +1,13 @@
-"""`xfertop run` (with copy timing): the marks that split a step's host time into its parts.
+"""The marks that split a step's host time into its parts (`xfertop run` with copy timing, and
+`xfertop.watch`).
 
 - The model's first call in a step ends the loop's own work before the model. The model is found, not
   named: while looking, a global forward pre-hook notes the first module with parameters that each step
   calls (augmentation modules have none); once the same module has come first in ``AGREEING_STEPS``
   steps, the global hook is removed and hooks on that one module remain (a global hook would put every
   module call of the job on nn.Module's slow path, ~1 us each).
-- ``Tensor.backward``, optimizer steps (the global post hook in autopatch) and that module's forward
-  end mark where the model's work for the step ends: what follows is the loop's own work after it.
+- ``Tensor.backward``, optimizer steps (a global post hook: ``watch_optimizer_steps``) and that module's
+  forward end mark where the model's work for the step ends: what follows is the loop's own work after it.
 - ``Tensor.item``, ``.tolist``, ``.cpu`` of a CUDA tensor and ``torch.cuda.synchronize`` are syncs: host
   time blocked until the GPU catches up.
 
@@ -17,6 +18,7 @@ that torch.compile traces they step aside (no hook body runs while compiling).
 from __future__ import annotations
 
 import functools
+import importlib
 import time
 import weakref
 from collections.abc import Callable
@@ -24,6 +26,7 @@ from typing import Any
 
 from xfertop.reporter import (
     note_model_ended,
+    note_optimizer_step,
     note_sync,
     note_work_starting,
     open_step,
@@ -139,3 +142,23 @@ def install_step_parts(torch: Any) -> None:
     _wrap(torch.cuda, "synchronize", synchronize)
     ModelWatch(torch)
     partitioning_installed()
+
+
+_optimizer_hook: list[Any] = []  # the handle of the one global hook, once registered
+
+
+def watch_optimizer_steps(torch: Any) -> None:
+    """Optimizer steps end the model's work in a step, and are the step boundaries of a loop with no
+    DataLoader (a public, global hook; registered once per process)."""
+    if _optimizer_hook:
+        return
+    register = getattr(
+        importlib.import_module("torch.optim.optimizer"), "register_optimizer_step_post_hook", None
+    )
+    if register is None:  # torch < 2.0: no global hook; such loops go unobserved
+        return
+
+    def after_optimizer_step(_optimizer: Any, _args: Any, _kwargs: Any) -> None:
+        note_optimizer_step()
+
+    _optimizer_hook.append(register(after_optimizer_step))

@@ -1,5 +1,6 @@
-"""`xfertop run`'s marks inside a step (launch/step_parts.py): the model found among the modules a step
-calls, its calls and ends, backward, optimizer steps and syncs, on a CPU.
+"""The marks inside a step (reporter/_step_parts.py, installed by `xfertop run` and `xfertop.watch`): the
+model found among the modules a step calls, its calls and ends, backward, optimizer steps and syncs, on a
+CPU.
 
 ModelWatch runs here in-process against a real nn.Module and a step clock on a fake host clock; the
 wrappers of Tensor.backward, .item/.tolist/.cpu and torch.cuda.synchronize run in real jobs under the real
@@ -20,11 +21,11 @@ import pytest
 
 import xfertop.reporter as reporter
 from ring_test_tools import child_env, fake_clock_time, run_under_xfertop
-from xfertop.launch.step_parts import AGREEING_STEPS, SEARCH_STEPS, ModelWatch
 from xfertop.model.jobs import StepRecord
 from xfertop.reporter._clock import StepClock
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
+from xfertop.reporter._step_parts import AGREEING_STEPS, SEARCH_STEPS, ModelWatch
 from xfertop.sources.jobs.ring_reader import RingReader
 
 torch = pytest.importorskip("torch")
