@@ -57,6 +57,24 @@ def test_a_job_seen_only_after_it_ended_is_judged_by_its_steps_without_nvml() ->
     assert job.ranks[0].gpu_busy_share is None
 
 
+def test_a_job_that_ends_before_a_snapshot_judged_it_gets_the_verdict_of_its_ring() -> None:
+    """Last seen live with 3 steps (warming up), then ended with a whole window in its ring: its ring is
+    judged, without the GPU's evidence of now, and that verdict stays. Before, the warming-up of the last
+    live snapshot was frozen: a 28-step H200 job read "warming-up: 2 of the 5 steps" in its summary."""
+    rank = load_window("launch_bound_small_kernels").ranks[0]
+    young = dataclasses.replace(rank, steps=rank.steps[:3])
+    first = analyse(_jobs(young), _sole_user_gpu(rank.pid, util=16.0))
+    assert first.jobs[0].verdict.kind == "warming-up" and first.jobs[0].live
+
+    ended = _ended(rank, RankEnd(closed_ring=True, exit_code=0))
+    second = analyse(_jobs(ended), _sole_user_gpu(rank.pid, util=0.0), previous=first)
+    job = second.jobs[0]
+    assert (job.live, job.frozen) == (False, True)
+    assert job.verdict.kind == "compute-bound", job.verdict.headline  # not "launch-bound: busy 0%"
+    third = analyse(_jobs(ended), gpu_state(util=99.0), previous=second)
+    assert third.jobs[0].verdict == job.verdict
+
+
 def test_how_a_rank_ended_is_said_in_words() -> None:
     assert RankEnd(closed_ring=False, signal=int(signal.SIGKILL)).describe() == "killed by SIGKILL"
     assert RankEnd(closed_ring=True, exit_code=3).describe() == "exited 3"

@@ -140,9 +140,13 @@ def analyse_job(
     if not stepping and previous is not None and (previous.live or previous.frozen):
         # Ended since the last snapshot, or stopped stepping (tearing down, stalled), or kept so: the
         # verdict of the last window while it stepped, not one of its workers gone and its GPU quiet.
-        return JobAnalysis(
-            job, ranks, previous.verdict, live=live, frozen=True, ended_how=ended_how, failed=failed
-        )
+        verdict = previous.verdict
+        if verdict.rule == "warming-up":
+            # It stopped before a snapshot judged it (a short job, or snapshots far apart): judge the
+            # steps its ring holds. No evidence of now enters (a rank's GPU busy share and workers are
+            # read only while it steps).
+            verdict = _judge_job(job, ranks)
+        return JobAnalysis(job, ranks, verdict, live=live, frozen=True, ended_how=ended_how, failed=failed)
     if (
         previous is not None
         and previous.live
@@ -154,12 +158,16 @@ def analyse_job(
         return JobAnalysis(
             job, ranks, previous.verdict, live=live, frozen=False, ended_how=ended_how, failed=failed
         )
-    verdict = job_verdict(
+    verdict = _judge_job(job, ranks)
+    return JobAnalysis(job, ranks, verdict, live=live, frozen=False, ended_how=ended_how, failed=failed)
+
+
+def _judge_job(job: JobState, ranks: tuple[RankAnalysis, ...]) -> Verdict:
+    return job_verdict(
         job.ranks,
         stats_by_rank={r.rank.ring_path: r.stats for r in ranks},
         contexts={r.rank.ring_path: r.context for r in ranks},
     )
-    return JobAnalysis(job, ranks, verdict, live=live, frozen=False, ended_how=ended_how, failed=failed)
 
 
 def analyse(
