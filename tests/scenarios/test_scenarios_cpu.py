@@ -113,6 +113,37 @@ def test_verdict_under_xfertop_run(scored: Any, scenario_id: str, aspect: str) -
         assert not present, f"forbidden advice {present}: {_explain(result)}"
 
 
+#: Loops whose own work holds the step, under the documented `xfertop.watch(loader)` (the scorer's watch
+#: mode): the step is split as under `xfertop run` (issue 20 items 2 and 8). They read compute-bound
+#: before watch() marked the model's calls.
+WATCH_CASES = ("r", "s")
+
+
+@pytest.fixture(scope="module")
+def watched() -> Any:
+    results: dict[str, dict[str, Any]] = {}
+    omp = "1" if (os.cpu_count() or 1) <= 2 else None
+
+    def get(scenario_id: str) -> dict[str, Any]:
+        if scenario_id not in results:
+            scenario = SCENARIOS[scenario_id]
+            run = scorer.run_job(scenario, "watch", SECONDS, omp_threads=omp, extra_args=CPU)
+            results[scenario_id] = {"run": run, "score": scorer.score_mode(run, None, scenario.expect("cpu"))}
+        return results[scenario_id]
+
+    return get
+
+
+@pytest.mark.parametrize("scenario_id", WATCH_CASES)
+def test_verdict_and_advice_under_xfertop_watch(watched: Any, scenario_id: str) -> None:
+    result = watched(scenario_id)
+    run, score = result["run"], result["score"]
+    assert run.exit_code == 0, _explain(result)
+    assert score["polls_with_job"] >= 1, f"xfertop never saw the job: {_explain(result)}"
+    assert score["verdict_right"], f"got {score['verdict']}: {_explain(result)}"
+    assert not score["required_missing"] and not score["forbidden_present"], _explain(result)
+
+
 def test_plain_run_is_not_seen_and_matches_the_result_format() -> None:
     """The control: the same script without xfertop leaves the (private) ring directory empty."""
     scenario = SCENARIOS["a"]

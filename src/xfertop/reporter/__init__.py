@@ -287,9 +287,11 @@ def watch(loader: Iterable[T], *, instrument: bool = True) -> Watched[T]:
 
 def _instrument_for_watch() -> None:
     global _watch_instrumented
-    _watch_instrumented = True
     torch = sys.modules.get("torch")
-    if os.environ.get("XFERTOP_RUN") == "1" or torch is None or _in_dataloader_worker():
+    if torch is None:  # nothing to watch yet (a loop over plain Python data): asked again next time
+        return
+    _watch_instrumented = True
+    if os.environ.get("XFERTOP_RUN") == "1" or _in_dataloader_worker():
         return
     try:
         from xfertop.reporter._step_parts import install_step_parts, watch_optimizer_steps
