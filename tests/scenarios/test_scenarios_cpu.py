@@ -31,16 +31,17 @@ SCENARIOS = scorer.SCENARIOS
 
 @pytest.fixture(scope="module")
 def scored() -> Any:
-    """One `xfertop run` job per scenario, shared by that scenario's kind and advice checks."""
-    results: dict[str, dict[str, Any]] = {}
+    """One job per scenario and mode (`xfertop run` unless asked), shared by its kind and advice checks."""
+    results: dict[tuple[str, str], dict[str, Any]] = {}
     omp = "1" if (os.cpu_count() or 1) <= 2 else None
 
-    def get(scenario_id: str) -> dict[str, Any]:
-        if scenario_id not in results:
+    def get(scenario_id: str, mode: str = "run") -> dict[str, Any]:
+        if (scenario_id, mode) not in results:
             scenario = SCENARIOS[scenario_id]
-            run = scorer.run_job(scenario, "run", SECONDS, omp_threads=omp, extra_args=CPU)
-            results[scenario_id] = {"run": run, "score": scorer.score_mode(run, None, scenario.expect("cpu"))}
-        return results[scenario_id]
+            run = scorer.run_job(scenario, mode, SECONDS, omp_threads=omp, extra_args=CPU)
+            score = scorer.score_mode(run, None, scenario.expect("cpu"))
+            results[(scenario_id, mode)] = {"run": run, "score": score}
+        return results[(scenario_id, mode)]
 
     return get
 
@@ -119,24 +120,9 @@ def test_verdict_under_xfertop_run(scored: Any, scenario_id: str, aspect: str) -
 WATCH_CASES = ("r", "s")
 
 
-@pytest.fixture(scope="module")
-def watched() -> Any:
-    results: dict[str, dict[str, Any]] = {}
-    omp = "1" if (os.cpu_count() or 1) <= 2 else None
-
-    def get(scenario_id: str) -> dict[str, Any]:
-        if scenario_id not in results:
-            scenario = SCENARIOS[scenario_id]
-            run = scorer.run_job(scenario, "watch", SECONDS, omp_threads=omp, extra_args=CPU)
-            results[scenario_id] = {"run": run, "score": scorer.score_mode(run, None, scenario.expect("cpu"))}
-        return results[scenario_id]
-
-    return get
-
-
 @pytest.mark.parametrize("scenario_id", WATCH_CASES)
-def test_verdict_and_advice_under_xfertop_watch(watched: Any, scenario_id: str) -> None:
-    result = watched(scenario_id)
+def test_verdict_and_advice_under_xfertop_watch(scored: Any, scenario_id: str) -> None:
+    result = scored(scenario_id, "watch")
     run, score = result["run"], result["score"]
     assert run.exit_code == 0, _explain(result)
     assert score["polls_with_job"] >= 1, f"xfertop never saw the job: {_explain(result)}"
