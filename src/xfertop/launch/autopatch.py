@@ -14,8 +14,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from xfertop.reporter._step_parts import install_step_parts, watch_optimizer_steps
-from xfertop.reporter._timed_copies import install_copy_timing
+from xfertop.reporter._step_parts import install_step_marks
 
 
 class AfterImport(importlib.abc.MetaPathFinder):
@@ -103,10 +102,7 @@ def watch_checkpoints(torch: Any) -> None:
 def install(copy_timing: bool = False) -> None:
     def on_torch(torch: ModuleType) -> None:
         patch_dataloader(torch)
-        if copy_timing:
-            install_copy_timing(torch)
-            install_step_parts(torch)
-        watch_optimizer_steps(torch)
+        install_step_marks(torch, copy_timing)
         watch_checkpoints(torch)
 
     torch = sys.modules.get("torch")

@@ -294,12 +294,9 @@ def _instrument_for_watch() -> None:
     if os.environ.get("XFERTOP_RUN") == "1" or _in_dataloader_worker():
         return
     try:
-        from xfertop.reporter._step_parts import install_step_parts, watch_optimizer_steps
-        from xfertop.reporter._timed_copies import install_copy_timing
+        from xfertop.reporter._step_parts import install_step_marks
 
-        install_copy_timing(torch)
-        install_step_parts(torch)
-        watch_optimizer_steps(torch)
+        install_step_marks(torch)
     except Exception as exc:  # the parts are optional; the loop is not
         sys.stderr.write(f"xfertop.watch: the step's parts are not split ({exc}); steps are still timed.\n")
 

@@ -32,6 +32,7 @@ from xfertop.reporter import (
     open_step,
     partitioning_installed,
 )
+from xfertop.reporter._timed_copies import install_copy_timing
 
 #: Steps in which the same module must come first before it is taken for the model.
 AGREEING_STEPS = 3
@@ -162,3 +163,13 @@ def watch_optimizer_steps(torch: Any) -> None:
         note_optimizer_step()
 
     _optimizer_hook.append(register(after_optimizer_step))
+
+
+def install_step_marks(torch: Any, copy_timing: bool = True) -> None:
+    """What splits a step into its parts, the same for `xfertop run` (by default) and `xfertop.watch`:
+    copy timing, the model's calls, backward and syncs, and optimizer steps. Without ``copy_timing``
+    (`--no-copy-timing`) only the optimizer steps, the boundaries of a loop with no DataLoader."""
+    if copy_timing:
+        install_copy_timing(torch)
+        install_step_parts(torch)
+    watch_optimizer_steps(torch)
