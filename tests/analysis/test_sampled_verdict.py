@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pyspy_support import fixture_lines, fixture_window
 from xfertop.analysis.sampled_verdict import MIN_SAMPLES, judge_stacks, keep_last_judged, sampled_verdict
 from xfertop.analysis.stack_classify import ClassShares, LoopHost, RankStacks, WorkerLoad, summarise_window
@@ -50,6 +52,20 @@ def test_idle_workers_while_the_main_thread_waits_point_at_transfer_or_pinning()
     verdict = sampled_verdict([(None, rank)])
     assert verdict.kind == "input-bound"
     assert "mostly idle" in verdict.advice[0] and "pin-memory thread is busy 90%" in verdict.advice[0]
+
+
+def test_a_wait_the_busy_gpu_never_felt_is_not_input_bound_under_attach() -> None:
+    # H200, scenario k (a training and a validation loader): attach read "input-bound: 35% of each step
+    # waits for the DataLoader" and "Raise num_workers" while NVML had the GPU 99.6% busy; `xfertop run`
+    # read the same job compute-bound, its wait hidden by queued GPU work. The same recorded window of a
+    # starved loader, judged with the GPU's busy share:
+    starved = fixture_rank("starved_w2")
+    busy = sampled_verdict([(None, replace(starved, gpu_busy_share=0.996))])
+    assert busy.kind == "compute-bound", busy.headline
+    assert "the GPU is busy 100%" in busy.headline and "hidden by queued GPU work" in busy.headline
+    assert not any("num_workers" in advice for advice in busy.advice)
+    idle = sampled_verdict([(None, replace(starved, gpu_busy_share=0.2))])
+    assert idle.kind == "input-bound", idle.headline
 
 
 def test_samples_blocked_in_item_make_it_sync_bound() -> None:

@@ -195,6 +195,20 @@ def test_the_same_wait_felt_by_the_gpu_is_input_bound() -> None:
     assert verdict.kind == "input-bound" and verdict.evidence["hidden_wait"] is False
 
 
+def test_without_measured_gaps_nvml_busy_bounds_what_a_wait_can_have_starved() -> None:
+    """No idle gap measured (attach, `--no-copy-timing`): the GPU idled at most 1 - busy of the time, so a
+    35% wait beside a GPU busy 97% was hidden by queued work (H200, scenario k under attach read
+    "input-bound ... Raise num_workers" with NVML at 99.6%); beside a GPU busy 40% it is input-bound."""
+    steps = [replace(s, gpu_gap_ms=None) for s in load_window("compute_bound_hidden_wait").ranks[0].steps]
+    busy = rank_verdict(steps, dataloader_workers=6, gpu_busy_share=0.97)
+    assert busy.kind == "compute-bound" and busy.evidence["hidden_wait"] is True, busy.headline
+    assert "35% DataLoader wait is hidden by queued GPU work" in busy.headline
+    assert "Raise num_workers" not in advice_text(busy)
+    idle = rank_verdict(steps, dataloader_workers=6, gpu_busy_share=0.4)
+    assert idle.kind == "input-bound" and idle.evidence["hidden_wait"] is False, idle.headline
+    assert rank_verdict(steps, dataloader_workers=6).kind == "input-bound"  # NVML silent: the wait stands
+
+
 def test_compute_bound_says_the_pipeline_is_fine_and_not_to_tune_pcie() -> None:
     verdict = verdict_of(load_window("recorded_cpu_compute_bound"))
     assert verdict.kind == "compute-bound"

@@ -21,6 +21,7 @@ from xfertop.analysis.evidence import CgroupCpuEvidence, Context, WorkersEvidenc
 from xfertop.analysis.stack_classify import LineText, LoopHost, RankStacks, summarise_window
 from xfertop.analysis.steps import Spread, WindowStats
 from xfertop.analysis.thresholds import (
+    COMPUTE_BOUND_SHARE,
     COPY_CRITICAL_SHARE,
     COPY_WARN_SHARE,
     INPUT_CRITICAL_SHARE,
@@ -343,7 +344,10 @@ def _gpu_compute(verdict: Verdict, rank: RankStacks, stats: WindowStats) -> tupl
     the advice to add."""
     busy = rank.gpu_busy_share
     compute = pct(stats.compute_share)
-    if busy is not None and busy < GPU_BUSY_MIN_SHARE and verdict.kind == "compute-bound":
+    # The engine reads compute-bound from the GPU's busy share where NVML has one; the samples alone
+    # would call this much host time in the model compute-bound.
+    host_computes = stats.compute_share + stats.sync_share >= COMPUTE_BOUND_SHARE
+    if busy is not None and busy < GPU_BUSY_MIN_SHARE and (verdict.kind == "compute-bound" or host_computes):
         headline = (
             f"host-bound: the GPU is busy only {pct(busy)} while the main thread computes in {compute} of "
             "samples: the host holds it back"
@@ -353,6 +357,10 @@ def _gpu_compute(verdict: Verdict, rank: RankStacks, stats: WindowStats) -> tupl
     compute_text = "compute" if busy is not None else "compute (GPU busy not measured)"
     if verdict.kind == "compute-bound":
         headline = f"compute-bound: {compute_text} is {compute} of samples{busy_text}"
+        if verdict.evidence.get("hidden_wait"):  # the GPU kept busy through the loop's waits
+            headline += (
+                f"; its {pct(stats.input_share)} DataLoader wait is hidden by queued GPU work: not starving"
+            )
     else:
         headline = (
             f"healthy: data {pct(stats.input_share)}, copy {pct(stats.copy_share)}, {compute_text} {compute} "

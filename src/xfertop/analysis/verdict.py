@@ -290,6 +290,12 @@ def signals(stats: WindowStats, workers: int | None, busy: float | None, context
     else:
         input_share, pre, post = stats.data_wait_share, stats.loop_pre_share, stats.loop_post_share
         copy = stats.copy_share
+        if busy is not None:
+            # No idle gaps measured, but NVML says how long the GPU ran kernels: host time spent waiting
+            # for data or in the loop's own work idled the GPU for at most the rest (queued work runs
+            # meanwhile). A wait longer than that was hidden, not starvation (_hidden_wait).
+            gpu_idle = max(0.0, 1.0 - busy)
+            input_share, pre, post = min(input_share, gpu_idle), min(pre, gpu_idle), min(post, gpu_idle)
     dispatch = 0.0
     if busy is not None and context.on_gpu:
         measured = idle.total - idle.model if idle is not None else input_share + pre + post + copy
@@ -484,10 +490,10 @@ def _host_write(sig: Signals) -> RuleResult:
 
 
 def _hidden_wait(sig: Signals) -> bool:
-    """A CPU wait that the GPU did not feel is not starvation."""
+    """A CPU wait that the GPU did not feel (measured idle gaps, or NVML's busy share) is not starvation."""
     stats = sig.stats
     return (
-        stats.idle is not None
+        (stats.idle is not None or sig.busy is not None)
         and sig.input < INPUT_WARN_SHARE
         and stats.data_wait_share >= HIDDEN_WAIT_MIN_SHARE
     )
@@ -502,9 +508,10 @@ def _not_starving(sig: Signals) -> str:
 
 
 def _compute_share(sig: Signals) -> float:
-    """GPU: its busy share where NVML has it; else (CPU, or GPU busy not measured) the host's model and
-    sync share (on a GPU, host time that waits on the GPU's queue)."""
-    if sig.on_gpu and sig.busy is not None:
+    """GPU: its busy share where NVML has it (only a GPU job has one, sampled by attach too); else (CPU, or
+    GPU busy not measured) the host's model and sync share (on a GPU, host time that waits on the GPU's
+    queue)."""
+    if sig.busy is not None:
         return sig.busy
     return min(1.0, sig.stats.compute_share + sig.stats.sync_share)
 
@@ -515,7 +522,7 @@ def _compute_applies(sig: Signals) -> bool:
 
 def _compute_write(sig: Signals) -> RuleResult:
     share = _compute_share(sig)
-    if sig.on_gpu and sig.busy is not None:
+    if sig.busy is not None:
         headline = f"compute-bound: the GPU is busy {pct(share)} of each step{_not_starving(sig)}"
     elif sig.on_gpu:
         headline = (
