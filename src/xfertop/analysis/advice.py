@@ -33,6 +33,11 @@ def pct(share: float) -> str:
     return f"{share * 100:.0f}%"
 
 
+def hidden_wait_note(wait_share: float) -> str:
+    """The headline's note on a DataLoader wait the GPU did not feel (verdict._hidden_wait)."""
+    return f"; its {pct(wait_share)} DataLoader wait is hidden by queued GPU work: not starving"
+
+
 def is_bursty(stats: WindowStats) -> bool:
     """A few long waits among short ones: a deeper prefetch queue would absorb them. Only where the
     typical step hardly waits (the workers keep up on average): workers that are too slow wait every

@@ -16,7 +16,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from xfertop.analysis.advice import copy_bound_advice, host_bound_advice, pct, sync_bound_advice
+from xfertop.analysis.advice import (
+    copy_bound_advice,
+    hidden_wait_note,
+    host_bound_advice,
+    pct,
+    sync_bound_advice,
+)
 from xfertop.analysis.evidence import CgroupCpuEvidence, Context, WorkersEvidence
 from xfertop.analysis.stack_classify import LineText, LoopHost, RankStacks, summarise_window
 from xfertop.analysis.steps import Spread, WindowStats
@@ -358,9 +364,7 @@ def _gpu_compute(verdict: Verdict, rank: RankStacks, stats: WindowStats) -> tupl
     if verdict.kind == "compute-bound":
         headline = f"compute-bound: {compute_text} is {compute} of samples{busy_text}"
         if verdict.evidence.get("hidden_wait"):  # the GPU kept busy through the loop's waits
-            headline += (
-                f"; its {pct(stats.input_share)} DataLoader wait is hidden by queued GPU work: not starving"
-            )
+            headline += hidden_wait_note(stats.input_share)
     else:
         headline = (
             f"healthy: data {pct(stats.input_share)}, copy {pct(stats.copy_share)}, {compute_text} {compute} "

@@ -502,9 +502,7 @@ def _hidden_wait(sig: Signals) -> bool:
 def _not_starving(sig: Signals) -> str:
     if not _hidden_wait(sig):
         return ""
-    return (
-        f"; its {pct(sig.stats.data_wait_share)} DataLoader wait is hidden by queued GPU work: not starving"
-    )
+    return advise.hidden_wait_note(sig.stats.data_wait_share)
 
 
 def _compute_share(sig: Signals) -> float:
