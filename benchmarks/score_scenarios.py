@@ -19,8 +19,12 @@ For each scenario (see benchmarks/scenarios/README.md):
      original __iter__>))`` (child processes, such as torchrun's ranks, inherit it; see _WATCH_SITE).
    - ``attach``: ``python SCRIPT`` sampled by ``python -m xfertop attach PID --once --json --seconds 2``
      (py-spy) back to back; PID is the script, or rank 0 for DDP jobs.
-   While the job runs, ``python -m xfertop --once --json`` (or the attach command) is polled about every
-   ``--poll`` seconds and each verdict (kind, headline, advice) is kept with its time.
+   While the job runs, xfertop is polled about every ``--poll`` seconds and each verdict (kind, headline,
+   advice) is kept with its time: by default (``--poller stream``) one benchmarks/snapshot_stream.py
+   process prints the live view's snapshot every ``--poll`` seconds, so the job shares its machine with
+   what a user's live view costs; ``--poller once`` runs ``python -m xfertop --once --json`` each time (a
+   new interpreter every poll: on the H200 that load made scenario r's ``next()`` ~50x slower). Attach
+   mode polls the attach command.
 
 Scored per scenario and mode: the verdict (majority kind of the last 5 polls that saw the job) against
 the expected kinds; for a job with a long set-up (``Scenario.setup_line``), every poll answered before
@@ -46,6 +50,7 @@ import contextlib
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -59,6 +64,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO_DIR = ROOT / "benchmarks" / "scenarios"
+SNAPSHOT_STREAM = ROOT / "benchmarks" / "snapshot_stream.py"
+POLLERS = ("stream", "once")
 if str(SCENARIO_DIR) not in sys.path:
     sys.path.insert(0, str(SCENARIO_DIR))
 
@@ -287,7 +294,8 @@ def _poll_from_verdict(t: float, verdict: dict[str, Any], jobs: int, ranks: int,
 
 
 class Poller(threading.Thread):
-    """Polls xfertop while the job runs: ``--once --json`` on the ring directory, or ``attach``."""
+    """Polls xfertop while the job runs: ``stream`` (one snapshot_stream.py process, a poll per snapshot
+    it prints), ``once`` (``--once --json`` each time) on the ring directory, or ``attach``."""
 
     def __init__(
         self,
@@ -307,6 +315,9 @@ class Poller(threading.Thread):
         self.stop_event = threading.Event()
 
     def run(self) -> None:
+        if self.kind == "stream":
+            self._stream()
+            return
         while not self.stop_event.is_set() and self.proc.poll() is None:
             started = time.monotonic()
             try:
@@ -317,6 +328,47 @@ class Poller(threading.Thread):
             if left > 0:
                 self.stop_event.wait(left)
 
+    def _stream(self) -> None:
+        """One snapshot_stream.py for the whole job; each line it prints is a poll."""
+        command = [_python(), str(SNAPSHOT_STREAM), "--interval", f"{self.interval:g}"]
+        # stderr to a file, not a pipe: a chatty stderr never blocks the stream.
+        with tempfile.TemporaryFile() as errors:
+            stream = subprocess.Popen(
+                command, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors
+            )
+            assert stream.stdout is not None
+            try:
+                self._read_stream(stream.stdout.fileno())
+            finally:
+                stream.terminate()
+                try:
+                    stream.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    stream.kill()
+                    stream.wait()
+                stream.stdout.close()
+            if stream.returncode not in (0, -signal.SIGTERM) and not self.stop_event.is_set():
+                errors.seek(0)  # it ended before the job: say why in one poll
+                error = errors.read().decode(errors="replace")[-300:]
+                self.polls.append(Poll(t=time.monotonic() - self.launched, kind=None, error=error))
+
+    def _read_stream(self, fd: int) -> None:
+        pending = b""
+        while not self.stop_event.is_set() and self.proc.poll() is None:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:  # the stream ended
+                return
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in filter(None, (raw.strip() for raw in lines)):
+                t = time.monotonic() - self.launched
+                try:
+                    self.polls.append(self._from_snapshot(t, json.loads(line)))
+                except (ValueError, TypeError) as exc:
+                    self.polls.append(Poll(t=t, kind=None, error=repr(exc)))
+
     def _once(self) -> Poll:
         out = subprocess.run(
             [_python(), "-m", "xfertop", "--once", "--json"], env=self.env, capture_output=True, timeout=60
@@ -324,7 +376,10 @@ class Poller(threading.Thread):
         t = time.monotonic() - self.launched
         if out.returncode != 0:
             return Poll(t=t, kind=None, error=out.stderr.decode(errors="replace")[-300:])
-        snapshot = json.loads(out.stdout)
+        return self._from_snapshot(t, json.loads(out.stdout))
+
+    def _from_snapshot(self, t: float, snapshot: dict[str, Any]) -> Poll:
+        """A poll from one snapshot document (schema xfertop.snapshot/1)."""
         job, jobs = _job_of(snapshot)
         if job is None:
             return Poll(t=t, kind=None, error=(snapshot.get("jobs") or {}).get("error") or "")
@@ -457,12 +512,14 @@ def run_job(
     extra_args: tuple[str, ...] = (),
     env_extra: dict[str, str] | None = None,
     poll: bool = True,
+    poller: str = "stream",
 ) -> JobRun:
     """Run one scenario in one mode ("truth", "plain", "run", "runct", "watch", "attach") and poll it.
     ``extra_args`` go to the script (e.g. ``("--device", "cpu")``); ``env_extra`` to every process of the
     run, the pollers included (e.g. CUDA_VISIBLE_DEVICES); ``poll=False`` leaves the job alone (no
-    ``--once`` every ``poll_interval``: the run modes still leave their end-of-run summary; give the truth and
-    the run it is compared with the same)."""
+    polls: the run modes still leave their end-of-run summary; give the truth and
+    the run it is compared with the same); ``poller``: "stream" or "once" (the module docstring), for
+    every mode but attach."""
     py = python or _python()
     script = str(SCENARIO_DIR / scenario.script)
     job_cmd = [py, script, *scenario.args, *extra_args, "--seconds", f"{seconds:g}"]
@@ -515,7 +572,7 @@ def run_job(
     # on the H200: its unpolled truth ran 2.8-2.9x the samples/s of its polled plain run).
     if poll:
         poller = Poller(
-            "attach" if mode == "attach" else "once",
+            "attach" if mode == "attach" else poller,
             poll_env,
             launched,
             poll_interval,
@@ -754,6 +811,7 @@ def score_scenario(
     python: str | None = None,
     progress: Any = None,
     env_extra: dict[str, str] | None = None,
+    poller: str = "stream",
 ) -> dict[str, Any]:
     def say(text: str) -> None:
         if progress:
@@ -782,6 +840,7 @@ def score_scenario(
         "log_dir": log_dir,
         "python": python,
         "env_extra": env_extra,
+        "poller": poller,
     }
     if env_extra:
         entry["env"] = dict(env_extra)
@@ -969,6 +1028,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", default="run,watch", help=f"comma-separated, of {','.join(MODES)}")
     parser.add_argument("--seconds", type=float, default=12.0, help="each job's --seconds (default 12)")
     parser.add_argument("--poll", type=float, default=1.0, help="seconds between xfertop polls (default 1)")
+    parser.add_argument(
+        "--poller",
+        choices=POLLERS,
+        default="stream",
+        help="stream (default): one process prints the live view's snapshots, as light as a user's view; "
+        "once: a new `xfertop --once --json` each poll (the load of sessions before the fifteenth)",
+    )
     parser.add_argument("--json", dest="json_out", default=None, help="write the full results here")
     parser.add_argument("--logs", default=None, help="keep every job's stdout/stderr in this directory")
     parser.add_argument(
@@ -1006,7 +1072,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     print(
         f"device={device} modes={','.join(modes)} seconds={args.seconds:g} "
-        f"OMP_NUM_THREADS={omp or 'unset'} parallel={args.parallel}",
+        f"OMP_NUM_THREADS={omp or 'unset'} parallel={args.parallel} poller={args.poller}",
         flush=True,
     )
     by_id: dict[str, dict[str, Any]] = {}
@@ -1024,6 +1090,7 @@ def main(argv: list[str] | None = None) -> int:
             "host_cpus": os.cpu_count(),
             "gpus": gpu_count,
             "parallel": args.parallel,
+            "poller": args.poller,
             "command": sys.argv,
             "started_unix": started,
             "wall_s": round(time.time() - started, 1),
@@ -1069,6 +1136,7 @@ def main(argv: list[str] | None = None) -> int:
                 log_dir=Path(args.logs) if args.logs else None,
                 python=args.python,
                 env_extra=env_extra,
+                poller=args.poller,
                 progress=lambda text: print(
                     f"  [{time.time() - started:6.0f}s] {text}"
                     + (f" (GPU {','.join(map(str, gpus))})" if gpus else ""),
