@@ -308,6 +308,8 @@ class Poller(threading.Thread):
         ddp: bool,
     ) -> None:
         super().__init__(daemon=True)
+        if kind not in (*POLLERS, "attach"):
+            raise ValueError(f"unknown poller {kind!r}")
         self.kind, self.env, self.launched, self.interval = kind, env, launched, interval
         self.proc, self.ring_dir, self.ddp = proc, ring_dir, ddp
         self.polls: list[Poll] = []
@@ -512,14 +514,14 @@ def run_job(
     extra_args: tuple[str, ...] = (),
     env_extra: dict[str, str] | None = None,
     poll: bool = True,
-    poller: str = "stream",
+    poller_kind: str = "stream",
 ) -> JobRun:
     """Run one scenario in one mode ("truth", "plain", "run", "runct", "watch", "attach") and poll it.
     ``extra_args`` go to the script (e.g. ``("--device", "cpu")``); ``env_extra`` to every process of the
     run, the pollers included (e.g. CUDA_VISIBLE_DEVICES); ``poll=False`` leaves the job alone (no
     polls: the run modes still leave their end-of-run summary; give the truth and
-    the run it is compared with the same); ``poller``: "stream" or "once" (the module docstring), for
-    every mode but attach."""
+    the run it is compared with the same); ``poller_kind``: "stream" or "once" (the module docstring),
+    for every mode but attach."""
     py = python or _python()
     script = str(SCENARIO_DIR / scenario.script)
     job_cmd = [py, script, *scenario.args, *extra_args, "--seconds", f"{seconds:g}"]
@@ -572,7 +574,7 @@ def run_job(
     # on the H200: its unpolled truth ran 2.8-2.9x the samples/s of its polled plain run).
     if poll:
         poller = Poller(
-            "attach" if mode == "attach" else poller,
+            "attach" if mode == "attach" else poller_kind,
             poll_env,
             launched,
             poll_interval,
@@ -840,7 +842,7 @@ def score_scenario(
         "log_dir": log_dir,
         "python": python,
         "env_extra": env_extra,
-        "poller": poller,
+        "poller_kind": poller,
     }
     if env_extra:
         entry["env"] = dict(env_extra)

@@ -6,8 +6,9 @@ verdict frozen), until SIGTERM, SIGINT or a closed stdout.
     python benchmarks/snapshot_stream.py [--interval 1] [--pcie auto]
 
 benchmarks/score_scenarios.py polls with it by default (``--poller stream``): a job then shares its
-machine with what a user's live view costs, not with a new interpreter every second (`--once`, which on
-the H200 slowed scenario r's `next()` ~50x: docs/measurements/h200-2026-12-03-s15/).
+machine with what a user's live view costs (on the CPU VM 0.14 s of CPU to start, then ~0.002 s a
+snapshot), not with a new interpreter every second (`--once`: 0.24 s of CPU each; on the H200 that load
+slowed scenario r's `next()` ~50x: docs/measurements/h200-2026-12-03-s15/).
 """
 
 from __future__ import annotations
