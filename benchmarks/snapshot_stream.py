@@ -63,9 +63,8 @@ def main() -> int:
             print(json.dumps(document, default=str), flush=True)
             next_frame += args.interval
             stop.wait(max(0.0, next_frame - time.monotonic()))
-    except BrokenPipeError:  # the reader went away: nothing more to say
-        with contextlib.suppress(OSError):
-            sys.stdout = None  # type: ignore[assignment]
+    except BrokenPipeError:  # the reader went away: nothing more to say, nor to flush at exit
+        sys.stdout = None  # type: ignore[assignment]
     finally:
         sources.stop()
     return 0
