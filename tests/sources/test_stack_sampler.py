@@ -49,6 +49,9 @@ def test_sync_lines_are_read_after_the_job_has_exited() -> None:
     with training_job("native_sync") as job:
         state = StackSampler(job.pid, window_s=2, with_ranks=False).sample_once()
     (summary,), verdict = judge_stacks(state, line_reader)
-    assert summary.shares.share("gpu_sync") >= 0.2, summary.to_dict()
-    assert summary.shares.share("other") < 0.2, summary.to_dict()
+    # Three of the loop's five lines after the step sync (.item(), .cpu(), .tolist()): about 60% of the
+    # samples, 0% when the lines could not be read. (The other two lines are tensor maths, counted as the
+    # loop's own only where the window also caught the loop's DataLoader or model calls, which a 2 s
+    # window of this tiny model does not always do: their share is not what this test is about.)
+    assert summary.shares.share("gpu_sync") >= 0.4, summary.to_dict()
     assert verdict.kind == "sync-bound", verdict.headline
