@@ -14,13 +14,11 @@ slowed scenario r's `next()` ~50x: docs/measurements/h200-2026-12-03-s15/).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import signal
 import sys
 import threading
 import time
-from typing import Any
 
 from xfertop.analysis.job_analysis import analyse
 from xfertop.cli.viewer import build_sources
@@ -28,12 +26,6 @@ from xfertop.export.json_snapshot import snapshot_dict
 
 #: The first snapshot waits this long at most for the sources' first samples (as `xfertop record`).
 FIRST_SAMPLE_WAIT_S = 3.0
-
-
-def _latest(source: Any) -> Any:
-    with contextlib.suppress(Exception):
-        return source.latest() if source is not None else None
-    return None
 
 
 def main() -> int:
@@ -48,17 +40,14 @@ def main() -> int:
     sources.start()
     sources.start_topology()
     try:
-        began = time.monotonic()
-        for source in sources.all():
-            if source is not sources.topology:
-                source.wait_for_sample(max(0.0, FIRST_SAMPLE_WAIT_S - (time.monotonic() - began)))
+        sources.wait_for_first_samples(FIRST_SAMPLE_WAIT_S)
         analysis = None
         next_frame = time.monotonic()
         while not stop.is_set():
-            gpu, host, jobs = _latest(sources.gpu), _latest(sources.host), _latest(sources.jobs)
+            gpu, host, jobs, topology = sources.latest()
             analysis = analyse(jobs, gpu, analysis, host=host)
             document = snapshot_dict(
-                gpu, host, jobs, timestamp=time.time(), topology=_latest(sources.topology), analysis=analysis
+                gpu, host, jobs, timestamp=time.time(), topology=topology, analysis=analysis
             )
             print(json.dumps(document, default=str), flush=True)
             next_frame += args.interval

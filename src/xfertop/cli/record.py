@@ -5,7 +5,6 @@ seconds as gzip-compressed JSON lines (export/recording.py, docs/recording.md), 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import re
 import signal
 import threading
@@ -121,27 +120,12 @@ def _record(
     from xfertop.export.recording import Snapshot
 
     started = time.monotonic()
-    for source in sources.all():
-        if source is not sources.topology:
-            source.wait_for_sample(max(0.0, FIRST_SAMPLE_WAIT_S - (time.monotonic() - started)))
+    sources.wait_for_first_samples(FIRST_SAMPLE_WAIT_S)
     next_frame = time.monotonic()
     while not stop.is_set():
-        writer.write(
-            Snapshot(
-                time=time.time(),
-                gpu=_latest(sources.gpu),
-                host=_latest(sources.host),
-                jobs=_latest(sources.jobs),
-                topology=_latest(sources.topology),
-            )
-        )
+        gpu, host, jobs, topology = sources.latest()
+        writer.write(Snapshot(time=time.time(), gpu=gpu, host=host, jobs=jobs, topology=topology))
         if duration_s is not None and time.monotonic() - started >= duration_s:
             return
         next_frame += interval_s
         stop.wait(max(0.0, next_frame - time.monotonic()))
-
-
-def _latest(source: Any) -> Any:
-    with contextlib.suppress(Exception):
-        return source.latest() if source is not None else None
-    return None

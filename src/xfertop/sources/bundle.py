@@ -4,8 +4,11 @@ GPU processes and this machine's training ranks). The app never builds or sample
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from xfertop.model.gpu import GpuState
 from xfertop.model.host import HostState
@@ -77,6 +80,25 @@ class Sources:
     def stop(self) -> None:
         for source in self.all():
             source.stop()
+
+    def wait_for_first_samples(self, timeout_s: float) -> None:
+        """Wait, ``timeout_s`` in all at most, for the GPU, host and jobs sources' first snapshots (a
+        headless face's first frame then has them; topology starts apart and keeps its slow pace)."""
+        deadline = time.monotonic() + timeout_s
+        for source in (self.gpu, self.host, self.jobs):
+            if source is not None:
+                source.wait_for_sample(max(0.0, deadline - time.monotonic()))
+
+    def latest(self) -> tuple[GpuState | None, HostState | None, JobsState | None, Topology | None]:
+        """Each source's latest snapshot; None for a missing source, one without a snapshot yet, or one
+        whose ``latest`` failed."""
+
+        def of(source: PollingSource | None) -> Any:
+            with contextlib.suppress(Exception):
+                return source.latest() if source is not None else None
+            return None
+
+        return of(self.gpu), of(self.host), of(self.jobs), of(self.topology)
 
 
 #: Prometheus is asked for the jobs this often: its data changes once per scrape (15 s by default).
