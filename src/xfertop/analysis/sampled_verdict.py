@@ -36,7 +36,7 @@ from xfertop.analysis.thresholds import (
     STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE,
     STRAGGLER_WARN_EXCESS_SHARE,
 )
-from xfertop.analysis.verdict import Severity, Verdict, judge
+from xfertop.analysis.verdict import Severity, Verdict, host_compute_share, judge
 from xfertop.model.gpu import GpuState
 from xfertop.model.stacks import StacksState, StackWindow
 
@@ -352,7 +352,7 @@ def _gpu_compute(verdict: Verdict, rank: RankStacks, stats: WindowStats) -> tupl
     compute = pct(stats.compute_share)
     # The engine reads compute-bound from the GPU's busy share where NVML has one; the samples alone
     # would call this much host time in the model compute-bound.
-    host_computes = stats.compute_share + stats.sync_share >= COMPUTE_BOUND_SHARE
+    host_computes = host_compute_share(stats) >= COMPUTE_BOUND_SHARE
     if busy is not None and busy < GPU_BUSY_MIN_SHARE and (verdict.kind == "compute-bound" or host_computes):
         headline = (
             f"host-bound: the GPU is busy only {pct(busy)} while the main thread computes in {compute} of "

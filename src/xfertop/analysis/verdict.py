@@ -505,13 +505,18 @@ def _not_starving(sig: Signals) -> str:
     return advise.hidden_wait_note(sig.stats.data_wait_share)
 
 
+def host_compute_share(stats: WindowStats) -> float:
+    """The host's model and sync share: compute on a CPU; on a GPU, host time that waits on the GPU's
+    queue (compute-bound from the host's side where the GPU's busy share is not known)."""
+    return min(1.0, stats.compute_share + stats.sync_share)
+
+
 def _compute_share(sig: Signals) -> float:
     """GPU: its busy share where NVML has it (only a GPU job has one, sampled by attach too); else (CPU, or
-    GPU busy not measured) the host's model and sync share (on a GPU, host time that waits on the GPU's
-    queue)."""
+    GPU busy not measured) host_compute_share."""
     if sig.busy is not None:
         return sig.busy
-    return min(1.0, sig.stats.compute_share + sig.stats.sync_share)
+    return host_compute_share(sig.stats)
 
 
 def _compute_applies(sig: Signals) -> bool:
