@@ -75,9 +75,8 @@ def run_job(args: argparse.Namespace, mode: str, env: dict[str, str]) -> float |
             poller.join(timeout=30)
         if viewer is not None:
             viewer.send(b"q")
-            if viewer.wait(10) is None:
-                viewer.close()
-            viewer.close()
+            viewer.wait(10)
+            viewer.close()  # kills a view that did not quit
     found = RATE.search(out or "")
     return float(found.group(1)) if found else None
 
