@@ -10,7 +10,7 @@ import pytest
 
 from analysis.step_records import step_record
 from analysis.window_fixtures import load_window
-from ui.sample_states import gpu_state, host_state
+from ui.sample_states import FROZEN_TIME, gpu_state, host_state
 from xfertop.analysis.evidence import WorkersEvidence, workers_evidence
 from xfertop.analysis.job_analysis import analyse
 from xfertop.analysis.verdict import Verdict
@@ -22,8 +22,7 @@ GIB = 2**30
 
 
 def _verdict(rank: RankState, gpu: GpuState | None = None, host: HostState | None = None) -> Verdict:
-    jobs = JobsState(timestamp=0.0, jobs=(JobState(rank.job_key, "train.py", (rank,)),), ring_dir="/x")
-    return analyse(jobs, gpu, host=host).jobs[0].verdict
+    return analyse(_one_job(rank), gpu, host=host).jobs[0].verdict
 
 
 def _advice(verdict: Verdict) -> str:
@@ -490,7 +489,8 @@ def test_a_cpu_compute_bound_job_is_pointed_at_attach_only_when_the_loop_was_not
 
 # -- a loop that ends keeps the advice its steps earned (issue 20, item 5) ------------------------------
 def _one_job(rank: RankState) -> JobsState:
-    return JobsState(timestamp=0.0, jobs=(JobState(rank.job_key, "train.py", (rank,)),), ring_dir="/x")
+    job = JobState(rank.job_key, "train.py", (rank,))
+    return JobsState(timestamp=FROZEN_TIME, jobs=(job,), ring_dir="/x")
 
 
 def test_a_loop_that_ends_keeps_its_workers_advice_and_verdict_through_to_the_frozen_one() -> None:
@@ -545,3 +545,43 @@ def test_a_live_job_between_steps_within_its_cadence_is_judged_again() -> None:
         previous=first,
     )
     assert again.jobs[0].verdict.evidence["gpu_busy_share"] == 0.97
+
+
+# -- NVML's reading is the rank's only if taken while the rank stepped -----------------------------------
+def _at(state: GpuState, seconds: float) -> GpuState:
+    return dataclasses.replace(state, timestamp=FROZEN_TIME + seconds)
+
+
+def _jobs_at(rank: RankState, seconds: float, heartbeat_age_s: float) -> JobsState:
+    rank = dataclasses.replace(rank, heartbeat_age_s=heartbeat_age_s)
+    return dataclasses.replace(_one_job(rank), timestamp=FROZEN_TIME + seconds)
+
+
+def test_a_gpu_reading_taken_after_the_loops_last_step_leaves_the_one_taken_while_it_stepped() -> None:
+    """51 ms steps, the GPU 95% busy. The jobs state, read at 1.0 s, saw a step end 50 ms before (not
+    overdue); the GPU source read NVML at 1.6 s, after the loop's last step: 0%, the job's teardown (the
+    HF Trainer on the H200 read "launch-bound: the GPU is busy only 0%" so). The reading of the
+    snapshot before stands."""
+    live = dataclasses.replace(load_window("healthy_gpu").ranks[0], device="cuda:0")
+    first = analyse(_jobs_at(live, 0.0, 0.02), _at(_sole_user(live, util=95.0, rx=0.1e9), 0.0))
+    assert first.jobs[0].verdict.kind == "compute-bound", first.jobs[0].verdict.headline
+
+    after_last_step = _at(_sole_user(live, util=0.0, rx=0.0), 1.6)
+    again = analyse(_jobs_at(live, 1.0, 0.05), after_last_step, previous=first)
+    verdict = again.jobs[0].verdict
+    assert verdict.kind == "compute-bound", verdict.headline
+    assert verdict.evidence["gpu_busy_share"] == 0.95
+
+    # With no reading taken while it stepped, its busy share is not known, not 0%.
+    alone = analyse(_jobs_at(live, 1.0, 0.05), after_last_step).jobs[0].verdict
+    assert alone.evidence["gpu_busy_share"] is None and "busy only 0%" not in alone.headline
+
+
+def test_a_gpu_reading_older_than_the_jobs_state_counts_when_the_rank_stepped_after_it() -> None:
+    live = dataclasses.replace(load_window("healthy_gpu").ranks[0], device="cuda:0")
+    first = analyse(_jobs_at(live, 0.0, 0.02), _at(_sole_user(live, util=95.0, rx=0.1e9), 0.0))
+    # Read at 0.5 s; the jobs state at 1.0 s saw a step end at 0.95 s: the reading is the rank's.
+    again = analyse(
+        _jobs_at(live, 1.0, 0.05), _at(_sole_user(live, util=60.0, rx=0.1e9), 0.5), previous=first
+    )
+    assert again.jobs[0].verdict.evidence["gpu_busy_share"] == 0.6

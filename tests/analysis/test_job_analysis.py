@@ -6,13 +6,14 @@ import dataclasses
 import signal
 
 from analysis.window_fixtures import load_window
-from ui.sample_states import gpu_state
+from ui.sample_states import FROZEN_TIME, gpu_state
 from xfertop.analysis.job_analysis import analyse
 from xfertop.model.jobs import JobsState, JobState, RankEnd, RankState
 
 
 def _jobs(*ranks: RankState) -> JobsState:
-    return JobsState(timestamp=0.0, jobs=(JobState(ranks[0].job_key, "train.py", ranks),), ring_dir="/tmp/x")
+    job = JobState(ranks[0].job_key, "train.py", ranks)
+    return JobsState(timestamp=FROZEN_TIME, jobs=(job,), ring_dir="/tmp/x")
 
 
 def _sole_user_gpu(pid: int, util: float):

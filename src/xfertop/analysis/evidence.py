@@ -18,6 +18,7 @@ from xfertop.analysis.thresholds import (
     CORES_SATURATED_PERCENT,
     NVML_FRESH_MIN_S,
     NVML_FRESH_STEPS,
+    NVML_READING_SLACK_S,
     PINNED_RAM_WARN_SHARE,
     QUOTA_USED_UP_SHARE,
     SWAPPING_AVAILABLE_SHARE,
@@ -193,6 +194,17 @@ def stepping_now(rank: RankState, stats: WindowStats | None) -> bool:
     return rank.heartbeat_age_s <= max(NVML_FRESH_MIN_S, NVML_FRESH_STEPS * typical_s)
 
 
+def read_while_stepping(
+    rank: RankState, stats: WindowStats | None, reading_at: float, rank_seen_at: float
+) -> bool:
+    """The GPU reading taken at ``reading_at`` (NVML averages the sample period before it) describes the
+    rank's steps: its last step, ``heartbeat_age_s`` before ``rank_seen_at`` (when the jobs state was
+    read, on the same clock), ended at most a few typical steps before the reading, or after it."""
+    typical_s = stats.wall.p50_ms / 1000 if stats is not None else 0.0
+    last_step_at = rank_seen_at - rank.heartbeat_age_s
+    return reading_at - last_step_at <= max(NVML_READING_SLACK_S, NVML_FRESH_STEPS * typical_s)
+
+
 def sole_user_gpu(rank: RankState, gpu_state: GpuState | None) -> GpuSnapshot | None:
     """The rank's GPU where the rank is its only process (NVML lists exactly this pid), else None."""
     gpus = gpu_state.gpus if gpu_state is not None else ()
@@ -280,7 +292,14 @@ def rank_context(
     gpu_state: GpuState | None,
     host: HostState | None,
     memory: MemoryEvidence | None = None,
+    *,
+    seen_at: float | None = None,
+    previous: Context | None = None,
 ) -> Context:
+    """``seen_at``: when the rank's heartbeat age was read (the jobs state's time). With it, NVML's
+    figures count only when read while the rank stepped (``read_while_stepping``); a reading taken after
+    its last step leaves the ones of ``previous`` (the snapshot before) standing while the rank still
+    counts as stepping. Without it, the heartbeat's age alone decides."""
     # A rank whose device is not known yet (no copy, no CUDA batch) is on a GPU only if its steps are
     # GPU-timed; otherwise nothing says it has a PCIe link to tune.
     on_gpu = rank.device.startswith("cuda") or (
@@ -291,13 +310,19 @@ def rank_context(
     stepping = stepping_now(rank, stats)
     if on_gpu and stepping:
         gpu = sole_user_gpu(rank, gpu_state)
-        if gpu is not None:
-            busy = gpu.util_gpu_percent / 100 if gpu.util_gpu_percent is not None else None
-            if not rank.world_size or rank.world_size <= 1:
-                # A rank of several may receive its peers' gradients over PCIe (NCCL P2P or through
-                # host memory without NVLink): its GPU's RX is then not its input.
-                rx = gpu.pcie.rx_bytes_per_s
-                link = link_bytes_per_s(gpu.link.gen_current, gpu.link.width_current)
+        if gpu is not None and gpu_state is not None:
+            if seen_at is None or read_while_stepping(rank, stats, gpu_state.timestamp, seen_at):
+                busy = gpu.util_gpu_percent / 100 if gpu.util_gpu_percent is not None else None
+                if not rank.world_size or rank.world_size <= 1:
+                    # A rank of several may receive its peers' gradients over PCIe (NCCL P2P or
+                    # through host memory without NVLink): its GPU's RX is then not its input.
+                    rx = gpu.pcie.rx_bytes_per_s
+                    link = link_bytes_per_s(gpu.link.gen_current, gpu.link.width_current)
+            elif previous is not None and previous.stepping:
+                # Read after the loop's last step seen (it may be ending, or the GPU source read
+                # after the jobs source): the last reading taken while it stepped stands.
+                busy = previous.gpu_busy_share
+                rx, link = previous.gpu_rx_bytes_per_s, previous.link_bytes_per_s
     return Context(
         on_gpu=on_gpu,
         copies_measured=copies_measured,

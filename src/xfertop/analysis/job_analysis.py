@@ -99,12 +99,21 @@ def _rank_analysis(
     host: HostState | None,
     memory: MemoryEvidence | None,
     previous: RankAnalysis | None,
+    seen_at: float | None,
 ) -> RankAnalysis:
     if previous is not None and previous.rank.steps is rank.steps:
         stats = previous.stats
     else:
         stats = window_or_early(rank.steps)
-    context = rank_context(rank, stats, gpu, host, memory)
+    context = rank_context(
+        rank,
+        stats,
+        gpu,
+        host,
+        memory,
+        seen_at=seen_at,
+        previous=previous.context if previous is not None else None,
+    )
     if context.stepping and context.workers is None and previous is not None and rank.dataloader_workers:
         # The workers are gone (the loop ended, or between epochs) while its steps are still judged.
         context = replace(
@@ -125,11 +134,20 @@ def _overdue(rank: RankAnalysis) -> bool:
 
 
 def analyse_job(
-    job: JobState, gpu: GpuState | None, previous: JobAnalysis | None = None, host: HostState | None = None
+    job: JobState,
+    gpu: GpuState | None,
+    previous: JobAnalysis | None = None,
+    host: HostState | None = None,
+    *,
+    seen_at: float | None = None,
 ) -> JobAnalysis:
+    """``seen_at``: the jobs state's time, which places each rank's last step against the GPU reading's
+    (None: the heartbeat's age alone says whether NVML's reading is the rank's)."""
     memory = memory_evidence(job.ranks, host)
     ranks = tuple(
-        _rank_analysis(rank, gpu, host, memory, previous.rank(rank) if previous is not None else None)
+        _rank_analysis(
+            rank, gpu, host, memory, previous.rank(rank) if previous is not None else None, seen_at
+        )
         for rank in job.ranks
     )
     live = any(rank.status != "finished" for rank in job.ranks)
@@ -182,4 +200,8 @@ def analyse(
     if jobs is None:
         return EMPTY
     before = previous if previous is not None else EMPTY
-    return Analysis(tuple(analyse_job(job, gpu, before.job(job.job_key), host) for job in jobs.jobs))
+    return Analysis(
+        tuple(
+            analyse_job(job, gpu, before.job(job.job_key), host, seen_at=jobs.timestamp) for job in jobs.jobs
+        )
+    )

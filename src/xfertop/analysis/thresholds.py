@@ -74,6 +74,12 @@ RESTARTS_FIRST_SHARE = 0.5
 #: many typical steps (and at least NVML_FRESH_MIN_S). A job tearing down reads 0% without being slow.
 NVML_FRESH_STEPS = 3
 NVML_FRESH_MIN_S = 1.5
+#: NVML's utilisation and PCIe RX average a sample period that ends when the GPU source read them. Where
+#: the jobs state says when the rank's last step ended, a reading counts for the rank only if that step
+#: ended no more than this (or NVML_FRESH_STEPS typical steps) before the reading: a reading taken after
+#: the loop stopped averages the job's teardown (the HF Trainer read "busy 0%" right after its last step,
+#: docs/measurements/h200-2026-12-03-s15). Within a step's jitter, below the jobs source's 0.5 s period.
+NVML_READING_SLACK_S = 0.25
 #: A rank is overdue for its next step past this many typical steps (and at least OVERDUE_MIN_S, above a
 #: snapshot's jitter): its loop has stopped, and what the GPU and host show is no longer its steps.
 OVERDUE_STEPS = 2

@@ -34,9 +34,11 @@ def once_snapshot(ring_dir: str | None = None, pcie: str = "auto", prometheus_ur
     topology = TopologySource(nvml=NvmlApi(), start_nvml=True)
     sources: tuple[PollingSource, ...] = (gpu, host, jobs, topology)
     try:
-        jobs_state = jobs.sample_once()
         # The GPU sample gathers counter time first, which also gives the host's CPU figures an interval.
         gpu_state = gpu.sample_once()
+        # The rings after the GPU: a rank's heartbeat then tells whether it still stepped when NVML was
+        # read (a reading after its last step is its teardown, not its steps: analysis/evidence.py).
+        jobs_state = jobs.sample_once()
         host.watch_pids(interesting_pids(gpu, jobs))
         left = HOST_WINDOW_S - (time.monotonic() - host_began)
         if left > 0:

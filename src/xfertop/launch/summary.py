@@ -230,12 +230,15 @@ class RunFollower:
         with self._lock, contextlib.suppress(Exception):
             if self._source is None:
                 return
+            # The GPU before the rings: a rank's heartbeat then tells whether it still stepped when NVML
+            # was read (analysis/evidence.py, read_while_stepping).
+            gpu = None if final else _sample(self._gpu)
             state: JobsState = self._source.sample()
             if self._host is not None:
                 live = {rank.pid for job in state.jobs for rank in job.ranks if rank.status != "finished"}
                 self._host.watch_pids(live)
             self._fold(state, final)
-            self._note_verdict(state, _sample(self._host), None if final else _sample(self._gpu))
+            self._note_verdict(state, _sample(self._host), gpu)
 
     def _fold(self, state: JobsState, final: bool) -> None:
         for job in state.jobs:
