@@ -186,12 +186,15 @@ class Context:
         return self.gpu_rx_bytes_per_s / self.link_bytes_per_s
 
 
+def _typical_step_s(stats: WindowStats | None) -> float:
+    return stats.wall.p50_ms / 1000 if stats is not None else 0.0
+
+
 def stepping_now(rank: RankState, stats: WindowStats | None) -> bool:
     """The rank runs and its last step ended recently: what the GPU does now is what this rank does."""
     if rank.status != "live":
         return False
-    typical_s = stats.wall.p50_ms / 1000 if stats is not None else 0.0
-    return rank.heartbeat_age_s <= max(NVML_FRESH_MIN_S, NVML_FRESH_STEPS * typical_s)
+    return rank.heartbeat_age_s <= max(NVML_FRESH_MIN_S, NVML_FRESH_STEPS * _typical_step_s(stats))
 
 
 def read_while_stepping(
@@ -200,9 +203,8 @@ def read_while_stepping(
     """The GPU reading taken at ``reading_at`` (NVML averages the sample period before it) describes the
     rank's steps: its last step, ``heartbeat_age_s`` before ``rank_seen_at`` (when the jobs state was
     read, on the same clock), ended at most a few typical steps before the reading, or after it."""
-    typical_s = stats.wall.p50_ms / 1000 if stats is not None else 0.0
     last_step_at = rank_seen_at - rank.heartbeat_age_s
-    return reading_at - last_step_at <= max(NVML_READING_SLACK_S, NVML_FRESH_STEPS * typical_s)
+    return reading_at - last_step_at <= max(NVML_READING_SLACK_S, NVML_FRESH_STEPS * _typical_step_s(stats))
 
 
 def sole_user_gpu(rank: RankState, gpu_state: GpuState | None) -> GpuSnapshot | None:
@@ -296,10 +298,12 @@ def rank_context(
     seen_at: float | None = None,
     previous: Context | None = None,
 ) -> Context:
-    """``seen_at``: when the rank's heartbeat age was read (the jobs state's time). With it, NVML's
-    figures count only when read while the rank stepped (``read_while_stepping``); a reading taken after
-    its last step leaves the ones of ``previous`` (the snapshot before) standing while the rank still
-    counts as stepping. Without it, the heartbeat's age alone decides."""
+    """``previous``: the rank's context in the snapshot before, whose evidence stands in for what now
+    no longer describes the rank's steps while it still counts as stepping: the DataLoader workers once
+    they are gone (a loop's end, or between epochs without persistent workers), and an NVML reading
+    taken after its last step. ``seen_at``: when the rank's heartbeat age was read (the jobs state's
+    time); with it, NVML's figures count only when read while the rank stepped
+    (``read_while_stepping``); without it, the heartbeat's age alone decides."""
     # A rank whose device is not known yet (no copy, no CUDA batch) is on a GPU only if its steps are
     # GPU-timed; otherwise nothing says it has a PCIe link to tune.
     on_gpu = rank.device.startswith("cuda") or (
@@ -323,14 +327,19 @@ def rank_context(
                 # after the jobs source): the last reading taken while it stepped stands.
                 busy = previous.gpu_busy_share
                 rx, link = previous.gpu_rx_bytes_per_s, previous.link_bytes_per_s
+    workers = workers_evidence(rank, host) if stepping else None
+    cgroup_cpu = cgroup_cpu_evidence(rank, host) if stepping else None
+    if stepping and workers is None and previous is not None and rank.dataloader_workers:
+        # The workers are gone (the loop ended, or between epochs) while its steps are still judged.
+        workers, cgroup_cpu = previous.workers, cgroup_cpu or previous.cgroup_cpu
     return Context(
         on_gpu=on_gpu,
         copies_measured=copies_measured,
         gpu_busy_share=busy,
         gpu_rx_bytes_per_s=rx,
         link_bytes_per_s=link,
-        workers=workers_evidence(rank, host) if stepping else None,
-        cgroup_cpu=cgroup_cpu_evidence(rank, host) if stepping else None,
+        workers=workers,
+        cgroup_cpu=cgroup_cpu,
         memory=memory,
         stepping=stepping,
     )

@@ -16,7 +16,7 @@ while they ran, and a job whose ranks are overdue for their next step keeps its 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 
 from xfertop.analysis.evidence import Context, MemoryEvidence, memory_evidence, rank_context
@@ -114,13 +114,6 @@ def _rank_analysis(
         seen_at=seen_at,
         previous=previous.context if previous is not None else None,
     )
-    if context.stepping and context.workers is None and previous is not None and rank.dataloader_workers:
-        # The workers are gone (the loop ended, or between epochs) while its steps are still judged.
-        context = replace(
-            context,
-            workers=previous.context.workers,
-            cgroup_cpu=context.cgroup_cpu or previous.context.cgroup_cpu,
-        )
     return RankAnalysis(rank, stats, context)
 
 
