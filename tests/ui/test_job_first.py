@@ -161,6 +161,33 @@ def _timed_steps(first: int, count: int, start_s: float, wait_ms: float) -> tupl
     )
 
 
+async def test_a_job_seen_for_under_a_minute_fills_the_strip_with_rows_of_a_second() -> None:
+    """`xfertop demo` at 200x50 on a box without a GPU, 45 s into its job: rows of 5 s would leave some
+    25 of the strip's rows blank for the next two minutes; rows of a second fill it now, and longer rows
+    take over as the history grows."""
+    young = dataclasses.replace(rank(), steps=_timed_steps(0, 450, 1000.0, wait_ms=60.0))  # 45 s
+    app = _app(note="demo: phase 1 of 2, starved (num_workers=0)")
+    async with app.run_test(size=(200, 50)) as pilot:
+        await _feed(app, pilot, no_driver_state(), jobs_state(young), step_history=False)
+        rows = screen_text(app)
+        assert any("a row per 1 s" in row for row in rows), "\n".join(rows)
+        assert blank_rows(rows) <= MAX_BLANK_ROWS, "\n".join(rows)
+        plot = _strip_rows(app)
+        assert plot[-1].split()[0] == "now" and plot[-2].split()[0] == "-1s", "\n".join(plot)
+
+
+@pytest.mark.parametrize(("history_s", "seconds"), [(1, 1), (45, 1), (70, 2), (159, 2), (160, 5), (3600, 5)])
+def test_rows_grow_longer_as_the_history_does_until_they_cover_the_minute_and_a_half(
+    history_s: int, seconds: int
+) -> None:
+    """32 rows: a second each until 32 s of steps are kept, then the longest rows the history fills,
+    then the 5 s rows whose 32 cover 90 s."""
+    from xfertop.ui.step_strip import bucket_seconds
+
+    assert bucket_seconds(32, history_s) == seconds
+    assert bucket_seconds(32) == 5
+
+
 async def test_between_buckets_only_the_newest_row_changes_and_a_closed_bucket_keeps_its_mean(
     monkeypatch,
 ) -> None:
@@ -209,6 +236,7 @@ async def test_the_strip_takes_new_steps_at_most_once_a_period_and_catches_up(mo
     from xfertop.ui import step_strip
 
     monkeypatch.setattr(step_strip, "DRAW_PERIOD_S", 3.0)
+    monkeypatch.setattr(step_strip, "BUCKET_STEPS_S", (5, 10))  # rows of 5 s from the first step on
     # Thirty steps of ~103 ms, then thirty more alike (the verdict, and so the strip's height, stay).
     first = steps(30, wait_ms=60.0)
     more = first + tuple(dataclasses.replace(step, step=step.step + 30) for step in steps(30, wait_ms=60.0))

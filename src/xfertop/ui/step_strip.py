@@ -3,13 +3,14 @@ comes and goes shows as a share of wait that rises and falls from row to row ins
 share.
 
 Each row is a bucket of a few seconds (the shortest of ``BUCKET_STEPS_S`` whose rows cover
-``COVER_S``), the newest at the bottom; its bar stacks the host's step parts (rank_row.SEGMENTS: wait,
-loop, copy, model, sync) as shares of the time of the steps that began in it, each in its letter as well
-as its colour, like the jobs table's bar. The row's label says how long before the newest bucket it
-began and how many steps it holds. The sums come from the app's ViewState
-(analysis.step_timeline.StepTimeline, one per rank). Between two drawings only the newest bucket's row
-changes; when a bucket closes every row moves up one. The strip takes the rows the jobs pane leaves
-(xfertop.tcss) and shows the rank under the jobs table's cursor.
+``COVER_S``; shorter while the history is younger than the rows would cover, so that a job just started
+fills the strip within its first ``rows`` seconds, not ``rows`` buckets), the newest at the bottom; its
+bar stacks the host's step parts (rank_row.SEGMENTS: wait, loop, copy, model, sync) as shares of the
+time of the steps that began in it, each in its letter as well as its colour, like the jobs table's bar.
+The row's label says how long before the newest bucket it began and how many steps it holds. The sums
+come from the app's ViewState (analysis.step_timeline.StepTimeline, one per rank). Between two drawings
+only the newest bucket's row changes; when a bucket closes every row moves up one. The strip takes the
+rows the jobs pane leaves (xfertop.tcss) and shows the rank under the jobs table's cursor.
 """
 
 from __future__ import annotations
@@ -36,15 +37,27 @@ DRAW_PERIOD_S = 1.0
 #: screen update of its own: ~1.5 drawings a second at 1 Hz). The timer, at the later share, draws new
 #: steps only when no repaint comes.
 _EARLY_SHARE, _CATCH_UP_SHARE = 0.75, 1.5
-#: Seconds a row may stand for, and how much time the rows should cover at least.
-BUCKET_STEPS_S = (5, 10, 15, 30, 60)
+#: Seconds a row may stand for, and how much time the rows should cover at least. The steps below
+#: ``_COVERING_STEPS_S`` serve only while the history is young: a row a second moves every row at each
+#: drawing, which costs the view more than a newest row that alone changes for a few drawings.
+BUCKET_STEPS_S = (1, 2, 5, 10, 15, 30, 60)
+_COVERING_STEPS_S = BUCKET_STEPS_S[2:]
 COVER_S = 90
 _AGO_CELLS, _COUNT_CELLS = 6, 6
 
 
-def bucket_seconds(rows: int) -> int:
-    """Seconds a row stands for on a strip of ``rows`` rows: the shortest step covering ``COVER_S``."""
-    return next((seconds for seconds in BUCKET_STEPS_S if rows * seconds >= COVER_S), BUCKET_STEPS_S[-1])
+def bucket_seconds(rows: int, history_s: int | None = None) -> int:
+    """Seconds a row stands for on a strip of ``rows`` rows: the shortest step covering ``COVER_S``; with
+    ``history_s`` (the seconds of steps kept) shorter than those rows would cover, the longest step
+    whose rows the history still fills, one second at least (a job seen for 20 s on 30 rows: 20 rows of
+    a second, where 5 s rows would leave 26 of the 30 blank)."""
+    covering = next(
+        (seconds for seconds in _COVERING_STEPS_S if rows * seconds >= COVER_S), _COVERING_STEPS_S[-1]
+    )
+    if history_s is None:
+        return covering
+    filled = [seconds for seconds in BUCKET_STEPS_S if seconds <= covering and rows * seconds <= history_s]
+    return filled[-1] if filled else BUCKET_STEPS_S[0]
 
 
 def ago_text(seconds: int) -> str:
@@ -90,7 +103,7 @@ def shown_buckets(timeline: StepTimeline, rows: int) -> ShownBuckets | None:
     newest, oldest = timeline.newest_s, timeline.oldest_s
     if newest is None or oldest is None:
         return None
-    seconds = bucket_seconds(rows)
+    seconds = bucket_seconds(rows, newest - oldest + 1)
     buckets = tuple(timeline.buckets(seconds, rows))
     return ShownBuckets(seconds, newest - newest % seconds, oldest, buckets)
 
