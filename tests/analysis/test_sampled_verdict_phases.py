@@ -280,3 +280,72 @@ def test_the_loops_own_python_on_an_idle_gpu_is_loop_bound_and_named_host_bound_
     )
     unmeasured = sampled_verdict([(None, replace(rank, gpu_busy_share=None))])
     assert unmeasured.kind == "host-bound" and unmeasured.headline.startswith("host-bound (likely)")
+
+
+_TORCH = "/venv/lib/python3.11/site-packages/torch/"
+#: A compiled model called from the loop (train.py:14), as py-spy read a real torch.compile job on a CPU:
+#: its first call traces the model (dynamo) before anything runs.
+_COMPILED_CALL = (
+    Frame("Module._call_impl", _TORCH + "nn/modules/module.py", 1789),
+    Frame("Module._wrapped_call_impl", _TORCH + "nn/modules/module.py", 1778),
+    Frame("OptimizedModule.__call__", _TORCH + "_dynamo/eval_frame.py", 511),
+    Frame("main", "/job/train.py", 14),
+    Frame("<module>", "/job/train.py", 30),
+)
+_TRACING = (
+    Frame("InstructionTranslatorBase.step", _TORCH + "_dynamo/symbolic_convert.py", 1603),
+    Frame("InstructionTranslatorBase.run", _TORCH + "_dynamo/symbolic_convert.py", 1950),
+    Frame("trace_frame", _TORCH + "_dynamo/convert_frame.py", 954),
+    Frame("compile_frame", _TORCH + "_dynamo/convert_frame.py", 1584),
+    Frame("_compile", _TORCH + "_dynamo/convert_frame.py", 2102),
+    Frame("ConvertFrame.__call__", _TORCH + "_dynamo/convert_frame.py", 2319),
+    Frame("_TorchDynamoContext.__call__.<locals>.compile_wrapper", _TORCH + "_dynamo/eval_frame.py", 1166),
+)
+_NEXT = (
+    Frame("_BaseDataLoaderIter.__next__", _TORCH + "utils/data/dataloader.py", 733),
+    Frame("main", "/job/train.py", 12),
+    Frame("<module>", "/job/train.py", 30),
+)
+
+
+def _compiled_loop_verdict(
+    busy_percent: float, model_frames: tuple[Frame, ...]
+) -> tuple[RankStacks, Verdict]:
+    """90 samples in the compiled model's call, 10 waiting for the next batch, the GPU ``busy_percent``."""
+    readings = nvml_readings(4242, busy_percent)
+    stacks = (
+        ThreadStack(pid=4242, tid=4242, thread_name="MainThread", count=90, frames=model_frames),
+        ThreadStack(pid=4242, tid=4242, thread_name="MainThread", count=10, frames=_NEXT),
+    )
+    window = StackWindow(
+        root_pid=4242,
+        started_at=readings[0].timestamp - 1.0,
+        duration_s=2,
+        rate_hz=50,
+        stacks=stacks,
+        placement=WindowPlacement((), (), uses_cuda=True),
+    )
+    state = StacksState(
+        timestamp=window.started_at + 3.0, targets=(AttachTarget(pid=4242),), windows=(window,)
+    )
+    (rank,), verdict = judge_stacks(state, lambda pid: None, readings)
+    return rank, verdict
+
+
+def test_a_model_being_compiled_is_not_launch_bound() -> None:
+    # H200, scenario n2 (torch.compile): attached during its first steps, attach read "launch-bound: the
+    # GPU is busy only 16%; the host spends 96% of samples dispatching the model's many small kernels";
+    # the host was compiling the model under its module call, and the steps after it were compute-bound.
+    rank, verdict = _compiled_loop_verdict(16, (*_TRACING, *_COMPILED_CALL))
+    assert verdict.kind == "warming-up" and verdict.rule == "compiling", verdict.headline
+    assert rank.to_dict()["compiling_share"] == 0.9
+    assert verdict.headline.startswith("compiling: torch.compile holds the main thread 90% of samples")
+    assert "TORCH_LOGS=recompiles" in verdict.advice[0]
+
+
+def test_the_compiled_model_running_is_judged_as_any_model() -> None:
+    # Once compiled its calls run the generated code: no compile frame, compute-bound on a busy GPU.
+    generated = Frame("call", "/tmp/torchinductor_root/ab/cabc123.py", 210)
+    rank, verdict = _compiled_loop_verdict(95, (generated, *_COMPILED_CALL))
+    assert verdict.kind == "compute-bound", verdict.headline
+    assert rank.to_dict()["compiling_share"] == 0.0

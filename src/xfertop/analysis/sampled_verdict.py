@@ -70,6 +70,11 @@ OTHER_NOTE_SHARE = 0.2
 #: is not of a training loop (start-up, teardown, evaluation, checkpointing) and gets no verdict, rather
 #: than "healthy" for a job that is not training yet (docs/attach.md).
 OUTSIDE_LOOP_SHARE = 0.6
+#: At least this share of the main thread's samples in torch.compile's compilation: the window shows the
+#: model being compiled (its first steps, or recompiles), not what its steps cost, and gets no verdict of
+#: a bottleneck. On the H200 a compiled job attached during its first steps read "launch-bound: the GPU
+#: is busy only 16%; the host spends 96% of samples dispatching the model's many small kernels".
+COMPILING_SHARE = 0.25
 #: A GPU busy (NVML) less than this share of the window waits for the host: compute is then the host's,
 #: not the GPU's (research/diagnosis.md: a busy share under 50% vetoes compute-bound), and the verdict is
 #: loop-bound or launch-bound, never compute-bound or healthy (docs/attach.md).
@@ -225,6 +230,8 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     if not rank.loop_seen:
         # Start-up (building data, the model, compiling) is no step: its tensor maths is not compute.
         return _labelled(_not_in_loop_yet(rank), rank, ranks, [])
+    if rank.compiling_share >= COMPILING_SHARE:
+        return _labelled(_compiling(rank), rank, ranks, [])
     loop = rank.loop_host
     busy = rank.gpu_busy_share
     on_gpu = runs_on_gpu(rank)
@@ -287,6 +294,19 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         return _labelled(_copy_bound(stats), rank, ranks, [])
     verdict, extra = _judged(rank, stats, on_gpu, outside_share)
     return _labelled(verdict, rank, ranks, extra)
+
+
+def _compiling(rank: RankStacks) -> Verdict:
+    headline = (
+        f"compiling: torch.compile holds the main thread {pct(rank.compiling_share)} of samples (tracing the "
+        "model and generating its code); the steps after it are the ones to judge"
+    )
+    advice = (
+        "If this lasts beyond the first steps, the model is compiled again and again: shapes or Python "
+        "values that change from step to step cause recompiles. TORCH_LOGS=recompiles names each one and "
+        "why; mark the dimensions that vary with torch._dynamo.mark_dynamic, or pad to a few fixed shapes.",
+    )
+    return Verdict("warming-up", "info", headline, advice=advice, rule="compiling")
 
 
 def _judged(

@@ -122,6 +122,15 @@ _DISPATCH = (*_COMPUTE, _rule("", "forward"))
 #: Building an optimizer or one of torch's modules is start-up, not a step (Adam's constructor imports
 #: torch._dynamo for seconds on a first run).
 _CONSTRUCTION = (_rule("torch/optim/", "__init__"), _rule("torch/nn/modules/", "__init__"))
+#: Frames that only torch.compile's compilation runs: tracing a frame (dynamo), lowering the graph and
+#: generating its code (inductor, AOT autograd's backward). A compiled model's calls once compiled pass
+#: through none of them (torch/_dynamo/eval_frame.py and the generated code), so these are a first
+#: step's compile or a recompile, not the model's dispatch.
+_COMPILING = (
+    _rule("torch/_dynamo/convert_frame.py", "*"),
+    _rule("torch/_inductor/compile_fx.py", "*"),
+    _rule("torch/_functorch/_aot_autograd/graph_compile.py", "*"),
+)
 # Only the DataLoader calls these: loading even when --nonblocking cut the stack above them.
 _LOADING_ALONE = (
     _rule("torch/utils/data/_utils/fetch.py", "fetch"),
@@ -466,8 +475,9 @@ _LOOP_CLASSES: frozenset[SampleClass] = frozenset({"data_wait", "main_loading"})
 _NOT_OWN = re.compile(r"/(site|dist)-packages/|/lib/python\d[\d.]*/|^<")
 #: What the main thread is doing outside the training loop, by the frames below the job's own: the first
 #: that matches (an import is an import, whatever module it runs: Adam's constructor imports torch._dynamo).
+_IMPORTING = (_rule("<frozen importlib._bootstrap>", "*"), _rule("importlib/", "*"))
 _SETUP_DOINGS: tuple[tuple[tuple[_Rule, ...], str], ...] = (
-    ((_rule("<frozen importlib._bootstrap>", "*"), _rule("importlib/", "*")), "importing modules"),
+    (_IMPORTING, "importing modules"),
     ((_rule("torch/serialization.py", "load", "_load"), _rule("safetensors/", "*")), "loading a checkpoint"),
     ((_rule("torch/serialization.py", "save", "_save"),), "saving a checkpoint"),
     ((_rule("torch/_dynamo/", "*"), _rule("torch/_inductor/", "*")), "compiling (torch.compile)"),
@@ -631,6 +641,9 @@ class RankStacks:
     loop_tensor: LoopHost = LoopHost(0.0)
     #: Share of the main thread's samples in the model step: module calls, autograd, the optimizer.
     dispatch_share: float = 0.0
+    #: Share of the main thread's samples in torch.compile's compilation (_COMPILING), wherever it was
+    #: called from: a model's first calls in the loop compile before they run.
+    compiling_share: float = 0.0
     #: The window shows the training loop running (LOOP_SEEN_MIN_SHARE); False while the job starts up.
     loop_seen: bool = True
     #: Where the main thread spends most of its samples outside the training phases; None if nowhere.
@@ -666,6 +679,7 @@ class RankStacks:
             "loop_tensor_share": round(self.loop_tensor.share, 4),
             "loop_tensor_lines": [[line, round(share, 4)] for line, share in self.loop_tensor.top_lines],
             "dispatch_share": round(self.dispatch_share, 4),
+            "compiling_share": round(self.compiling_share, 4),
             "loop_seen": self.loop_seen,
             "outside_at": None if self.outside_at is None else str(self.outside_at),
             "gpu_busy_share": None if self.gpu_busy_share is None else round(self.gpu_busy_share, 4),
@@ -841,9 +855,22 @@ def summarise_window(window: StackWindow, line_text: LineText | None = None) -> 
         loop_host=_loop_work(loop, loop_python, total),
         loop_tensor=_loop_work(loop, loop_maths, total),
         dispatch_share=_dispatch_share(placed, total),
+        compiling_share=_compiling_share(main, total),
         loop_seen=loop_seen,
         outside_at=_main_thread_at(outside, total),
     )
+
+
+def _compiling_share(main: list[ThreadStack], total: int) -> float:
+    """Share of the main thread's samples inside torch.compile's compilation; importing those modules
+    (Adam's constructor imports torch._dynamo) is an import, not a compile."""
+    compiling = sum(
+        s.count
+        for s in main
+        if any(_matches(f, _COMPILING) for f in s.frames)
+        and not any(_matches(f, _IMPORTING) for f in s.frames)
+    )
+    return compiling / total if total else 0.0
 
 
 def _dispatch_share(placed: list[tuple[ThreadStack, SampleClass]], total: int) -> float:
