@@ -473,9 +473,10 @@ _LOOP_CLASSES: frozenset[SampleClass] = frozenset({"data_wait", "main_loading"})
 # Frames of the job's own code: not a library's (site-packages), the standard library's or the
 # interpreter's (<frozen importlib._bootstrap>).
 _NOT_OWN = re.compile(r"/(site|dist)-packages/|/lib/python\d[\d.]*/|^<")
+#: Importing a module, whatever the module's own code does meanwhile.
+_IMPORTING = (_rule("<frozen importlib._bootstrap>", "*"), _rule("importlib/", "*"))
 #: What the main thread is doing outside the training loop, by the frames below the job's own: the first
 #: that matches (an import is an import, whatever module it runs: Adam's constructor imports torch._dynamo).
-_IMPORTING = (_rule("<frozen importlib._bootstrap>", "*"), _rule("importlib/", "*"))
 _SETUP_DOINGS: tuple[tuple[tuple[_Rule, ...], str], ...] = (
     (_IMPORTING, "importing modules"),
     ((_rule("torch/serialization.py", "load", "_load"), _rule("safetensors/", "*")), "loading a checkpoint"),
