@@ -186,15 +186,15 @@ class Context:
         return self.gpu_rx_bytes_per_s / self.link_bytes_per_s
 
 
-def _typical_step_s(stats: WindowStats | None) -> float:
-    return stats.wall.p50_ms / 1000 if stats is not None else 0.0
+def _within_steps(seconds: float, stats: WindowStats | None, floor_s: float) -> bool:
+    """``seconds`` is at most NVML_FRESH_STEPS typical steps of the window (and at least ``floor_s``)."""
+    typical_s = stats.wall.p50_ms / 1000 if stats is not None else 0.0
+    return seconds <= max(floor_s, NVML_FRESH_STEPS * typical_s)
 
 
 def stepping_now(rank: RankState, stats: WindowStats | None) -> bool:
     """The rank runs and its last step ended recently: what the GPU does now is what this rank does."""
-    if rank.status != "live":
-        return False
-    return rank.heartbeat_age_s <= max(NVML_FRESH_MIN_S, NVML_FRESH_STEPS * _typical_step_s(stats))
+    return rank.status == "live" and _within_steps(rank.heartbeat_age_s, stats, NVML_FRESH_MIN_S)
 
 
 def read_while_stepping(
@@ -204,7 +204,7 @@ def read_while_stepping(
     rank's steps: its last step, ``heartbeat_age_s`` before ``rank_seen_at`` (when the jobs state was
     read, on the same clock), ended at most a few typical steps before the reading, or after it."""
     last_step_at = rank_seen_at - rank.heartbeat_age_s
-    return reading_at - last_step_at <= max(NVML_READING_SLACK_S, NVML_FRESH_STEPS * _typical_step_s(stats))
+    return _within_steps(reading_at - last_step_at, stats, NVML_READING_SLACK_S)
 
 
 def sole_user_gpu(rank: RankState, gpu_state: GpuState | None) -> GpuSnapshot | None:
