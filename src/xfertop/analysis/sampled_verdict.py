@@ -30,11 +30,13 @@ from xfertop.analysis.thresholds import (
     COMPUTE_BOUND_SHARE,
     COPY_CRITICAL_SHARE,
     COPY_WARN_SHARE,
+    GPU_BUSY_MIN_SHARE,
     INPUT_CRITICAL_SHARE,
     INPUT_WARN_SHARE,
     STRAGGLER_CRITICAL_EXCESS_SHARE,
     STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE,
     STRAGGLER_WARN_EXCESS_SHARE,
+    SYNC_GPU_BUSY_WARN_SHARE,
 )
 from xfertop.analysis.verdict import Severity, Verdict, host_compute_share, judge
 from xfertop.model.gpu import GpuState
@@ -75,10 +77,6 @@ OUTSIDE_LOOP_SHARE = 0.6
 #: a bottleneck. On the H200 a compiled job attached during its first steps read "launch-bound: the GPU
 #: is busy only 16%; the host spends 96% of samples dispatching the model's many small kernels".
 COMPILING_SHARE = 0.25
-#: A GPU busy (NVML) less than this share of the window waits for the host: compute is then the host's,
-#: not the GPU's (research/diagnosis.md: a busy share under 50% vetoes compute-bound), and the verdict is
-#: loop-bound or launch-bound, never compute-bound or healthy (docs/attach.md).
-GPU_BUSY_MIN_SHARE = 0.5
 #: ... with the main thread in the model step (module calls, autograd, the optimizer) in at least this
 #: share of samples, more than in the loop's own code: launch-bound.
 LAUNCH_DISPATCH_SHARE = 0.5
@@ -215,6 +213,17 @@ def _labelled(verdict: Verdict, rank: RankStacks, ranks: int, extra_advice: list
     )
 
 
+def waits_for_busy_gpu(rank: RankStacks) -> float:
+    """The share of samples in which the main thread waits (.item(), synchronize) for a GPU that NVML
+    says is at least SYNC_GPU_BUSY_WARN_SHARE busy with this process's work: the host waits for the model's
+    kernels, and the GPU waits for nothing. That is the model's compute seen from the host, as the step
+    clock and the synchronised truth count it, not a sync that holds the GPU back; 0 elsewhere."""
+    busy = rank.gpu_busy_share
+    if busy is None or busy < SYNC_GPU_BUSY_WARN_SHARE or not runs_on_gpu(rank):
+        return 0.0
+    return rank.shares.share("gpu_sync")
+
+
 def runs_on_gpu(rank: RankStacks) -> bool:
     """A CUDA process (it maps /dev/nvidiactl), or one NVML lists on a GPU."""
     placement = rank.placement
@@ -236,8 +245,8 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     busy = rank.gpu_busy_share
     on_gpu = runs_on_gpu(rank)
     # On a CPU the loop's own Python runs on the same cores as the model: it is compute, as the step clock
-    # and the truth count it.
-    stats = _window_stats(rank, loop_compute=0.0 if on_gpu else loop.share)
+    # and the truth count it. On a busy GPU a sync waits for the model's kernels: compute too.
+    stats = _window_stats(rank, loop_compute=(0.0 if on_gpu else loop.share) + waits_for_busy_gpu(rank))
     other_share = rank.shares.share("other")
     outside_share = other_share - loop.share  # the loop's own Python code is in the loop
     if outside_share >= OUTSIDE_LOOP_SHARE:
@@ -254,7 +263,12 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     # With the GPU mostly idle a sync waits for little: it is named only where it holds more of the
     # host than the model's dispatch or the loop's own code (a launch-bound loop's loss.item()).
     sync_leads = waiting_busy is None or sync_share > max(rank.dispatch_share, own)
-    if sync_share >= SYNC_WARN_SHARE and sync_share > max(stats.input_share, stats.copy_share) and sync_leads:
+    if (
+        sync_share >= SYNC_WARN_SHARE
+        and sync_share > max(stats.input_share, stats.copy_share)
+        and sync_leads
+        and not waits_for_busy_gpu(rank)
+    ):
         headline = (
             f"sync-bound: the main thread waits for the GPU (.item(), .cpu(), synchronize) in "
             f"{pct(sync_share)} of samples"
@@ -381,6 +395,9 @@ def _gpu_compute(verdict: Verdict, rank: RankStacks, stats: WindowStats) -> tupl
         return Verdict("host-bound", "critical", headline, advice=tuple(host_bound_advice()[:2])), []
     busy_text = f"; the GPU is busy {pct(busy)}" if busy is not None else ""
     compute_text = "compute" if busy is not None else "compute (GPU busy not measured)"
+    waits = waits_for_busy_gpu(rank)
+    if waits >= SYNC_WARN_SHARE:  # named: the samples alone would read sync-bound
+        busy_text += f", the host waiting for it in .item()-like calls in {pct(waits)} of samples"
     if verdict.kind == "compute-bound":
         headline = f"compute-bound: {compute_text} is {compute} of samples{busy_text}"
         if verdict.evidence.get("hidden_wait"):  # the GPU kept busy through the loop's waits
@@ -621,10 +638,7 @@ def judge_stacks(
     readings (GpuSource snapshots) taken while it was sampled."""
     by_pid = {target.pid: target for target in state.targets}
     summaries = tuple(
-        replace(
-            summarise_window(w, line_text_for(w.root_pid)),
-            gpu_busy_share=gpu_busy_share(w.root_pid, w, gpu_states),
-        )
+        summarise_window(w, line_text_for(w.root_pid), gpu_busy_share(w.root_pid, w, gpu_states))
         for w in state.windows
     )
     labelled = [(by_pid[s.pid].rank if s.pid in by_pid else None, s) for s in summaries]

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from xfertop.analysis.thresholds import GPU_BUSY_MIN_SHARE
 from xfertop.model.stacks import Frame, StackWindow, ThreadStack, WindowPlacement
 
 SampleClass = Literal["data_wait", "main_loading", "copy", "gpu_sync", "compute", "other"]
@@ -345,7 +346,7 @@ def _loop_frame(frames: tuple[Frame, ...]) -> Frame | None:
 
 
 def _loop_callers(
-    stacks: list[ThreadStack], find: Callable[[tuple[Frame, ...]], Frame | None]
+    stacks: Iterable[ThreadStack], find: Callable[[tuple[Frame, ...]], Frame | None]
 ) -> dict[tuple[str, str], dict[int, int]]:
     """(file, function) -> {line: samples} of the frames ``find`` picks."""
     callers: dict[tuple[str, str], dict[int, int]] = {}
@@ -413,17 +414,29 @@ class _Loop:
         return self._body[line]
 
 
-def _find_loop(stacks: list[ThreadStack], line_text: LineText | None) -> _Loop | None:
+def _find_loop(
+    stacks: list[ThreadStack], line_text: LineText | None, waits: Iterable[ThreadStack] = ()
+) -> _Loop | None:
     """The function that runs ``for batch in loader`` or a ``while`` loop of ``next(it)`` (the caller of
-    the DataLoader in the window's data samples, else of the model and optimizer), and that loop's
-    statement above the line with most samples. Only a loop in the job's own code (not a framework's,
-    under site-packages) counts: a framework's hooks are not the user's bookkeeping."""
+    the DataLoader in the window's data samples, else of the model and optimizer, else the loop whose body
+    holds the ``waits``), and that loop's statement above the line with most samples. Only a loop in the
+    job's own code (not a framework's, under site-packages) counts: a framework's hooks are not the
+    user's bookkeeping."""
     if line_text is None:
         return None
+
+    def waiting_in_a_loop(frames: tuple[Frame, ...]) -> Frame | None:
+        in_loop = (f for f in frames if _is_own(f) and _loop_statement(f.filename, f.line, line_text))
+        return next(in_loop, None)
+
     # The function that asks the DataLoader for batches; in a window that caught none of those calls
-    # (a fast loader), the one that calls the model, backward and the optimizer.
-    callers = _loop_callers(stacks, _loop_frame) or _loop_callers(
-        stacks, lambda frames: _caller_of(frames, _computes)
+    # (a fast loader), the one that calls the model, backward and the optimizer; in a window that caught
+    # neither (a few large kernels: the host launches them in a blink, then waits in .item()), the one
+    # whose loop body waits for the GPU.
+    callers = (
+        _loop_callers(stacks, _loop_frame)
+        or _loop_callers(stacks, lambda frames: _caller_of(frames, _computes))
+        or _loop_callers(waits, waiting_in_a_loop)
     )
     if not callers:
         return None
@@ -811,10 +824,14 @@ def _placed(workers: tuple[WorkerLoad, ...], placement: WindowPlacement | None) 
     )
 
 
-def summarise_window(window: StackWindow, line_text: LineText | None = None) -> RankStacks:
-    """The main thread's class shares, the workers' load and the pin thread's load in one window."""
+def summarise_window(
+    window: StackWindow, line_text: LineText | None = None, gpu_busy_share: float | None = None
+) -> RankStacks:
+    """The main thread's class shares, the workers' load and the pin thread's load in one window, with
+    the GPU's busy share over it (NVML) where it is known."""
     if window.error:
-        return RankStacks(pid=window.root_pid, shares=ClassShares(counts={}), error=window.error)
+        shares = ClassShares(counts={})
+        return RankStacks(window.root_pid, shares, error=window.error, gpu_busy_share=gpu_busy_share)
     on_main = [s for s in window.stacks if s.pid == window.root_pid and s.is_main_thread]
     # A sample without a single frame says nothing of where the thread was (py-spy read no stack):
     # left out of the shares, not counted as "other" (they can be many: docs/attach.md).
@@ -827,7 +844,11 @@ def summarise_window(window: StackWindow, line_text: LineText | None = None) -> 
             for s, cls in classified
         ]
     total = sum(s.count for s in main)
-    loop = _find_loop(main, line_text)
+    # A sync waits for the GPU's work only where the GPU has work: start-up's .numpy() of the data it
+    # builds on the CPU reads as a sync too.
+    gpu_busy = gpu_busy_share is not None and gpu_busy_share >= GPU_BUSY_MIN_SHARE
+    waits = [s for s, cls in classified if cls == "gpu_sync"] if gpu_busy else []
+    loop = _find_loop(main, line_text, waits)
     loop_seen = _loop_seen(classified, total, loop, line_text is not None)
     placed, loop_maths = _place_own_maths(classified, loop, loop_seen)
     loop_python = [s for s, cls in placed if cls == "other"]
@@ -859,6 +880,7 @@ def summarise_window(window: StackWindow, line_text: LineText | None = None) -> 
         compiling_share=_compiling_share(main, total),
         loop_seen=loop_seen,
         outside_at=_main_thread_at(outside, total),
+        gpu_busy_share=gpu_busy_share,
     )
 
 

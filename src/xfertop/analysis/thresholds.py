@@ -154,3 +154,10 @@ SYNC_WAIT_WARN_SHARE = 0.10
 #: of small tensors runs at ~3 GB/s on an H200: GPU-FACTS.md), plus a slack share for per-call overhead.
 COPY_FLOOR_BYTES_PER_S = 1.0e9
 COPY_UNEXPLAINED_SLACK_SHARE = 0.05
+
+#: A GPU busy (NVML) less than this share of the window waits for the host: compute is then the host's,
+#: not the GPU's (research/diagnosis.md: a busy share under 50% vetoes compute-bound), and the verdict is
+#: loop-bound or launch-bound, never compute-bound or healthy (docs/attach.md).
+#: At least this busy, the GPU is what a sync on a line of the loop's body waits for: the window shows
+#: the training loop running even where it caught none of the loop's DataLoader or model calls.
+GPU_BUSY_MIN_SHARE = 0.5
