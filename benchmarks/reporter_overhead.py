@@ -162,7 +162,10 @@ def fake_cuda_model(steps: int, rounds: int) -> dict[str, Any]:
 
 
 def cuda_event_costs(calls: int) -> dict[str, float]:
-    """Host ns per call: a timing event recorded through the public API, through GpuTimer, and query()."""
+    """Host ns per call: a timing event recorded through the public API, through GpuTimer, and query();
+    and ``Tensor.is_pinned()``, which copy timing asks of every host-to-device copy's source (a driver
+    query, cudaPointerGetAttributes, on a CUDA build: 5.19 us a call inside a training loop as
+    unsloth-zoo#1257 measured it, a constant flag on a CPU build)."""
     from xfertop.reporter._gpu_timer import GpuTimer
 
     timer = GpuTimer(torch, torch.cuda.current_device())
@@ -182,6 +185,8 @@ def cuda_event_costs(calls: int) -> dict[str, float]:
         "public_event_record_ns": per_call(public.record),
         "gpu_timer_record_ns": per_call(ours),
         "event_query_ns": per_call(public.query),
+        "is_pinned_pageable_ns": per_call(torch.ones(8, 64).is_pinned),
+        "is_pinned_pinned_ns": per_call(torch.ones(8, 64).pin_memory().is_pinned),
     }
     torch.cuda.synchronize()
     return result
