@@ -244,3 +244,19 @@ def test_attach_reads_the_gpus_busy_share_while_it_samples_and_names_the_loops_l
     assert verdict["kind"] == "loop-bound" and verdict["rule"] == "loop-bound", verdict["headline"]
     assert "while the GPU is busy 1%" in verdict["headline"]
     assert "train_phases.py:6" in verdict["advice"][0], verdict["advice"]
+
+
+@needs_ptrace
+def test_a_loop_waiting_in_item_for_a_busy_gpu_is_not_sync_bound() -> None:
+    # The CPU stand-in for a loop blocked in .item() (about half its samples), NVML (faked) listing it
+    # alone on a GPU 96% busy: the host waits for the GPU's own work, which `xfertop run` and the
+    # synchronised truth count as compute. Before: "sync-bound ... log every N steps".
+    with training_job("native_sync") as job:
+        sampler = StackSampler(job.pid, window_s=3, with_ranks=False)
+        report, error = attach.once_report(sampler, fake_nvml_gpu(job.pid, 96))
+    assert error is None
+    (rank,) = report["ranks"]
+    assert rank["gpu_busy_share"] == 0.96 and rank["gpu_sync_share"] >= 0.3, rank
+    verdict = report["verdict"]
+    assert verdict["kind"] in ("compute-bound", "healthy"), verdict["headline"]
+    assert "the GPU is busy 96%, the host waiting for it in .item()-like calls in" in verdict["headline"]

@@ -39,3 +39,26 @@ def test_pin_memory_thread_is_found_and_its_load_shown() -> None:
 def test_item_every_step_waits_for_the_gpu() -> None:
     summary, verdict = sampled("sync")
     assert summary.shares.share("gpu_sync") >= 0.1, (summary.to_dict(), verdict.headline)
+
+
+def test_a_loop_waiting_in_item_for_a_busy_gpu_is_compute_bound() -> None:
+    # ~20 ms of GPU work a step, waited for in loss.item(): the host waits for the GPU's own work and the
+    # GPU for nothing. As `xfertop run` and the synchronised truth read it: compute, not "sync-bound".
+    import torch
+
+    from xfertop.cli import attach
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    problem = ptrace_problem()
+    if problem is not None:
+        pytest.skip(f"py-spy cannot attach here: {problem}")
+    with training_job("gpu_wait", "--device", "cuda") as job:
+        sampler = StackSampler(job.pid, window_s=3, with_ranks=False)
+        report, error = attach.once_report(sampler, attach.gpu_reader())
+    assert error is None
+    (rank,) = report["ranks"]
+    assert rank["gpu_busy_share"] is not None and rank["gpu_busy_share"] >= 0.7, rank
+    verdict = report["verdict"]
+    assert verdict["kind"] in ("compute-bound", "healthy"), verdict["headline"]
+    assert "the host waiting for it in .item()-like calls" in verdict["headline"], verdict["headline"]
