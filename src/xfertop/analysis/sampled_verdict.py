@@ -92,10 +92,11 @@ UNKNOWN_PINNING_ADVICE = (
 _NO_SPREAD = Spread(p50_ms=0.0, p95_ms=0.0)
 
 
-def _window_stats(rank: RankStacks, loop_compute: float = 0.0) -> WindowStats:
+def _window_stats(rank: RankStacks, also_compute: float = 0.0) -> WindowStats:
     """Sampled shares in the shape of a CPU-clock window (no step timings: spreads are zero). Workers
-    that ended while the job ran stand in for the steps that started workers again. ``loop_compute``:
-    the loop's own Python share, counted as compute (a CPU job's host time is its compute)."""
+    that ended while the job ran stand in for the steps that started workers again. ``also_compute``:
+    samples of other classes counted as compute (a CPU job's loop Python: its host time is its compute;
+    a busy GPU's syncs: waits for the model's kernels)."""
     shares = rank.shares
     samples = shares.total_samples
     input_share = shares.input_share
@@ -113,7 +114,7 @@ def _window_stats(rank: RankStacks, loop_compute: float = 0.0) -> WindowStats:
         copy_share=shares.share("copy"),
         copy=_NO_SPREAD,
         copy_cpu_share=shares.share("copy"),
-        compute_share=shares.share("compute") + loop_compute,
+        compute_share=shares.share("compute") + also_compute,
         compute=_NO_SPREAD,
         gpu_idle_share=None,
         gpu_idle=None,
@@ -218,8 +219,8 @@ def waits_for_busy_gpu(rank: RankStacks) -> float:
     says is at least SYNC_GPU_BUSY_WARN_SHARE busy with this process's work: the host waits for the model's
     kernels, and the GPU waits for nothing. That is the model's compute seen from the host, as the step
     clock and the synchronised truth count it, not a sync that holds the GPU back; 0 elsewhere."""
-    busy = rank.gpu_busy_share
-    if busy is None or busy < SYNC_GPU_BUSY_WARN_SHARE or not runs_on_gpu(rank):
+    busy = rank.gpu_busy_share  # known only for a process NVML lists on a GPU
+    if busy is None or busy < SYNC_GPU_BUSY_WARN_SHARE:
         return 0.0
     return rank.shares.share("gpu_sync")
 
@@ -246,7 +247,7 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     on_gpu = runs_on_gpu(rank)
     # On a CPU the loop's own Python runs on the same cores as the model: it is compute, as the step clock
     # and the truth count it. On a busy GPU a sync waits for the model's kernels: compute too.
-    stats = _window_stats(rank, loop_compute=(0.0 if on_gpu else loop.share) + waits_for_busy_gpu(rank))
+    stats = _window_stats(rank, also_compute=(0.0 if on_gpu else loop.share) + waits_for_busy_gpu(rank))
     other_share = rank.shares.share("other")
     outside_share = other_share - loop.share  # the loop's own Python code is in the loop
     if outside_share >= OUTSIDE_LOOP_SHARE:
