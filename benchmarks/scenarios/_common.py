@@ -82,6 +82,13 @@ def parse_args(
         help=f"train about this long after the first step (default {default_seconds:g})",
     )
     parser.add_argument(
+        "--min-steps",
+        type=int,
+        default=0,
+        help="and at least this many training steps: a slow or loaded machine trains longer instead of "
+        "ending before a monitor could judge it (default 0)",
+    )
+    parser.add_argument(
         "--truth",
         action="store_true",
         help="synchronise after each phase, time data/copy/compute/other, print JSON",
@@ -131,6 +138,7 @@ class Clock:
         self.scenario = scenario
         self.truth = bool(args.truth)
         self.seconds = float(args.seconds)
+        self.min_steps = int(getattr(args, "min_steps", 0) or 0)
         self.device = device
         self._cuda = device.type == "cuda"
         self._phases = {name: _Phase(self, name) for name in PHASES}
@@ -210,11 +218,14 @@ class Clock:
                 self.first_loss = float(loss)  # one sync, in the first step only
             return False
         self.samples += samples
-        return now >= (self._deadline or now)
+        return self.done
 
     @property
     def done(self) -> bool:
-        return self._deadline is not None and time.perf_counter() >= self._deadline
+        """Past the deadline (``--seconds`` after the first step) and past ``--min-steps``."""
+        if self._deadline is None or self.train_steps < self.min_steps:
+            return False
+        return time.perf_counter() >= self._deadline
 
     # -- the end -------------------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
