@@ -26,6 +26,9 @@ pytest.importorskip("torch")
 SECONDS = 4.0
 #: The expectations checked are the CPU ones, so the jobs run on the CPU even where there is a GPU.
 CPU = ("--device", "cpu")
+#: ... and at least 30 steps each, past the deadline if need be: on a loaded CI box a scenario can run
+#: several times slower (c once made 8 steps in 6 s), and h, ~50 steps here, would then end in warm-up.
+JOB_ARGS = (*CPU, "--min-steps", "30")
 #: How far a part of the summary may be from the truth's, as a fraction of the step.
 TOLERANCE = 0.10
 PARTS = scorer.PARTS
@@ -52,7 +55,9 @@ def _percent(parts: dict[str, float]) -> str:
 def test_summary_host_shares_match_the_truth(scenario_id: str) -> None:
     scenario = scorer.SCENARIOS[scenario_id]
     expect = scenario.expect("cpu")
-    truth_run = scorer.run_job(scenario, "truth", SECONDS, omp_threads=_omp(), extra_args=CPU, poll=False)
+    truth_run = scorer.run_job(
+        scenario, "truth", SECONDS, omp_threads=_omp(), extra_args=JOB_ARGS, poll=False
+    )
     assert truth_run.exit_code == 0, truth_run.stderr_tail
     measured = truth_run.truth
     assert measured is not None and "parts" in measured.get("truth", {}), truth_run.stdout_tail
@@ -64,7 +69,7 @@ def test_summary_host_shares_match_the_truth(scenario_id: str) -> None:
         f"expected {'/'.join(expect.kinds)}"
     )
 
-    run = scorer.run_job(scenario, "run", SECONDS, omp_threads=_omp(), extra_args=CPU, poll=False)
+    run = scorer.run_job(scenario, "run", SECONDS, omp_threads=_omp(), extra_args=JOB_ARGS, poll=False)
     assert run.exit_code == 0, _explain(run)
     assert run.result_line.startswith(f"result scenario={scenario_id} device=cpu "), _explain(run)
     summary = run.summary
