@@ -138,7 +138,7 @@ class Clock:
         self.scenario = scenario
         self.truth = bool(args.truth)
         self.seconds = float(args.seconds)
-        self.min_steps = int(getattr(args, "min_steps", 0) or 0)
+        self.min_steps = int(args.min_steps)
         self.device = device
         self._cuda = device.type == "cuda"
         self._phases = {name: _Phase(self, name) for name in PHASES}

@@ -247,7 +247,8 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     on_gpu = runs_on_gpu(rank)
     # On a CPU the loop's own Python runs on the same cores as the model: it is compute, as the step clock
     # and the truth count it. On a busy GPU a sync waits for the model's kernels: compute too.
-    stats = _window_stats(rank, also_compute=(0.0 if on_gpu else loop.share) + waits_for_busy_gpu(rank))
+    gpu_waits = waits_for_busy_gpu(rank)
+    stats = _window_stats(rank, also_compute=(0.0 if on_gpu else loop.share) + gpu_waits)
     other_share = rank.shares.share("other")
     outside_share = other_share - loop.share  # the loop's own Python code is in the loop
     if outside_share >= OUTSIDE_LOOP_SHARE:
@@ -268,7 +269,7 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         sync_share >= SYNC_WARN_SHARE
         and sync_share > max(stats.input_share, stats.copy_share)
         and sync_leads
-        and not waits_for_busy_gpu(rank)
+        and not gpu_waits
     ):
         headline = (
             f"sync-bound: the main thread waits for the GPU (.item(), .cpu(), synchronize) in "
