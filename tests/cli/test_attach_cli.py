@@ -44,6 +44,16 @@ def run_attach(*argv: str) -> int:
     return args.run(args)
 
 
+def once_beside_nvml(pid: int, busy_percent: float, window_s: float) -> tuple[dict, dict]:
+    """`attach --once` on ``pid`` as its report gives them (its one rank, the verdict), with NVML faked:
+    the job alone on a GPU ``busy_percent`` busy (this machine has no GPU)."""
+    sampler = StackSampler(pid, window_s=window_s, with_ranks=False)
+    report, error = attach.once_report(sampler, fake_nvml_gpu(pid, busy_percent))
+    assert error is None
+    (rank,) = report["ranks"]
+    return rank, report["verdict"]
+
+
 @needs_ptrace
 def test_once_json_diagnoses_a_starved_job_with_busy_workers(capsys: pytest.CaptureFixture[str]) -> None:
     with training_job("starved", "--workers", "2") as job:
@@ -235,12 +245,8 @@ def test_attach_reads_the_gpus_busy_share_while_it_samples_and_names_the_loops_l
     # A loop that augments its batches with tensor maths on CPU tensors; NVML (faked: this machine has
     # no GPU) lists the job alone on its GPU, 1% busy. The job, py-spy and the analysis are real.
     with phases_job("augment") as job:
-        sampler = StackSampler(job.pid, window_s=2, with_ranks=False)
-        report, error = attach.once_report(sampler, fake_nvml_gpu(job.pid, 1))
-    assert error is None
-    (rank,) = report["ranks"]
+        rank, verdict = once_beside_nvml(job.pid, busy_percent=1, window_s=2)
     assert rank["gpu_busy_share"] == 0.01, rank
-    verdict = report["verdict"]
     assert verdict["kind"] == "loop-bound" and verdict["rule"] == "loop-bound", verdict["headline"]
     assert "while the GPU is busy 1%" in verdict["headline"]
     assert "train_phases.py:6" in verdict["advice"][0], verdict["advice"]
@@ -252,11 +258,7 @@ def test_a_loop_waiting_in_item_for_a_busy_gpu_is_not_sync_bound() -> None:
     # alone on a GPU 96% busy: the host waits for the GPU's own work, which `xfertop run` and the
     # synchronised truth count as compute. Before: "sync-bound ... log every N steps".
     with training_job("native_sync") as job:
-        sampler = StackSampler(job.pid, window_s=3, with_ranks=False)
-        report, error = attach.once_report(sampler, fake_nvml_gpu(job.pid, 96))
-    assert error is None
-    (rank,) = report["ranks"]
+        rank, verdict = once_beside_nvml(job.pid, busy_percent=96, window_s=3)
     assert rank["gpu_busy_share"] == 0.96 and rank["gpu_sync_share"] >= 0.3, rank
-    verdict = report["verdict"]
     assert verdict["kind"] in ("compute-bound", "healthy"), verdict["headline"]
     assert "the GPU is busy 96%, the host waiting for it in .item()-like calls in" in verdict["headline"]
