@@ -5,9 +5,12 @@ from __future__ import annotations
 import dataclasses
 import signal
 
+import pytest
+
 from analysis.window_fixtures import load_window
 from ui.sample_states import FROZEN_TIME, gpu_state
 from xfertop.analysis.job_analysis import analyse
+from xfertop.analysis.thresholds import EARLY_MIN_STEPS, WARMUP_STEPS, WINDOW_STEPS
 from xfertop.model.jobs import JobsState, JobState, RankEnd, RankState
 
 
@@ -104,3 +107,49 @@ def test_a_job_that_stops_stepping_keeps_the_verdict_of_its_last_stepping_window
     assert (job.live, job.frozen) == (True, True) and job.verdict == first.jobs[0].verdict
     stepping_again = dataclasses.replace(live, steps=live.steps[1:])
     assert not analyse(_jobs(stepping_again), None, previous=second).jobs[0].frozen
+
+
+# -- a live job is judged on the steps its ring holds, whenever the snapshot falls -----------------------
+def _ring_at(rank: RankState, at_ns: int) -> RankState:
+    """The rank as a snapshot at ``at_ns`` (CLOCK_MONOTONIC) saw it: the steps closed by then, its
+    heartbeat the last one's end."""
+    closed = tuple(s for s in rank.steps if s.start_monotonic_ns + s.wall_ms * 1e6 <= at_ns)
+    last_end = closed[-1].start_monotonic_ns + closed[-1].wall_ms * 1e6 if closed else at_ns
+    return dataclasses.replace(rank, steps=closed, heartbeat_age_s=(at_ns - last_end) / 1e9)
+
+
+@pytest.mark.parametrize("phase_s", [0.0, 0.3, 0.6, 0.9])
+def test_a_job_whose_batches_arrive_in_bursts_gets_its_verdict_between_bursts(phase_s: float) -> None:
+    """Scenario c on a loaded box (recorded): four workers on one shared core deliver four batches at
+    once, then nothing for ~1.1 s. Snapshots a second apart mostly fall between bursts, where the last
+    step (~12 ms typical) is long overdue; each must judge the steps the ring holds by then. Before, the
+    first snapshot's warming-up was held through every overdue one: CI's live view read "warming-up: 0
+    of the 5 steps" for a whole 30-step run that ended input-bound."""
+    rank = load_window("confined_workers_bursty_cpu").ranks[0]
+    start = rank.steps[0].start_monotonic_ns
+    end = rank.steps[-1].start_monotonic_ns + rank.steps[-1].wall_ms * 1e6
+    analysis, judged = None, []
+    at = start + phase_s * 1e9
+    while at <= end:
+        seen = _ring_at(rank, int(at))
+        analysis = analyse(_jobs(seen), None, previous=analysis)
+        job = analysis.jobs[0]
+        if len(seen.steps) >= WARMUP_STEPS + EARLY_MIN_STEPS:
+            judged.append(job.verdict.kind)
+            usable = len(seen.steps) - WARMUP_STEPS
+            assert job.verdict.evidence["steps"] == min(usable, WINDOW_STEPS), job.verdict.headline
+        at += 1e9
+    assert len(judged) >= 5 and set(judged) == {"input-bound"}, judged
+
+
+def test_a_loop_that_stopped_after_new_steps_keeps_the_verdict_they_earned() -> None:
+    """The hold for a stopped loop still holds: the snapshot after the last burst judges it; the next
+    ones, with no new step and the heartbeat overdue, keep that verdict whatever NVML says now."""
+    rank = load_window("confined_workers_bursty_cpu").ranks[0]
+    last = rank.steps[-1]
+    end = last.start_monotonic_ns + int(last.wall_ms * 1e6)
+    busy = _sole_user_gpu(rank.pid, util=16.0)
+    first = analyse(_jobs(_ring_at(rank, end + 10_000_000)), busy)
+    later = analyse(_jobs(_ring_at(rank, end + 600_000_000)), gpu_state(util=99.0), previous=first)
+    assert first.jobs[0].verdict.kind == "input-bound"
+    assert later.jobs[0].verdict == first.jobs[0].verdict and not later.jobs[0].frozen

@@ -746,6 +746,16 @@ def test_a_one_off_stall_the_gpu_felt_is_left_out_of_its_idle_too() -> None:
     assert verdict.evidence["gpu_idle_in"]["wait"] < 0.05
 
 
+def test_an_early_window_is_too_short_to_call_a_stall_a_one_off() -> None:
+    """Scenario c recorded on a loaded box: steps 5-11 hold one ~1.2 s wait for the next burst of four
+    batches (the other waits are in warm-up). Seven steps cannot tell a one-off from the pipeline's beat:
+    the early verdict is input-bound (it read "compute-bound (early, 7 steps)" before)."""
+    steps = load_window("confined_workers_bursty_cpu").ranks[0].steps[:12]
+    verdict = rank_verdict(steps, dataloader_workers=4)
+    assert verdict.kind == "input-bound" and "(early, 7 steps)" in verdict.headline, verdict.headline
+    assert "one_off_stall_ms" not in verdict.evidence
+
+
 def test_a_stall_that_recurs_in_the_history_is_the_pipelines_own() -> None:
     # The same 170 ms wait every 40 steps (a shard boundary): still one per window, but not a one-off.
     steps = _steady_steps(200, {i: 170.0 for i in range(20, 200, 40)})

@@ -11,7 +11,8 @@ no new steps) keeps its statistics without recomputing them.
 Evidence read at the snapshot (the workers' cores, NVML's busy share) must describe the steps judged.
 When a loop ends (an epoch, the run) its non-persistent workers shut down before its last step closes,
 and the GPU goes quiet while the heartbeat is still fresh: a rank keeps the workers' evidence last seen
-while they ran, and a job whose ranks are overdue for their next step keeps its verdict.
+while they ran, and a job whose ranks closed no step since the last snapshot and are overdue for
+their next one keeps its verdict.
 """
 
 from __future__ import annotations
@@ -117,11 +118,20 @@ def _rank_analysis(
     return RankAnalysis(rank, stats, context)
 
 
-def _overdue(rank: RankAnalysis) -> bool:
-    """No step has closed for a few typical steps: the loop has stopped (or paused), though the
-    heartbeat may still count as fresh."""
+def _stopped(rank: RankAnalysis, previous: JobAnalysis) -> bool:
+    """The rank's loop has stopped (or paused), though its heartbeat may still count as fresh: no step
+    has closed since the previous snapshot, and none for a few typical steps.
+
+    Overdue alone is not enough. Batches can arrive in bursts: four workers that share one core finish
+    together, so four steps of ~12 ms close at once and the next four a second later (scenario c on a
+    loaded box: tests/fixtures/windows/confined_workers_bursty_cpu.json). Against a typical step of
+    12 ms every snapshot between bursts is overdue, and holding the previous verdict there kept a job
+    whose ring held 30 steps at "warming-up: 0 of the 5 steps" for its whole run."""
     stats = rank.stats
     if stats is None:
+        return False
+    before = previous.rank(rank.rank)
+    if before is None or before.rank.steps[-1:] != rank.rank.steps[-1:]:
         return False
     return rank.rank.heartbeat_age_s > max(OVERDUE_MIN_S, OVERDUE_STEPS * stats.wall.p50_ms / 1000)
 
@@ -162,10 +172,12 @@ def analyse_job(
         previous is not None
         and previous.live
         and not previous.frozen
-        and all(_overdue(r) for r in ranks if r.context.stepping)
+        and previous.verdict.rule != "warming-up"
+        and all(_stopped(r, previous) for r in ranks if r.context.stepping)
     ):
-        # Still "stepping" by the heartbeat, yet overdue: what the GPU and the host show now is the
-        # loop's end, not its steps. The verdict of the window while steps came in stands.
+        # Still "stepping" by the heartbeat, yet stopped: what the GPU and the host show now is the
+        # loop's end, not its steps. The verdict of the window while steps came in stands (a warming-up
+        # earned nothing to keep: the steps the ring holds are judged).
         return JobAnalysis(
             job, ranks, previous.verdict, live=live, frozen=False, ended_how=ended_how, failed=failed
         )

@@ -204,9 +204,12 @@ def without_one_off_stall(stats: WindowStats) -> tuple[WindowStats, str | None]:
     input-bound on its own (without it the wait is below INPUT_WARN_SHARE, and it holds at least
     ONE_OFF_STALL_SHARE of the wait) while no other step of the ring's history waited half as long: a
     slow sample, a storage or GC hiccup. A stall that recurs (a shard boundary every N steps) is the
-    pipeline's own, and stays (the spikes advice names it)."""
+    pipeline's own, and stays (the spikes advice names it). An early window (fewer than
+    MIN_WINDOW_STEPS) is too short to tell: four workers on one core deliver four batches at once, then
+    wait a second, so a 7-step window holds one such wait, and calling it a one-off read that job
+    "compute-bound" until its second burst (tests/fixtures/windows/confined_workers_bursty_cpu.json)."""
     stall, wall_total = stats.stall_wait_ms, stats.wall_ms_total
-    if stats.sampled or stall <= 0 or stats.stall_repeats or wall_total <= stall:
+    if stats.early or stats.sampled or stall <= 0 or stats.stall_repeats or wall_total <= stall:
         return stats, None
     wait_total = stats.data_wait_share * wall_total
     rest = wall_total - stall
