@@ -52,9 +52,13 @@ def scored() -> Any:
 
 def _explain(result: dict[str, Any]) -> str:
     score, run = result["score"], result["run"]
+    # Each poll as (seconds since launch, verdict, steps in the ring, stepping, error): what a wrong
+    # final verdict needs to be understood from a CI log alone.
+    polls = [(round(p.t, 1), p.kind, p.steps, p.stepping, p.error[-120:]) for p in run.polls]
     return (
         f"verdicts of the last polls {score['final_kinds']}; headline {score['last_headline']!r}; "
-        f"advice {score['last_advice']}; exit {run.exit_code}; stderr {run.stderr_tail[-400:]!r}"
+        f"advice {score['last_advice']}; exit {run.exit_code}; stderr {run.stderr_tail[-400:]!r}; "
+        f"polls {polls[-15:]}"
     )
 
 
