@@ -181,12 +181,26 @@ def cuda_event_costs(calls: int) -> dict[str, float]:
     def ours() -> None:
         timer.release(timer.record())
 
+    # The pieces of copy timing's path for one .to(cuda) of the child's batch, outside a step (no step
+    # open: the wrapper's own cost and the copy itself, not the step's accounting).
+    from xfertop.reporter._timed_copies import install_copy_timing
+
+    install_copy_timing(torch)
+    wrapped, raw = torch.Tensor.to, torch.Tensor.to.__wrapped__
+    batch, device = torch.ones(8, 64), torch.device("cuda", torch.cuda.current_device())
+    moved = batch.to(device)
     result = {
         "public_event_record_ns": per_call(public.record),
         "gpu_timer_record_ns": per_call(ours),
         "event_query_ns": per_call(public.query),
-        "is_pinned_pageable_ns": per_call(torch.ones(8, 64).is_pinned),
+        "is_pinned_pageable_ns": per_call(batch.is_pinned),
         "is_pinned_pinned_ns": per_call(torch.ones(8, 64).pin_memory().is_pinned),
+        "to_cuda_raw_ns": per_call(lambda: raw(batch, device, non_blocking=True)),
+        "to_cuda_wrapped_ns": per_call(lambda: wrapped(batch, device, non_blocking=True)),
+        "tensor_device_ns": per_call(lambda: moved.device),
+        "device_ne_ns": per_call(lambda: moved.device != device),
+        "nbytes_ns": per_call(lambda: batch.nbytes),
+        "lambda_ns": per_call(lambda: None),  # the harness's own call, to subtract
     }
     torch.cuda.synchronize()
     return result
