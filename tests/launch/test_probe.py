@@ -88,6 +88,31 @@ def test_a_job_not_held_up_by_its_input_gains_little(tmp_path: Path) -> None:
     assert rank["speedup_input_free"] <= 1.5, rank
 
 
+#: A machine that slows steadily while the probe runs: each step computes 0.15 ms longer than the one
+#: before (from 2 ms), and its input is free as it is (no loading in __getitem__).
+DRIFTING = """
+import time
+import torch
+from torch.utils.data import DataLoader
+
+for step, batch in enumerate(DataLoader(torch.ones(100_000, 16), batch_size=4)):
+    began = time.perf_counter()
+    while time.perf_counter() - began < 0.002 + 0.00015 * step:
+        pass
+"""
+
+
+def test_a_steady_drift_slows_every_phase_alike(tmp_path: Path) -> None:
+    """Phases measured one after another would put the drift between them: "as is" in the fastest
+    steps, "input free" in slower ones (0.6x here), on a job whose input is already free. In mirrored
+    blocks each phase sees the same mean step (1.0x)."""
+    done = _probe(tmp_path, DRIFTING, flags=("--steps", "20", "--warmup", "4", "--json"))
+    assert done.returncode == 0, done.stderr
+    (rank,) = _json(done)["ranks"]
+    for key in ("speedup_input_free", "speedup_copy_free"):
+        assert 0.85 <= rank[key] <= 1.15, rank
+
+
 def test_without_warm_up_the_first_phase_is_timed_from_its_first_step(tmp_path: Path) -> None:
     done = _probe(tmp_path, JOB, "0.004", "host", flags=("--steps", "10", "--warmup", "0", "--json"))
     assert done.returncode == 0, done.stderr
@@ -288,7 +313,9 @@ def test_a_job_that_ends_before_the_probe_is_through_says_how_far_it_came(tmp_pa
     done = _probe(tmp_path, SHORT, "0", "host", flags=("--steps", "10", "--warmup", "5"))
     assert done.returncode == 3
     last = done.stderr.strip().splitlines()[-1]
-    assert "train.py exited 0 after 11 steps, before the probe's 45" in last, done.stderr
+    # 5 of warm-up and the first "as is" block (5) take its 10 batches; the replayed blocks (30) take
+    # none; the second "as is" block's first next() finds the loader empty: 41 steps.
+    assert "train.py exited 0 after 41 steps, before the probe's 45" in last, done.stderr
 
 
 def test_a_job_that_ends_before_its_timed_phases_are_through_says_so(tmp_path: Path) -> None:

@@ -61,16 +61,19 @@ _LABELS = {
 _KEYS = {"as_is": "baseline", "input_free": "input_free", "pinned": "pinned", "copy_free": "copy_free"}
 
 
-def phase_figures(durations_ns: list[int], phase_ns: int | None) -> dict[str, float] | None:
-    """A phase's step (s): its wall time between the synchronisations at its ends over its steps (the
-    median step where the phase has not ended); the median step; and the spread (half the steps'
-    interquartile range over their median)."""
+def phase_figures(
+    durations_ns: list[int], phase_ns: int | None, phase_steps: int | None = None
+) -> dict[str, float] | None:
+    """A phase's step (s): the wall time of its ended blocks, between the synchronisations at their
+    ends, over the ``phase_steps`` steps they hold (the median step where no block of it has ended); the
+    median step; and the spread (half the steps' interquartile range over their median)."""
     if len(durations_ns) < 2:
         return None
     ordered = sorted(durations_ns)
     quartiles = statistics.quantiles(ordered, n=4)
     median = statistics.median(ordered)
-    step = phase_ns / len(durations_ns) if phase_ns else median
+    steps = phase_steps or len(durations_ns)
+    step = phase_ns / steps if phase_ns else median
     return {
         "step_s": step / 1e9,
         "median_step_s": median / 1e9,
@@ -80,9 +83,10 @@ def phase_figures(durations_ns: list[int], phase_ns: int | None) -> dict[str, fl
 
 def rank_report(result: dict[str, Any]) -> dict[str, Any]:
     """One rank's figures, JSON-ready: each phase's step and spread, and the speed-ups."""
-    walls = result.get("phase_ns") or {}
+    walls, counted = result.get("phase_ns") or {}, result.get("phase_steps") or {}
     figures = {
-        phase: phase_figures(result["durations_ns"].get(phase, []), walls.get(phase)) for phase in PHASES
+        phase: phase_figures(result["durations_ns"].get(phase, []), walls.get(phase), counted.get(phase))
+        for phase in PHASES
     }
     base = figures["as_is"]
     report: dict[str, Any] = {
@@ -148,10 +152,9 @@ def render_text(job: str, reports: list[dict[str, Any]], ended: str) -> str:
         if report["copies_made_resident"] == 0 and report["copy_free_step_s"] is not None:
             lines.append("  (no copy of a replayed batch was seen: copies free is input free again)")
     if any(report["input_free_step_s"] is not None for report in reports):
-        lines.append(
-            "  after the first phase the job trained on repeated batches: a probe is a diagnosis run,"
-        )
-        lines.append("  not a production run (the script's own saving may still have run)")
+        lines.append("  between its two 'as is' blocks the job trained on repeated batches:")
+        lines.append("  a probe is a diagnosis run, not a production run")
+        lines.append("  (the script's own saving may still have run)")
     lines.append(f"  the job: {ended}")
     return "\n".join(lines) + "\n"
 

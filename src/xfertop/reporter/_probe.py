@@ -7,8 +7,14 @@ stops the job with SIGINT (the script's own handlers run).
 
 A step is the time between two ``next()`` calls on a watched loader; a step's phase is the phase its
 ``next()`` began. A phase's figure is its wall time over its steps, with the device synchronised at
-each end, so that work queued on the GPU is paid in the phase that queued it. The job trains on
-repeated batches during the last three phases: a diagnosis run.
+each end of each of its blocks, so that work queued on the GPU is paid in the phase that queued it. The
+job trains on repeated batches during the last three phases: a diagnosis run.
+
+Each phase runs in two blocks of half its steps, in mirrored order (as is, input free, pinned, copies
+free, then copies free, pinned, input free, as is): a machine whose speed drifts while the probe runs
+(another job starting, a CPU clocking down) slows every phase alike where the drift is steady, instead of
+the phases measured last. Phases one after another read a compute-bound job "1.95x with input free" on a
+shared CI box, its "as is" steps twice as long as the rest (docs/probe.md).
 Standard library only (torch is reached through the tensors it is handed).
 """
 
@@ -34,6 +40,8 @@ STOP_DELAY_S = 0.05
 REPLAY_BATCHES = 8
 #: A phase timed by ``--seconds`` still has at least this many steps (a median and a spread).
 MIN_PHASE_STEPS = 5
+#: The order of the phases' blocks: every phase twice, mirrored, so that a steady drift cancels out.
+BLOCKS = (*PHASES, *reversed(PHASES))
 
 
 def _tensors(batch: Any, found: list[Any] | None = None, depth: int = 0) -> list[Any]:
@@ -64,15 +72,19 @@ class Probe:
         self.seconds = seconds
         self.warmup = warmup
         self.keep_going = keep_going
-        #: The phase of the step under way: "warmup", one of PHASES, or None once every phase is through.
+        #: The phase of the step under way: "warmup", one of PHASES, or None once every phase is through;
+        #: and its block, an index into BLOCKS (-1 in warm-up).
         self._current: str | None = "warmup"
+        self._block = -1
         self._calls = 0
         self._last_ns = 0
         self._durations: dict[str, list[int]] = {phase: [] for phase in PHASES}
-        #: Each phase's wall time, between device synchronisations at its two ends (ns), and the start
-        #: of the phase under way.
+        #: Each phase's wall time, its blocks' between device synchronisations at their ends (ns), the
+        #: steps those blocks hold, and the start of the block under way (and its first step's index).
         self._phase_ns: dict[str, int] = {}
+        self._phase_steps: dict[str, int] = {}
         self._phase_began = 0
+        self._block_first = 0
         self._samples = 0
         #: The last batches of the "as is" phase, replayed after it.
         self._replay: deque[Any] = deque(maxlen=REPLAY_BATCHES)
@@ -82,6 +94,9 @@ class Probe:
         #: Replayed host tensors moved to pinned memory for the "pinned" phase, and those already pinned;
         #: None until that phase begins (and where pinning is not possible: no accelerator).
         self._pinned: tuple[int, int] | None = None
+        #: (tensor, its own memory, its pinned copy) for each replayed tensor pinned: the input-free
+        #: blocks replay the batches as the loader made them, the pinned and copy-free ones pinned.
+        self._swaps: list[tuple[Any, Any, Any]] = []
         self._written = False
         self._lock = threading.Lock()
         self._main = threading.main_thread().ident
@@ -106,10 +121,12 @@ class Probe:
         self._last_ns = now
         call = self._calls
         self._calls = call + 1
-        phase = self._next_phase(call, now)
-        if phase != self._current:
+        block = self._next_block(call, now)
+        if block != self._block:
+            phase = BLOCKS[block] if 0 <= block < len(BLOCKS) else None
             self._boundary(self._current, phase)
-            self._current = phase
+            self._current, self._block = phase, block
+        phase = self._current
         if phase is None:  # through: the job goes on with its own batches (--continue)
             self._finish()
             return next(iterator)
@@ -121,22 +138,24 @@ class Probe:
             self._keep(batch)
         return batch
 
-    def _next_phase(self, call: int, now: int) -> str | None:
-        """The phase of the step that ``call`` (the number of this next() call) begins."""
-        current = self._current
-        if current == "warmup":
-            return "as_is" if call >= self.warmup else "warmup"
-        if current is None:
-            return None
-        done = len(self._durations[current])
+    def _next_block(self, call: int, now: int) -> int:
+        """The block of the step that ``call`` (the number of this next() call) begins: -1 in warm-up,
+        len(BLOCKS) once through. A phase's first block takes half its steps (rounded down), its second
+        the rest; with ``seconds``, half the time each, and half MIN_PHASE_STEPS at least."""
+        block = self._block
+        if block < 0:
+            return 0 if call >= self.warmup else -1
+        if block >= len(BLOCKS):
+            return block
+        current = BLOCKS[block]
+        done = len(self._durations[current]) - self._block_first
+        second = block >= len(PHASES)
         if self.seconds:
-            over = done >= MIN_PHASE_STEPS and now - self._phase_began >= self.seconds * 1e9
+            floor = MIN_PHASE_STEPS - MIN_PHASE_STEPS // 2 if second else MIN_PHASE_STEPS // 2
+            over = done >= floor and now - self._phase_began >= self.seconds * 1e9 / 2
         else:
-            over = done >= self.steps
-        if not over:
-            return current
-        index = PHASES.index(current) + 1
-        return PHASES[index] if index < len(PHASES) else None
+            over = done >= (self.steps - self.steps // 2 if second else self.steps // 2)
+        return block + 1 if over else block
 
     def _boundary(self, ended: str | None, begins: str | None) -> None:
         """Between two phases: wait for the device's queued work, so that a phase's wall time is what
@@ -145,16 +164,25 @@ class Probe:
         _synchronize()
         now = time.perf_counter_ns()
         if ended in PHASES:
-            self._phase_ns[ended] = now - self._phase_began
-        if ended == "as_is":  # the batches to replay are known: their copies will be kept
-            for batch in self._replay:
+            self._phase_ns[ended] = self._phase_ns.get(ended, 0) + now - self._phase_began
+            steps = len(self._durations[ended]) - self._block_first
+            self._phase_steps[ended] = self._phase_steps.get(ended, 0) + steps
+        if ended == "as_is" and not self._replay_ids:  # the batches to replay are known (the first block's
+            for batch in self._replay:  # last ones): their copies will be kept
                 self._replay_ids.update(id(tensor) for tensor in _tensors(batch))
-        if begins == "pinned" and self._pinned is None and self._replay:
+        if begins in ("pinned", "copy_free") and self._pinned is None and self._replay:
             self._pinned = self._pin_replay()
+        if begins in ("input_free", "pinned", "copy_free"):
+            for tensor, own, pinned in self._swaps:  # as the loader made them, or pinned
+                tensor.data = own if begins == "input_free" else pinned
+        if begins is not None:
+            self._block_first = len(self._durations[begins]) if begins in PHASES else 0
         self._phase_began = time.perf_counter_ns()
         self._last_ns = self._phase_began
 
     def _keep(self, batch: Any) -> None:
+        if self._replay_ids:  # the second "as is" block: the replay was chosen in the first
+            return
         self._replay.append(batch)  # the oldest drops out: the phase's last REPLAY_BATCHES are replayed
         if not self._samples:
             tensors = _tensors(batch)
@@ -162,9 +190,10 @@ class Probe:
             self._samples = int(shape[0]) if shape else 0
 
     def _pin_replay(self) -> tuple[int, int]:
-        """Move the replayed batches' host tensors into pinned memory, in place (``.data``), so the
-        script's own ``.to()`` calls copy from pinned memory; (moved, already pinned). A tensor keeps its
-        identity, so its device copy made in the input-free phase still serves the copy-free phase."""
+        """Pinned copies of the replayed batches' host tensors, swapped in place (``.data``) for the pinned
+        and copy-free blocks, so the script's own ``.to()`` calls copy from pinned memory; (moved, already
+        pinned). A tensor keeps its identity, so its device copy made in the input-free phase still serves
+        the copy-free phase."""
         moved = already = 0
         for batch in self._replay:
             for tensor in _tensors(batch):
@@ -174,7 +203,7 @@ class Probe:
                     already += 1
                     continue
                 try:
-                    tensor.data = tensor.pin_memory()
+                    self._swaps.append((tensor, tensor.data, tensor.pin_memory()))
                 except RuntimeError:  # no accelerator to pin for: the phase is input free again
                     return (moved, already)
                 moved += 1
@@ -211,6 +240,8 @@ class Probe:
             "already_pinned_tensors": self._pinned[1] if self._pinned else 0,
             "durations_ns": self._durations,
             "phase_ns": self._phase_ns,
+            "phase_steps": self._phase_steps,
+            "blocks": list(BLOCKS),
         }
 
     def write(self) -> None:
