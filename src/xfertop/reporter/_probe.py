@@ -8,7 +8,7 @@ stops the job with SIGINT (the script's own handlers run).
 A step is the time between two ``next()`` calls on a watched loader; a step's phase is the phase its
 ``next()`` began. A phase's figure is its wall time over its steps, with the device synchronised at
 each end of each of its blocks, so that work queued on the GPU is paid in the phase that queued it. The
-job trains on repeated batches during the last three phases: a diagnosis run.
+job trains on repeated batches between its two "as is" blocks: a diagnosis run.
 
 Each phase runs in two blocks of half its steps, in mirrored order (as is, input free, pinned, copies
 free, then copies free, pinned, input free, as is): a machine whose speed drifts while the probe runs
