@@ -88,7 +88,7 @@ def test_a_job_not_held_up_by_its_input_gains_little(tmp_path: Path) -> None:
     assert rank["speedup_input_free"] <= 1.5, rank
 
 
-#: A machine that slows steadily while the probe runs: each step computes 0.15 ms longer than the one
+#: A machine that slows steadily while the probe runs: each step computes 0.075 ms longer than the one
 #: before (from 2 ms), and its input is free as it is (no loading in __getitem__).
 DRIFTING = """
 import time
@@ -97,20 +97,21 @@ from torch.utils.data import DataLoader
 
 for step, batch in enumerate(DataLoader(torch.ones(100_000, 16), batch_size=4)):
     began = time.perf_counter()
-    while time.perf_counter() - began < 0.002 + 0.00015 * step:
+    while time.perf_counter() - began < 0.002 + 0.000075 * step:
         pass
 """
 
 
 def test_a_steady_drift_slows_every_phase_alike(tmp_path: Path) -> None:
     """Phases measured one after another would put the drift between them: "as is" in the fastest
-    steps, "input free" in slower ones (0.6x here), on a job whose input is already free. In mirrored
-    blocks each phase sees the same mean step (1.0x)."""
-    done = _probe(tmp_path, DRIFTING, flags=("--steps", "20", "--warmup", "4", "--json"))
+    steps, "input free" in slower ones (0.56x here), on a job whose input is already free. In mirrored
+    blocks each phase sees the same mean step (1.0x). Blocks of 20 steps (~0.1-0.3 s): a short burst of
+    the machine's other work moves one block's figure little; the band leaves room for one."""
+    done = _probe(tmp_path, DRIFTING, flags=("--steps", "40", "--warmup", "4", "--json"))
     assert done.returncode == 0, done.stderr
     (rank,) = _json(done)["ranks"]
     for key in ("speedup_input_free", "speedup_copy_free"):
-        assert 0.85 <= rank[key] <= 1.15, rank
+        assert 0.75 <= rank[key] <= 1.33, rank
 
 
 def test_without_warm_up_the_first_phase_is_timed_from_its_first_step(tmp_path: Path) -> None:
