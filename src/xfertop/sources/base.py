@@ -17,8 +17,10 @@ class PollingSource(Generic[T]):
 
     Subclasses implement ``sample()``; it must not raise for expected failures (missing driver,
     dead process): put the reason in the snapshot instead. An unexpected exception is kept in
-    ``last_error`` and the loop carries on. Listeners are called on the source thread with each
-    new snapshot; they must be quick and thread-safe (Textual's ``post_message`` is).
+    ``last_error`` (with ``failing_since``, the wall time of the first of a run of failures) and the loop
+    carries on: the faces say so (``failure``) while the source's latest snapshot goes stale. Listeners are
+    called on the source thread with each new snapshot; they must be quick and thread-safe (Textual's
+    ``post_message`` is).
     """
 
     name = "source"
@@ -33,6 +35,7 @@ class PollingSource(Generic[T]):
         self._published = threading.Condition()
         self._poked = False
         self.last_error: str | None = None
+        self.failing_since: float | None = None
 
     # -- to implement -------------------------------------------------------------------------
     def sample(self) -> T:
@@ -56,6 +59,16 @@ class PollingSource(Generic[T]):
 
     def latest(self) -> T | None:
         return self._latest
+
+    def failure(self) -> str | None:
+        """One line on a source whose samples keep failing (None while they succeed): since when, why, and
+        that what it feeds shows its last good sample."""
+        error, since = self.last_error, self.failing_since
+        if error is None or since is None:
+            return None
+        stale = "its figures are from its last good sample" if self._latest is not None else "no figures yet"
+        since_text = time.strftime("%H:%M:%S", time.localtime(since))
+        return f"{self.name} sampling fails since {since_text} ({error}): {stale}"
 
     def sample_once(self) -> T:
         """Sample on the calling thread and publish (for ``--once`` and tests)."""
@@ -93,9 +106,11 @@ class PollingSource(Generic[T]):
                 started = time.monotonic()
                 try:
                     self._publish(self.sample())
-                    self.last_error = None
+                    self.last_error = self.failing_since = None
                 except Exception as exc:  # a sampler must outlive a bad sample
-                    self.last_error = f"{self.name}: {type(exc).__name__}: {exc}"
+                    self.last_error = f"{type(exc).__name__}: {exc}"
+                    if self.failing_since is None:
+                        self.failing_since = time.time()
                 self._wait_for_next(started)
         finally:
             self.close()

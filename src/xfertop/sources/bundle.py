@@ -57,6 +57,10 @@ class Sources:
     def all(self) -> list[PollingSource]:
         return [source for source in (self.gpu, self.host, self.jobs, self.topology) if source is not None]
 
+    def failures(self) -> list[str]:
+        """A line for each source whose samples keep failing (PollingSource.failure)."""
+        return [line for source in self.all() if (line := source.failure()) is not None]
+
     def set_interval_s(self, interval_s: float) -> None:
         """Change how often the sources sample (the +/- keys): the GPU at the display's period, the host
         at it but no faster than HOST_MIN_INTERVAL_S, the jobs source at JOBS_INTERVAL_S whatever it is;

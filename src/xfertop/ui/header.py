@@ -1,4 +1,5 @@
-"""The top line: host, driver, clock, refresh period and whether the display is paused."""
+"""The top line: host, driver, clock, refresh period and whether the display is paused; below it, while
+there is one, the demo's phase and a line for each source whose samples fail (its panes go stale)."""
 
 from __future__ import annotations
 
@@ -45,9 +46,13 @@ class HeaderBar(TextLines):
             line.append("  monochrome", style="dim")
         line.append("  ? help", style="dim")
         line.truncate(width)
+        lines = [line]
         note = self._note() if self._note is not None else None
-        if not note:
-            return [line]
-        second = Text(f" {note}", style="bold")
-        second.truncate(width, overflow="ellipsis")
-        return [line, second]
+        if note:
+            lines.append(Text(f" {note}", style="bold"))
+        sources = getattr(self.app, "sources", None)
+        for failure in sources.failures() if sources is not None else ():
+            lines.append(Text(f" {failure}", style="bold yellow"))
+        for extra in lines[1:]:
+            extra.truncate(width, overflow="ellipsis")
+        return lines

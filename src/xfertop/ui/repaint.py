@@ -130,7 +130,8 @@ class Repainter:
         jobs_rows = app.jobs_pane.natural_rows()
         # The host pane sits beside the jobs (5 rows), or under them when narrow (4).
         middle = jobs_rows + 4 if app.screen.has_class("narrow") else max(jobs_rows, 5)
-        room = app.size.height - middle - app.process_table.outer_size.height - 2  # header, keys line
+        header = max(1, app.header_bar.outer_size.height)  # 2 or more with the demo's note, a failing source
+        room = app.size.height - middle - app.process_table.outer_size.height - header - 1  # the keys line
         if room != self.gpu_room:
             self.gpu_room = room
             app.gpu_area.fit(app.size.height, room)
