@@ -188,7 +188,7 @@ def test_the_loops_own_python_bookkeeping_is_measured_and_named(capsys: pytest.C
     (rank,) = report["ranks"]
     assert rank["loop_host_share"] >= 0.3, rank
     assert rank["loop_host_lines"][0][0].startswith("train_cpu.py:")
-    assert report["verdict"]["kind"] == "loop-bound", report["verdict"]["headline"]
+    assert report["verdict"]["kind"] == "loop-bound", (report["verdict"]["headline"], rank)
     advice = " ".join(report["verdict"]["advice"])
     assert "train_cpu.py:" in advice and "every N steps" in advice, advice
     assert "GPU" not in advice, advice  # a CPU job: no GPU to move it to or to wait for
