@@ -1,11 +1,13 @@
-import json, subprocess, sys, os, signal, time
+import json
+import subprocess
+import sys
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[3] / "tests"))
 from pyspy_support import training_job
 
 n = int(sys.argv[1])
 extra = sys.argv[2:]
-for i in range(n):
+for _ in range(n):
     with training_job("bookkeeping", *extra) as job:
         out = subprocess.run(
             [sys.executable, "-m", "xfertop", "attach", str(job.pid), "--once", "--json", "--seconds", "2"],
