@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from analysis.step_records import step_record
 from fakes.fake_pynvml import FakePynvml, SteadyTraffic
 from ring_test_tools import wait_until
-from ui.live import fake_gpu_source
+from ui.live import BreakableHostSource, fake_gpu_source
 from ui.sample_states import gpu_state
 from xfertop import wire
 from xfertop.analysis.evidence import Context
@@ -345,3 +345,29 @@ def test_a_ranks_own_verdict_rests_on_its_context_as_the_job_verdict_does() -> N
     )
     assert job.kind == "copy-bound"
     assert analysed.verdict.kind == job.kind
+
+
+def test_a_failing_source_is_withheld_and_said_to_fail() -> None:
+    # A host source whose samples raise (a bug) must not serve its last figures as if live.
+    host = BreakableHostSource()
+    exporter = Exporter(None, host, None, host_label="node-a")  # type: ignore[arg-type]
+    host.sample_once()
+    samples = _samples(exporter)
+    assert samples[("xfertop_source_failing", "")] == 0.0
+    assert ("xfertop_host_cpu_cores", "") in samples
+    host.broken.set()
+    host.start()
+    try:
+        assert host.failed.wait(10)
+        wait_until(lambda: host.failure() is not None, 10, "the source to record its failure")
+        samples = _samples(exporter)
+        assert samples[("xfertop_source_failing", "")] == 1.0
+        assert ("xfertop_host_cpu_cores", "") not in samples
+        host.broken.clear()
+        assert host.recovered.wait(10)
+        wait_until(lambda: host.failure() is None, 10, "the source to record its recovery")
+        samples = _samples(exporter)
+        assert samples[("xfertop_source_failing", "")] == 0.0
+        assert ("xfertop_host_cpu_cores", "") in samples
+    finally:
+        host.stop()

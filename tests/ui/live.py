@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 
 from textual.message import Message
 
 from fakes.fake_pynvml import FakePynvml
+from xfertop.model.host import HostState
 from xfertop.sources.bundle import Sources
 from xfertop.sources.gpu.nvml_api import NvmlApi
 from xfertop.sources.gpu.source import GpuSource
@@ -47,3 +49,22 @@ def gpu_update_where(condition: Callable[[GpuStateUpdated], bool]) -> Callable[[
 def live_app(nvml: FakePynvml, interval_s: float = 0.1) -> tuple[XfertopApp, Sources]:
     sources = Sources(gpu=fake_gpu_source(nvml, interval_s), host=HostSource(interval_s=interval_s))
     return XfertopApp(sources, interval_s=1.0), sources
+
+
+class BreakableHostSource(HostSource):
+    """The real host source; ``broken`` makes its next samples raise as a bug in it would."""
+
+    def __init__(self) -> None:
+        super().__init__(interval_s=0.05)
+        self.broken = threading.Event()
+        self.failed = threading.Event()  # set by a sample that raised
+        self.recovered = threading.Event()  # set by a good sample after ``broken`` was cleared
+
+    def sample(self) -> HostState:
+        if self.broken.is_set():
+            self.failed.set()
+            raise KeyError("cpu7")
+        state = super().sample()
+        if self.failed.is_set():
+            self.recovered.set()
+        return state

@@ -8,29 +8,9 @@ import threading
 
 from textual.pilot import Pilot
 
-from xfertop.model.host import HostState
+from ui.live import BreakableHostSource
 from xfertop.sources.bundle import Sources
-from xfertop.sources.host.source import HostSource
 from xfertop.ui.app import XfertopApp
-
-
-class BreakableHostSource(HostSource):
-    """The real host source; ``broken`` makes its next samples raise as a bug in it would."""
-
-    def __init__(self) -> None:
-        super().__init__(interval_s=0.05)
-        self.broken = threading.Event()
-        self.failed = threading.Event()  # set by a sample that raised
-        self.recovered = threading.Event()  # set by a good sample after ``broken`` was cleared
-
-    def sample(self) -> HostState:
-        if self.broken.is_set():
-            self.failed.set()
-            raise KeyError("cpu7")
-        state = super().sample()
-        if self.failed.is_set():
-            self.recovered.set()
-        return state
 
 
 async def _header_after(app: XfertopApp, pilot: Pilot, event: threading.Event) -> list[str]:

@@ -151,8 +151,11 @@ class XfertopCollector(Collector):
         latest: Callable[[], tuple[GpuState | None, HostState | None, JobsState | None]],
         totals: TotalsState,
         host_label: str,
+        failing: Callable[[], dict[str, bool]] | None = None,
     ) -> None:
+        """``failing``: each source's name, and whether its samples fail now (xfertop_source_failing)."""
         self._latest = latest
+        self._failing = failing
         self._totals = totals
         self._host_label = host_label
         self._previous: Analysis | None = None
@@ -167,10 +170,23 @@ class XfertopCollector(Collector):
             *self._gpu_families(gpu),
             *self._host_families(host),
             *self._rank_families(analysis, gpu, host),
+            *self._source_families(),
         ]
         if self.after_collect is not None:
             self.after_collect()
         yield from families
+
+    def _source_families(self) -> list:
+        if self._failing is None:
+            return []
+        failing = _gauge(
+            "xfertop_source_failing",
+            "1 while this source's samples fail: the series it feeds are withheld until one succeeds",
+            ["host", "source"],
+        )
+        for name, failed in self._failing().items():
+            failing.add_metric([self._host_label, name], 1.0 if failed else 0.0)
+        return [failing]
 
     # -- GPUs -----------------------------------------------------------------------------------------
     def _gpu_families(self, state: GpuState | None) -> list:

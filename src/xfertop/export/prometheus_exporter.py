@@ -14,7 +14,7 @@ import ipaddress
 import os
 import threading
 import time
-from typing import Any
+from typing import Any, TypeVar
 
 from prometheus_client import start_http_server
 from prometheus_client.registry import CollectorRegistry
@@ -25,6 +25,8 @@ from xfertop.model.gpu import GpuState
 from xfertop.model.host import HostState
 from xfertop.model.jobs import JobsState
 from xfertop.sources.base import PollingSource
+
+T = TypeVar("T")
 
 DEFAULT_HOST = "127.0.0.1"
 #: xfertop's port (what node_exporter's 9100 is to it); `--listen` picks another.
@@ -59,6 +61,13 @@ def default_state_path(port: int) -> str:
     return os.path.join(base, "xfertop", f"exporter-{port}.json")
 
 
+def fresh(source: PollingSource[T] | None) -> T | None:
+    """The source's latest snapshot, None while its samples fail (PollingSource.failure)."""
+    if source is None or source.failure() is not None:
+        return None
+    return source.latest()
+
+
 class Exporter:
     """One node's exporter. Sources may be None (then that part of the node is not exported)."""
 
@@ -84,13 +93,14 @@ class Exporter:
             gpu.subscribe(self.totals.on_gpu)
 
         def latest() -> tuple[GpuState | None, HostState | None, JobsState | None]:
-            return (
-                gpu.latest() if gpu else None,
-                host.latest() if host else None,
-                jobs.latest() if jobs else None,
-            )
+            # A source whose samples fail has only a stale snapshot: its series are withheld (Prometheus
+            # then marks them stale) rather than served frozen; xfertop_source_failing says why.
+            return fresh(gpu), fresh(host), fresh(jobs)
 
-        self.collector = XfertopCollector(latest, self.totals, host_label)
+        def failing() -> dict[str, bool]:
+            return {source.name: source.failure() is not None for source in self.sources}
+
+        self.collector = XfertopCollector(latest, self.totals, host_label, failing)
         # Saved after every scrape: what Prometheus has seen is never more than the file holds.
         self.collector.after_collect = self.save
         self.registry = CollectorRegistry(auto_describe=False)
