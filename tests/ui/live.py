@@ -52,19 +52,28 @@ def live_app(nvml: FakePynvml, interval_s: float = 0.1) -> tuple[XfertopApp, Sou
 
 
 class BreakableHostSource(HostSource):
-    """The real host source; ``broken`` makes its next samples raise as a bug in it would."""
+    """The real host source; ``broken`` makes its samples raise as a bug in it would.
+
+    Its events are set at the start of a sample, once the source's loop has dealt with the one before:
+    ``failed`` at a second failing sample (the first failure is recorded by then), ``recovered`` at a
+    second good sample after failures (the first one is published and the failure cleared by then)."""
 
     def __init__(self) -> None:
         super().__init__(interval_s=0.05)
         self.broken = threading.Event()
-        self.failed = threading.Event()  # set by a sample that raised
-        self.recovered = threading.Event()  # set by a good sample after ``broken`` was cleared
+        self.failed = threading.Event()
+        self.recovered = threading.Event()
+        self._raised = False  # a sample raised
+        self._good_after = False  # a good sample came after one that raised
 
     def sample(self) -> HostState:
         if self.broken.is_set():
-            self.failed.set()
+            if self._raised:
+                self.failed.set()
+            self._raised = True
             raise KeyError("cpu7")
-        state = super().sample()
-        if self.failed.is_set():
+        if self._good_after:
             self.recovered.set()
+        state = super().sample()
+        self._good_after = self._raised
         return state
