@@ -62,8 +62,8 @@ def default_state_path(port: int) -> str:
 
 
 def fresh(source: PollingSource[T] | None) -> T | None:
-    """The source's latest snapshot, None while its samples fail (PollingSource.failure)."""
-    if source is None or source.failure() is not None:
+    """The source's latest snapshot, None while its samples fail (PollingSource.failing)."""
+    if source is None or source.failing:
         return None
     return source.latest()
 
@@ -98,7 +98,7 @@ class Exporter:
             return fresh(gpu), fresh(host), fresh(jobs)
 
         def failing() -> dict[str, bool]:
-            return {source.name: source.failure() is not None for source in self.sources}
+            return {source.name: source.failing for source in self.sources}
 
         self.collector = XfertopCollector(latest, self.totals, host_label, failing)
         # Saved after every scrape: what Prometheus has seen is never more than the file holds.

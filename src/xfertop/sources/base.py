@@ -60,6 +60,11 @@ class PollingSource(Generic[T]):
     def latest(self) -> T | None:
         return self._latest
 
+    @property
+    def failing(self) -> bool:
+        """The last sample raised (and none has succeeded since)."""
+        return self.failing_since is not None
+
     def failure(self) -> str | None:
         """One line on a source whose samples keep failing (None while they succeed): since when, why, and
         that what it feeds shows its last good sample."""
