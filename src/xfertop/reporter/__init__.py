@@ -342,7 +342,7 @@ def to_device(batch: T, device: Any, non_blocking: bool = True) -> T:
     except Exception as exc:  # let .to() itself say what is wrong with the device
         clock.fail(exc)
         return _plain_move(batch, device, non_blocking)
-    notes = CopyNotes()
+    notes = CopyNotes(clock.pinned)
     started_ns = _now_ns()
     _moving.active = True
     try:
@@ -397,7 +397,7 @@ def note_tensor_copy(source: Any, moved: Any, non_blocking: bool, copy_cpu_ns: i
             return  # device to device: no host-to-device bytes
         h2d_bytes = source.nbytes
         if h2d_bytes:
-            pageable = not source.is_pinned()
+            pageable = not clock.pinned.pinned(source)
             clock.work.copied(h2d_bytes, pageable, pageable and non_blocking, copy_cpu_ns, target, seen=True)
     except Exception as exc:
         clock.fail(exc)

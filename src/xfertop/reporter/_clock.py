@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from xfertop import wire
+from xfertop.reporter._copy import PinnedMemo
 from xfertop.reporter._gpu_gap import GpuGap, cuda_device_in_use
 from xfertop.reporter._host_memory import pinned_host_bytes
 from xfertop.reporter._loader_workers import LoaderWorkers, ZippedFetches
@@ -55,6 +56,8 @@ class StepClock:
         self.fetches = ZippedFetches()  # which next() on another loader joins the open step
         self.work = StepWork(self.gap, self.fail, self._learn_device)
         self.parts = self.work.parts
+        #: Which host tensors are pinned, by address (copy timing's and to_device's copies ask it).
+        self.pinned = PinnedMemo()
         self.copy_timing = False  # set by `xfertop run`'s copy timing before the first step
         #: `xfertop run` sees the model's calls, backward and optimizer steps: the step's first work is its
         #: first copy or model call (else the batch's arrival, as far as anyone can tell).
@@ -309,9 +312,11 @@ class StepClock:
             self.writer.set_device(device)
 
     def _tick(self, now: int) -> None:
-        """Once a second: the ring's header (_refresh_header), and a CUDA device found in use."""
+        """Once a second: the ring's header (_refresh_header), a CUDA device found in use, and the pinned
+        memo forgotten (_copy.PinnedMemo: an address may have changed hands)."""
         self._next_tick_ns = now + TICK_NS
         self._ticks += 1
+        self.pinned.clear()
         assert self.writer is not None
         _refresh_header(self.writer, self.loaders.workers, self._ticks % LINK_CHECK_EVERY_TICKS == 0)
         index = _cuda_device_found() if self.gap.timer is None else None

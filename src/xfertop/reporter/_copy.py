@@ -7,12 +7,47 @@ from collections.abc import Mapping
 from typing import Any
 
 
-class CopyNotes:
-    """What a copy moved: host-to-device bytes and whether any source was pageable."""
+class PinnedMemo:
+    """Whether a host tensor is pinned, remembered by its address until the next ``clear()``.
 
-    __slots__ = ("any_pageable", "h2d_bytes", "inspect_error", "pageable_non_blocking")
+    ``Tensor.is_pinned()`` asks the CUDA driver. Alone it costs ~0.6 us, but inside a loop whose DataLoader
+    pins batches in its pin-memory thread it took ~7 us of CPU and ~13 us of wall a call on the H200
+    (docs/measurements/h200-2026-12-03-s21): the largest single cost of copy timing. A training loop copies
+    from the same few buffers step after step (the caching host allocator hands its pinned blocks out
+    again), so the answer is remembered by the tensor's data pointer. An address can change hands (freed,
+    then mapped again by an allocation of the other kind), so the step clock that owns the memo clears it
+    once a second: a stale answer stands for a second at most. ``LIMIT`` bounds it for loops that copy
+    from ever new addresses.
+    """
+
+    __slots__ = ("_known",)
+    LIMIT = 4096
 
     def __init__(self) -> None:
+        self._known: dict[int, bool] = {}
+
+    def pinned(self, tensor: Any) -> bool:
+        known = self._known
+        address = tensor.data_ptr()
+        answer = known.get(address)
+        if answer is None:
+            if len(known) >= self.LIMIT:
+                known.clear()
+            answer = known[address] = bool(tensor.is_pinned())
+        return answer
+
+    def clear(self) -> None:
+        self._known.clear()
+
+
+class CopyNotes:
+    """What a copy moved: host-to-device bytes and whether any source was pageable (asked of ``pinned``,
+    the step clock's memo)."""
+
+    __slots__ = ("any_pageable", "h2d_bytes", "inspect_error", "pageable_non_blocking", "pinned")
+
+    def __init__(self, pinned: PinnedMemo) -> None:
+        self.pinned = pinned
         self.h2d_bytes = 0
         self.any_pageable = False
         self.pageable_non_blocking = False
@@ -74,7 +109,7 @@ def note_copy(tensor: Any, non_blocking: bool, notes: CopyNotes) -> None:
         if not tensor.is_cpu:
             return
         notes.h2d_bytes += tensor.nbytes
-        if not tensor.is_pinned():
+        if not notes.pinned.pinned(tensor):
             notes.any_pageable = True
             if non_blocking:
                 notes.pageable_non_blocking = True
