@@ -29,9 +29,11 @@ from xfertop.ui.topology_screen import TopologyScreen
 
 pytestmark = pytest.mark.gpu
 
-#: 2 ms of GPU work in each step's model, then the host blocks on loss.item() and sleeps 8 ms with the GPU
-#: idle: the GPU's measured gap falls in the loop's own work after the step, which follows a sync in every
-#: step; NVML sees the GPU busy ~20% of the time.
+#: 6-12 ms of GPU work in each step's model (``_sleep`` counts cycles, calibrated before the clocks boost),
+#: then the host blocks on loss.item() and sleeps 20 ms with the GPU idle: the GPU's measured gap falls in
+#: the loop's own work after the step, which follows a sync in every step; the sync waits 20-35% of the
+#: step and NVML sees the GPU busy 20-35%. (With 2 ms asked and 8 ms of sleep the sync's wait, less the
+#: host's ~1 ms of dispatch, sat at the 10% bar between sync-bound and loop-bound: the H200 read either.)
 SYNC_BOUND_JOB = """
 import time
 import torch
@@ -47,12 +49,12 @@ deadline = time.monotonic() + 30
 for (batch,) in loader:
     device_batch = batch.to("cuda", non_blocking=True)
     loss = model(device_batch).square().mean()
-    torch.cuda._sleep(int(2 * cycles_per_ms))
+    torch.cuda._sleep(int(12 * cycles_per_ms))
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
     loss.item()
-    time.sleep(0.008)
+    time.sleep(0.020)
     if time.monotonic() > deadline:
         break
 """
@@ -121,7 +123,12 @@ def test_a_job_that_stalls_its_gpu_from_the_host_is_sync_bound(tmp_path: Path) -
         assert (verdict["kind"], verdict["rule"]) == ("sync-bound", "sync-then-host-work"), verdict[
             "headline"
         ]
-        assert verdict["evidence"]["gpu_busy_share"] < 0.5
+        job_pids = {rank.pid for job_state in jobs_state.jobs for rank in job_state.ranks}
+        others = {proc.pid for g in gpu_state.gpus for proc in g.processes} - job_pids
+        if others:  # this test process's own CUDA context, from tests before it in the session
+            assert verdict["evidence"]["gpu_busy_share"] is None, others  # shared: not the rank's share
+        else:
+            assert verdict["evidence"]["gpu_busy_share"] < 0.5
         assert verdict["evidence"]["host_loop_post_share"] > 0.5, verdict["evidence"]
     finally:
         job.terminate()  # xfertop run passes it on to the job
