@@ -362,10 +362,17 @@ def test_a_failing_source_is_withheld_and_said_to_fail() -> None:
         samples = _samples(exporter)
         assert samples[("xfertop_source_failing", "")] == 1.0
         assert ("xfertop_host_cpu_cores", "") not in samples
+        # The exporter's log says it once, with why, not at every wake.
+        assert exporter.source_news() == [
+            "host sampling fails (KeyError: 'cpu7'): its series are withheld until it works"
+        ]
+        assert exporter.source_news() == []
         host.broken.clear()
         assert host.recovered.wait(10)
         samples = _samples(exporter)
         assert samples[("xfertop_source_failing", "")] == 0.0
         assert ("xfertop_host_cpu_cores", "") in samples
+        assert exporter.source_news() == ["host sampling works again: its series are back"]
+        assert exporter.source_news() == []
     finally:
         host.stop()

@@ -124,8 +124,9 @@ def _serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
-        while not exporter.wait(5.0):
-            pass
+        while not exporter.wait(1.0):
+            for news in exporter.source_news():
+                print(f"xfertop export: {news}", file=sys.stderr, flush=True)
     except KeyboardInterrupt:
         pass
     finally:

@@ -85,6 +85,7 @@ class Exporter:
         self.state_path = state_path
         self._save_lock = threading.Lock()
         self.problems: list[str] = []
+        self._said_failing: set[str] = set()  # sources whose failure source_news() has told
         if state_path is not None:
             self._load_state(state_path)
         if jobs is not None:
@@ -147,6 +148,22 @@ class Exporter:
         deadline = time.monotonic() + first_sample_timeout_s
         for source in self.sources:
             source.wait_for_sample(max(0.0, deadline - time.monotonic()))
+
+    def source_news(self) -> list[str]:
+        """One line per source whose samples started failing, or work again, since the last call: what
+        `xfertop export` tells its log (the gauge ``xfertop_source_failing`` tells Prometheus)."""
+        lines = []
+        for source in self.sources:
+            error = source.last_error  # read once: the source's thread may clear it meanwhile
+            said = source.name in self._said_failing
+            if error is not None and not said:
+                self._said_failing.add(source.name)
+                withheld = "its series are withheld until it works"
+                lines.append(f"{source.name} sampling fails ({error}): {withheld}")
+            elif error is None and said:
+                self._said_failing.discard(source.name)
+                lines.append(f"{source.name} sampling works again: its series are back")
+        return lines
 
     def wait(self, timeout_s: float | None = None) -> bool:
         return self._stopped.wait(timeout_s)
