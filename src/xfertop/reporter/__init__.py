@@ -302,8 +302,21 @@ def _instrument_for_watch() -> None:
 
 
 # -- copies -------------------------------------------------------------------------------------------
-#: Devices seen by to_device(), parsed once: argument -> (torch.device, is the CPU).
+#: Devices seen by to_device() and copy timing, parsed once: argument -> (torch.device, is the CPU).
+#: Copy timing asks it of the copy's own torch.device: ``device.type`` builds a new string at every read.
 _device_cache: dict[Any, tuple[Any, bool]] = {}
+
+
+def _on_cpu(device: Any) -> bool:
+    """Whether ``device`` (a torch.device) is the CPU, from the cache where it is known."""
+    try:
+        return _device_cache[device][1]
+    except (KeyError, TypeError):
+        on_cpu = device.type == "cpu"
+        if len(_device_cache) < 64:
+            with contextlib.suppress(TypeError):
+                _device_cache[device] = (device, on_cpu)
+        return on_cpu
 
 
 def _as_device(device: Any) -> tuple[Any, bool]:
@@ -388,7 +401,7 @@ def note_tensor_copy(source: Any, moved: Any, non_blocking: bool, copy_cpu_ns: i
         return
     try:
         target = moved.device
-        if target.type == "cpu":
+        if _on_cpu(target):
             if getattr(source, "is_cuda", False):  # device to host: the loop waits for the GPU
                 clock.work.synced(copy_cpu_ns)
             return

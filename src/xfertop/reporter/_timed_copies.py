@@ -21,13 +21,21 @@ def _device_target_check(torch: Any) -> Callable[[Any, tuple[Any, ...], dict[str
     work. A CPU tensor's dtype cast or ``.to("cpu")`` is the loop's own work and must not end its time
     before the model. torch's types are looked up once here, not at every ``.to()``."""
     device_type, dtype_type, tensor_type = torch.device, torch.dtype, torch.Tensor
+    #: Whether each torch.device seen is the CPU: ``device.type`` builds a new string at every read, ~5 us
+    #: inside a DataLoader loop on the CPU VM (docs/measurements/cpu-2026-12-04-s21). A job uses a few.
+    on_cpu_by_device: dict[Any, bool] = {}
 
     def targets_a_device(tensor: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         if not tensor.is_cpu:
             return True
         target = kwargs["device"] if "device" in kwargs else (args[0] if args else kwargs.get("other"))
         if isinstance(target, device_type):  # the usual .to(device, non_blocking=True) first
-            return target.type != "cpu"
+            on_cpu = on_cpu_by_device.get(target)
+            if on_cpu is None:
+                on_cpu = target.type == "cpu"
+                if len(on_cpu_by_device) < 64:
+                    on_cpu_by_device[target] = on_cpu
+            return not on_cpu
         if target is None or isinstance(target, dtype_type):
             return False
         if isinstance(target, tensor_type):
