@@ -28,7 +28,10 @@ class PinnedMemo:
 
     def pinned(self, tensor: Any) -> bool:
         known = self._known
-        address = tensor.data_ptr()
+        try:
+            address = tensor.data_ptr()
+        except Exception:  # no storage to point at (a fake tensor while torch.compile traces): just ask
+            return bool(tensor.is_pinned())
         answer = known.get(address)
         if answer is None:
             if len(known) >= self.LIMIT:
