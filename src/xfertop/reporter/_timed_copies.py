@@ -2,7 +2,8 @@
 calls made inside a step.
 
 It taxes every ``.to()`` in the process, not only the copies of the input batch: a Python wrapper per
-call, +7 us on a ~35 us DataLoader step on the CPU VM (docs/reporter.md, benchmarks/reporter_overhead.py).
+call, +4 us on a ~70 us DataLoader step on the CPU VM (docs/reporter.md "Session 21",
+docs/measurements/cpu-2026-12-04-s21/to_wrapper_ab.py).
 ``--no-copy-timing`` (and ``xfertop.watch(loader, instrument=False)``) leaves ``.to()`` alone.
 """
 
