@@ -1,11 +1,13 @@
-"""The sampler loop every source shares: interval changes reschedule, poke() samples now."""
+"""The sampler loop every source shares: interval changes reschedule, poke() samples now; a headless
+face's log hears once when a source starts failing and once when it works again."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-from xfertop.sources.base import PollingSource
+from ui.live import BreakableHostSource
+from xfertop.sources.base import FailureNews, PollingSource
 
 
 class _Clock(PollingSource[float]):
@@ -60,3 +62,22 @@ def test_a_shorter_interval_takes_effect_without_waiting_out_the_old_one() -> No
         assert source.second.wait(5.0), "the new 0.1 s interval waited for the old 60 s one"
     finally:
         source.stop()
+
+
+def test_failure_news_tells_each_change_of_the_source_that_changed_once() -> None:
+    host, clock = BreakableHostSource(), _Clock(interval_s=0.05)
+    news = FailureNews([clock, host], "frames keep its last good sample")
+    host.broken.set()
+    for source in (clock, host):
+        source.start()
+    try:
+        assert host.failed.wait(10) and clock.second.wait(10)
+        assert news.news() == ["host sampling fails (KeyError: 'cpu7'): frames keep its last good sample"]
+        assert news.news() == []  # said once, not at every frame
+        host.broken.clear()
+        assert host.recovered.wait(10)
+        assert news.news() == ["host sampling works again"]
+        assert news.news() == []
+    finally:
+        for source in (clock, host):
+            source.stop()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import re
 import signal
+import sys
 import threading
 import time
 from types import FrameType
@@ -118,13 +119,17 @@ def _record(
     sources: Any, writer: Any, interval_s: float, duration_s: float | None, stop: threading.Event
 ) -> None:
     from xfertop.export.recording import Snapshot
+    from xfertop.sources.base import FailureNews
 
+    news = FailureNews(sources.all(), "frames keep its last good sample until it works")
     started = time.monotonic()
     sources.wait_for_first_samples(FIRST_SAMPLE_WAIT_S)
     next_frame = time.monotonic()
     while not stop.is_set():
         gpu, host, jobs, topology = sources.latest()
         writer.write(Snapshot(time=time.time(), gpu=gpu, host=host, jobs=jobs, topology=topology))
+        for line in news.news():
+            print(f"xfertop record: {line}", file=sys.stderr, flush=True)
         if duration_s is not None and time.monotonic() - started >= duration_s:
             return
         next_frame += interval_s

@@ -24,7 +24,7 @@ from xfertop.export.prometheus_totals import TotalsState, write_atomically
 from xfertop.model.gpu import GpuState
 from xfertop.model.host import HostState
 from xfertop.model.jobs import JobsState
-from xfertop.sources.base import PollingSource
+from xfertop.sources.base import FailureNews, PollingSource
 
 T = TypeVar("T")
 
@@ -85,7 +85,7 @@ class Exporter:
         self.state_path = state_path
         self._save_lock = threading.Lock()
         self.problems: list[str] = []
-        self._said_failing: set[str] = set()  # sources whose failure source_news() has told
+        self._news = FailureNews(self.sources, "its series are withheld until it works")
         if state_path is not None:
             self._load_state(state_path)
         if jobs is not None:
@@ -152,18 +152,7 @@ class Exporter:
     def source_news(self) -> list[str]:
         """One line per source whose samples started failing, or work again, since the last call: what
         `xfertop export` tells its log (the gauge ``xfertop_source_failing`` tells Prometheus)."""
-        lines = []
-        for source in self.sources:
-            error = source.last_error  # read once: the source's thread may clear it meanwhile
-            said = source.name in self._said_failing
-            if error is not None and not said:
-                self._said_failing.add(source.name)
-                withheld = "its series are withheld until it works"
-                lines.append(f"{source.name} sampling fails ({error}): {withheld}")
-            elif error is None and said:
-                self._said_failing.discard(source.name)
-                lines.append(f"{source.name} sampling works again: its series are back")
-        return lines
+        return self._news.news()
 
     def wait(self, timeout_s: float | None = None) -> bool:
         return self._stopped.wait(timeout_s)

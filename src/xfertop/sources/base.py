@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
 from xfertop import startup_trace
@@ -139,3 +139,27 @@ class PollingSource(Generic[T]):
             self._published.notify_all()
         for listener in list(self._listeners):
             listener(snapshot)
+
+
+class FailureNews:
+    """For a headless face's log (`xfertop export`, `xfertop record`): one line when a source's samples
+    start failing (with the error and ``meanwhile``, what the face does about it), one when they work
+    again; nothing while nothing changes."""
+
+    def __init__(self, sources: Iterable[PollingSource], meanwhile: str) -> None:
+        self._sources = list(sources)
+        self._meanwhile = meanwhile
+        self._said: set[str] = set()  # the sources whose failure was told
+
+    def news(self) -> list[str]:
+        lines = []
+        for source in self._sources:
+            error = source.last_error  # read once: the source's thread may clear it meanwhile
+            said = source.name in self._said
+            if error is not None and not said:
+                self._said.add(source.name)
+                lines.append(f"{source.name} sampling fails ({error}): {self._meanwhile}")
+            elif error is None and said:
+                self._said.discard(source.name)
+                lines.append(f"{source.name} sampling works again")
+        return lines
