@@ -262,8 +262,8 @@ def test_the_hooks_of_xfertop_run_mark_the_open_step(
     now = [T0]
     fake_clock_time(monkeypatch, lambda: now[0])
     fresh_clock.partitioning = True
-    cuda_loss = SimpleNamespace(is_cuda=True)
-    on_host = SimpleNamespace(device=SimpleNamespace(type="cpu"))
+    cuda_loss = SimpleNamespace(is_cuda=True, is_cpu=False)
+    on_host = SimpleNamespace(is_cpu=True, device=SimpleNamespace(type="cpu"))
     assert reporter.open_step() is None  # no step yet
     fresh_clock.before_next()
     now[0] += 1 * MS

@@ -394,24 +394,26 @@ def note_checkpoint() -> None:
     clock.work.checkpointed()
 
 
-def note_tensor_copy(source: Any, moved: Any, non_blocking: bool, copy_cpu_ns: int) -> None:
-    """For ``xfertop run --copy-timing``: account one ``Tensor.to``/``.cuda`` call made inside a step."""
+def note_tensor_copy(source: Any, moved: Any, non_blocking: Any, copy_cpu_ns: int) -> None:
+    """For ``xfertop run --copy-timing``: account one ``Tensor.to``/``.cuda`` call made inside a step
+    (``non_blocking``: the call's argument, truthy or not). Runs at every copy: kept to a few bytecodes
+    (benchmarks/reporter_bytecodes.py)."""
     clock = _clock
     if clock is None or clock.disabled or moved is source or _moving.active:
         return
     try:
-        target = moved.device
-        if _on_cpu(target):
-            if getattr(source, "is_cuda", False):  # device to host: the loop waits for the GPU
+        if moved.is_cpu:
+            if source.is_cuda:  # device to host: the loop waits for the GPU
                 clock.work.synced(copy_cpu_ns)
             return
-        # One tensor: note_copy's accounting without its CopyNotes (an error goes to fail below too).
         if not source.is_cpu:
             return  # device to device: no host-to-device bytes
+        # One tensor: note_copy's accounting without its CopyNotes (an error goes to fail below too).
         h2d_bytes = source.nbytes
         if h2d_bytes:
-            pageable = not clock.pinned.pinned(source)
-            clock.work.copied(h2d_bytes, pageable, pageable and non_blocking, copy_cpu_ns, target, seen=True)
+            clock.work.copy_timed(
+                h2d_bytes, not clock.pinned.pinned(source), bool(non_blocking), copy_cpu_ns, moved.device
+            )
     except Exception as exc:
         clock.fail(exc)
 

@@ -41,6 +41,7 @@ _thread_id = threading.get_ident
 _F_PINNED = wire.F_PINNED
 _F_PARTITIONED = wire.F_PARTITIONED
 _NO_SHAPE = object()  # _first_leaf: a leaf without a ``shape`` attribute
+_DEPTHS = (1, 2, 3, 4)  # _first_leaf's loop: a constant tuple, no range() made every step
 
 
 class StepClock:
@@ -89,6 +90,8 @@ class StepClock:
             if self.errors >= MAX_ERRORS:
                 self.disabled = True
                 self.gap.timer = None
+                self.gap.marking = False
+                self.work.closed()
             if self.writer is not None:
                 self.writer.set_word(wire.H_ERRORS, self.errors)
                 if self.disabled:
@@ -155,10 +158,10 @@ class StepClock:
                 self.loader_off_thread = True  # a prefetch thread of the job's own: its waits, not the loop's
                 self._set_state_flag(wire.STATE_LOADER_OFF_THREAD)
             if (
-                source
+                source != self._open_source  # first: false at every step of a single loader
+                and source
                 and self._open
                 and self._open_source
-                and source != self._open_source
                 and not self._block_depth
                 and not self.work.flags & wire.F_COPIED
                 and self.fetches.joins(now - self._opened_ns)
@@ -260,7 +263,8 @@ class StepClock:
             self._flags |= gap.measure(self.steps_written)
 
     def _close(self, now: int) -> None:
-        self._open = self.work.open = False
+        self._open = False
+        self.work.closed()
         self._last_close_ns = now
         writer = self.writer
         if writer is None:
@@ -368,19 +372,19 @@ def _cuda_device_found() -> int | None:
 
 
 def _first_leaf(batch: Any) -> tuple[Any, Any]:
-    """The batch's first leaf (a tensor, in the usual case) and its ``shape`` (None without one)."""
-    depth = 0
-    while depth < 4:  # containers four deep at most (a counter, not range(): this runs every step)
-        depth += 1
-        if isinstance(batch, dict):
-            batch = next(iter(batch.values()), None)
-        elif isinstance(batch, (list, tuple)):
+    """The batch's first leaf (a tensor, in the usual case) and its ``shape`` (None without one). Runs
+    every step: the usual batches (a tensor, a tuple or list of them) take the fewest bytecodes."""
+    for _ in _DEPTHS:  # containers four deep at most
+        if isinstance(batch, (list, tuple)):
             batch = batch[0] if batch else None
-        else:
-            shape = getattr(batch, "shape", _NO_SHAPE)  # read once: a tensor makes a new torch.Size each time
-            if shape is not _NO_SHAPE:
-                return batch, shape
-            if not isinstance(batch, Mapping):
-                return batch, None
-            batch = next(iter(batch.values()), None)  # UserDict (BatchEncoding)
+            continue
+        if isinstance(batch, dict):  # before the shape: a failed getattr costs more than this test
+            batch = next(iter(batch.values()), None)
+            continue
+        shape = getattr(batch, "shape", _NO_SHAPE)  # read once: a tensor makes a new torch.Size each time
+        if shape is not _NO_SHAPE:
+            return batch, shape
+        if not isinstance(batch, Mapping):  # dict, and UserDict (BatchEncoding)
+            return batch, None
+        batch = next(iter(batch.values()), None)
     return batch, getattr(batch, "shape", None)

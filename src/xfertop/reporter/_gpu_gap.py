@@ -42,6 +42,9 @@ class GpuGap:
         #: This step records ``after``: the next one gets its gap measured. Until a timer exists the
         #: sampling is not asked (nothing is measured) and stands at its start: every step records.
         self._marks_end = True
+        #: A timer runs and this step records ``after``: the model's end is marked on the GPU (its hooks
+        #: call ``model_ended`` only then).
+        self.marking = False
 
     def use_cuda_device(self, index: int | None) -> str | None:
         """Run the events on CUDA device ``index`` (None: the current one); the device's name, or None
@@ -52,13 +55,14 @@ class GpuGap:
         if index is None:
             index = torch.cuda.current_device()
         self.timer = GpuTimer(torch, index)
+        self.marking = self._marks_end
         return f"cuda:{index}"
 
     # -- a step's life --------------------------------------------------------------------------------
     def step_opens(self) -> None:
         self.gap_ns = wire.NO_VALUE
         if self.timer is not None:  # no timer: no step is measured, so none is counted down to
-            self._marks_end = self.sampling.step_opens()
+            self._marks_end = self.marking = self.sampling.step_opens()
 
     def measure(self, step: int) -> int:
         """At step ``step``'s first work: ask whether the GPU still works on the step before (no gap) or

@@ -36,6 +36,13 @@ class LoaderWorkers:
     def count(self, steps: int, workers: int | None, source: int = 0, wait_ns: int = 0) -> bool:
         """An iteration over a loader (``source``: its iterator; 0 unknown) reached ``steps`` steps, having
         waited ``wait_ns`` in all. Returns whether the workers count changed."""
+        if source and source == self._namer and workers == self.workers:
+            # The iteration that names the workers goes on (every step of a first epoch): only its length
+            # and its mean wait move.
+            if steps > self.longest_iteration:
+                self.longest_iteration = steps
+            self._namer_mean_wait_ns = wait_ns / steps
+            return False
         mean_wait = wait_ns / steps if steps else 0.0
         longest = self.longest_iteration
         namer = bool(source) and source == self._namer  # the iteration that names them goes on

@@ -60,12 +60,14 @@ def install_copy_timing(torch: Any) -> None:
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
         if reporter._probe and (resident := reporter.probe_resident(self)) is not None:
             return resident  # `xfertop probe`, copies free: the copy made before
-        if targets_a_device(self, args, kwargs):
-            note_work_starting()
+        # Only a step still waiting for its first work needs the target parsed (once a step, not per .to()).
+        clock = reporter._clock
+        if clock is not None and clock.work.awaits_first_work and targets_a_device(self, args, kwargs):
+            clock.work.starting()
         began = now_ns()
         moved = original_to(self, *args, **kwargs)
         if moved is not self:
-            note_tensor_copy(self, moved, bool(kwargs.get("non_blocking", False)), now_ns() - began)
+            note_tensor_copy(self, moved, kwargs.get("non_blocking", False), now_ns() - began)
             if reporter._probe:
                 reporter.probe_moved(self, moved)
         return moved
@@ -77,7 +79,7 @@ def install_copy_timing(torch: Any) -> None:
         began = now_ns()
         moved = original_cuda(self, *args, **kwargs)
         if moved is not self:
-            note_tensor_copy(self, moved, bool(kwargs.get("non_blocking", False)), now_ns() - began)
+            note_tensor_copy(self, moved, kwargs.get("non_blocking", False), now_ns() - began)
             if reporter._probe:
                 reporter.probe_moved(self, moved)
         return moved
