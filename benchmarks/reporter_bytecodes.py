@@ -1,8 +1,8 @@
 """Where the reporter's per-step cost goes, function by function: Python bytecodes executed a step.
 
 The reporter is Python, and its cost a step follows the bytecodes it runs: on the CPU VM the added
-instructions (reporter_instructions.py, callgrind) came to ~59 per added bytecode (40.5k Ir for 688
-bytecodes, `xfertop run --no-copy-timing`, session 22). Bytecodes are counted exactly by
+instructions (reporter_instructions.py, callgrind) came to ~70-76 per added bytecode (`xfertop run`:
+110.6k Ir for 1,460 bytecodes; `--no-copy-timing`: 46.9k for 669; session 22, 9584a90). Bytecodes are counted exactly by
 ``sys.settrace`` with opcode events, in seconds and with no valgrind, so a change to the hot path can be
 weighed before the slower instruction count or the GPU box confirms it.
 
