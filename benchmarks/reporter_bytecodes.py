@@ -2,9 +2,9 @@
 
 The reporter is Python, and its cost a step follows the bytecodes it runs: on the CPU VM the added
 instructions (reporter_instructions.py, callgrind) came to ~70-76 per added bytecode (`xfertop run`:
-110.6k Ir for 1,460 bytecodes; `--no-copy-timing`: 46.9k for 669; session 22, 9584a90). Bytecodes are counted exactly by
-``sys.settrace`` with opcode events, in seconds and with no valgrind, so a change to the hot path can be
-weighed before the slower instruction count or the GPU box confirms it.
+110.6k Ir for 1,460 bytecodes; `--no-copy-timing`: 46.9k for 669; session 22, 9584a90). Bytecodes are
+counted exactly by ``sys.settrace`` with opcode events, in seconds and with no valgrind, so a change to the
+hot path can be weighed before the slower instruction count or the GPU box confirms it.
 
 It runs reporter_instructions.py's loop (scenario h's shape on the CPU) in this process, one mode per
 process (the patches cannot be undone), and prints each function's bytecodes a step beyond ``plain``'s

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from xfertop import reporter
-from xfertop.reporter import copy_timing_installed, note_tensor_copy, note_work_starting
+from xfertop.reporter import copy_timing_installed, note_tensor_copy
 
 
 def _device_target_check(torch: Any) -> Callable[[Any, tuple[Any, ...], dict[str, Any]], bool]:
@@ -75,7 +75,9 @@ def install_copy_timing(torch: Any) -> None:
     def cuda(self: Any, *args: Any, **kwargs: Any) -> Any:
         if reporter._probe and (resident := reporter.probe_resident(self)) is not None:
             return resident
-        note_work_starting()
+        clock = reporter._clock
+        if clock is not None and clock.work.awaits_first_work:  # .cuda() always targets a device
+            clock.work.starting()
         began = now_ns()
         moved = original_cuda(self, *args, **kwargs)
         if moved is not self:
