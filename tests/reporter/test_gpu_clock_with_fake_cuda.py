@@ -65,7 +65,10 @@ class GpuLoop:
             self.clock.work.starting()
         self.gpu.launch(gpu_ms)
         self.host(host_ms)
-        self.clock.work.copied(4096, False, False, round(host_ms * MS), None, seen=seen)
+        if seen:  # copy timing books it as `xfertop run`'s Tensor.to wrapper does
+            self.clock.work.copy_timed(4096, False, False, round(host_ms * MS), None)
+        else:
+            self.clock.work.copied(4096, False, False, round(host_ms * MS), None)
 
     def model(self, host_ms: float, gpu_ms: float) -> None:
         """Forward, backward and optimizer step: ``host_ms`` on the host, queueing ``gpu_ms`` of kernels."""

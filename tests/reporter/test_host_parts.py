@@ -121,7 +121,10 @@ class HostLoop:
         if seen:
             self.clock.work.starting()
         self.host(ms)
-        self.clock.work.copied(4096, False, False, round(ms * MS), None, seen=seen)
+        if seen:  # copy timing books it as `xfertop run`'s Tensor.to wrapper does
+            self.clock.work.copy_timed(4096, False, False, round(ms * MS), None)
+        else:
+            self.clock.work.copied(4096, False, False, round(ms * MS), None)
 
     def model_call(self, ms: float) -> None:
         self.clock.work.starting()

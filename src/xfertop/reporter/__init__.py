@@ -302,21 +302,8 @@ def _instrument_for_watch() -> None:
 
 
 # -- copies -------------------------------------------------------------------------------------------
-#: Devices seen by to_device() and copy timing, parsed once: argument -> (torch.device, is the CPU).
-#: Copy timing asks it of the copy's own torch.device: ``device.type`` builds a new string at every read.
+#: Devices seen by to_device(), parsed once: argument -> (torch.device, is the CPU).
 _device_cache: dict[Any, tuple[Any, bool]] = {}
-
-
-def _on_cpu(device: Any) -> bool:
-    """Whether ``device`` (a torch.device) is the CPU, from the cache where it is known."""
-    try:
-        return _device_cache[device][1]
-    except (KeyError, TypeError):
-        on_cpu = device.type == "cpu"
-        if len(_device_cache) < 64:
-            with contextlib.suppress(TypeError):
-                _device_cache[device] = (device, on_cpu)
-        return on_cpu
 
 
 def _as_device(device: Any) -> tuple[Any, bool]:

@@ -122,11 +122,9 @@ class StepWork:
         pageable_non_blocking: bool,
         copy_cpu_ns: int,
         device: Any,
-        seen: bool = False,
     ) -> None:
-        """A copy of ``h2d_bytes`` to ``device`` ended now, having taken ``copy_cpu_ns`` of host time.
-        ``seen``: found by copy timing (which said ``starting`` before it) rather than marked by the
-        loop (to_device, mark_copied)."""
+        """The loop marked a copy (to_device, mark_copied) of ``h2d_bytes`` to ``device`` that ended now,
+        having taken ``copy_cpu_ns`` of host time. (Copy timing's copies go to ``copy_timed``.)"""
         try:
             # Equality, not identity: copy timing hands over a new torch.device object for every copy.
             if device is not None and device != self._last_target:
@@ -135,7 +133,7 @@ class StepWork:
             if not self.open:
                 return
             gap = self._gap
-            if not seen and self.parts.work_started(_now_ns() - copy_cpu_ns):
+            if self.parts.work_started(_now_ns() - copy_cpu_ns):
                 self.awaits_first_work = False
                 if gap.after_prev is not None:
                     # Late: the copy is queued already, so a drained stream reads busy.
