@@ -82,3 +82,9 @@ def test_a_loop_preempted_between_zipped_fetches_still_joins_them(monkeypatch) -
     for _ in range(10):
         plain.opened()
     assert len(reads) == 3
+    # A new epoch's first next() also asks inside the step before it, long after that step's batch: it
+    # does not join, and the steps after it read no CPU clock either (a system call a step, for good).
+    assert plain.joins(20 * JOINED_FETCH_NS) is False
+    for _ in range(10):
+        plain.opened()
+    assert len(reads) == 3

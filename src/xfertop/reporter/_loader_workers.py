@@ -64,15 +64,18 @@ class ZippedFetches:
     ``JOINED_FETCH_NS`` of the batch on the wall clock, or of the loop thread's CPU time. On a busy machine
     the loop can be preempted between the two fetches (a scheduler slice, ~4 ms, while the loaders' worker
     processes start): wall time passes, its CPU time does not. The thread's CPU clock is a system call
-    (~0.7 us), read at a step's batch only for the first steps (where zip shows itself) and for jobs that
-    have shown a second loader asking inside a step (tests/reporter/test_zipped_loaders.py)."""
+    (~0.7 us), read at a step's batch only for the first steps (where zip shows itself) and for jobs where
+    a second loader's fetch has joined a step (tests/reporter/test_zipped_loaders.py)."""
 
-    __slots__ = ("_early", "_opened_cpu_ns", "zipped")
+    __slots__ = ("_early", "_opened_cpu_ns", "watching", "zipped")
 
     def __init__(self) -> None:
         self.zipped = False
         self._early = 3  # steps still to read the CPU clock for before a second loader has been seen
         self._opened_cpu_ns = 0  # the loop thread's CPU time when the open step's batch arrived (0: unread)
+        #: ``opened`` has something to do (early steps, or zipped loaders seen): the clock asks this first,
+        #: so that a single loader's steps make no call.
+        self.watching = True
 
     def opened(self) -> None:
         """The open step's (last) batch arrived."""
@@ -81,10 +84,16 @@ class ZippedFetches:
             self._opened_cpu_ns = _thread_ns()
         else:
             self._opened_cpu_ns = 0
+            self.watching = False
 
     def joins(self, since_batch_ns: int) -> bool:
         """Another loader asks ``since_batch_ns`` after the open step's batch arrived, no copy between."""
-        self.zipped = True
-        if since_batch_ns <= JOINED_FETCH_NS:
+        if since_batch_ns <= JOINED_FETCH_NS or (
+            self._opened_cpu_ns and _thread_ns() - self._opened_cpu_ns <= JOINED_FETCH_NS
+        ):
+            # Zipped: from now on every step reads the CPU clock. Only a fetch that joins counts: a new
+            # epoch's first next() also asks inside the step before it, and must not cost every step a
+            # system call.
+            self.zipped = self.watching = True
             return True
-        return bool(self._opened_cpu_ns) and _thread_ns() - self._opened_cpu_ns <= JOINED_FETCH_NS
+        return False
