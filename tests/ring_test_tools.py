@@ -135,3 +135,28 @@ def fake_clock_time(monkeypatch: Any, read: Callable[[], int]) -> None:
     perf_counter_ns as ``_now_ns``)."""
     for part in ("_clock", "_step_work", "_gpu_gap"):
         monkeypatch.setattr(importlib.import_module(f"xfertop.reporter.{part}"), "_now_ns", read)
+
+
+class _PinnedHostTensor:
+    """A pinned host tensor of ``nbytes`` as copy timing sees one (the attributes StepWork reads)."""
+
+    is_cpu, is_cuda = True, False
+
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+
+    def data_ptr(self) -> int:
+        return id(self)
+
+    def is_pinned(self) -> bool:
+        return True
+
+
+class _DeviceTensor:
+    is_cpu, is_cuda, device = False, True, None
+
+
+def book_timed_copy(work: Any, nbytes: int, host_ns: int) -> None:
+    """Book a pinned host-to-device copy of ``nbytes`` that took ``host_ns`` on the host, as `xfertop run`'s
+    Tensor.to wrapper does (``StepWork.tensor_moved``; the wrapper says ``starting`` before the copy)."""
+    work.tensor_moved(_PinnedHostTensor(nbytes), _DeviceTensor(), False, host_ns)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from fakes.fake_cuda import FakeCuda, FakeEvent
-from ring_test_tools import fake_clock_time
+from ring_test_tools import book_timed_copy, fake_clock_time
 from xfertop import wire
 from xfertop.analysis.steps import attribute_idle
 from xfertop.model.jobs import StepRecord
@@ -66,7 +66,7 @@ class GpuLoop:
         self.gpu.launch(gpu_ms)
         self.host(host_ms)
         if seen:  # copy timing books it as `xfertop run`'s Tensor.to wrapper does
-            self.clock.work.copy_timed(4096, False, False, round(host_ms * MS), None)
+            book_timed_copy(self.clock.work, 4096, round(host_ms * MS))
         else:
             self.clock.work.copied(4096, False, False, round(host_ms * MS), None)
 

@@ -212,10 +212,11 @@ def _drive(policy: GpuSampling, steps: int, step_ns: int, cost_ns: int) -> list[
     """``steps`` steps of ``step_ns`` each; a step that records ``after`` costs ``cost_ns`` of host time in
     CUDA calls. Which steps recorded it."""
     now, marked = 0, []
-    for _ in range(steps):
+    for step in range(steps):
         marks = policy.step_opens()
         now += step_ns
-        policy.step_closed(marks, cost_ns if marks else 0, now)
+        if marks:
+            policy.step_closed(cost_ns, now, step)
         marked.append(marks)
     return marked
 

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 import xfertop.reporter as reporter
-from ring_test_tools import fake_clock_time
+from ring_test_tools import book_timed_copy, fake_clock_time
 from xfertop import wire
 from xfertop.model.jobs import StepRecord
 from xfertop.reporter._clock import StepClock
@@ -122,7 +122,7 @@ class HostLoop:
             self.clock.work.starting()
         self.host(ms)
         if seen:  # copy timing books it as `xfertop run`'s Tensor.to wrapper does
-            self.clock.work.copy_timed(4096, False, False, round(ms * MS), None)
+            book_timed_copy(self.clock.work, 4096, round(ms * MS))
         else:
             self.clock.work.copied(4096, False, False, round(ms * MS), None)
 
@@ -277,7 +277,8 @@ def test_the_hooks_of_xfertop_run_mark_the_open_step(
     now[0] += 3 * MS
     reporter.note_model_ended()  # the optimizer step's end
     now[0] += 2 * MS
-    reporter.note_tensor_copy(cuda_loss, on_host, False, 2 * MS)  # loss.to("cpu"): the loop waits for the GPU
+    # loss.to("cpu"), as copy timing sees it: the loop waits for the GPU
+    fresh_clock.work.tensor_moved(cuda_loss, on_host, False, 2 * MS)
     reporter.note_sync(1 * MS)  # loss.item()
     now[0] += 1 * MS
     now[0] += 4 * MS  # logging

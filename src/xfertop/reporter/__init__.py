@@ -381,30 +381,6 @@ def note_checkpoint() -> None:
     clock.work.checkpointed()
 
 
-def note_tensor_copy(source: Any, moved: Any, non_blocking: Any, copy_cpu_ns: int) -> None:
-    """For ``xfertop run --copy-timing``: account one ``Tensor.to``/``.cuda`` call made inside a step
-    (``non_blocking``: the call's argument, truthy or not). Runs at every copy: kept to a few bytecodes
-    (benchmarks/reporter_bytecodes.py)."""
-    clock = _clock
-    if clock is None or clock.disabled or moved is source or _moving.active:
-        return
-    try:
-        if moved.is_cpu:
-            if source.is_cuda:  # device to host: the loop waits for the GPU
-                clock.work.synced(copy_cpu_ns)
-            return
-        if not source.is_cpu:
-            return  # device to device: no host-to-device bytes
-        # One tensor: note_copy's accounting without its CopyNotes (an error goes to fail below too).
-        h2d_bytes = source.nbytes
-        if h2d_bytes:
-            clock.work.copy_timed(
-                h2d_bytes, not clock.pinned.pinned(source), bool(non_blocking), copy_cpu_ns, moved.device
-            )
-    except Exception as exc:
-        clock.fail(exc)
-
-
 # -- the model's calls and syncs (`xfertop run`) ------------------------------------------------------
 def note_work_starting() -> None:
     """For `xfertop run`: a copy or the model's call is about to be issued (see StepClock.work_starting).

@@ -42,6 +42,9 @@ _F_PINNED = wire.F_PINNED
 _F_PARTITIONED = wire.F_PARTITIONED
 _NO_SHAPE = object()  # _first_leaf: a leaf without a ``shape`` attribute
 _DEPTHS = (1, 2, 3, 4)  # _first_leaf's loop: a constant tuple, no range() made every step
+_SEQUENCES = (list, tuple)
+#: Steps at whose batch a CUDA tensor names the GPU clock's device (later ones: _tick asks torch).
+_BATCH_NAMES_DEVICE_STEPS = 8
 
 
 class StepClock:
@@ -55,10 +58,10 @@ class StepClock:
         self.gap = GpuGap()
         self.loaders = LoaderWorkers()
         self.fetches = ZippedFetches()  # which next() on another loader joins the open step
-        self.work = StepWork(self.gap, self.fail, self._learn_device)
-        self.parts = self.work.parts
         #: Which host tensors are pinned, by address (copy timing's and to_device's copies ask it).
         self.pinned = PinnedMemo()
+        self.work = StepWork(self.gap, self.fail, self._learn_device, self.pinned)
+        self.parts = self.work.parts
         self.copy_timing = False  # set by `xfertop run`'s copy timing before the first step
         #: `xfertop run` sees the model's calls, backward and optimizer steps: the step's first work is its
         #: first copy or model call (else the batch's arrival, as far as anyone can tell).
@@ -154,7 +157,8 @@ class StepClock:
         try:
             if not self.started and not self._start():
                 return
-            if not self.loader_off_thread and _thread_id() != self._main_thread:
+            # Asked at an iteration's first next() (its flags), where a prefetch thread shows itself.
+            if flags and not self.loader_off_thread and _thread_id() != self._main_thread:
                 self.loader_off_thread = True  # a prefetch thread of the job's own: its waits, not the loop's
                 self._set_state_flag(wire.STATE_LOADER_OFF_THREAD)
             if (
@@ -247,7 +251,8 @@ class StepClock:
         self._flags = self._next_flags
         self._next_flags = 0
         opened_ns = self._opened_ns = start_ns + wait_ns
-        self.fetches.opened()
+        if self.fetches.watching:
+            self.fetches.opened()
         self.work.opened(self.steps_written, opened_ns)
         self._samples = 0
         gap = self.gap
@@ -256,7 +261,12 @@ class StepClock:
             leaf, shape = _first_leaf(batch)
             if shape:
                 self._samples = int(shape[0])
-                if gap.timer is None and getattr(leaf, "is_cuda", False):
+                # A CUDA batch names the device at the first steps; later, the once-a-second tick looks.
+                if (
+                    gap.timer is None
+                    and self.steps_written < _BATCH_NAMES_DEVICE_STEPS
+                    and getattr(leaf, "is_cuda", False)
+                ):
                     self._use_cuda_device(leaf.device.index)
         if not self.partitioning and gap.after_prev is not None:
             # Nothing tells the model's calls apart: the step's work may start as soon as its batch is here.
@@ -272,7 +282,7 @@ class StepClock:
         step = self.steps_written
         work, parts, gap = self.work, self.parts, self.gap
         flags = self._flags | work.flags
-        if gap.timer is not None:  # without a timer the gap has nothing to do
+        if gap.marking or gap.after_prev is not None:  # else no event to ask or hand on (most steps)
             flags |= gap.step_closing(step, now)
         if work.h2d_bytes and not work.any_pageable:  # every host-to-device copy was from pinned memory
             flags |= _F_PINNED
@@ -293,7 +303,7 @@ class StepClock:
             parts.loop_post_ns(now, work.copy_cpu_ns),
         )
         self.steps_written = step + 1
-        if gap.timer is not None:
+        if gap.unresolved:
             gap.step_written(writer)
         if now >= self._next_tick_ns:
             self._tick(now)
@@ -374,8 +384,14 @@ def _cuda_device_found() -> int | None:
 def _first_leaf(batch: Any) -> tuple[Any, Any]:
     """The batch's first leaf (a tensor, in the usual case) and its ``shape`` (None without one). Runs
     every step: the usual batches (a tensor, a tuple or list of them) take the fewest bytecodes."""
+    kind = type(batch)
+    if kind is tuple or kind is list:  # the usual (inputs, targets): its first item, if a tensor
+        first = batch[0] if batch else None
+        shape = getattr(first, "shape", _NO_SHAPE)
+        if shape is not _NO_SHAPE:
+            return first, shape
     for _ in _DEPTHS:  # containers four deep at most
-        if isinstance(batch, (list, tuple)):
+        if isinstance(batch, _SEQUENCES):
             batch = batch[0] if batch else None
             continue
         if isinstance(batch, dict):  # before the shape: a failed getattr costs more than this test

@@ -20,14 +20,16 @@ class PinnedMemo:
     from ever new addresses.
     """
 
-    __slots__ = ("_known",)
+    __slots__ = ("known",)
     LIMIT = 4096
 
     def __init__(self) -> None:
-        self._known: dict[int, bool] = {}
+        #: Answers by data pointer: a caller on the hot path may read it in place (StepWork.tensor_moved)
+        #: and ask ``pinned`` only on a miss.
+        self.known: dict[int, bool] = {}
 
     def pinned(self, tensor: Any) -> bool:
-        known = self._known
+        known = self.known
         try:
             address = tensor.data_ptr()
         except Exception:  # no storage to point at (a fake tensor while torch.compile traces): just ask
@@ -40,7 +42,7 @@ class PinnedMemo:
         return answer
 
     def clear(self) -> None:
-        self._known.clear()
+        self.known.clear()
 
 
 class CopyNotes:

@@ -43,8 +43,10 @@ class GpuGap:
         #: sampling is not asked (nothing is measured) and stands at its start: every step records.
         self._marks_end = True
         #: A timer runs and this step records ``after``: the model's end is marked on the GPU (its hooks
-        #: call ``model_ended`` only then).
+        #: call ``model_ended`` only then), and its close has events to hand on.
         self.marking = False
+        #: Measured gaps wait to be patched into the ring (pending, or dropped): ``step_written`` has work.
+        self.unresolved = False
 
     def use_cuda_device(self, index: int | None) -> str | None:
         """Run the events on CUDA device ``index`` (None: the current one); the device's name, or None
@@ -82,6 +84,7 @@ class GpuGap:
                 timer.release(after)
             else:
                 timer.add(PendingGap(step, after, first))
+                self.unresolved = True
                 self.gap_ns = wire.NO_VALUE
                 flags = wire.F_GPU_PENDING
                 self.timed_steps += 1
@@ -106,14 +109,19 @@ class GpuGap:
         first work), its ``after`` event handed to the next step, the sampling rate revised. Returns the
         ring flags this sets."""
         timer = self.timer
-        if timer is None:
-            return 0
+        if timer is None or not (self._marks_end or self.after_prev is not None):
+            return 0  # a step between measured ones: no event to ask or to hand on
         began = _now_ns()
         flags = self.measure(step) if self.after_prev is not None else 0
-        if self._marks_end and self._after is None:
-            self._after = timer.record()  # no backward or optimizer step seen: the step's end
-        self.after_prev, self._after = self._after, None
-        self.sampling.step_closed(self._marks_end, self.sampling.spent_ns + _now_ns() - began, now)
+        sampling = self.sampling
+        if self._marks_end:
+            if self._after is None:
+                self._after = timer.record()  # no backward or optimizer step seen: the step's end
+            self.after_prev, self._after = self._after, None
+            sampling.step_closed(sampling.spent_ns + _now_ns() - began, now, step)
+        else:
+            self.after_prev = None
+            sampling.spent_ns += _now_ns() - began
         return flags
 
     # -- patching the ring once the events complete ------------------------------------------------------
@@ -129,6 +137,7 @@ class GpuGap:
                 writer.patch_gpu(step, wire.NO_VALUE, wire.F_GPU_DROPPED, wire.F_GPU_PENDING)
             writer.set_word(wire.H_GPU_DROPPED, writer.words[wire.H_GPU_DROPPED] + len(timer.dropped_steps))
             timer.dropped_steps.clear()
+        self.unresolved = bool(timer.pending)
 
     def resolve_pending(self, writer: RingWriter) -> None:
         """Patch in every pending gap whose events have completed; never waits."""
@@ -136,6 +145,7 @@ class GpuGap:
         if timer is not None:
             for _ in range(timer.max_pending // MAX_RESOLVED_PER_BOUNDARY + 1):
                 timer.resolve(lambda step, gap_ns: _patch(writer, step, gap_ns))
+            self.unresolved = bool(timer.pending or timer.dropped_steps)
 
 
 def _patch(writer: RingWriter, step: int, gap_ns: int) -> None:

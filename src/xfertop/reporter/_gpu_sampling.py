@@ -31,7 +31,7 @@ class GpuSampling:
         "_cost_samples",
         "_countdown",
         "_period_began_ns",
-        "_period_steps",
+        "_period_began_step",
         "budget_floor_ns",
         "budget_share",
         "cost_ns",
@@ -51,7 +51,7 @@ class GpuSampling:
         self._cost_samples = 0
         self._countdown = 1  # steps until the next one that records ``after``; 1: the next step does
         self._period_began_ns = 0  # when the last measured step closed
-        self._period_steps = 0
+        self._period_began_step = 0  # and its index
 
     def step_opens(self) -> bool:
         """A step opens: whether it records ``after``, so that the next step gets its gap measured."""
@@ -61,28 +61,25 @@ class GpuSampling:
         self._countdown = self.every
         return True
 
-    def step_closed(self, marked_end: bool, spent_ns: int, now_ns: int) -> None:
-        """A step closed at ``now_ns``; ``spent_ns``: host ns in CUDA calls since the last measured step.
-        After a step that recorded ``after``, the rate is revised."""
-        self._period_steps += 1
-        if not marked_end:
-            self.spent_ns = spent_ns
-            return
+    def step_closed(self, spent_ns: int, now_ns: int, step: int) -> None:
+        """Step ``step``, one that recorded ``after``, closed at ``now_ns``; ``spent_ns``: host ns in CUDA
+        calls since the last such step closed. The rate is revised. (The steps between say nothing: their
+        CUDA calls, if any, are added to ``spent_ns`` as they happen.)"""
         self.spent_ns = 0
         if self.enabled:
-            self._choose(spent_ns, now_ns)
+            self._choose(spent_ns, now_ns, step)
 
-    def _choose(self, spent_ns: int, now_ns: int) -> None:
+    def _choose(self, spent_ns: int, now_ns: int, step: int) -> None:
         self._cost_samples += 1
         if self._cost_samples <= 2:  # warm-up: the first events are created, caches are cold
             self._period_began_ns = now_ns
-            self._period_steps = 0
+            self._period_began_step = step
             return
         cost = self.cost_ns
         # Smoothed; one sample counts at most twice the estimate (a descheduled thread is not our cost).
         cost = spent_ns if cost == 0.0 else 0.75 * cost + 0.25 * min(spent_ns, 2 * cost)
         self.cost_ns = cost
-        steps = self._period_steps
+        steps = step - self._period_began_step
         if self._period_began_ns and steps:
             wall_per_step = (now_ns - self._period_began_ns) / steps
             budget = max(self.budget_floor_ns, self.budget_share * wall_per_step)
@@ -93,4 +90,4 @@ class GpuSampling:
                 self.every = every
                 self._countdown = min(self._countdown, every)
         self._period_began_ns = now_ns
-        self._period_steps = 0
+        self._period_began_step = step

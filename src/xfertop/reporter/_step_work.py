@@ -14,20 +14,28 @@ from collections.abc import Callable
 from typing import Any
 
 from xfertop import wire
+from xfertop.reporter._copy import PinnedMemo
 from xfertop.reporter._gpu_gap import GpuGap
 from xfertop.reporter._host_parts import HostParts
 
 _now_ns = time.perf_counter_ns
 _F_COPIED = wire.F_COPIED
+_F_SYNCED = wire.F_SYNCED
 _F_COPIED_PAGEABLE_NON_BLOCKING = wire.F_COPIED | wire.F_PAGEABLE_NON_BLOCKING
 
 
 class StepWork:
     def __init__(
-        self, gap: GpuGap, fail: Callable[[BaseException], None], learn_device: Callable[[Any], None]
+        self,
+        gap: GpuGap,
+        fail: Callable[[BaseException], None],
+        learn_device: Callable[[Any], None],
+        pinned: PinnedMemo,
     ) -> None:
         self.parts = HostParts()
         self._gap = gap
+        self._pinned = pinned
+        self._pinned_known = pinned.known  # tensor_moved's look-up in place
         self._fail = fail
         self._learn_device = learn_device
         self._last_target: Any = None
@@ -84,7 +92,7 @@ class StepWork:
         try:
             if self.open:
                 self.parts.synced(sync_ns)
-                self.flags |= wire.F_SYNCED
+                self.flags |= _F_SYNCED
         except Exception as exc:
             self._fail(exc)
 
@@ -93,25 +101,46 @@ class StepWork:
         if self.open:
             self.flags |= wire.F_CHECKPOINT
 
-    def copy_timed(
-        self, h2d_bytes: int, pageable: bool, non_blocking: bool, copy_cpu_ns: int, device: Any
-    ) -> None:
-        """Copy timing saw a host-to-device copy of ``h2d_bytes`` to ``device`` end now (it said ``starting``
-        before it), taking ``copy_cpu_ns`` of host time. ``copied``'s accounting on the path every copy of
-        `xfertop run` takes, in fewer steps."""
+    def tensor_moved(self, source: Any, moved: Any, non_blocking: Any, copy_cpu_ns: int) -> None:
+        """Copy timing saw ``source.to()``/``.cuda()`` return ``moved``, a new tensor, ``copy_cpu_ns`` of host
+        time after it began (it said ``starting`` before, where the copy targets a device): a host-to-device
+        copy is booked (bytes, pageable or pinned), a device-to-host one is a sync (the loop waited for the
+        GPU). ``non_blocking``: the call's argument, truthy or not.
+
+        Runs at every ``.to()`` of the process, so it is one frame: the pinned memo's known answers are
+        read in place (benchmarks/reporter_bytecodes.py weighs it)."""
         try:
-            # Equality, not identity: copy timing hands over a new torch.device object for every copy.
-            if device != self._last_target:
-                self._last_target = device
-                self._learn_device(device)
-            if self.open:
-                self.copy_cpu_ns += copy_cpu_ns
-                self.h2d_bytes += h2d_bytes
-                if pageable:
-                    self.any_pageable = True
-                    self.flags |= _F_COPIED_PAGEABLE_NON_BLOCKING if non_blocking else _F_COPIED
-                else:
-                    self.flags |= _F_COPIED
+            if moved.is_cpu:
+                if source.is_cuda and self.open:  # device to host: the loop waits for the GPU
+                    self.parts.synced(copy_cpu_ns)
+                    self.flags |= _F_SYNCED
+                return
+            if not source.is_cpu:
+                return  # device to device: no host-to-device bytes
+            h2d_bytes = source.nbytes
+            if not h2d_bytes:
+                return
+            if self._gap.timer is None:  # until the GPU clock runs, every copy may name its device
+                device = moved.device
+                # Equality, not identity: torch hands over a new torch.device object for every copy.
+                if device != self._last_target:
+                    self._last_target = device
+                    self._learn_device(device)
+            if not self.open:
+                return
+            self.copy_cpu_ns += copy_cpu_ns
+            self.h2d_bytes += h2d_bytes
+            try:
+                pinned = self._pinned_known.get(source.data_ptr())
+            except Exception:  # no storage (a fake tensor while torch.compile traces): the memo asks
+                pinned = None
+            if pinned is None:
+                pinned = self._pinned.pinned(source)
+            if pinned:
+                self.flags |= _F_COPIED
+            else:
+                self.any_pageable = True
+                self.flags |= _F_COPIED_PAGEABLE_NON_BLOCKING if non_blocking else _F_COPIED
         except Exception as exc:
             self._fail(exc)
 
@@ -124,7 +153,7 @@ class StepWork:
         device: Any,
     ) -> None:
         """The loop marked a copy (to_device, mark_copied) of ``h2d_bytes`` to ``device`` that ended now,
-        having taken ``copy_cpu_ns`` of host time. (Copy timing's copies go to ``copy_timed``.)"""
+        having taken ``copy_cpu_ns`` of host time. (Copy timing's copies go to ``tensor_moved``.)"""
         try:
             # Equality, not identity: copy timing hands over a new torch.device object for every copy.
             if device is not None and device != self._last_target:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from xfertop import reporter
-from xfertop.reporter import copy_timing_installed, note_tensor_copy
+from xfertop.reporter import copy_timing_installed
 
 
 def _device_target_check(torch: Any) -> Callable[[Any, tuple[Any, ...], dict[str, Any]], bool]:
@@ -57,33 +57,43 @@ def install_copy_timing(torch: Any) -> None:
     now_ns = time.perf_counter_ns
     targets_a_device = _device_target_check(torch)
 
+    moving = reporter._moving  # set on a thread while to_device moves a batch (it books its own copies)
+
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
         if reporter._probe and (resident := reporter.probe_resident(self)) is not None:
             return resident  # `xfertop probe`, copies free: the copy made before
-        # Only a step still waiting for its first work needs the target parsed (once a step, not per .to()).
         clock = reporter._clock
-        if clock is not None and clock.work.awaits_first_work and targets_a_device(self, args, kwargs):
-            clock.work.starting()
-        began = now_ns()
-        moved = original_to(self, *args, **kwargs)
-        if moved is not self:
-            note_tensor_copy(self, moved, kwargs.get("non_blocking", False), now_ns() - began)
-            if reporter._probe:
-                reporter.probe_moved(self, moved)
+        if clock is None or clock.disabled:
+            moved = original_to(self, *args, **kwargs)
+        else:
+            work = clock.work
+            # Only a step still waiting for its first work needs the target parsed (once a step).
+            if work.awaits_first_work and targets_a_device(self, args, kwargs):
+                work.starting()
+            began = now_ns()
+            moved = original_to(self, *args, **kwargs)
+            if moved is not self and not moving.active:
+                work.tensor_moved(self, moved, kwargs.get("non_blocking", False), now_ns() - began)
+        if reporter._probe and moved is not self:
+            reporter.probe_moved(self, moved)
         return moved
 
     def cuda(self: Any, *args: Any, **kwargs: Any) -> Any:
         if reporter._probe and (resident := reporter.probe_resident(self)) is not None:
             return resident
         clock = reporter._clock
-        if clock is not None and clock.work.awaits_first_work:  # .cuda() always targets a device
-            clock.work.starting()
-        began = now_ns()
-        moved = original_cuda(self, *args, **kwargs)
-        if moved is not self:
-            note_tensor_copy(self, moved, kwargs.get("non_blocking", False), now_ns() - began)
-            if reporter._probe:
-                reporter.probe_moved(self, moved)
+        if clock is None or clock.disabled:
+            moved = original_cuda(self, *args, **kwargs)
+        else:
+            work = clock.work
+            if work.awaits_first_work:  # .cuda() always targets a device
+                work.starting()
+            began = now_ns()
+            moved = original_cuda(self, *args, **kwargs)
+            if moved is not self and not moving.active:
+                work.tensor_moved(self, moved, kwargs.get("non_blocking", False), now_ns() - began)
+        if reporter._probe and moved is not self:
+            reporter.probe_moved(self, moved)
         return moved
 
     for wrapper, original in ((to, original_to), (cuda, original_cuda)):
