@@ -235,7 +235,7 @@ for (batch,) in loader:
     optimizer.step()
     loss.item()  # the loop waits for the GPU
     spin(0.003)  # logging
-print("done")
+print("done; hooks on the model:", len(model._forward_pre_hooks) + len(model._forward_hooks))
 """
 
 
@@ -245,7 +245,9 @@ def test_xfertop_run_splits_a_cuda_step_and_measures_the_gpus_idle_around_it(tmp
     rings = tmp_path / "rings"
     command = [sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", sys.executable, str(script)]
     result = subprocess.run(command, env=child_env(rings), capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0 and result.stdout == "done\n", result.stderr
+    # The copy comes before the model's call and a backward after it: the model's hooks came off (from
+    # about step 20), and the parts below, most of them measured without, stay right.
+    assert result.returncode == 0 and result.stdout == "done; hooks on the model: 0\n", result.stderr
     [rank] = ranks(JobsSource(ring_dir=str(rings)))
     steps = [s for s in rank.steps[5:] if s.gpu_gap_ms is not None]
     medians = {

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 
 import xfertop.reporter as reporter
-from ring_test_tools import child_env, fake_clock_time, run_under_xfertop
+from ring_test_tools import book_timed_copy, child_env, fake_clock_time, run_under_xfertop
 from xfertop.model.jobs import StepRecord
 from xfertop.reporter._clock import StepClock
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
-from xfertop.reporter._step_parts import AGREEING_STEPS, SEARCH_STEPS, ModelWatch
+from xfertop.reporter._step_parts import AGREEING_STEPS, RETIRE_AFTER_STEPS, SEARCH_STEPS, ModelWatch
 from xfertop.sources.jobs.ring_reader import RingReader
 
 torch = pytest.importorskip("torch")
@@ -200,6 +200,96 @@ def test_no_hook_body_runs_while_torch_compile_traces(
         assert all(s.loop_pre_ms == 0 and not s.partitioned for s in _steps(clock))
     finally:
         watch._search.remove()
+
+
+# -- the model's hooks come off where they tell nothing new, and go back where a step needs them --------
+def _training_step(
+    clock: StepClock,
+    time: FakeTime,
+    watch: ModelWatch,
+    net: torch.nn.Module,
+    copy: bool = True,
+    backward: bool = True,
+) -> None:
+    """1 ms of wait, 3 of augmenting, a 2 ms copy (copy timing's marks), the 4 ms forward, a 5 ms backward
+    (the backward wrapper's marks), 2 ms of logging."""
+    clock.before_next()
+    time.advance(1)
+    clock.after_next([torch.zeros(3, 4)])
+    time.advance(3)
+    if copy:
+        reporter.note_work_starting()  # what the Tensor.to wrapper says before a copy to a device
+        time.advance(2)
+        book_timed_copy(clock.work, 4096, 2 * MS)
+    net(torch.ones(3, 4))
+    if backward:
+        time.advance(5)
+        reporter.note_model_ended()
+        watch.ended_after_the_model()
+    time.advance(2)
+
+
+def _parts(step: StepRecord) -> tuple[float, ...]:
+    return (step.data_wait_ms, step.loop_pre_ms, step.copy_cpu_ms, step.model_ms, step.loop_post_ms)
+
+
+def test_the_models_hooks_come_off_once_copies_and_backwards_tell_it_all(
+    clock: StepClock, time: FakeTime, watch: ModelWatch
+) -> None:
+    net = Net(time)
+    for _ in range(AGREEING_STEPS + RETIRE_AFTER_STEPS):
+        _training_step(clock, time, watch, net)
+    assert _hooked(net)
+    _training_step(clock, time, watch, net)
+    assert not _hooked(net)  # the model is back on nn.Module's fast path
+    for _ in range(5):
+        _training_step(clock, time, watch, net)
+    steps = _steps(clock)
+    assert len(steps) == AGREEING_STEPS + RETIRE_AFTER_STEPS + 6
+    for s in steps:  # the same parts with the hooks on, and off
+        assert _parts(s) == pytest.approx((1, 3, 2, 9, 2)), (s.step, _parts(s))
+
+
+def test_a_step_whose_work_starts_without_a_copy_puts_the_hooks_back(
+    clock: StepClock, time: FakeTime, watch: ModelWatch
+) -> None:
+    net = Net(time)
+    for _ in range(AGREEING_STEPS + RETIRE_AFTER_STEPS + 1):
+        _training_step(clock, time, watch, net)
+    assert not _hooked(net)
+    _training_step(clock, time, watch, net, copy=False)  # the data is on the device already
+    assert _hooked(net)
+    for _ in range(3):
+        _training_step(clock, time, watch, net, copy=False)
+    last = _steps(clock)[-3:]
+    for s in last:  # the model's call ends the loop's own work again
+        assert _parts(s) == pytest.approx((1, 3, 0, 9, 2)), (s.step, _parts(s))
+
+
+def test_an_evaluation_after_training_puts_the_hooks_back(
+    clock: StepClock, time: FakeTime, watch: ModelWatch
+) -> None:
+    net = Net(time)
+    for _ in range(AGREEING_STEPS + RETIRE_AFTER_STEPS + 1):
+        _training_step(clock, time, watch, net)
+    assert not _hooked(net)
+    # Validation: forward only. Its first step closes with no model end seen: the hooks go back then.
+    for _ in range(2):
+        _training_step(clock, time, watch, net, backward=False)
+    assert _hooked(net)
+    for _ in range(3):
+        _training_step(clock, time, watch, net, backward=False)
+    for s in _steps(clock)[-4:]:  # the forward's end ends the model again: the logging is the loop's
+        assert _parts(s) == pytest.approx((1, 3, 2, 4, 2)), (s.step, _parts(s))
+
+
+def test_the_hooks_stay_where_the_model_is_called_before_any_copy(
+    clock: StepClock, time: FakeTime, watch: ModelWatch
+) -> None:
+    net = Net(time)
+    for _ in range(AGREEING_STEPS + 3 * RETIRE_AFTER_STEPS):
+        _training_step(clock, time, watch, net, copy=False)
+    assert _hooked(net)
 
 
 # -- in real jobs, under the real `xfertop run` ----------------------------------------------------------
@@ -399,3 +489,60 @@ def test_a_dtype_cast_on_the_host_does_not_end_the_loops_work_before_the_model(t
     steps = rank.steps[2:]
     assert all(s.partitioned and s.h2d_bytes == 0 for s in steps)
     assert statistics.median(s.loop_pre_ms for s in steps) >= 5.5, [s.loop_pre_ms for s in steps]
+
+
+TRAIN_THEN_EVALUATE = """
+import time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+def spin(seconds):
+    began = time.perf_counter()
+    while time.perf_counter() - began < seconds:
+        pass
+
+def hooks(module):
+    return len(module._forward_pre_hooks) + len(module._forward_hooks)
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+losses = []
+for (batch,) in DataLoader(TensorDataset(torch.randn(60 * 4, 8)), batch_size=4):
+    spin(0.003)  # augmenting
+    batch.to("meta")  # stands in for the copy to the GPU (this machine has none): a copy to a device
+    loss = model(batch).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    losses.append(loss.item())
+    spin(0.002)  # logging
+print("training done, hooks on the model:", hooks(model))
+with torch.no_grad():
+    for (batch,) in DataLoader(TensorDataset(torch.randn(20 * 4, 8)), batch_size=4):
+        batch.to("meta")
+        losses.append(model(batch).square().mean().item())
+        spin(0.002)  # the metrics
+print("evaluation done, hooks on the model:", hooks(model))
+print(" ".join(f"{v:.6f}" for v in losses))
+"""
+
+
+def test_a_training_loops_model_loses_our_hooks_and_an_evaluation_gets_them_back(tmp_path: Path) -> None:
+    # nn.Module leaves its fast call path for a module with hooks: they come off once the step's copies,
+    # backward and optimizer step tell all they would, with the step's parts unchanged.
+    result, (rank,) = run_under_xfertop(tmp_path, TRAIN_THEN_EVALUATE)
+    plain = _plain(tmp_path, TRAIN_THEN_EVALUATE)
+    assert plain.returncode == 0, plain.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "training done, hooks on the model: 0", result.stdout
+    assert lines[1] == "evaluation done, hooks on the model: 2"
+    assert lines[2] == plain.stdout.splitlines()[2]  # the same losses
+    training, evaluation = rank.steps[2:60], rank.steps[-18:]
+    assert len(rank.steps) == 80
+    assert all(s.partitioned for s in training + evaluation)
+    for hooked in (training[:15], training[-15:]):  # before and after the hooks came off
+        assert 2.5 <= statistics.median(s.loop_pre_ms for s in hooked) < 5.0
+        assert 1.5 <= statistics.median(s.loop_post_ms for s in hooked) < 4.0
+    # The forward's end ends the model again: the metrics after it are the loop's own work.
+    assert 1.5 <= statistics.median(s.loop_post_ms for s in evaluation) < 4.0

@@ -15,7 +15,7 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from xfertop import wire
@@ -382,12 +382,31 @@ def note_checkpoint() -> None:
 
 
 # -- the model's calls and syncs (`xfertop run`) ------------------------------------------------------
-def note_work_starting() -> None:
-    """For `xfertop run`: a copy or the model's call is about to be issued (see StepClock.work_starting).
-    Called before every timed copy: it returns at once once the step's first work is known."""
+def note_work_starting() -> bool:
+    """For `xfertop run`: a copy or the model's call is about to be issued (see StepWork.starting).
+    Returns True where the open step's work had not started before it (this call may start it), False
+    where it had. Called before every timed copy: it returns at once once the step's first work is known."""
     clock = _clock
-    if clock is not None and not clock.disabled and not clock.parts.first_work_ns:
-        clock.work.starting()
+    if clock is None or clock.disabled or clock.parts.first_work_ns:
+        return False
+    clock.work.starting()
+    return True
+
+
+def step_work_started() -> bool | None:
+    """Whether the open step's work (a copy or the model's call) has been seen; None between steps."""
+    clock = _clock
+    if clock is None or clock.disabled or not clock.is_open:
+        return None
+    return bool(clock.parts.first_work_ns)
+
+
+def call_at_steps_without_model_end(callback: Callable[[], None] | None) -> None:
+    """For `xfertop run`'s model watch: ``callback`` is called where a step closes whose work started but
+    whose model's end was not seen (None: no more)."""
+    clock = _get_clock()
+    if clock is not None:
+        clock.on_step_without_model_end = callback
 
 
 def open_step() -> int | None:

@@ -63,6 +63,9 @@ class StepClock:
         self.work = StepWork(self.gap, self.fail, self._learn_device, self.pinned)
         self.parts = self.work.parts
         self.copy_timing = False  # set by `xfertop run`'s copy timing before the first step
+        #: Called where a step closes whose work started but whose model's end was not seen (the model
+        #: watch, once it has taken its hooks off the model: _step_parts.ModelWatch).
+        self.on_step_without_model_end: Callable[[], None] | None = None
         #: `xfertop run` sees the model's calls, backward and optimizer steps: the step's first work is its
         #: first copy or model call (else the batch's arrival, as far as anyone can tell).
         self.partitioning = False
@@ -288,6 +291,8 @@ class StepClock:
             flags |= _F_PINNED
         if self.partitioning and parts.first_work_ns:
             flags |= _F_PARTITIONED
+            if not parts.model_end_ns and self.on_step_without_model_end is not None:
+                self.on_step_without_model_end()
         writer.write_step(
             step,
             self._start_ns,

@@ -8,6 +8,12 @@
   module call of the job on nn.Module's slow path, ~1 us each).
 - ``Tensor.backward``, optimizer steps (a global post hook: ``watch_optimizer_steps``) and that module's
   forward end mark where the model's work for the step ends: what follows is the loop's own work after it.
+- The model's two hooks cost every step: torch leaves nn.Module's fast call path for a module with hooks
+  (~5-8 us a hook on a small model, docs/measurements/cpu-2026-12-04-s21). Where they tell nothing the
+  step does not say otherwise (its copy comes before the model's call, and a backward or optimizer step
+  after it) for ``RETIRE_AFTER_STEPS`` steps in a row, they are taken off, and put back at the first
+  step that needs them: one whose work starts without a copy (its backward ends with no work seen), or
+  one that ends with no model end seen (forward only: an evaluation loop).
 - ``Tensor.item``, ``.tolist``, ``.cpu`` of a CUDA tensor and ``torch.cuda.synchronize`` are syncs: host
   time blocked until the GPU catches up.
 
@@ -25,12 +31,14 @@ from collections.abc import Callable
 from typing import Any
 
 from xfertop.reporter import (
+    call_at_steps_without_model_end,
     note_model_ended,
     note_optimizer_step,
     note_sync,
     note_work_starting,
     open_step,
     partitioning_installed,
+    step_work_started,
 )
 from xfertop.reporter._timed_copies import install_copy_timing
 
@@ -38,6 +46,9 @@ from xfertop.reporter._timed_copies import install_copy_timing
 AGREEING_STEPS = 3
 #: Steps after which the search stops anyway, with the last module found (or none).
 SEARCH_STEPS = 64
+#: Steps in a row in which the model's hooks told nothing new (a copy came first, a backward or optimizer
+#: step after the model) before they are taken off the model.
+RETIRE_AFTER_STEPS = 16
 
 
 def _compiling_check(torch: Any) -> Callable[[], bool]:
@@ -60,6 +71,14 @@ class ModelWatch:
         self._candidate: weakref.ReferenceType[Any] | None = None
         self._agreeing = 0
         self._watched: list[Any] = []  # hook handles on the model
+        self._model: weakref.ReferenceType[Any] | None = None
+        #: The model is found and its hooks are on it, watched for whether they tell anything new.
+        self.learning = False
+        self.retired = False  # its hooks are off the model (they told nothing new for long enough)
+        self._streak = 0  # steps in a row whose hooks told nothing new
+        self._call_step = -1  # the step of the model's last first call, while learning
+        self._copy_first = False  # in that step, a copy came before the model's call
+        self._ended_later = False  # and a backward or optimizer step ended after it
         self._search = torch.nn.modules.module.register_module_forward_pre_hook(self._look)
 
     def _look(self, module: Any, _args: Any) -> None:
@@ -80,18 +99,60 @@ class ModelWatch:
 
     def _settle(self, module: Any) -> None:
         self._search.remove()
+        self._model = weakref.ref(module)
+        self._hook(module)
+        self.learning = True
+
+    def _hook(self, module: Any) -> None:
         self._watched = [
             module.register_forward_pre_hook(self._model_call),
             module.register_forward_hook(self._model_return),
         ]
 
     def _model_call(self, _module: Any, _args: Any) -> None:
-        if not self._compiling():
-            note_work_starting()
+        if self._compiling():
+            return
+        step = open_step()
+        if step is None or step == self._call_step:
+            return  # between steps, or the step's model called again (accumulation): nothing new
+        told_nothing_new = self._copy_first and self._ended_later  # the step before, now whole
+        self._streak = self._streak + 1 if told_nothing_new else 0
+        self._call_step = step
+        self._copy_first = not note_work_starting()
+        self._ended_later = False
+        if self._streak >= RETIRE_AFTER_STEPS:
+            self._retire()
 
     def _model_return(self, _module: Any, _args: Any, _output: Any) -> None:
         if not self._compiling():
             note_model_ended()
+
+    def ended_after_the_model(self) -> None:
+        """A backward or an optimizer step ended (its wrapper says so, after ``note_model_ended``)."""
+        if self.learning:
+            self._ended_later = self._call_step == open_step()
+        elif self.retired and step_work_started() is False:
+            self._rehook()  # the step's work started with no copy before it: the model's call is needed
+
+    def _retire(self) -> None:
+        for handle in self._watched:
+            handle.remove()
+        self._watched = []
+        self.learning = False
+        self.retired = True
+        call_at_steps_without_model_end(self._rehook)
+
+    def _rehook(self) -> None:
+        """Put the hooks back on the model (a step needed them) and learn again."""
+        call_at_steps_without_model_end(None)
+        self.retired = False
+        module = self._model() if self._model is not None else None
+        if module is None:
+            return
+        self._hook(module)
+        self.learning = True
+        self._streak = 0
+        self._call_step = -1
 
 
 def _wrap(owner: Any, name: str, make: Callable[[Any], Callable[..., Any]]) -> None:
@@ -113,6 +174,8 @@ def install_step_parts(torch: Any) -> None:
             result = original(self, *args, **kwargs)
             if not compiling():
                 note_model_ended()
+                if watch.learning or watch.retired:
+                    watch.ended_after_the_model()
             return result
 
         return wrapper
@@ -137,15 +200,18 @@ def install_step_parts(torch: Any) -> None:
 
         return wrapper
 
+    watch = ModelWatch(torch)
+    _model_watches.append(watch)
     _wrap(torch.Tensor, "backward", backward)
     for name in ("item", "tolist", "cpu"):
         _wrap(torch.Tensor, name, tensor_sync)
     _wrap(torch.cuda, "synchronize", synchronize)
-    ModelWatch(torch)
     partitioning_installed()
 
 
 _optimizer_hook: list[Any] = []  # the handle of the one global hook, once registered
+#: The model watch of install_step_parts (one a process), for the optimizer steps' hook to tell.
+_model_watches: list[ModelWatch] = []
 
 
 def watch_optimizer_steps(torch: Any) -> None:
@@ -161,6 +227,9 @@ def watch_optimizer_steps(torch: Any) -> None:
 
     def after_optimizer_step(_optimizer: Any, _args: Any, _kwargs: Any) -> None:
         note_optimizer_step()
+        for watch in _model_watches:  # none under --no-copy-timing; one otherwise
+            if watch.learning:  # (a retired watch asks at backward: a step's work started by then)
+                watch.ended_after_the_model()
 
     _optimizer_hook.append(register(after_optimizer_step))
 
