@@ -129,6 +129,9 @@ class ModelWatch:
         if self._compiling():
             self._hooks_traced = True
             return
+        if not self.learning:  # the hooks stay for good (compiled code traced them): the first work only
+            note_work_starting()
+            return
         step = open_step()
         if step is None or step == self._call_step:
             return  # between steps, or the step's model called again (accumulation): nothing new
