@@ -250,13 +250,18 @@ def test_the_models_hooks_come_off_once_copies_and_backwards_tell_it_all(
         assert _parts(s) == pytest.approx((1, 3, 2, 9, 2)), (s.step, _parts(s))
 
 
-def test_a_step_whose_work_starts_without_a_copy_puts_the_hooks_back(
-    clock: StepClock, time: FakeTime, watch: ModelWatch
-) -> None:
+def _trained_until_the_hooks_come_off(clock: StepClock, time: FakeTime, watch: ModelWatch) -> Net:
     net = Net(time)
     for _ in range(AGREEING_STEPS + RETIRE_AFTER_STEPS + 1):
         _training_step(clock, time, watch, net)
     assert not _hooked(net)
+    return net
+
+
+def test_a_step_whose_work_starts_without_a_copy_puts_the_hooks_back(
+    clock: StepClock, time: FakeTime, watch: ModelWatch
+) -> None:
+    net = _trained_until_the_hooks_come_off(clock, time, watch)
     _training_step(clock, time, watch, net, copy=False)  # the data is on the device already
     assert _hooked(net)
     for _ in range(3):
@@ -269,10 +274,7 @@ def test_a_step_whose_work_starts_without_a_copy_puts_the_hooks_back(
 def test_an_evaluation_after_training_puts_the_hooks_back(
     clock: StepClock, time: FakeTime, watch: ModelWatch
 ) -> None:
-    net = Net(time)
-    for _ in range(AGREEING_STEPS + RETIRE_AFTER_STEPS + 1):
-        _training_step(clock, time, watch, net)
-    assert not _hooked(net)
+    net = _trained_until_the_hooks_come_off(clock, time, watch)
     # Validation: forward only. Its first step closes with no model end seen: the hooks go back then.
     for _ in range(2):
         _training_step(clock, time, watch, net, backward=False)
