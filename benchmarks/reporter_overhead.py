@@ -257,6 +257,11 @@ def run_modes(steps: int, rounds: int, device: str) -> dict[str, Any]:
             "added_ns_per_step": median - base,
             "ratio_to_direct": median / base,
             "process_wall_s": statistics.median(process_s[name]),
+            # Each round against the direct run of the same round: the spread says what one figure is worth
+            # (these rows moved by tens of us between rounds on both machines, session 23).
+            "added_ns_per_round": [
+                ns - direct for ns, direct in zip(per_step[name], per_step["direct"], strict=True)
+            ],
         }
     return result
 
@@ -274,6 +279,8 @@ def print_section(section: str, values: dict[str, Any]) -> None:
                 )
             if "modelled_cuda_ns_per_step" in value:
                 line += f"  modelled CUDA calls {value['modelled_cuda_ns_per_step'] / 1000:.2f} us/step"
+            if value.get("added_ns_per_round") and name != "direct":
+                line += "  rounds " + ", ".join(f"{ns / 1000:+.1f}" for ns in value["added_ns_per_round"])
             print(line, flush=True)
 
 
