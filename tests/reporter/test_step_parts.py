@@ -570,3 +570,35 @@ def test_a_training_loops_model_loses_our_hooks_and_an_evaluation_gets_them_back
         assert 1.5 <= statistics.median(s.loop_post_ms for s in hooked) < 4.0
     # The forward's end ends the model again: the metrics after it are the loop's own work.
     assert 1.5 <= statistics.median(s.loop_post_ms for s in evaluation) < 4.0
+
+
+COMPILED_BEFORE_THE_LOOP = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+model = torch.compile(net, backend="eager")
+optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+losses = []
+for (batch,) in DataLoader(TensorDataset(torch.randn(30 * 4, 8)), batch_size=4):
+    batch.to("meta")  # stands in for the copy to the GPU
+    loss = model(batch).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    losses.append(loss.item())
+print(" ".join(f"{v:.6f}" for v in losses))
+"""
+
+
+def test_a_compiled_model_does_not_warn_of_the_search_hook(tmp_path: Path) -> None:
+    # torch.compile's wrapper warns at each call while any global module hook exists: the search's hook
+    # made every compiled job under xfertop print "Using `torch.compile(module)` when there are global
+    # hooks on modules" to its stderr.
+    result, (rank,) = run_under_xfertop(tmp_path, COMPILED_BEFORE_THE_LOOP)
+    plain = _plain(tmp_path, COMPILED_BEFORE_THE_LOOP)
+    assert plain.returncode == 0, plain.stderr
+    assert result.stdout == plain.stdout
+    assert "global hooks" not in result.stderr, result.stderr
+    assert all(s.partitioned for s in rank.steps[2:])

@@ -16,7 +16,9 @@
   one that ends with no model end seen (forward only: an evaluation loop).
 - A hook that torch.compile traced stays where it is: compiled code guards on the hooks it saw, and
   adding or removing one recompiles it (scenario n2 ran at 0.79-0.82 of plain on the H200 while the
-  search hook's removal recompiled its model).
+  search hook's removal recompiled its model). While the search hook is on, torch.compile's warning about
+  global module hooks is filtered out: the hook is ours, and the job's stderr stays its own (where the
+  hook stays for good, so does the filter, and a global hook of the job's own warns no more).
 - ``Tensor.item``, ``.tolist``, ``.cpu`` of a CUDA tensor and ``torch.cuda.synchronize`` are syncs: host
   time blocked until the GPU catches up.
 
@@ -26,9 +28,11 @@ that torch.compile traces they step aside (no hook body runs while compiling).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import time
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -52,6 +56,28 @@ SEARCH_STEPS = 64
 #: Steps in a row in which the model's hooks told nothing new (a copy came first, a backward or optimizer
 #: step after the model) before they are taken off the model.
 RETIRE_AFTER_STEPS = 16
+
+
+#: What torch.compile's wrapper module says at each call while any global module hook exists: the search's
+#: hook is ours, not the job's, and its warning would be a line of xfertop's in the job's stderr.
+_COMPILE_HOOK_WARNING = r"Using `torch\.compile\(module\)` when there are global hooks on modules"
+
+
+def _quiet_compile_warning() -> Any:
+    """Ignore that warning while the search's hook is on; the filter entry, to drop once it is off."""
+    warnings.filterwarnings("ignore", message=_COMPILE_HOOK_WARNING, category=UserWarning)
+    return warnings.filters[0]
+
+
+def _drop_filter(entry: Any) -> None:
+    """Take the filter off again, so that a global hook of the job's own still warns."""
+    mutated = getattr(warnings, "_filters_mutated", None)  # the warnings module's own cache reset
+    if mutated is None:
+        return  # left on: it hides that one warning only
+    filters: Any = warnings.filters  # a list (typeshed says Sequence)
+    with contextlib.suppress(Exception):  # inside the job's forward call: never raise
+        filters.remove(entry)
+        mutated()
 
 
 def _compiling_check(torch: Any) -> Callable[[], bool]:
@@ -89,6 +115,7 @@ class ModelWatch:
         self._search_traced = False
         self._hooks_traced = False
         self._settled = False
+        self._quiet = _quiet_compile_warning()
         self._search = torch.nn.modules.module.register_module_forward_pre_hook(self._look)
 
     def _look(self, module: Any, _args: Any) -> None:
@@ -115,6 +142,7 @@ class ModelWatch:
         self._settled = True
         if not self._search_traced:
             self._search.remove()
+            _drop_filter(self._quiet)
         self._model = weakref.ref(module)
         self._hook(module)
         self.learning = True
