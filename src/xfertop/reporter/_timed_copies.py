@@ -48,58 +48,48 @@ def _device_target_check(torch: Any) -> Callable[[Any, tuple[Any, ...], dict[str
     return targets_a_device
 
 
-def install_copy_timing(torch: Any) -> None:
-    tensor = torch.Tensor
-    if getattr(tensor.to, "_xfertop_wrapped", False):
-        return
-    original_to = tensor.to
-    original_cuda = tensor.cuda
-    now_ns = time.perf_counter_ns
-    targets_a_device = _device_target_check(torch)
+def _always(_tensor: Any, _args: tuple[Any, ...], _kwargs: dict[str, Any]) -> bool:
+    return True  # .cuda() always targets a device
 
+
+def _timed(
+    original: Callable[..., Any], targets_a_device: Callable[[Any, tuple[Any, ...], dict[str, Any]], bool]
+) -> Callable[..., Any]:
+    """``original`` (Tensor.to or Tensor.cuda) timed, one frame a call: the step's first work said before a
+    call that may target a device, the copy booked after it (StepWork.tensor_moved)."""
+    now_ns = time.perf_counter_ns
     moving = reporter._moving  # set on a thread while to_device moves a batch (it books its own copies)
 
-    def to(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def timed(self: Any, *args: Any, **kwargs: Any) -> Any:
         if reporter._probe and (resident := reporter.probe_resident(self)) is not None:
             return resident  # `xfertop probe`, copies free: the copy made before
         clock = reporter._clock
         if clock is None or clock.disabled:
-            moved = original_to(self, *args, **kwargs)
+            moved = original(self, *args, **kwargs)
         else:
             work = clock.work
             # Only a step still waiting for its first work needs the target parsed (once a step).
             if work.awaits_first_work and targets_a_device(self, args, kwargs):
                 work.starting()
             began = now_ns()
-            moved = original_to(self, *args, **kwargs)
+            moved = original(self, *args, **kwargs)
             if moved is not self and not moving.active:
                 work.tensor_moved(self, moved, kwargs.get("non_blocking", False), now_ns() - began)
         if reporter._probe and moved is not self:
             reporter.probe_moved(self, moved)
         return moved
 
-    def cuda(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if reporter._probe and (resident := reporter.probe_resident(self)) is not None:
-            return resident
-        clock = reporter._clock
-        if clock is None or clock.disabled:
-            moved = original_cuda(self, *args, **kwargs)
-        else:
-            work = clock.work
-            if work.awaits_first_work:  # .cuda() always targets a device
-                work.starting()
-            began = now_ns()
-            moved = original_cuda(self, *args, **kwargs)
-            if moved is not self and not moving.active:
-                work.tensor_moved(self, moved, kwargs.get("non_blocking", False), now_ns() - began)
-        if reporter._probe and moved is not self:
-            reporter.probe_moved(self, moved)
-        return moved
+    timed.__name__ = timed.__qualname__ = original.__name__
+    timed.__doc__ = original.__doc__
+    timed._xfertop_wrapped = True  # type: ignore[attr-defined]
+    timed.__wrapped__ = original  # type: ignore[attr-defined]
+    return timed
 
-    for wrapper, original in ((to, original_to), (cuda, original_cuda)):
-        wrapper._xfertop_wrapped = True  # type: ignore[attr-defined]
-        wrapper.__wrapped__ = original  # type: ignore[attr-defined]
-        wrapper.__doc__ = original.__doc__
-    tensor.to = to
-    tensor.cuda = cuda
+
+def install_copy_timing(torch: Any) -> None:
+    tensor = torch.Tensor
+    if getattr(tensor.to, "_xfertop_wrapped", False):
+        return
+    tensor.to = _timed(tensor.to, _device_target_check(torch))
+    tensor.cuda = _timed(tensor.cuda, _always)
     copy_timing_installed()
