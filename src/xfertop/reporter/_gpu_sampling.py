@@ -4,13 +4,17 @@ time in CUDA calls stays within budget.
 A CUDA event record costs ~2.4 us of host time on an H200, query and elapsed_time ~0.3-1.5 us, so a
 measured gap costs 5-10 us. The clock measures that host time itself (perf_counter around its CUDA
 calls) and this policy picks ``every`` so that the average stays within max(GPU_BUDGET_FLOOR_NS,
-GPU_BUDGET_SHARE of the step's wall time): long steps (>= 5 ms) are all timed, short ones every k-th
-(k <= GPU_EVERY_MAX, so that a ring of 1024 steps always holds at least 32 measured gaps).
-``XFERTOP_GPU_SAMPLING=off`` (``enabled=False``) holds ``every`` where it is: every step, by default.
+GPU_BUDGET_SHARE of the step's wall time), long steps or short: one step in k on average (k <= GPU_EVERY_MAX,
+so that a ring of 1024 steps always holds at least 32 measured gaps), each period drawn at random between 1
+and 2k - 1 so that a loop's own rhythm (one slow worker in four) is not sampled at one phase only.
+``XFERTOP_GPU_SAMPLING=off`` (``enabled=False``) holds ``every`` where it is, a fixed period: every step,
+by default.
 Pure bookkeeping: no CUDA here, so the policy is tested on its own (tests/reporter/test_gpu_sampling.py).
 """
 
 from __future__ import annotations
+
+import random
 
 #: Average host time per step the GPU clock may add: the larger of a floor and a share of the step.
 #: The floor counts only the CUDA calls' own time; on the H200 the Python around a timed step's calls
@@ -19,11 +23,6 @@ from __future__ import annotations
 GPU_BUDGET_FLOOR_NS = 1_000
 GPU_BUDGET_SHARE = 0.0025
 GPU_EVERY_MAX = 32
-#: Steps at least this long are always timed. After a blocking data wait the thread wakes with cold
-#: caches and its CUDA calls cost 50-150 us, not ~20 (on the H200 and a CPU VM), which the share rule would
-#: read as an expensive clock; at 5 ms even 150 us per timed step is the work of waking up, and the
-#: warm cost (~26 us on the H200) is 0.5% of the step.
-GPU_TIME_EVERY_STEP_ABOVE_NS = 5_000_000
 
 
 class GpuSampling:
@@ -32,6 +31,7 @@ class GpuSampling:
         "_countdown",
         "_period_began_ns",
         "_period_began_step",
+        "_random",
         "budget_floor_ns",
         "budget_share",
         "cost_ns",
@@ -52,13 +52,16 @@ class GpuSampling:
         self._countdown = 1  # steps until the next one that records ``after``; 1: the next step does
         self._period_began_ns = 0  # when the last measured step closed
         self._period_began_step = 0  # and its index
+        self._random = random.Random(0x6A9).random  # the periods' draws: reproducible, apart from the job's
 
     def step_opens(self) -> bool:
         """A step opens: whether it records ``after``, so that the next step gets its gap measured."""
         self._countdown -= 1
         if self._countdown > 0:
             return False
-        self._countdown = self.every
+        every = self.every
+        # A period uniform over 1 .. 2k - 1 averages k; held fixed when the policy is off.
+        self._countdown = 1 + int(self._random() * (2 * every - 1)) if every > 1 and self.enabled else every
         return True
 
     def step_closed(self, spent_ns: int, now_ns: int, step: int) -> None:
@@ -83,9 +86,9 @@ class GpuSampling:
         if self._period_began_ns and steps:
             wall_per_step = (now_ns - self._period_began_ns) / steps
             budget = max(self.budget_floor_ns, self.budget_share * wall_per_step)
-            every = min(GPU_EVERY_MAX, max(1, -int(-cost // budget)))  # ceil(cost / budget)
-            if wall_per_step >= GPU_TIME_EVERY_STEP_ABOVE_NS:
-                every = 1
+            # ceil(cost / budget), for long steps too: what the clock's calls cost is the job's loss, even
+            # where they come just after a blocking wait and run cold (docs/reporter.md, "Sampling").
+            every = min(GPU_EVERY_MAX, max(1, -int(-cost // budget)))
             if every != self.every:
                 self.every = every
                 self._countdown = min(self._countdown, every)
