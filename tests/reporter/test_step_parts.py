@@ -602,3 +602,68 @@ def test_a_compiled_model_does_not_warn_of_the_search_hook(tmp_path: Path) -> No
     assert result.stdout == plain.stdout
     assert "global hooks" not in result.stderr, result.stderr
     assert all(s.partitioned for s in rank.steps[2:])
+
+
+SCRIPTED_MODEL = """
+import time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+def spin(seconds):
+    began = time.perf_counter()
+    while time.perf_counter() - began < seconds:
+        pass
+
+torch.manual_seed(0)
+model = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+losses = []
+for (batch,) in DataLoader(TensorDataset(torch.randn(30 * 4, 8)), batch_size=4):
+    batch.to("meta")  # stands in for the copy to the GPU
+    loss = model(batch).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    losses.append(loss.item())
+    spin(0.002)  # logging
+print(" ".join(f"{v:.6f}" for v in losses))
+"""
+
+
+def test_a_torchscript_model_trains_as_it_does_plain(tmp_path: Path) -> None:
+    # torch raises "register_forward_pre_hook is not supported on ScriptModules": the watch settled on the
+    # scripted model at its third step and hooked it inside the job's forward call, which then raised.
+    result, (rank,) = run_under_xfertop(tmp_path, SCRIPTED_MODEL)
+    plain = _plain(tmp_path, SCRIPTED_MODEL)
+    assert plain.returncode == 0, plain.stderr
+    assert result.stdout == plain.stdout and "Traceback" not in result.stderr, result.stderr
+    steps = rank.steps[2:]
+    assert len(steps) == 28 and rank.reporter_errors == 0
+    # Without the model's hooks, the copy starts each step's work and the backward ends the model's.
+    assert all(s.partitioned for s in steps)
+    assert 1.5 <= statistics.median(s.loop_post_ms for s in steps) < 4.0
+
+
+class Unreadable(torch.nn.Module):
+    """A module whose parameters() raises: the model search's own hook asks it for them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 2)
+
+    def parameters(self, recurse: bool = True) -> Iterator[torch.nn.Parameter]:
+        raise RuntimeError("parameters are not ready")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer(x)
+
+
+def test_a_hook_of_ours_that_raises_is_counted_and_taken_off_never_passed_on(
+    clock: StepClock, time: FakeTime, watch: ModelWatch
+) -> None:
+    module = Unreadable()
+    _step(clock, time, module)  # the job's call returns: the hook's error stays ours
+    assert clock.errors == 1 and "parameters are not ready" in clock.last_error
+    assert not _searching(watch)  # the search is off: no second error at the next call
+    _step(clock, time, module)
+    assert clock.errors == 1 and not clock.disabled

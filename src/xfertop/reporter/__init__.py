@@ -432,6 +432,14 @@ def note_sync(sync_ns: int) -> None:
         clock.work.synced(sync_ns)
 
 
+def note_mark_failed(exc: BaseException) -> None:
+    """For `xfertop run`'s model watch: its own bookkeeping raised inside the job's call. Counted as the
+    clock's errors are (and shown as they are); never passed on to the job."""
+    clock = _clock
+    if clock is not None:
+        clock.fail(exc)
+
+
 def partitioning_installed() -> None:
     """Called by `xfertop run` once the model's calls are watched: a step's first work is its first copy
     or model call (not its batch's arrival)."""

@@ -23,7 +23,10 @@
   time blocked until the GPU catches up.
 
 Every wrapper calls the original with the same arguments and returns its result unchanged; inside code
-that torch.compile traces they step aside (no hook body runs while compiling).
+that torch.compile traces they step aside (no hook body runs while compiling). A hook's own error never
+reaches the job: the model watch counts it on the clock and takes its hooks off (``ModelWatch._give_up``).
+A TorchScript model takes no hooks (torch raises at registration): it is found, left without them, and its
+steps' work starts at their first copy.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from typing import Any
 
 from xfertop.reporter import (
     call_at_steps_without_model_end,
+    note_mark_failed,
     note_model_ended,
     note_optimizer_step,
     note_sync,
@@ -95,6 +99,7 @@ class ModelWatch:
 
     def __init__(self, torch: Any) -> None:
         self._compiling = _compiling_check(torch)
+        self._script_module = getattr(getattr(torch, "jit", None), "ScriptModule", ())
         self._step = -1  # the step whose model call was seen last
         self._searched = 0
         self._candidate: weakref.ReferenceType[Any] | None = None
@@ -125,27 +130,48 @@ class ModelWatch:
             return
         if self._settled:
             return  # kept for compiled code that traced it (see _search_traced)
-        step = open_step()
-        if step is None or step == self._step or not _has_parameters(module):
-            return
-        self._step = step
-        note_work_starting()
-        same = self._candidate is not None and self._candidate() is module
-        self._agreeing = self._agreeing + 1 if same else 1
-        if not same:
-            self._candidate = weakref.ref(module)
-        self._searched += 1
-        if self._agreeing >= AGREEING_STEPS or self._searched >= SEARCH_STEPS:
-            self._settle(module)
+        try:
+            step = open_step()
+            if step is None or step == self._step or not _has_parameters(module):
+                return
+            self._step = step
+            note_work_starting()
+            same = self._candidate is not None and self._candidate() is module
+            self._agreeing = self._agreeing + 1 if same else 1
+            if not same:
+                self._candidate = weakref.ref(module)
+            self._searched += 1
+            if self._agreeing >= AGREEING_STEPS or self._searched >= SEARCH_STEPS:
+                self._settle(module)
+        except Exception as exc:  # inside the job's forward call: never raise
+            self._give_up(exc)
 
     def _settle(self, module: Any) -> None:
         self._settled = True
         if not self._search_traced:
             self._search.remove()
             _drop_filter(self._quiet)
+        if isinstance(module, self._script_module):
+            return  # hooks cannot be registered on it: no model marks, nothing wrong
         self._model = weakref.ref(module)
         self._hook(module)
         self.learning = True
+
+    def _give_up(self, exc: BaseException) -> None:
+        """One of our hooks raised: count it, take the hooks off (those compiled code has not traced), stop
+        watching. The step's other marks (copies, backward, optimizer steps, syncs) go on."""
+        self._settled = True
+        self.learning = self.retired = False
+        with contextlib.suppress(Exception):
+            call_at_steps_without_model_end(None)
+            if not self._search_traced:
+                self._search.remove()
+                _drop_filter(self._quiet)
+            if not self._hooks_traced:
+                for handle in self._watched:
+                    handle.remove()
+                self._watched = []
+        note_mark_failed(exc)
 
     def _hook(self, module: Any) -> None:
         self._watched = [
@@ -160,16 +186,19 @@ class ModelWatch:
         if not self.learning:  # the hooks stay for good (compiled code traced them): the first work only
             note_work_starting()
             return
-        step = open_step()
-        if step is None or step == self._call_step:
-            return  # between steps, or the step's model called again (accumulation): nothing new
-        told_nothing_new = self._copy_first and self._ended_later  # the step before, now whole
-        self._streak = self._streak + 1 if told_nothing_new else 0
-        self._call_step = step
-        self._copy_first = not note_work_starting()
-        self._ended_later = False
-        if self._streak >= RETIRE_AFTER_STEPS:
-            self._retire()
+        try:
+            step = open_step()
+            if step is None or step == self._call_step:
+                return  # between steps, or the step's model called again (accumulation): nothing new
+            told_nothing_new = self._copy_first and self._ended_later  # the step before, now whole
+            self._streak = self._streak + 1 if told_nothing_new else 0
+            self._call_step = step
+            self._copy_first = not note_work_starting()
+            self._ended_later = False
+            if self._streak >= RETIRE_AFTER_STEPS:
+                self._retire()
+        except Exception as exc:  # inside the job's forward call: never raise
+            self._give_up(exc)
 
     def _model_return(self, _module: Any, _args: Any, _output: Any) -> None:
         if self._compiling():
@@ -179,10 +208,13 @@ class ModelWatch:
 
     def ended_after_the_model(self) -> None:
         """A backward or an optimizer step ended (its wrapper says so, after ``note_model_ended``)."""
-        if self.learning:
-            self._ended_later = self._call_step == open_step()
-        elif self.retired and step_work_started() is False:
-            self._rehook()  # the step's work started with no copy before it: the model's call is needed
+        try:
+            if self.learning:
+                self._ended_later = self._call_step == open_step()
+            elif self.retired and step_work_started() is False:
+                self._rehook()  # the step's work started with no copy before it: the model's call is needed
+        except Exception as exc:  # inside the job's backward() or optimizer step: never raise
+            self._give_up(exc)
 
     def _retire(self) -> None:
         if self._hooks_traced:  # compiled code guards on the model's hooks: taking them off recompiles it
