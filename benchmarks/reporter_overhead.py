@@ -6,11 +6,15 @@ default ``watch()`` times copies and watches the model as ``xfertop run`` does, 
 that cost); on CPU and, when there is one, on CUDA (the GPU clock samples: see docs/reporter.md).
 Then the same loops on CPU against the fake CUDA of tests/fakes with the H200's per-call host costs
 (busy-waits: record 2.43 us, query 1.43 us, elapsed_time 1.5 us), GPU sampling on and off: a prediction
-of the CUDA rows made on a CPU machine. Then the cost of ``xfertop run --no-copy-timing`` (automatic
-DataLoader wrapping) and ``xfertop run`` (copy timing on, the default) against the same script run
-directly. Each CUDA or fake row
-also reports the sampling: ``gpu_every`` (k), ``gpu_timed_fraction`` and ``gpu_cost_ns`` (the host time
-a timed step spends in CUDA calls, as the clock measured it). Writes reporter_overhead.json to OUT_DIR.
+of the CUDA rows made on a CPU machine. Then ``as_run_*``: the watched loop with copy timing's ``.to()``
+wrapper on, as `xfertop run` times a step, beside ``plain`` in one process (issue 20's <= 10 us a step
+with copy timing on), its batches from ``itertools.repeat`` and from a real DataLoader, between whose
+steps the reporter's code runs cold (see ``as_run_loops``). Then the cost of ``xfertop run
+--no-copy-timing`` (automatic DataLoader wrapping) and ``xfertop run`` (copy timing on, the default)
+against the same script run directly, one process each (these move by tens of us between processes).
+Each CUDA or fake row also reports the sampling: ``gpu_every`` (k), ``gpu_timed_fraction`` and
+``gpu_cost_ns`` (the host time a timed step spends in CUDA calls, as the clock measured it). Writes
+reporter_overhead.json to OUT_DIR.
 
     python benchmarks/reporter_overhead.py OUT_DIR            # about a minute
     python benchmarks/reporter_overhead.py OUT_DIR --quick    # a few seconds
@@ -19,6 +23,7 @@ a timed step spends in CUDA calls, as the clock measured it). Writes reporter_ov
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -28,14 +33,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
+from torch.utils.data import DataLoader, TensorDataset
 
 import xfertop
 import xfertop.reporter
+from xfertop.reporter._timed_copies import install_copy_timing
 
 Loop = Callable[[int], None]
 REPO = Path(__file__).resolve().parent.parent
@@ -75,6 +82,58 @@ def loops(device: torch.device, batch: torch.Tensor) -> dict[str, Loop]:
         synchronize()
 
     return {"plain": plain, "watch": watched, "watch+to_device": watched_to_device, "step()": step_blocks}
+
+
+@contextlib.contextmanager
+def _copy_timing_on() -> Iterator[None]:
+    """Copy timing's wrappers on Tensor.to/.cuda for one loop, as `xfertop run` puts them on for a whole
+    process; torch's own methods back after it, so that ``plain`` in the same rounds runs torch's."""
+    originals = torch.Tensor.to, torch.Tensor.cuda
+    install_copy_timing(torch)
+    try:
+        yield
+    finally:
+        torch.Tensor.to, torch.Tensor.cuda = originals
+
+
+def as_run_loops(device: torch.device, batch: torch.Tensor, dataloader: bool) -> dict[str, Loop]:
+    """``plain`` beside the loop as `xfertop run` times it: watched, each ``.to()`` through copy timing's
+    wrapper, the copy the step's first work (partitioning on, as run's model watch sets it; the loop has
+    no model, backward or sync for its other wrappers to see), in one process, side by side (the
+    subprocess rows of `xfertop run` move by tens of us between processes).
+
+    With ``dataloader`` the batches come from a real DataLoader (num_workers=0) instead of
+    ``itertools.repeat``: the reporter's code then runs between ~100 us of the DataLoader's own Python, and
+    runs cold. On the CPU VM any Python there cost 4-6x what it costs in the tight loop (12 method calls:
+    1-2 us in the tight loop, 6.6-8.4 us between DataLoader steps), so this is the figure a job sees."""
+    copy_target = device if device.type == "cuda" else torch.device("meta")
+    synchronize = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    xfertop.reporter.partitioning_installed()  # for the rest of this process: run's sections come after
+    rows = 4096
+    source: Iterable[Any] = (
+        DataLoader(TensorDataset(batch.cpu().repeat(rows, 1)), batch_size=batch.shape[0])
+        if dataloader
+        else [(batch,)] * rows
+    )
+
+    def run_steps(iterable: Iterable[Any], steps: int) -> None:
+        done = 0
+        while done < steps:  # passes over the source, each a new iteration (an epoch)
+            for (host,) in iterable:
+                host.to(copy_target, non_blocking=True).add_(1.0)
+                done += 1
+                if done == steps:
+                    break
+        synchronize()
+
+    def plain(steps: int) -> None:
+        run_steps(source, steps)
+
+    def watched_copies_timed(steps: int) -> None:
+        with _copy_timing_on():
+            run_steps(xfertop.watch(source, instrument=False), steps)
+
+    return {"plain": plain, "watch+copy timing (as run)": watched_copies_timed}
 
 
 def _clock_counters() -> tuple[int, int]:
@@ -183,10 +242,9 @@ def cuda_event_costs(calls: int) -> dict[str, float]:
 
     # The pieces of copy timing's path for one .to(cuda) of the child's batch, outside a step (no step
     # open: the wrapper's own cost and the copy itself, not the step's accounting).
-    from xfertop.reporter._timed_copies import install_copy_timing
-
-    install_copy_timing(torch)
-    wrapped, raw = torch.Tensor.to, torch.Tensor.to.__wrapped__
+    with _copy_timing_on():  # the wrapper, called directly below; torch's own .to() for everyone else
+        wrapped = torch.Tensor.to
+    raw = wrapped.__wrapped__
     batch, device = torch.ones(8, 64), torch.device("cuda", torch.cuda.current_device())
     moved = batch.to(device)
     result = {
@@ -320,6 +378,15 @@ def main() -> int:
     result["fake_cuda_model"] = fake_cuda_model(steps // 2, rounds)
     print_section("fake_cuda/sampling", result["fake_cuda_model"]["sampling"])
     print_section("fake_cuda/every_step", result["fake_cuda_model"]["every_step"])
+    # After the sections above: partitioning stays on in this process once set.
+    devices = ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+    for device_name, (source, dataloader) in itertools.product(
+        devices, (("repeat", False), ("dataloader", True))
+    ):
+        section = f"as_run_{device_name}_{source}"
+        device = torch.device(device_name)
+        result[section] = side_by_side(as_run_loops(device, cpu_batch, dataloader), steps // 2, rounds)
+        print_section(section, result[section])
     child_device = "cuda" if torch.cuda.is_available() else "meta"
     run_rounds = args.run_rounds or (3 if args.quick else 5)
     result["xfertop_run"] = run_modes(steps // 5, run_rounds, child_device)
