@@ -1,0 +1,78 @@
+"""A job's samples/s plain and under `xfertop run`, in alternating pairs: what the reporter costs a whole job.
+
+One plain and one instrumented process of the same command make a pair; the order flips from pair to pair
+(plain first, then run first) so that a drift of the machine falls on both alike. On the H200 the speed of
+a whole process varies by more than the 2% to resolve: the part of scenario h's step that no xfertop code
+runs in moved 13% between five processes (docs/measurements/h200-2026-12-04-s24/). One pair says little;
+the median of the pairs' ratios, and their spread, is the figure.
+
+    python benchmarks/plain_vs_run.py --pairs 3 [--json OUT] \
+        -- python benchmarks/scenarios/sync_every_step.py --seconds 30
+
+The command must print a line with ``samples_per_s=N`` (the corpus's scenarios print one as their
+``result`` line). `xfertop run` is given ``--no-summary``: the job's own cost, not the summary's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+from typing import Any
+
+_RATE = re.compile(r"samples_per_s=([0-9.]+)")
+
+
+def samples_per_s(command: list[str]) -> float:
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    rates = _RATE.findall(done.stdout)
+    if done.returncode != 0 or not rates:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise SystemExit(f"plain_vs_run: {command[0]} exited {done.returncode} with no samples_per_s: {tail}")
+    return float(rates[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--json", help="also write the result here")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the job's command")
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command or args.pairs < 1:
+        parser.error("give --pairs >= 1 and a command after --")
+    instrumented = [sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", *command]
+    pairs: list[dict[str, Any]] = []
+    for index in range(args.pairs):
+        order = ("plain", "run") if index % 2 == 0 else ("run", "plain")
+        rates = {mode: samples_per_s(command if mode == "plain" else instrumented) for mode in order}
+        pair = {"order": list(order), **rates, "ratio": rates["run"] / rates["plain"]}
+        pairs.append(pair)
+        print(
+            f"pair {index + 1}: plain {rates['plain']:,.1f}, run {rates['run']:,.1f} samples/s:"
+            f" run/plain {pair['ratio']:.4f} ({order[0]} first)",
+            flush=True,
+        )
+    ratios = [p["ratio"] for p in pairs]
+    result = {
+        "command": command,
+        "pairs": pairs,
+        "median_ratio": statistics.median(ratios),
+        "min_ratio": min(ratios),
+        "max_ratio": max(ratios),
+    }
+    print(
+        f"run/plain: median {result['median_ratio']:.4f} over {len(ratios)} pairs"
+        f" (min {result['min_ratio']:.4f}, max {result['max_ratio']:.4f})"
+    )
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(result, out, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
