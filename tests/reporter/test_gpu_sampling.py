@@ -7,6 +7,7 @@ measurement of its CUDA calls, and hence its choice of k, behaves as it would th
 from __future__ import annotations
 
 import itertools
+import random
 import time
 from collections import Counter
 from pathlib import Path
@@ -274,3 +275,12 @@ def test_the_policy_never_waits_longer_than_its_cap_and_holds_still_when_off() -
     held.every = 3
     assert _drive(held, 9, 100_000, 90_000) == [True, False, False] * 3
     assert held.every == 3
+
+
+def test_the_policys_draws_leave_the_jobs_random_numbers_alone() -> None:
+    random.seed(7)
+    expected = [random.random() for _ in range(3)]
+    random.seed(7)
+    policy = GpuSampling()
+    assert sum(_drive(policy, 400, 1_000_000, 10_000)) > 0 and policy.every > 1  # periods were drawn
+    assert [random.random() for _ in range(3)] == expected

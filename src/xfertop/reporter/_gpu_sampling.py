@@ -52,7 +52,8 @@ class GpuSampling:
         self._countdown = 1  # steps until the next one that records ``after``; 1: the next step does
         self._period_began_ns = 0  # when the last measured step closed
         self._period_began_step = 0  # and its index
-        self._random = random.Random(0x6A9).random  # the periods' draws: reproducible, apart from the job's
+        #: The periods' draws, from a generator of our own: the random module's would move the job's numbers.
+        self._random = random.Random(0x6A9).random
 
     def step_opens(self) -> bool:
         """A step opens: whether it records ``after``, so that the next step gets its gap measured."""

@@ -164,13 +164,15 @@ class ModelWatch:
         self.learning = self.retired = False
         with contextlib.suppress(Exception):
             call_at_steps_without_model_end(None)
-            if not self._search_traced:
+        if not self._search_traced:
+            with contextlib.suppress(Exception):
                 self._search.remove()
-                _drop_filter(self._quiet)
-            if not self._hooks_traced:
-                for handle in self._watched:
+            _drop_filter(self._quiet)  # (never raises)
+        if not self._hooks_traced:
+            for handle in self._watched:
+                with contextlib.suppress(Exception):
                     handle.remove()
-                self._watched = []
+            self._watched = []
         note_mark_failed(exc)
 
     def _hook(self, module: Any) -> None:
