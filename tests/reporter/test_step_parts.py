@@ -572,39 +572,9 @@ def test_a_training_loops_model_loses_our_hooks_and_an_evaluation_gets_them_back
     assert 1.5 <= statistics.median(s.loop_post_ms for s in evaluation) < 4.0
 
 
-COMPILED_BEFORE_THE_LOOP = """
-import torch
-from torch.utils.data import DataLoader, TensorDataset
-
-torch.manual_seed(0)
-net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
-model = torch.compile(net, backend="eager")
-optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
-losses = []
-for (batch,) in DataLoader(TensorDataset(torch.randn(30 * 4, 8)), batch_size=4):
-    batch.to("meta")  # stands in for the copy to the GPU
-    loss = model(batch).square().mean()
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-    losses.append(loss.item())
-print(" ".join(f"{v:.6f}" for v in losses))
-"""
-
-
-def test_a_compiled_model_does_not_warn_of_the_search_hook(tmp_path: Path) -> None:
-    # torch.compile's wrapper warns at each call while any global module hook exists: the search's hook
-    # made every compiled job under xfertop print "Using `torch.compile(module)` when there are global
-    # hooks on modules" to its stderr.
-    result, (rank,) = run_under_xfertop(tmp_path, COMPILED_BEFORE_THE_LOOP)
-    plain = _plain(tmp_path, COMPILED_BEFORE_THE_LOOP)
-    assert plain.returncode == 0, plain.stderr
-    assert result.stdout == plain.stdout
-    assert "global hooks" not in result.stderr, result.stderr
-    assert all(s.partitioned for s in rank.steps[2:])
-
-
-SCRIPTED_MODEL = """
+#: A small training job (30 steps, a copy to a device first, 2 ms of logging after the step) whose model is
+#: WRAP(net): compiled, scripted.
+SMALL_TRAINING_JOB = """
 import time
 import torch
 from torch.utils.data import DataLoader, TensorDataset
@@ -615,7 +585,8 @@ def spin(seconds):
         pass
 
 torch.manual_seed(0)
-model = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)))
+net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+model = WRAP(net)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 losses = []
 for (batch,) in DataLoader(TensorDataset(torch.randn(30 * 4, 8)), batch_size=4):
@@ -628,6 +599,20 @@ for (batch,) in DataLoader(TensorDataset(torch.randn(30 * 4, 8)), batch_size=4):
     spin(0.002)  # logging
 print(" ".join(f"{v:.6f}" for v in losses))
 """
+COMPILED_BEFORE_THE_LOOP = SMALL_TRAINING_JOB.replace("WRAP(net)", 'torch.compile(net, backend="eager")')
+SCRIPTED_MODEL = SMALL_TRAINING_JOB.replace("WRAP(net)", "torch.jit.script(net)")
+
+
+def test_a_compiled_model_does_not_warn_of_the_search_hook(tmp_path: Path) -> None:
+    # torch.compile's wrapper warns at each call while any global module hook exists: the search's hook
+    # made every compiled job under xfertop print "Using `torch.compile(module)` when there are global
+    # hooks on modules" to its stderr.
+    result, (rank,) = run_under_xfertop(tmp_path, COMPILED_BEFORE_THE_LOOP)
+    plain = _plain(tmp_path, COMPILED_BEFORE_THE_LOOP)
+    assert plain.returncode == 0, plain.stderr
+    assert result.stdout == plain.stdout
+    assert "global hooks" not in result.stderr, result.stderr
+    assert all(s.partitioned for s in rank.steps[2:])
 
 
 def test_a_torchscript_model_trains_as_it_does_plain(tmp_path: Path) -> None:
