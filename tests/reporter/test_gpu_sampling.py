@@ -207,10 +207,11 @@ def test_long_steps_whose_clock_costs_more_than_their_budget_are_sampled(tmp_pat
     clock.before_next()
     clock.resolve_pending()
     sampling = clock.gap.sampling
-    # Budget: 0.25% of a ~7 ms step, ~18 us; a timed step's calls: two records, queries, an elapsed_time.
-    assert sampling.every >= 4, (sampling.every, sampling.cost_ns)
+    # Budget: 0.25% of a ~7 ms step, ~18 us; a timed step's calls (two records, queries, an elapsed_time)
+    # ~160 us: k ~ 9 here, and >= 2 even where a loaded machine stretches the steps to 30 ms.
+    assert sampling.every >= 2, (sampling.every, sampling.cost_ns)
     timed = [s for s in _steps(clock)[10:] if s.gpu_gap_ms is not None]
-    assert 1 <= len(timed) <= 50 // 3, len(timed)
+    assert 1 <= len(timed) <= 50 // 2, len(timed)
     assert all(s.gpu_gap_ms == pytest.approx(6.0, abs=1e-6) for s in timed)  # the GPU idled through the wait
     assert clock.errors == 0
 
