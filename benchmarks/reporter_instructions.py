@@ -101,7 +101,7 @@ def _control(pid: int, *args: str) -> None:
     subprocess.run(["callgrind_control", *args, str(pid)], check=True, capture_output=True)
 
 
-def _measure(mode: str, counts: list[int], workdir: Path) -> list[int]:
+def _measure(mode: str, counts: list[int], workdir: Path, cache_sim: bool = False) -> list[dict[str, int]]:
     """Instructions of each run of ``counts[i]`` steps, in one process: collection is on only inside
     ``operator.call`` (which the job calls once per run, and nothing in a step calls), and callgrind
     dumps as each call returns."""
@@ -124,6 +124,7 @@ def _measure(mode: str, counts: list[int], workdir: Path) -> list[int]:
             "--collect-atstart=no",
             "--toggle-collect=_operator_call",
             "--dump-after=_operator_call",
+            *(["--cache-sim=yes"] if cache_sim else []),
             f"--callgrind-out-file={out_file}",
             sys.executable,
             str(job),
@@ -147,16 +148,19 @@ def _measure(mode: str, counts: list[int], workdir: Path) -> list[int]:
             raise RuntimeError(f"the {mode} job failed (exit {process.returncode})")
     go.unlink()
     dumps = [Path(f"{out_file}.{run}") for run in range(1, len(counts) + 1)]
-    return [_dump_ir(dump) for dump in dumps]
+    return [_dump_totals(dump) for dump in dumps]
 
 
-def _dump_ir(dump: Path) -> int:
+def _dump_totals(dump: Path) -> dict[str, int]:
+    """The dump's totals by event: Ir, and with the cache simulator I1mr, D1mr, D1mw, ILmr, DLmr, DLmw."""
+    text = dump.read_text(errors="replace")
     # "totals", not "summary": with instrumentation switched on mid-run, callgrind 3.19's summary line
     # can wrap below zero while the per-function costs (which totals adds up) are right.
-    match = re.search(r"^totals:\s+(\d+)", dump.read_text(errors="replace"), re.MULTILINE)
-    if match is None:
+    events = re.search(r"^events:\s+(.+)$", text, re.MULTILINE)
+    totals = re.search(r"^totals:\s+(.+)$", text, re.MULTILINE)
+    if events is None or totals is None:
         raise RuntimeError(f"no instruction count in {dump}")
-    return int(match.group(1))
+    return dict(zip(events.group(1).split(), map(int, totals.group(1).split()), strict=False))
 
 
 def main() -> int:
@@ -166,21 +170,33 @@ def main() -> int:
     parser.add_argument(
         "--keep", type=Path, help="keep callgrind's dumps here (for callgrind_annotate: where the Ir go)"
     )
+    parser.add_argument(
+        "--cache-sim",
+        action="store_true",
+        help="also simulate the caches: first-level misses a step (instructions and data), a proxy for the "
+        "cold cost of code that runs once between a DataLoader's steps (several times slower)",
+    )
     args = parser.parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("reporter_instructions: needs valgrind (callgrind, callgrind_control) on PATH", file=sys.stderr)
         return 2
-    per_step: dict[str, float] = {}
+    per_step: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="xfertop-ir-") as tmp:
         workdir = args.keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         for mode in args.modes.split(","):
-            low, high = _measure(mode, [args.steps, 3 * args.steps], workdir)
-            per_step[mode] = (high - low) / (2 * args.steps)
-            line = f"{mode:10} {per_step[mode]:12,.0f} Ir/step"
+            low, high = _measure(mode, [args.steps, 3 * args.steps], workdir, args.cache_sim)
+            per_step[mode] = {event: (high[event] - low[event]) / (2 * args.steps) for event in high}
+            line = f"{mode:10} {per_step[mode]['Ir']:12,.0f} Ir/step"
             if mode != "plain" and "plain" in per_step:
-                added = per_step[mode] - per_step["plain"]
-                line += f"   +{added:9,.0f} ({added / per_step['plain']:+.1%} of plain)"
+                added = per_step[mode]["Ir"] - per_step["plain"]["Ir"]
+                line += f"   +{added:9,.0f} ({added / per_step['plain']['Ir']:+.1%} of plain)"
+            if args.cache_sim:
+                misses = {name: per_step[mode].get(name, 0.0) for name in ("I1mr", "D1mr", "D1mw", "DLmr")}
+                line += "   L1 misses " + ", ".join(f"{name} {value:,.0f}" for name, value in misses.items())
+                if mode != "plain" and "plain" in per_step:
+                    l1 = sum(per_step[mode].get(n, 0.0) - per_step["plain"].get(n, 0.0) for n in misses)
+                    line += f" (+{l1:,.0f})"
             print(line, flush=True)
     return 0
 
