@@ -102,10 +102,10 @@ def as_run_loops(device: torch.device, batch: torch.Tensor, dataloader: bool) ->
     no model, backward or sync for its other wrappers to see), in one process, side by side (the
     subprocess rows of `xfertop run` move by tens of us between processes).
 
-    With ``dataloader`` the batches come from a real DataLoader (num_workers=0) instead of
-    ``itertools.repeat``: the reporter's code then runs between ~100 us of the DataLoader's own Python, and
-    runs cold. On the CPU VM any Python there cost 4-6x what it costs in the tight loop (12 method calls:
-    1-2 us in the tight loop, 6.6-8.4 us between DataLoader steps), so this is the figure a job sees."""
+    With ``dataloader`` the batches come from a real DataLoader (num_workers=0) instead of a list: the
+    reporter's code then runs between ~100 us of the DataLoader's own Python, and runs cold. On the CPU VM
+    the same Python cost 2-4x there what it costs in a tight loop (docs/measurements/cpu-2026-12-04-s24/),
+    so this is the figure a job sees."""
     copy_target = device if device.type == "cuda" else torch.device("meta")
     synchronize = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     xfertop.reporter.partitioning_installed()  # for the rest of this process: run's sections come after
