@@ -17,18 +17,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import subprocess
 import sys
 from typing import Any
 
-_RATE = re.compile(r"samples_per_s=([0-9.]+)")
+from score_scenarios import samples_per_s as rate_in_line  # the corpus's reading of a result line
 
 
 def samples_per_s(command: list[str]) -> float:
     done = subprocess.run(command, capture_output=True, text=True, check=False)
-    rates = _RATE.findall(done.stdout)
+    rates = [rate for line in done.stdout.splitlines() if (rate := rate_in_line(line)) is not None]
     if done.returncode != 0 or not rates:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         raise SystemExit(f"plain_vs_run: {command[0]} exited {done.returncode} with no samples_per_s: {tail}")
