@@ -1,4 +1,5 @@
-"""The host's step in six parts: HostParts' marks on their own, then through the step clock into the ring.
+"""The host's step in six parts: one step's marks on their own (StepWork), then through the step clock
+into the ring.
 
 A step's wall is its wait in next(), the loop's own work before the model (batch arrived -> first copy or
 model call), its copies, the model, its syncs and the loop's own work after the model's last backward or
@@ -18,83 +19,124 @@ from ring_test_tools import book_timed_copy, fake_clock_time
 from xfertop import wire
 from xfertop.model.jobs import StepRecord
 from xfertop.reporter._clock import StepClock
-from xfertop.reporter._host_parts import HostParts
+from xfertop.reporter._copy import PinnedMemo
+from xfertop.reporter._gpu_gap import GpuGap
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
+from xfertop.reporter._step_work import StepWork
 from xfertop.sources.jobs.ring_reader import RingReader
 
 MS = 1_000_000
 T0 = 10**12  # the fake host clock's start (perf_counter_ns is never 0 either)
 
 
-# -- HostParts on its own --------------------------------------------------------------------------------
-def test_a_step_in_which_nothing_was_seen_has_no_loop_work() -> None:
-    parts = HostParts()
-    parts.open(T0)
-    assert parts.loop_pre_ns() == 0 and parts.loop_post_ns(T0 + 50 * MS, 0) == 0 and parts.sync_ns == 0
+# -- the marks of one step on their own -------------------------------------------------------------------
+class Marks:
+    """One open step's work (no GPU, no ring) on a fake host clock, told what happens by its hooks."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.now_ns = T0
+        fake_clock_time(monkeypatch, lambda: self.now_ns)
+        self.work = StepWork(GpuGap(), _raise, lambda _device: None, PinnedMemo())
+        self.work.opened(0, T0)
+
+    def at(self, ms: float) -> StepWork:
+        """The step's work, ``ms`` after its batch arrived."""
+        self.now_ns = T0 + round(ms * MS)
+        return self.work
+
+    def loop_ns_at_close(self, ms: float) -> tuple[int, int]:
+        return self.work.loop_ns(T0 + round(ms * MS))
 
 
-def test_the_loop_work_before_the_model_ends_at_the_steps_first_work() -> None:
-    parts = HostParts()
-    parts.open(T0)
-    assert parts.work_started(T0 + 12 * MS)  # the batch's copy, after 12 ms of augmenting
-    assert not parts.work_started(T0 + 15 * MS)  # the model's call: not the first work any more
-    assert parts.first_work_ns == T0 + 12 * MS
-    assert parts.loop_pre_ns() == 12 * MS
+def _raise(exc: BaseException) -> None:
+    raise exc  # a hook's own error fails the test (the clock would count it and go on)
 
 
-def test_a_sync_before_the_first_work_is_not_loop_work() -> None:
-    parts = HostParts()
-    parts.open(T0)
-    parts.synced(3 * MS)  # a .item() on the last step's loss, logged at the top of the loop
-    parts.work_started(T0 + 10 * MS)
-    parts.synced(4 * MS)  # a sync inside the model: neither loop part's
-    assert parts.loop_pre_ns() == 7 * MS
-    assert parts.sync_ns == 7 * MS
+def _copied(work: StepWork, copy_ms: float) -> None:
+    work.copied(4096, False, False, round(copy_ms * MS), None)  # a copy of copy_ms that ends now
 
 
-def test_the_loop_work_after_the_step_starts_at_the_models_last_end() -> None:
-    parts = HostParts()
-    parts.open(T0)
-    parts.work_started(T0 + 1 * MS)
-    parts.model_ended(T0 + 5 * MS, copy_cpu_ns=0)  # the forward
-    parts.model_ended(T0 + 12 * MS, copy_cpu_ns=0)  # the backward
-    parts.model_ended(T0 + 14 * MS, copy_cpu_ns=0)  # the optimizer step: the last one counts
-    assert parts.loop_post_ns(T0 + 20 * MS, copy_cpu_ns=0) == 6 * MS
+def test_a_step_in_which_nothing_was_seen_has_no_loop_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    step = Marks(monkeypatch)
+    assert step.loop_ns_at_close(50) == (0, 0) and step.work.sync_ns == 0
 
 
-def test_copies_and_syncs_after_the_model_are_their_own_parts_not_loop_work() -> None:
-    parts = HostParts()
-    parts.open(T0)
-    parts.work_started(T0 + 1 * MS)
-    parts.synced(2 * MS)  # inside the model
-    parts.model_ended(T0 + 10 * MS, copy_cpu_ns=1 * MS)  # 1 ms of the batch's copy came before
-    parts.synced(5 * MS)  # loss.item() for the log line
-    # 3 ms more of copies (a metric moved to the GPU after the step): 1 + 3 ms in all by the close.
-    assert parts.loop_post_ns(T0 + 30 * MS, copy_cpu_ns=4 * MS) == (30 - 10 - 5 - 3) * MS
+def test_the_loop_work_before_the_model_ends_at_the_steps_first_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    step = Marks(monkeypatch)
+    step.at(12).starting()  # the batch's copy, after 12 ms of augmenting
+    step.at(15).starting()  # the model's call: not the first work any more
+    assert step.work.first_work_ns == T0 + 12 * MS and not step.work.awaits_first_work
+    assert step.loop_ns_at_close(20) == (12 * MS, 0)
 
 
-def test_no_part_is_ever_negative() -> None:
-    parts = HostParts()
-    parts.open(T0)
-    parts.synced(5 * MS)
-    parts.work_started(T0 + 2 * MS)  # the sync's own measurement ran longer than the gap it sits in
-    parts.model_ended(T0 + 3 * MS, copy_cpu_ns=0)
-    parts.synced(9 * MS)
-    assert parts.loop_pre_ns() == 0
-    assert parts.loop_post_ns(T0 + 4 * MS, copy_cpu_ns=0) == 0
+def test_a_copy_marked_by_the_loop_starts_the_work_where_it_began(monkeypatch: pytest.MonkeyPatch) -> None:
+    step = Marks(monkeypatch)
+    _copied(step.at(12), copy_ms=4)  # to_device says so when the copy has ended, 8 ms in
+    assert step.loop_ns_at_close(20) == (8 * MS, 0) and step.work.copy_cpu_ns == 4 * MS
 
 
-def test_opening_a_step_forgets_the_last_steps_marks() -> None:
-    parts = HostParts()
-    parts.open(T0)
-    parts.work_started(T0 + 1 * MS)
-    parts.synced(1 * MS)
-    parts.model_ended(T0 + 2 * MS, copy_cpu_ns=0)
-    parts.open(T0 + 10 * MS)
-    assert (parts.first_work_ns, parts.model_end_ns, parts.sync_ns) == (0, 0, 0)
-    assert parts.loop_pre_ns() == 0 and parts.loop_post_ns(T0 + 20 * MS, 0) == 0
-    assert parts.work_started(T0 + 13 * MS) and parts.loop_pre_ns() == 3 * MS
+def test_a_sync_before_the_first_work_is_not_loop_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    step = Marks(monkeypatch)
+    step.at(3).synced(3 * MS)  # a .item() on the last step's loss, logged at the top of the loop
+    step.at(10).starting()
+    step.at(14).synced(4 * MS)  # a sync inside the model: neither loop part's
+    assert step.loop_ns_at_close(20)[0] == 7 * MS
+    assert step.work.sync_ns == 7 * MS
+
+
+def test_the_loop_work_after_the_step_starts_at_the_models_last_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    step = Marks(monkeypatch)
+    step.at(1).starting()
+    step.at(5).model_ended()  # the forward
+    step.at(12).model_ended()  # the backward
+    step.at(14).model_ended()  # the optimizer step: the last one counts
+    assert step.loop_ns_at_close(20) == (1 * MS, 6 * MS)
+
+
+def test_copies_and_syncs_after_the_model_are_their_own_parts_not_loop_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    step = Marks(monkeypatch)
+    step.at(1).starting()
+    _copied(step.at(2), copy_ms=1)  # the batch's copy
+    step.at(6).synced(2 * MS)  # inside the model
+    step.at(10).model_ended()
+    step.at(15).synced(5 * MS)  # loss.item() for the log line
+    _copied(step.at(25), copy_ms=3)  # a metric moved to the GPU after the step
+    assert step.loop_ns_at_close(30) == (1 * MS, (30 - 10 - 5 - 3) * MS)
+    assert step.work.sync_after_model_ns() == 5 * MS
+
+
+def test_no_part_is_ever_negative(monkeypatch: pytest.MonkeyPatch) -> None:
+    step = Marks(monkeypatch)
+    step.at(1).synced(5 * MS)
+    step.at(2).starting()  # the sync's own measurement ran longer than the gap it sits in
+    step.at(3).model_ended()
+    step.at(3).synced(9 * MS)
+    assert step.loop_ns_at_close(4) == (0, 0)
+
+
+def test_opening_a_step_forgets_the_last_steps_marks(monkeypatch: pytest.MonkeyPatch) -> None:
+    step = Marks(monkeypatch)
+    step.at(1).starting()
+    step.at(1).synced(1 * MS)
+    _copied(step.at(2), copy_ms=1)
+    step.at(2).model_ended()
+    step.at(10).opened(1, T0 + 10 * MS)
+    work = step.work
+    assert (work.first_work_ns, work.model_end_ns, work.sync_ns, work.copy_cpu_ns, work.h2d_bytes) == (0,) * 5
+    assert work.awaits_first_work and step.loop_ns_at_close(20) == (0, 0)
+    step.at(13).starting()
+    assert step.loop_ns_at_close(20) == (3 * MS, 0)
+
+
+def test_a_joining_batch_moves_the_start_of_the_loops_own_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    step = Marks(monkeypatch)
+    step.at(1).synced(1 * MS)
+    step.work.marks_from(T0 + 5 * MS)  # the second loader's batch arrived 5 ms in
+    step.at(9).starting()
+    assert step.loop_ns_at_close(20) == (4 * MS, 0) and step.work.sync_ns == 0
 
 
 # -- through the step clock (no GPU) ---------------------------------------------------------------------

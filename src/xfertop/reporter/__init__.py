@@ -387,7 +387,7 @@ def note_work_starting() -> bool:
     Returns True where the open step's work had not started before it (this call may start it), False
     where it had. Called before every timed copy: it returns at once once the step's first work is known."""
     clock = _clock
-    if clock is None or clock.disabled or clock.parts.first_work_ns:
+    if clock is None or clock.disabled or clock.work.first_work_ns:
         return False
     clock.work.starting()
     return True
@@ -398,7 +398,7 @@ def step_work_started() -> bool | None:
     clock = _clock
     if clock is None or clock.disabled or not clock.is_open:
         return None
-    return bool(clock.parts.first_work_ns)
+    return bool(clock.work.first_work_ns)
 
 
 def call_at_steps_without_model_end(callback: Callable[[], None] | None) -> None:
@@ -464,7 +464,8 @@ def note_optimizer_step() -> None:
             return
     if clock.disabled:
         return
-    if clock.has_loop_boundaries():
+    # A watched loader's next() calls mark the steps (asked first: the usual loop, one call less).
+    if clock.loaders.longest_iteration or clock.has_loop_boundaries():
         clock.work.model_ended()
         return
     try:

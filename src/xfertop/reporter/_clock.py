@@ -5,8 +5,8 @@ the next). The clock owns the step boundaries and writes each step to the ring; 
 on its own:
 
 - _step_work.py: the open step's work as `xfertop run`'s hooks report it (copies, the model, syncs),
-  and _host_parts.py: the host's step split into parts that add up to its wall (wait, the loop's own
-  work before the model, copies, the model, syncs, the loop's own work after it);
+  and from it the host's step split into parts that add up to its wall (wait, the loop's own work
+  before the model, copies, the model, syncs, the loop's own work after it);
 - _gpu_gap.py: where a CUDA device is in use, the GPU's idle gap before the step's first work, measured
   with events on some steps (_gpu_sampling.py) and patched in once they complete;
 - _loader_workers.py: which loader's ``num_workers`` the ring reports.
@@ -61,7 +61,6 @@ class StepClock:
         #: Which host tensors are pinned, by address (copy timing's and to_device's copies ask it).
         self.pinned = PinnedMemo()
         self.work = StepWork(self.gap, self.fail, self._learn_device, self.pinned)
-        self.parts = self.work.parts
         self.copy_timing = False  # set by `xfertop run`'s copy timing before the first step
         #: Called where a step closes whose work started but whose model's end was not seen (the model
         #: watch, once it has taken its hooks off the model: _step_parts.ModelWatch).
@@ -75,7 +74,9 @@ class StepClock:
         self._joining = False  # a next() on another loader joins the open step (ZippedFetches)
         self._next_flags = 0  # flags for the step about to open (epoch start)
         # The open step (its work: self.work).
-        self._open = False
+        #: A step is open: its batch arrived and its boundary has not come yet (read by the hooks, which run
+        #: inside the job's calls: an attribute, not a property, is one frame less).
+        self.is_open = False
         self._start_ns = self._wait_ns = self._samples = 0
         self._flags = 0  # the ring flags of its boundaries (epoch start) and of its gap
         self._opened_ns = 0  # when the open step's batch arrived (next() returned)
@@ -134,11 +135,6 @@ class StepClock:
         """The step about to open (at after_next) carries ``flag`` too."""
         self._next_flags |= flag
 
-    @property
-    def is_open(self) -> bool:
-        """A step is open: its batch arrived and its boundary has not come yet."""
-        return self._open
-
     def has_loop_boundaries(self) -> bool:
         """A watched loader's next() calls, or step() blocks, mark this process's steps."""
         return bool(self.loaders.longest_iteration or self._block_depth or self._blocks_seen)
@@ -167,7 +163,7 @@ class StepClock:
             if (
                 source != self._open_source  # first: false at every step of a single loader
                 and source
-                and self._open
+                and self.is_open
                 and self._open_source
                 and not self._block_depth
                 and not self.work.flags & wire.F_COPIED
@@ -182,11 +178,11 @@ class StepClock:
             # iter() inside the open step (after its batch arrived): the boundary moves back to it. With
             # no step open (the last iteration ended), only iter()'s own time is added, never the gap
             # before it (an iterator made at setup, a checkpoint between epochs).
-            if iter_began_ns and self._open and iter_began_ns >= self._start_ns + self._wait_ns:
+            if iter_began_ns and self.is_open and iter_began_ns >= self._start_ns + self._wait_ns:
                 boundary = min(iter_began_ns, now)
-            elif iter_ns > 0 and not self._open:
+            elif iter_ns > 0 and not self.is_open:
                 boundary = max(now - iter_ns, self._last_close_ns)
-            if self._open:
+            if self.is_open:
                 self._close(boundary)
             self._wait_began_ns = boundary
             self._next_flags = flags
@@ -204,7 +200,7 @@ class StepClock:
                 self._wait_ns += wait
                 self._opened_ns = now
                 self.fetches.opened()
-                self.parts.open(now)  # the loop's own work starts after its last batch
+                self.work.marks_from(now)  # the loop's own work starts after its last batch
                 return wait
             self._open_step(self._wait_began_ns, wait, batch)
             return wait
@@ -221,9 +217,9 @@ class StepClock:
             if self._block_depth:
                 self._block_depth += 1  # nested: the outermost block is the step
                 return
-            if self._open and not self._blocks_seen and not self.loaders.longest_iteration:
+            if self.is_open and not self._blocks_seen and not self.loaders.longest_iteration:
                 self._close(now)  # an optimizer step opened it before the first block: blocks own the steps
-            elif self._open:
+            elif self.is_open:
                 return  # inside a watch() step: the loop owns the boundaries
             self._blocks_seen = True
             start = self._last_exit_ns or now
@@ -240,7 +236,7 @@ class StepClock:
             self._block_depth -= 1
             if self._block_depth:
                 return
-            if self._open:
+            if self.is_open:
                 self._close(now)
             self._last_exit_ns = now
         except Exception as exc:
@@ -248,7 +244,7 @@ class StepClock:
 
     # -- internals ------------------------------------------------------------------------------------------
     def _open_step(self, start_ns: int, wait_ns: int, batch: Any) -> None:
-        self._open = True
+        self.is_open = True
         self._start_ns = start_ns
         self._wait_ns = wait_ns
         self._flags = self._next_flags
@@ -261,7 +257,13 @@ class StepClock:
         gap = self.gap
         gap.step_opens()
         if batch is not None:
-            leaf, shape = _first_leaf(batch)
+            # The usual (inputs, targets) with a tensor first is read here; _first_leaf searches the rest.
+            shape: Any = _NO_SHAPE
+            if type(batch) in _SEQUENCES and batch:
+                leaf = batch[0]
+                shape = getattr(leaf, "shape", _NO_SHAPE)
+            if shape is _NO_SHAPE:
+                leaf, shape = _first_leaf(batch)
             if shape:
                 self._samples = int(shape[0])
                 # A CUDA batch names the device at the first steps; later, the once-a-second tick looks.
@@ -276,36 +278,38 @@ class StepClock:
             self._flags |= gap.measure(self.steps_written)
 
     def _close(self, now: int) -> None:
-        self._open = False
-        self.work.closed()
+        self.is_open = False
+        work = self.work
+        work.open = work.awaits_first_work = False  # work.closed(), inline: once a step
         self._last_close_ns = now
         writer = self.writer
         if writer is None:
             return
         step = self.steps_written
-        work, parts, gap = self.work, self.parts, self.gap
+        gap = self.gap
         flags = self._flags | work.flags
         if gap.marking or gap.after_prev is not None:  # else no event to ask or hand on (most steps)
             flags |= gap.step_closing(step, now)
         if work.h2d_bytes and not work.any_pageable:  # every host-to-device copy was from pinned memory
             flags |= _F_PINNED
-        if self.partitioning and parts.first_work_ns:
+        if self.partitioning and work.first_work_ns:
             flags |= _F_PARTITIONED
-            if not parts.model_end_ns and self.on_step_without_model_end is not None:
+            if not work.model_end_ns and self.on_step_without_model_end is not None:
                 self.on_step_without_model_end()
+        loop_pre_ns, loop_post_ns = work.loop_ns(now)
         writer.write_step(
             step,
             self._start_ns,
             now - self._start_ns,
             self._wait_ns,
             work.copy_cpu_ns,
-            parts.loop_pre_ns(),
-            parts.sync_ns,
+            loop_pre_ns,
+            work.sync_ns,
             gap.gap_ns,
             work.h2d_bytes,
             self._samples,
             flags,
-            parts.loop_post_ns(now, work.copy_cpu_ns),
+            loop_post_ns,
         )
         self.steps_written = step + 1
         if gap.unresolved:
@@ -354,9 +358,9 @@ class StepClock:
         """At exit: write the step a ``break`` left open (if its model ran), resolve what the GPU has
         finished, then mark the ring closed."""
         try:
-            if self._open and not self.disabled and self.parts.model_end_ns:
+            if self.is_open and not self.disabled and self.work.model_end_ns:
                 # No next() will close it: it ends where its model's work (and any sync after) ended.
-                self._close(self.parts.model_end_ns + self.parts.sync_after_model_ns())
+                self._close(self.work.model_end_ns + self.work.sync_after_model_ns())
         except Exception as exc:
             self.fail(exc)
         self.resolve_pending()
@@ -387,14 +391,8 @@ def _cuda_device_found() -> int | None:
 
 
 def _first_leaf(batch: Any) -> tuple[Any, Any]:
-    """The batch's first leaf (a tensor, in the usual case) and its ``shape`` (None without one). Runs
-    every step: the usual batches (a tensor, a tuple or list of them) take the fewest bytecodes."""
-    kind = type(batch)
-    if kind is tuple or kind is list:  # the usual (inputs, targets): its first item, if a tensor
-        first = batch[0] if batch else None
-        shape = getattr(first, "shape", _NO_SHAPE)
-        if shape is not _NO_SHAPE:
-            return first, shape
+    """The batch's first leaf (a tensor, in the usual case) and its ``shape`` (None without one). The step
+    clock reads the usual (inputs, targets) itself; this searches the other batches, every step."""
     for _ in _DEPTHS:  # containers four deep at most
         if isinstance(batch, _SEQUENCES):
             batch = batch[0] if batch else None

@@ -1,9 +1,23 @@
 """The open step's work, as `xfertop run`'s hooks (and ``to_device``/``mark_copied``) report it: copies
-(bytes, host time, pageable or pinned), the model's calls and their end, syncs, checkpoints.
+(bytes, host time, pageable or pinned), the model's calls and their end, syncs, checkpoints; and from
+their marks, the host's step in parts.
 
-The step's first copy or model call ends the loop's own work before the model (_host_parts.py) and is
-where the GPU's idle gap is asked (_gpu_gap.py: it must be asked before the work is queued). The step
-clock opens and closes steps and reads these figures when it writes one. Every hook is fail-open: an
+The host's step in parts, on the host clock (``perf_counter_ns``), from these marks within one step:
+- the batch arrives (next() returns): the step's own time starts;
+- the step's first work: its first copy or the model's first call (``starting``, ``copied``): what came
+  before it is the loop's own work before the model (``loop_pre``);
+- the model's last backward or optimizer step, or its forward where no backward follows
+  (``model_ended``): what comes after it is the loop's own work after the step (``loop_post``);
+- syncs with the device (``synced``): host time blocked until the GPU catches up.
+Copies and syncs are their own parts wherever they happen, so the parts never overlap: ``loop_pre``
+and ``loop_post`` leave out the syncs and copies inside them, and the model is what is left.
+
+The step's first work is also where the GPU's idle gap is asked (_gpu_gap.py: it must be asked before
+the work is queued). The step clock opens and closes steps and reads these figures when it writes one.
+
+These hooks run several times a step inside the job's own calls, so each is one frame: the marks are
+kept here, not in an object of their own, and no hook calls another (benchmarks/reporter_bytecodes.py
+counts the frames and bytecodes a step; docs/reporter.md, "Session 25"). Every hook is fail-open: an
 error goes to ``fail`` (the clock's count), never to the training loop.
 """
 
@@ -16,7 +30,6 @@ from typing import Any
 from xfertop import wire
 from xfertop.reporter._copy import PinnedMemo
 from xfertop.reporter._gpu_gap import GpuGap
-from xfertop.reporter._host_parts import HostParts
 
 _now_ns = time.perf_counter_ns
 _F_COPIED = wire.F_COPIED
@@ -32,7 +45,6 @@ class StepWork:
         learn_device: Callable[[Any], None],
         pinned: PinnedMemo,
     ) -> None:
-        self.parts = HostParts()
         self._gap = gap
         self._pinned = pinned
         self._pinned_known = pinned.known  # tensor_moved's look-up in place
@@ -48,6 +60,14 @@ class StepWork:
         self.h2d_bytes = 0
         self.any_pageable = False
         self.flags = 0  # the ring flags the step's work set
+        # The host's marks in the open step.
+        self.opened_ns = 0  # its batch arrived
+        self.first_work_ns = 0  # 0: no copy or model call yet in this step
+        self.model_end_ns = 0  # 0: the model has not finished a backward or optimizer step yet
+        self.sync_ns = 0  # host time blocked in syncs so far
+        self._sync_at_first_work = 0
+        self._sync_at_model_end = 0
+        self._copy_at_model_end = 0
 
     def opened(self, step: int, opened_ns: int) -> None:
         """A step opened (its batch arrived at ``opened_ns``): nothing done yet."""
@@ -55,19 +75,50 @@ class StepWork:
         self.step = step
         self.copy_cpu_ns = self.h2d_bytes = self.flags = 0
         self.any_pageable = False
-        self.parts.open(opened_ns)
+        # The host's marks, as marks_from sets them (inline: once a step, one frame less).
+        self.opened_ns = opened_ns
+        self.first_work_ns = self.model_end_ns = self.sync_ns = 0
+        self._sync_at_first_work = self._sync_at_model_end = self._copy_at_model_end = 0
+
+    def marks_from(self, opened_ns: int) -> None:
+        """The host's marks start again at ``opened_ns`` (a step opens, or another loader's batch it waited
+        for arrived: the loop's own work starts after the last one)."""
+        self.opened_ns = opened_ns
+        self.first_work_ns = self.model_end_ns = self.sync_ns = 0
+        self._sync_at_first_work = self._sync_at_model_end = self._copy_at_model_end = 0
 
     def closed(self) -> None:
         """The step closed (or the clock switched itself off): no hook counts towards it any more."""
         self.open = self.awaits_first_work = False
+
+    # -- the host's step in parts, read at its close ---------------------------------------------------------
+    def loop_ns(self, close_ns: int) -> tuple[int, int]:
+        """The loop's own work before the model and after it, for a step that closes at ``close_ns``."""
+        first_work_ns, model_end_ns = self.first_work_ns, self.model_end_ns
+        pre = max(0, first_work_ns - self.opened_ns - self._sync_at_first_work) if first_work_ns else 0
+        if not model_end_ns:
+            return pre, 0
+        post = (
+            close_ns
+            - model_end_ns
+            - (self.sync_ns - self._sync_at_model_end)
+            - (self.copy_cpu_ns - self._copy_at_model_end)
+        )
+        return pre, max(0, post)
+
+    def sync_after_model_ns(self) -> int:
+        """Host time blocked in syncs since the model's end."""
+        return self.sync_ns - self._sync_at_model_end if self.model_end_ns else 0
 
     # -- the hooks --------------------------------------------------------------------------------------
     def starting(self) -> None:
         """A copy or a model call is about to be issued: the step's first one ends the loop's own work
         before the model, and is where the GPU's idle gap is measured."""
         try:
-            if not self.open or not self.parts.work_started(_now_ns()):
+            if not self.open or self.first_work_ns:
                 return
+            self.first_work_ns = _now_ns()
+            self._sync_at_first_work = self.sync_ns
             self.awaits_first_work = False
             gap = self._gap
             if gap.after_prev is not None:
@@ -77,10 +128,12 @@ class StepWork:
 
     def model_ended(self) -> None:
         """The model finished a backward, an optimizer step or (no backward after it) a forward: its work
-        for the step is queued. The step's ``after`` event moves here."""
+        for the step is queued (the last one of the step counts). The step's ``after`` event moves here."""
         try:
             if self.open:
-                self.parts.model_ended(_now_ns(), self.copy_cpu_ns)
+                self.model_end_ns = _now_ns()
+                self._sync_at_model_end = self.sync_ns
+                self._copy_at_model_end = self.copy_cpu_ns
                 gap = self._gap
                 if gap.marking:  # called up to three times a step: no call where no event is due
                     gap.model_ended()
@@ -91,7 +144,7 @@ class StepWork:
         """The loop waited ``sync_ns`` for the device (.item(), .cpu(), synchronize) just now."""
         try:
             if self.open:
-                self.parts.synced(sync_ns)
+                self.sync_ns += sync_ns
                 self.flags |= _F_SYNCED
         except Exception as exc:
             self._fail(exc)
@@ -112,7 +165,7 @@ class StepWork:
         try:
             if moved.is_cpu:
                 if source.is_cuda and self.open:  # device to host: the loop waits for the GPU
-                    self.parts.synced(copy_cpu_ns)
+                    self.sync_ns += copy_cpu_ns
                     self.flags |= _F_SYNCED
                 return
             if not source.is_cpu:
@@ -162,7 +215,9 @@ class StepWork:
             if not self.open:
                 return
             gap = self._gap
-            if self.parts.work_started(_now_ns() - copy_cpu_ns):
+            if not self.first_work_ns:  # the copy began the step's work
+                self.first_work_ns = _now_ns() - copy_cpu_ns
+                self._sync_at_first_work = self.sync_ns
                 self.awaits_first_work = False
                 if gap.after_prev is not None:
                     # Late: the copy is queued already, so a drained stream reads busy.
