@@ -22,6 +22,11 @@ from xfertop.sources.stacks.pyspy_output import parse_dump_json, parse_raw, pars
 DEFAULT_RATE_HZ = 50
 DEFAULT_WINDOW_S = 2
 DUMP_TIMEOUT_S = 10.0
+#: A ``--nonblocking`` dump reads the target's frames while it runs, and can meet a frame list mid-change:
+#: py-spy then fails with "Failed to get stack traces" though the process is fine (seen once in a CI run
+#: of tests/cli/test_attach_cli.py). Such a failure is tried again before it is reported.
+DUMP_ATTEMPTS = 3
+_RACED = "failed to get stack traces"
 #: Beyond the window itself: py-spy's attach, its retries on a busy process and writing the file.
 RECORD_GRACE_S = 10.0
 
@@ -47,12 +52,24 @@ def find_pyspy() -> str:
 def dump(pid: int, timeout_s: float = DUMP_TIMEOUT_S, binary: str | None = None) -> tuple[ThreadStack, ...]:
     """Every thread of ``pid`` right now (``py-spy dump --json --nonblocking``); raises PySpyError."""
     command = [binary or find_pyspy(), "dump", "--pid", str(pid), "--json", "--nonblocking"]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise PySpyError(f"py-spy dump of process {pid} did not answer within {timeout_s:.0f} s.") from exc
-    if done.returncode != 0:
-        raise PySpyError(explain_pyspy_failure(pid, done.stderr))
+    deadline = time.monotonic() + timeout_s
+    for attempt in range(1, DUMP_ATTEMPTS + 1):
+        try:
+            done = subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                timeout=max(0.1, deadline - time.monotonic()),
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise PySpyError(
+                f"py-spy dump of process {pid} did not answer within {timeout_s:.0f} s."
+            ) from exc
+        if done.returncode == 0:
+            break
+        if _RACED not in done.stderr.lower() or attempt == DUMP_ATTEMPTS or time.monotonic() >= deadline:
+            raise PySpyError(explain_pyspy_failure(pid, done.stderr))
     try:
         return parse_dump_json(done.stdout)
     except (ValueError, KeyError, TypeError) as exc:
