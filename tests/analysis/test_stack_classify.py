@@ -310,7 +310,7 @@ def test_a_frameworks_loop_is_not_the_users_bookkeeping() -> None:
     assert summarise_window(window, lambda f, n: _LOOP_SOURCE.get(n, "")).loop_host.share == 0.0
 
 
-def test_a_loop_under_tqdm_is_found_and_a_checkpoint_in_its_body_is_not_bookkeeping() -> None:
+def test_a_loop_under_tqdm_is_found_and_a_checkpoint_in_its_body_is_counted_apart() -> None:
     tqdm_iter = Frame("tqdm.__iter__", "/venv/lib/python3.11/site-packages/tqdm/std.py", 1181)
 
     def at(line: int, *inner: Frame) -> tuple[Frame, ...]:
@@ -318,15 +318,22 @@ def test_a_loop_under_tqdm_is_found_and_a_checkpoint_in_its_body_is_not_bookkeep
 
     next_batch = frames(("_MultiProcessingDataLoaderIter.__next__", "torch/utils/data/dataloader.py"))
     waiting = at(11, *next_batch, tqdm_iter)
-    saving = at(15, *frames(("save", "torch/serialization.py")))
+    # torch.save in the body (every N steps), through a .cpu() of the state: the loop's work, not a copy.
+    saving = at(15, *frames(("Tensor.cpu", "torch/_tensor.py"), ("save", "torch/serialization.py")))
+    saved_after_the_loop = at(16, *frames(("save", "torch/serialization.py")))
     stacks = (
         ThreadStack(pid=10, tid=10, thread_name="MainThread", count=30, frames=waiting),
-        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=40, frames=at(15)),
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=30, frames=at(15)),
         ThreadStack(pid=10, tid=10, thread_name="MainThread", count=30, frames=saving),
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=10, frames=saved_after_the_loop),
     )
     window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=stacks)
-    loop = summarise_window(window, _loop_lines).loop_host
-    assert loop.loop_line == "train.py:11" and loop.share == 0.4
+    rank = summarise_window(window, _loop_lines)
+    assert rank.loop_host.loop_line == "train.py:11" and rank.loop_host.share == 0.3
+    assert rank.loop_checkpoint.share == 0.3 and rank.loop_checkpoint.top_lines == (("train.py:15", 0.3),)
+    assert rank.shares.share("copy") == 0.0 and rank.shares.share("other") == 0.7
+    assert rank.outside_at is not None  # the save after the loop stays outside it
+    assert rank.outside_at.doing == "saving a checkpoint" and rank.outside_at.share == 0.1
 
 
 def test_the_main_thread_running_a_dataset_is_told_apart_from_unpickling_a_workers_batch() -> None:

@@ -813,6 +813,34 @@ def test_checkpoint_steps_that_take_a_large_share_are_named() -> None:
     assert "torch.save" not in advice_text(rank_verdict(rare, dataloader_workers=2))
 
 
+def test_a_loop_whose_own_work_is_mostly_checkpoints_names_them_first() -> None:
+    # `xfertop run` partitions the step: torch.save after the optimizer step is the loop's own work after
+    # the step. Every 10th step saved for 60 ms beyond a 6 ms step of 1 ms of Python bookkeeping.
+    def steps(save_ms: float, post_ms: float) -> list:
+        return [
+            step_record(
+                i,
+                model_ms=4.8,
+                wait_ms=0.2,
+                loop_post_ms=post_ms + (save_ms if i % 10 == 0 else 0.0),
+                checkpoint=i % 10 == 0,
+            )
+            for i in range(5, 105)
+        ]
+
+    verdict = rank_verdict(steps(60.0, 1.0), dataloader_workers=2)
+    assert verdict.kind == "loop-bound", verdict.headline
+    assert "(saving checkpoints: 50% of the time)" in verdict.headline, verdict.headline
+    assert verdict.advice[0].startswith("torch.save ran in 5 steps of the window"), verdict.advice
+    assert "logging, metrics, bookkeeping" not in advice_text(verdict)  # 1 ms of 12 a step: not named
+    # With the loop's bookkeeping large on its own too, its remedy follows the checkpoints'.
+    both = rank_verdict(steps(60.0, 6.0), dataloader_workers=2)
+    assert both.advice[0].startswith("torch.save ran in") and "logging, metrics" in both.advice[1]
+    # Bookkeeping alone: no word of checkpoints.
+    alone = rank_verdict(steps(0.0, 12.0), dataloader_workers=2)
+    assert alone.kind == "loop-bound" and "checkpoint" not in alone.headline + advice_text(alone)
+
+
 def test_a_two_rank_stragglers_headline_compares_it_with_the_other_rank_not_with_itself() -> None:
     fixture = load_window("straggler_ddp4")
     straggler = next(r for r in fixture.ranks if r.rank == 2)

@@ -14,7 +14,8 @@ import psutil
 import pytest
 
 from pyspy_phases_support import fake_nvml_gpu, phases_job
-from pyspy_support import FIXTURES, ptrace_problem, training_job
+from pyspy_support import FIXTURES, TRAIN_SCRIPT, ptrace_problem, training_job
+from ring_test_tools import child_env
 from xfertop.analysis.sampled_verdict import judge_stacks
 from xfertop.cli import attach
 from xfertop.sources.stacks.pyspy_runner import dump
@@ -262,3 +263,47 @@ def test_a_loop_waiting_in_item_for_a_busy_gpu_is_not_sync_bound() -> None:
     assert rank["gpu_busy_share"] == 0.96 and rank["gpu_sync_share"] >= 0.3, rank
     assert verdict["kind"] in ("compute-bound", "healthy"), verdict["headline"]
     assert "the GPU is busy 96%, the host waiting for it in .item()-like calls in" in verdict["headline"]
+
+
+@needs_ptrace
+def test_a_loop_that_checkpoints_often_reads_as_xfertop_run_reads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One job (torch.save of a 16 MB state every 4 steps, ~10x its model step) under `xfertop run` and
+    # under attach: both loop-bound, both naming the checkpoints and their remedy. Before, attach read
+    # "not in a training loop" (a checkpoint in the loop's body counted as outside the loop) and run
+    # gave the bookkeeping's advice (logging, metrics) for the checkpoints' time.
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xfertop.cli.run",
+            "--",
+            sys.executable,
+            str(TRAIN_SCRIPT),
+            "checkpoint",
+            "--steps",
+            "300",
+        ],
+        env=child_env(tmp_path / "rings"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    (summary_file,) = (tmp_path / "rings" / "summaries").glob("*.json")
+    run_verdict = json.loads(summary_file.read_text())["last_verdict"]
+    assert run_verdict["kind"] == "loop-bound", run_verdict["headline"]
+    assert "saving checkpoints" in run_verdict["headline"], run_verdict["headline"]
+    assert run_verdict["advice"][0].startswith("torch.save ran in"), run_verdict["advice"]
+
+    with training_job("checkpoint") as job:
+        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (rank,) = report["ranks"]
+    verdict = report["verdict"]
+    assert verdict["kind"] == run_verdict["kind"], (verdict["headline"], rank)
+    assert "mostly saving checkpoints" in verdict["headline"], verdict["headline"]
+    assert verdict["advice"][0].startswith("Checkpoints the loop writes (torch.save; train_cpu.py:"), verdict
+    assert "checkpoint less often" in verdict["advice"][0]

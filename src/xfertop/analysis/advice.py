@@ -331,6 +331,13 @@ def copy_bound_advice(stats: WindowStats) -> list[str]:
     return advice
 
 
+#: What makes checkpoints written in the training loop cheaper for the loop.
+CHECKPOINT_REMEDY = (
+    "checkpoint less often, or save off the training loop (torch.distributed.checkpoint.async_save; copy "
+    "the state to the host, then write it on a thread)."
+)
+
+
 def checkpoint_advice(stats: WindowStats) -> list[str]:
     """Steps that saved a checkpoint took a large share of the window beyond a typical step."""
     if stats.checkpoint_share < CHECKPOINT_WARN_SHARE:
@@ -338,9 +345,7 @@ def checkpoint_advice(stats: WindowStats) -> list[str]:
     count = stats.checkpoint_steps
     return [
         f"torch.save ran in {count} step{'s' if count != 1 else ''} of the window, which took "
-        f"{pct(stats.checkpoint_share)} of its time beyond a typical step: checkpoint less often, or save "
-        "off the training loop (torch.distributed.checkpoint.async_save; copy the state to the host, then "
-        "write it on a thread)."
+        f"{pct(stats.checkpoint_share)} of its time beyond a typical step: {CHECKPOINT_REMEDY}"
     ]
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from xfertop.analysis.advice import (
+    CHECKPOINT_REMEDY,
     copy_bound_advice,
     hidden_wait_note,
     host_bound_advice,
@@ -27,6 +28,7 @@ from xfertop.analysis.evidence import CgroupCpuEvidence, Context, WorkersEvidenc
 from xfertop.analysis.stack_classify import LineText, LoopHost, RankStacks, summarise_window
 from xfertop.analysis.steps import Spread, WindowStats
 from xfertop.analysis.thresholds import (
+    CHECKPOINT_WARN_SHARE,
     COMPUTE_BOUND_SHARE,
     COPY_CRITICAL_SHARE,
     COPY_WARN_SHARE,
@@ -250,7 +252,8 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     gpu_waits = waits_for_busy_gpu(rank)
     stats = _window_stats(rank, also_compute=(0.0 if on_gpu else loop.share) + gpu_waits)
     other_share = rank.shares.share("other")
-    outside_share = other_share - loop.share  # the loop's own Python code is in the loop
+    # The loop's own Python code and the checkpoints it writes are in the loop.
+    outside_share = other_share - loop.share - rank.loop_checkpoint.share
     if outside_share >= OUTSIDE_LOOP_SHARE:
         where = f"; the main thread is mostly {rank.outside_at}" if rank.outside_at is not None else ""
         headline = (
@@ -260,7 +263,7 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         return _labelled(Verdict("warming-up", "info", headline, rule="not-in-loop"), rank, ranks, [])
     # The GPU's busy share where it waits for the host, else None.
     waiting_busy = busy if on_gpu and busy is not None and busy < GPU_BUSY_MIN_SHARE else None
-    own = loop.share + rank.loop_tensor.share
+    own = loop.share + rank.loop_tensor.share + rank.loop_checkpoint.share
     sync_share = rank.shares.share("gpu_sync")
     # With the GPU mostly idle a sync waits for little: it is named only where it holds more of the
     # host than the model's dispatch or the loop's own code (a launch-bound loop's loss.item()).
@@ -297,6 +300,10 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         and loop.share > host_waits
     ):
         return _labelled(_loop_host_bound(loop), rank, ranks, [])
+    saving = rank.loop_checkpoint
+    if saving.share >= LOOP_HOST_WARN_SHARE and saving.share > max(host_waits, _model_share(rank)):
+        # Checkpoints hold the loop whatever the GPU does meanwhile (a GPU's busy share unknown).
+        return _labelled(_loop_bound(rank, None), rank, ranks, [])
     if (
         waiting_busy is not None
         and rank.dispatch_share >= LAUNCH_DISPATCH_SHARE
@@ -309,6 +316,8 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     ):
         return _labelled(_copy_bound(stats), rank, ranks, [])
     verdict, extra = _judged(rank, stats, on_gpu, outside_share)
+    if saving.share >= CHECKPOINT_WARN_SHARE:
+        extra = [_checkpoint_advice(saving), *extra]
     return _labelled(verdict, rank, ranks, extra)
 
 
@@ -482,11 +491,19 @@ def _model_share(rank: RankStacks) -> float:
     return max(rank.dispatch_share, rank.shares.share("compute") - rank.loop_tensor.share)
 
 
+def _checkpoint_advice(saving: LoopHost) -> str:
+    return (
+        f"Checkpoints the loop writes (torch.save; {_top_lines_text(saving)}) hold the main thread "
+        f"{pct(saving.share)} of samples: {CHECKPOINT_REMEDY}"
+    )
+
+
 def _loop_bound(rank: RankStacks, busy: float | None) -> Verdict:
     """The loop's own code holds the main thread: while the GPU waits (``busy``, its NVML share), or on
-    a CPU job (None), where it holds more of the cores than the model step."""
-    tensor, python = rank.loop_tensor, rank.loop_host
-    own = tensor.share + python.share
+    a CPU job (None), where it holds more of the cores than the model step. Its parts (tensor maths,
+    Python bookkeeping, checkpoints) are named with their remedies, the largest first."""
+    tensor, python, saving = rank.loop_tensor, rank.loop_host, rank.loop_checkpoint
+    own = tensor.share + python.share + saving.share
     if busy is not None:
         meanwhile = f"while the GPU is busy {pct(busy)}"
         where = "on CPU tensors it runs on the host, one batch at a time, while the GPU waits"
@@ -495,7 +512,10 @@ def _loop_bound(rank: RankStacks, busy: float | None) -> Verdict:
         meanwhile = f"and the model step {pct(_model_share(rank))}"
         where = "it runs in the main process, one batch at a time, between the loader and the model"
         elsewhere = ""
-    headline = f"loop-bound: the loop's own code holds the main thread {pct(own)} of samples {meanwhile}"
+    mostly = " (mostly saving checkpoints)" if saving.share > max(tensor.share, python.share) else ""
+    headline = (
+        f"loop-bound: the loop's own code{mostly} holds the main thread {pct(own)} of samples {meanwhile}"
+    )
     severity: Severity = "critical" if own >= LOOP_HOST_CRITICAL_SHARE else "warn"
     maths = (
         f"tensor maths on the loop's own lines ({_top_lines_text(tensor)}; the loop at {tensor.loop_line}), "
@@ -503,14 +523,14 @@ def _loop_bound(rank: RankStacks, busy: float | None) -> Verdict:
         f"DataLoader workers run it in parallel{elsewhere}."
     )
     bookkeeping = _bookkeeping_advice(python, on_gpu=busy is not None)
-    if tensor.share >= python.share:
-        advice = [f"Most of it is {maths}"]
-        if python.share >= LOOP_PART_NOTE_SHARE:
-            advice.append(f"The loop's own Python adds {pct(python.share)}. {bookkeeping}")
-    else:
-        advice = [bookkeeping]
-        if tensor.share >= LOOP_PART_NOTE_SHARE:
-            advice.append(f"{pct(tensor.share)} more is {maths}")
+    parts = [
+        (tensor.share, f"Most of it is {maths}", f"{pct(tensor.share)} more is {maths}"),
+        (python.share, bookkeeping, f"The loop's own Python adds {pct(python.share)}. {bookkeeping}"),
+        (saving.share, _checkpoint_advice(saving), _checkpoint_advice(saving)),
+    ]
+    parts.sort(key=lambda part: -part[0])  # stable: tensor maths first on a tie, as before
+    (_, first, _), *rest = parts
+    advice = [first, *(more for share, _, more in rest if share >= LOOP_PART_NOTE_SHARE)]
     return Verdict("loop-bound", severity, headline, advice=tuple(advice), rule="loop-bound")
 
 

@@ -294,8 +294,9 @@ def class_shares(classified: Iterable[tuple[ThreadStack, SampleClass]]) -> Class
 
 
 _LIBRARY_DIRS = ("/site-packages/", "/dist-packages/")
-#: Work in the loop body that is not per-step bookkeeping: checkpoints (left "outside a training loop").
-_NOT_BOOKKEEPING = (
+#: Work in the loop body that is not per-step bookkeeping: checkpoints, counted apart (RankStacks.
+#: loop_checkpoint) so that their remedy, not the bookkeeping's, is named.
+_CHECKPOINTING = (
     _rule("torch/serialization.py", "*"),
     _rule("torch/distributed/checkpoint/", "*"),
     _rule("safetensors/", "*"),
@@ -449,23 +450,44 @@ def _find_loop(
     return _Loop(filename, name, found[0], found[1], line_text)
 
 
-def _body_line(loop: _Loop | None, stack: ThreadStack) -> int | None:
-    """The line of the loop's body that ``stack`` runs, None where it is not in the body; a checkpoint
-    written in the body is not the loop's per-step work."""
-    if loop is None or any(_matches(f, _NOT_BOOKKEEPING) for f in stack.frames):
+def _in_body(loop: _Loop | None, stack: ThreadStack) -> int | None:
+    """The line of the loop's body that ``stack`` runs, None where it is not in the body."""
+    if loop is None:
         return None
     frame = loop.frame_in(stack.frames)
     return frame.line if frame is not None and loop.in_body(frame.line) else None
 
 
-def _loop_work(loop: _Loop | None, stacks: Iterable[ThreadStack], total: int) -> LoopHost:
-    """The share of ``total`` samples that ``stacks`` spend on lines of the loop's body, and its busiest
-    lines."""
+def _saves(stack: ThreadStack) -> bool:
+    return any(_matches(f, _CHECKPOINTING) for f in stack.frames)
+
+
+def _body_line(loop: _Loop | None, stack: ThreadStack) -> int | None:
+    """The line of the loop's body that ``stack`` runs, None where it is not in the body; a checkpoint
+    written in the body is the loop's work too, but not its per-step bookkeeping (_checkpoint_line)."""
+    return None if _saves(stack) else _in_body(loop, stack)
+
+
+def _checkpoint_line(loop: _Loop | None, stack: ThreadStack) -> int | None:
+    """The line of the loop's body that writes a checkpoint in ``stack`` (torch.save every N steps);
+    None for any other stack, and for a checkpoint written outside the loop (at its end, in a callback
+    the loop does not run)."""
+    return _in_body(loop, stack) if _saves(stack) else None
+
+
+def _loop_work(
+    loop: _Loop | None,
+    stacks: Iterable[ThreadStack],
+    total: int,
+    line_of: Callable[[_Loop | None, ThreadStack], int | None] = _body_line,
+) -> LoopHost:
+    """The share of ``total`` samples that ``stacks`` spend on lines of the loop's body (``line_of``
+    each one's), and its busiest lines."""
     if loop is None or not total:
         return LoopHost(0.0)
     by_line: dict[int, int] = {}
     for stack in stacks:
-        line = _body_line(loop, stack)
+        line = line_of(loop, stack)
         if line is not None:
             by_line[line] = by_line.get(line, 0) + stack.count
     top = sorted(by_line.items(), key=lambda item: -item[1])[:3]
@@ -653,6 +675,8 @@ class RankStacks:
     #: Tensor maths on the training loop body's own lines, outside the model, autograd and the optimizer
     #: (part of "compute"): augmentation or metrics written in the loop.
     loop_tensor: LoopHost = LoopHost(0.0)
+    #: Checkpoints the training loop's body writes (torch.save every N steps; part of "other").
+    loop_checkpoint: LoopHost = LoopHost(0.0)
     #: Share of the main thread's samples in the model step: module calls, autograd, the optimizer.
     dispatch_share: float = 0.0
     #: Share of the main thread's samples in torch.compile's compilation (_COMPILING), wherever it was
@@ -689,9 +713,11 @@ class RankStacks:
             "pin_busy_share": None if self.pin_busy_share is None else round(self.pin_busy_share, 4),
             "frameless_samples": self.frameless_samples,
             "loop_host_share": round(self.loop_host.share, 4),
-            "loop_host_lines": [[line, round(share, 4)] for line, share in self.loop_host.top_lines],
+            "loop_host_lines": _lines(self.loop_host),
             "loop_tensor_share": round(self.loop_tensor.share, 4),
-            "loop_tensor_lines": [[line, round(share, 4)] for line, share in self.loop_tensor.top_lines],
+            "loop_tensor_lines": _lines(self.loop_tensor),
+            "loop_checkpoint_share": round(self.loop_checkpoint.share, 4),
+            "loop_checkpoint_lines": _lines(self.loop_checkpoint),
             "dispatch_share": round(self.dispatch_share, 4),
             "compiling_share": round(self.compiling_share, 4),
             "loop_seen": self.loop_seen,
@@ -708,6 +734,10 @@ class RankStacks:
             "cpu_quota_used_share": self.placement.cpu_quota_used_share if self.placement else None,
             "error": self.error,
         }
+
+
+def _lines(work: LoopHost) -> list[list[object]]:
+    return [[line, round(share, 4)] for line, share in work.top_lines]
 
 
 def _round1(value: float | None) -> float | None:
@@ -850,14 +880,16 @@ def summarise_window(
     waits = [s for s, cls in classified if cls == "gpu_sync"] if gpu_busy else []
     loop = _find_loop(main, line_text, waits)
     loop_seen = _loop_seen(classified, total, loop, line_text is not None)
+    if loop_seen:  # a checkpoint the loop writes is its own work, whatever torch.save calls (a .cpu())
+        classified = [(s, "other" if _checkpoint_line(loop, s) is not None else c) for s, c in classified]
     placed, loop_maths = _place_own_maths(classified, loop, loop_seen)
-    loop_python = [s for s, cls in placed if cls == "other"]
+    loop_other = [s for s, cls in placed if cls == "other"]
     # Outside the phases: everything while the job starts up (as first classified: its tensor maths
-    # builds data), else the "other" samples that are not the loop's own Python.
+    # builds data), else the "other" samples that are not the loop's own Python or checkpoints.
     outside = (
         classified
         if not loop_seen
-        else [(s, cls) for s, cls in placed if cls == "other" and _body_line(loop, s) is None]
+        else [(s, cls) for s, cls in placed if cls == "other" and _in_body(loop, s) is None]
     )
     workers = worker_loads(window.stacks, window.root_pid)
     placed_workers = _placed(workers, window.placement)
@@ -874,8 +906,9 @@ def summarise_window(
         workers_cores_busy_percent=placed_workers.cores_busy_percent,
         placement=window.placement,
         frameless_samples=sum(s.count for s in on_main if not s.frames),
-        loop_host=_loop_work(loop, loop_python, total),
+        loop_host=_loop_work(loop, loop_other, total),
         loop_tensor=_loop_work(loop, loop_maths, total),
+        loop_checkpoint=_loop_work(loop, loop_other, total, _checkpoint_line) if loop_seen else LoopHost(0.0),
         dispatch_share=_dispatch_share(placed, total),
         compiling_share=_compiling_share(main, total),
         loop_seen=loop_seen,

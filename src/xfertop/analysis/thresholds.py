@@ -56,6 +56,9 @@ ONE_OFF_STALL_SHARE = 0.5
 #: checkpoints are named, with what makes them cheaper, rather than their time counted as compute
 #: (whose advice, mixed precision or torch.compile, would not touch it).
 CHECKPOINT_WARN_SHARE = 0.1
+#: ... and at least this share of the loop's own work (the loop-bound rule): the checkpoints are what
+#: holds the loop, and their remedy leads its advice.
+CHECKPOINT_LEADS_LOOP_SHARE = 0.5
 #: Spikes: at most this fraction of the window's steps ...
 SPIKE_MAX_STEP_FRACTION = 0.05
 #: ... hold at least this fraction of its data wait (the epoch-start pattern of non-persistent workers).

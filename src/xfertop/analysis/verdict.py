@@ -17,6 +17,8 @@ from xfertop.analysis.advice import pct
 from xfertop.analysis.evidence import Context
 from xfertop.analysis.steps import IdleShares, Spread, WindowStats, usable_steps, window_stats
 from xfertop.analysis.thresholds import (
+    CHECKPOINT_LEADS_LOOP_SHARE,
+    CHECKPOINT_WARN_SHARE,
     COMPUTE_BOUND_SHARE,
     COPY_CRITICAL_SHARE,
     COPY_FLOOR_BYTES_PER_S,
@@ -381,11 +383,19 @@ def _where_loop(sig: Signals) -> str:
 def _loop_write(sig: Signals) -> RuleResult:
     waits = f"the GPU sits idle {pct(sig.loop)} of each step" if sig.stats.idle is not None else ""
     holds = waits or f"it takes {pct(sig.loop)} of each step"
-    headline = f"loop-bound: the loop's own work {_where_loop(sig)} holds the step; {holds}"
+    advice = advise.loop_bound_advice(sig.loop_pre >= sig.loop_post, sig.on_gpu)
+    saving = sig.stats.checkpoint_share
+    what = ""
+    if saving >= CHECKPOINT_WARN_SHARE and saving >= CHECKPOINT_LEADS_LOOP_SHARE * sig.loop:
+        # The loop's work is mostly torch.save every N steps: its remedy first, the bookkeeping's only
+        # where the rest of the loop's work would still be named on its own.
+        what = f" (saving checkpoints: {pct(saving)} of the time)"
+        rest = advice if sig.loop - saving >= LOOP_WARN_SHARE else advice[-1:]
+        advice = [*advise.checkpoint_advice(sig.stats), *rest]
+    headline = f"loop-bound: the loop's own work {_where_loop(sig)}{what} holds the step; {holds}"
     if sig.busy is not None:
         headline += f" ({_busy_text(sig)})"
-    before = sig.loop_pre >= sig.loop_post
-    return _severity(sig.loop, INPUT_CRITICAL_SHARE), headline, advise.loop_bound_advice(before, sig.on_gpu)
+    return _severity(sig.loop, INPUT_CRITICAL_SHARE), headline, advice
 
 
 def _sync_write(sig: Signals) -> RuleResult:
