@@ -336,6 +336,38 @@ def test_a_loop_under_tqdm_is_found_and_a_checkpoint_in_its_body_is_counted_apar
     assert rank.outside_at.doing == "saving a checkpoint" and rank.outside_at.share == 0.1
 
 
+def test_a_loops_own_iterable_building_batches_is_the_loops_work_and_a_dataloader_there_is_data() -> None:
+    # `for x in batches():` at line 11 (no DataLoader): the generator's Python and its torch.tensor()
+    # line are the loop's work before the model, named by the generator's own lines, not compute or
+    # "outside the loop"; the model's calls (line 12) find the loop.
+    def at(line: int, *inner: Frame) -> tuple[Frame, ...]:
+        return (*inner, Frame("main", "/job/train.py", line), Frame("<module>", "/job/train.py", 20))
+
+    building = at(11, Frame("batches", "/job/data.py", 7))
+    making_tensors = at(11, Frame("batches", "/job/data.py", 9))
+    model = at(12, *frames(("Module._call_impl", "torch/nn/modules/module.py")))
+    next_batch = frames(("_SingleProcessDataLoaderIter.__next__", "torch/utils/data/dataloader.py"))
+    lines = {("/job/data.py", 9): "        yield torch.tensor(rows)"}
+
+    def source(filename: str, line: int) -> str:
+        return lines.get((filename, line)) or _loop_lines(filename, line)
+
+    def window(*stacks: tuple[int, tuple[Frame, ...]]) -> StackWindow:
+        threads = tuple(
+            ThreadStack(pid=10, tid=10, thread_name="MainThread", count=count, frames=stack)
+            for count, stack in stacks
+        )
+        return StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=threads)
+
+    rank = summarise_window(window((50, building), (20, making_tensors), (30, model)), source)
+    assert rank.loop_iterable.share == 0.7 and rank.loop_iterable.loop_line == "train.py:11"
+    assert rank.loop_iterable.top_lines == (("data.py:7", 0.5), ("data.py:9", 0.2))
+    assert rank.shares.share("compute") == 0.3 and rank.outside_at is None
+    # The same statement reading a DataLoader: data, as before.
+    rank = summarise_window(window((70, at(11, *next_batch)), (30, model)), source)
+    assert rank.shares.share("data_wait") == 0.7 and rank.loop_iterable.share == 0.0
+
+
 def test_the_main_thread_running_a_dataset_is_told_apart_from_unpickling_a_workers_batch() -> None:
     next_batch = ("_MultiProcessingDataLoaderIter.__next__", "torch/utils/data/dataloader.py")
     fetching = frames(

@@ -307,3 +307,48 @@ def test_a_loop_that_checkpoints_often_reads_as_xfertop_run_reads_it(
     assert "mostly saving checkpoints" in verdict["headline"], verdict["headline"]
     assert verdict["advice"][0].startswith("Checkpoints the loop writes (torch.save; train_cpu.py:"), verdict
     assert "checkpoint less often" in verdict["advice"][0]
+
+
+@needs_ptrace
+def test_a_loop_fed_by_its_own_generator_reads_as_xfertop_run_reads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No DataLoader: a Python generator builds each batch in the main thread (~3x the model step). Under
+    # `xfertop run` that is the loop's own work before the model (steps from the optimizer, no samples
+    # counted); attach reads the same kind and names the generator's lines. Before, attach read "not in
+    # a training loop ... mostly in python_batches", run advised a DataLoader's workers it does not have
+    # as if it had one, and its summary said "0.0 samples/s".
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xfertop.cli.run",
+            "--",
+            sys.executable,
+            str(TRAIN_SCRIPT),
+            "generator",
+            "--steps",
+            "300",
+        ],
+        env=child_env(tmp_path / "rings"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "samples/s not known (no DataLoader batch counted)" in run.stderr, run.stderr
+    (summary_file,) = (tmp_path / "rings" / "summaries").glob("*.json")
+    run_verdict = json.loads(summary_file.read_text())["last_verdict"]
+    assert run_verdict["kind"] == "loop-bound", run_verdict["headline"]
+    assert "with no DataLoader read" in run_verdict["advice"][0], run_verdict["advice"]
+
+    with training_job("generator") as job:
+        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (rank,) = report["ranks"]
+    verdict = report["verdict"]
+    assert verdict["kind"] == run_verdict["kind"], (verdict["headline"], rank)
+    assert "mostly building batches in its own iterable" in verdict["headline"], verdict["headline"]
+    assert verdict["advice"][0].startswith("The loop's own iterable (the loop at train_cpu.py:"), verdict
+    assert rank["loop_iterable_lines"][0][0].startswith("train_cpu.py:"), rank

@@ -433,14 +433,24 @@ def straggler_advice(rank: int | None) -> list[str]:
     ]
 
 
-def loop_bound_advice(before_model: bool, on_gpu: bool) -> list[str]:
-    """The loop's own code holds the step (and, on a GPU, leaves it idle)."""
-    if before_model:
+def loop_bound_advice(before_model: bool, on_gpu: bool, reads_a_loader: bool = True) -> list[str]:
+    """The loop's own code holds the step (and, on a GPU, leaves it idle). ``reads_a_loader``: the step
+    clock saw a DataLoader iterated (its num_workers is known); without one the batches come from the
+    loop's own iterable (a generator, a list), whose building is the loop's work before the model."""
+    if before_model and not reads_a_loader:
+        advice = [
+            "The loop's own code before the model (building, converting or augmenting each batch on the CPU, "
+            "with no DataLoader read) holds each step: make the batches in a Dataset (__getitem__ or a "
+            "collate_fn) read through a DataLoader with workers, so they are made in parallel, ahead of "
+            "the loop."
+        ]
+    elif before_model:
         advice = [
             "The loop's own code between next(loader) and the model (conversion, augmentation, "
             "normalisation on the CPU) holds each step: move it into the Dataset's __getitem__ (or a "
             "collate_fn) so the DataLoader workers run it in parallel, ahead of the loop."
         ]
+    if before_model:
         if on_gpu:
             advice.append(
                 "Or do it on the GPU after the copy: copy the raw batch (uint8) and convert, normalise and "

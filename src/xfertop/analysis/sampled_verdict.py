@@ -252,8 +252,8 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     gpu_waits = waits_for_busy_gpu(rank)
     stats = _window_stats(rank, also_compute=(0.0 if on_gpu else loop.share) + gpu_waits)
     other_share = rank.shares.share("other")
-    # The loop's own Python code and the checkpoints it writes are in the loop.
-    outside_share = other_share - loop.share - rank.loop_checkpoint.share
+    # The loop's own Python code, the checkpoints it writes and its own iterable are in the loop.
+    outside_share = other_share - loop.share - rank.loop_checkpoint.share - rank.loop_iterable.share
     if outside_share >= OUTSIDE_LOOP_SHARE:
         where = f"; the main thread is mostly {rank.outside_at}" if rank.outside_at is not None else ""
         headline = (
@@ -263,7 +263,7 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         return _labelled(Verdict("warming-up", "info", headline, rule="not-in-loop"), rank, ranks, [])
     # The GPU's busy share where it waits for the host, else None.
     waiting_busy = busy if on_gpu and busy is not None and busy < GPU_BUSY_MIN_SHARE else None
-    own = loop.share + rank.loop_tensor.share + rank.loop_checkpoint.share
+    own = loop.share + rank.loop_tensor.share + rank.loop_checkpoint.share + rank.loop_iterable.share
     sync_share = rank.shares.share("gpu_sync")
     # With the GPU mostly idle a sync waits for little: it is named only where it holds more of the
     # host than the model's dispatch or the loop's own code (a launch-bound loop's loss.item()).
@@ -491,6 +491,15 @@ def _model_share(rank: RankStacks) -> float:
     return max(rank.dispatch_share, rank.shares.share("compute") - rank.loop_tensor.share)
 
 
+def _iterable_advice(iterable: LoopHost) -> str:
+    return (
+        f"The loop's own iterable (the loop at {iterable.loop_line}) builds each batch in the main thread "
+        f"in {pct(iterable.share)} of samples ({_top_lines_text(iterable)}): make it a Dataset (or "
+        "IterableDataset) read through a DataLoader with workers, so batches are built in parallel, ahead "
+        "of the loop."
+    )
+
+
 def _checkpoint_advice(saving: LoopHost) -> str:
     return (
         f"Checkpoints the loop writes (torch.save; {_top_lines_text(saving)}) hold the main thread "
@@ -501,9 +510,11 @@ def _checkpoint_advice(saving: LoopHost) -> str:
 def _loop_bound(rank: RankStacks, busy: float | None) -> Verdict:
     """The loop's own code holds the main thread: while the GPU waits (``busy``, its NVML share), or on
     a CPU job (None), where it holds more of the cores than the model step. Its parts (tensor maths,
-    Python bookkeeping, checkpoints) are named with their remedies, the largest first."""
-    tensor, python, saving = rank.loop_tensor, rank.loop_host, rank.loop_checkpoint
-    own = tensor.share + python.share + saving.share
+    Python bookkeeping, checkpoints, the batches its own iterable builds) are named with their remedies,
+    the largest first."""
+    tensor, python = rank.loop_tensor, rank.loop_host
+    saving, iterable = rank.loop_checkpoint, rank.loop_iterable
+    own = tensor.share + python.share + saving.share + iterable.share
     if busy is not None:
         meanwhile = f"while the GPU is busy {pct(busy)}"
         where = "on CPU tensors it runs on the host, one batch at a time, while the GPU waits"
@@ -512,7 +523,14 @@ def _loop_bound(rank: RankStacks, busy: float | None) -> Verdict:
         meanwhile = f"and the model step {pct(_model_share(rank))}"
         where = "it runs in the main process, one batch at a time, between the loader and the model"
         elsewhere = ""
-    mostly = " (mostly saving checkpoints)" if saving.share > max(tensor.share, python.share) else ""
+    largest = max(tensor.share, python.share, saving.share, iterable.share)
+    mostly = (
+        " (mostly saving checkpoints)"
+        if saving.share == largest > max(tensor.share, python.share)
+        else " (mostly building batches in its own iterable)"
+        if iterable.share == largest > max(tensor.share, python.share)
+        else ""
+    )
     headline = (
         f"loop-bound: the loop's own code{mostly} holds the main thread {pct(own)} of samples {meanwhile}"
     )
@@ -527,6 +545,7 @@ def _loop_bound(rank: RankStacks, busy: float | None) -> Verdict:
         (tensor.share, f"Most of it is {maths}", f"{pct(tensor.share)} more is {maths}"),
         (python.share, bookkeeping, f"The loop's own Python adds {pct(python.share)}. {bookkeeping}"),
         (saving.share, _checkpoint_advice(saving), _checkpoint_advice(saving)),
+        (iterable.share, _iterable_advice(iterable), _iterable_advice(iterable)),
     ]
     parts.sort(key=lambda part: -part[0])  # stable: tensor maths first on a tie, as before
     (_, first, _), *rest = parts

@@ -475,6 +475,31 @@ def _checkpoint_line(loop: _Loop | None, stack: ThreadStack) -> int | None:
     return _in_body(loop, stack) if _saves(stack) else None
 
 
+def _iterable_line(loop: _Loop | None, stack: ThreadStack) -> int | None:
+    """The loop's own statement where ``stack`` runs below it: the loop asks its own iterable for the
+    next batch (a generator that builds it, a Python sequence). A DataLoader's next() there is classified
+    before this is asked (data or loading); None for any other stack."""
+    if loop is None:
+        return None
+    frame = loop.frame_in(stack.frames)
+    calls = frame is not None and frame.line == loop.line and frame is not stack.frames[0]
+    return loop.line if calls else None
+
+
+def _loop_own(loop: _Loop | None, stack: ThreadStack, cls: SampleClass) -> bool:
+    """A sample of the loop's own work that its class would place elsewhere: a checkpoint in its body
+    (whatever torch.save calls), or the tensor maths of its own iterable building the next batch (a
+    generator's torch.tensor(); its copies and syncs stay what they are, a DataLoader's next() data)."""
+    if _checkpoint_line(loop, stack) is not None:
+        return True
+    return cls == "compute" and _iterable_line(loop, stack) is not None
+
+
+def _in_loop(loop: _Loop | None, stack: ThreadStack) -> bool:
+    """``stack`` is the training loop's own work: its body's lines, or its statement's iterable."""
+    return _in_body(loop, stack) is not None or _iterable_line(loop, stack) is not None
+
+
 def _loop_work(
     loop: _Loop | None,
     stacks: Iterable[ThreadStack],
@@ -485,16 +510,35 @@ def _loop_work(
     each one's), and its busiest lines."""
     if loop is None or not total:
         return LoopHost(0.0)
-    by_line: dict[int, int] = {}
+    by_line: dict[str, int] = {}
     for stack in stacks:
         line = line_of(loop, stack)
         if line is not None:
-            by_line[line] = by_line.get(line, 0) + stack.count
+            label = loop.label(line)
+            by_line[label] = by_line.get(label, 0) + stack.count
+    return _work(loop, by_line, total)
+
+
+def _iterable_work(loop: _Loop | None, stacks: Iterable[ThreadStack], total: int) -> LoopHost:
+    """The share of ``total`` samples in which ``stacks`` produce the loop's next batch in its own
+    iterable, and the job's own lines in it that hold most of them (a generator's, not the loop's)."""
+    if loop is None or not total:
+        return LoopHost(0.0)
+    by_line: dict[str, int] = {}
+    for stack in stacks:
+        if _iterable_line(loop, stack) is not None:
+            own = next(f for f in stack.frames if _is_own(f))  # the loop's own frame at the latest
+            label = f"{_short(own.filename)}:{own.line}"
+            by_line[label] = by_line.get(label, 0) + stack.count
+    return _work(loop, by_line, total)
+
+
+def _work(loop: _Loop, by_line: dict[str, int], total: int) -> LoopHost:
     top = sorted(by_line.items(), key=lambda item: -item[1])[:3]
     return LoopHost(
         share=sum(by_line.values()) / total,
         loop_line=loop.label(loop.line),
-        top_lines=tuple((loop.label(line), count / total) for line, count in top),
+        top_lines=tuple((label, count / total) for label, count in top),
     )
 
 
@@ -602,6 +646,7 @@ def _loop_seen(
         if cls in _LOOP_CLASSES
         or any(_dispatches(f) for f in s.frames)
         or _body_line(loop, s) is not None
+        or (cls not in _LOOP_CLASSES and _iterable_line(loop, s) is not None)
         or (cls == "gpu_sync" and not lines_known)
     )
     return not total or running >= LOOP_SEEN_MIN_SHARE * total
@@ -677,6 +722,9 @@ class RankStacks:
     loop_tensor: LoopHost = LoopHost(0.0)
     #: Checkpoints the training loop's body writes (torch.save every N steps; part of "other").
     loop_checkpoint: LoopHost = LoopHost(0.0)
+    #: The loop's own iterable making its next batch in the main thread (``for x, y in batches():``, a
+    #: generator; not a DataLoader; part of "other").
+    loop_iterable: LoopHost = LoopHost(0.0)
     #: Share of the main thread's samples in the model step: module calls, autograd, the optimizer.
     dispatch_share: float = 0.0
     #: Share of the main thread's samples in torch.compile's compilation (_COMPILING), wherever it was
@@ -718,6 +766,8 @@ class RankStacks:
             "loop_tensor_lines": _lines(self.loop_tensor),
             "loop_checkpoint_share": round(self.loop_checkpoint.share, 4),
             "loop_checkpoint_lines": _lines(self.loop_checkpoint),
+            "loop_iterable_share": round(self.loop_iterable.share, 4),
+            "loop_iterable_lines": _lines(self.loop_iterable),
             "dispatch_share": round(self.dispatch_share, 4),
             "compiling_share": round(self.compiling_share, 4),
             "loop_seen": self.loop_seen,
@@ -880,8 +930,8 @@ def summarise_window(
     waits = [s for s, cls in classified if cls == "gpu_sync"] if gpu_busy else []
     loop = _find_loop(main, line_text, waits)
     loop_seen = _loop_seen(classified, total, loop, line_text is not None)
-    if loop_seen:  # a checkpoint the loop writes is its own work, whatever torch.save calls (a .cpu())
-        classified = [(s, "other" if _checkpoint_line(loop, s) is not None else c) for s, c in classified]
+    if loop_seen:  # a checkpoint the loop writes and the batch its own iterable builds: its own work
+        classified = [(s, "other" if _loop_own(loop, s, c) else c) for s, c in classified]
     placed, loop_maths = _place_own_maths(classified, loop, loop_seen)
     loop_other = [s for s, cls in placed if cls == "other"]
     # Outside the phases: everything while the job starts up (as first classified: its tensor maths
@@ -889,7 +939,7 @@ def summarise_window(
     outside = (
         classified
         if not loop_seen
-        else [(s, cls) for s, cls in placed if cls == "other" and _in_body(loop, s) is None]
+        else [(s, cls) for s, cls in placed if cls == "other" and not _in_loop(loop, s)]
     )
     workers = worker_loads(window.stacks, window.root_pid)
     placed_workers = _placed(workers, window.placement)
@@ -909,6 +959,7 @@ def summarise_window(
         loop_host=_loop_work(loop, loop_other, total),
         loop_tensor=_loop_work(loop, loop_maths, total),
         loop_checkpoint=_loop_work(loop, loop_other, total, _checkpoint_line) if loop_seen else LoopHost(0.0),
+        loop_iterable=_iterable_work(loop, loop_other, total) if loop_seen else LoopHost(0.0),
         dispatch_share=_dispatch_share(placed, total),
         compiling_share=_compiling_share(main, total),
         loop_seen=loop_seen,

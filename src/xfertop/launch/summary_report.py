@@ -148,10 +148,10 @@ def render_text(summary: dict[str, Any], json_path: str | None) -> str:
             "so there is nothing to summarise.\n"
         )
     ranks = len(summary["ranks"])
-    lines = [
-        f"{head}: {summary['steps']} steps, {summary['samples_per_s']:.1f} samples/s"
-        + (f" over {ranks} ranks" if ranks > 1 else "")
-    ]
+    rate = summary["samples_per_s"]
+    # Samples are counted from the batches a DataLoader gives: a loop without one has steps, no samples.
+    rate_text = f"{rate:.1f} samples/s" if rate > 0 else "samples/s not known (no DataLoader batch counted)"
+    lines = [f"{head}: {summary['steps']} steps, {rate_text}" + (f" over {ranks} ranks" if ranks > 1 else "")]
     shares = summary["shares"]
     if summary.get("loader_off_thread"):
         lines.append(

@@ -49,3 +49,8 @@ def truncate(text: str, width: int) -> str:
     if width <= 0:
         return ""
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def samples_rate_text(samples_per_s: float) -> str:
+    """Samples a second; n/a where none were counted (a loop without a DataLoader: steps, no batches)."""
+    return f"{samples_per_s:.0f}" if samples_per_s > 0 else NA

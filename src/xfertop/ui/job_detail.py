@@ -16,7 +16,7 @@ from xfertop.analysis.job_analysis import Analysis, JobAnalysis, RankAnalysis
 from xfertop.analysis.steps import WindowStats, percentile
 from xfertop.model.jobs import ProbeRecord, RankState
 from xfertop.ui import chart
-from xfertop.ui.format import NA, ms, rate_gb_per_s
+from xfertop.ui.format import NA, ms, rate_gb_per_s, samples_rate_text
 from xfertop.ui.jobs_pane import verdict_line, wrapped_advice
 from xfertop.ui.key_footer import KeyFooter
 from xfertop.ui.process_table import pinned_text
@@ -165,7 +165,8 @@ def rank_detail(
         lines.append(bar)
         lines.append(
             Text(
-                f"{stats.samples_per_s:.0f} samples/s   H2D {rate_gb_per_s(stats.h2d_bytes_per_s)}"
+                f"{samples_rate_text(stats.samples_per_s)} samples/s"
+                f"   H2D {rate_gb_per_s(stats.h2d_bytes_per_s)}"
                 f"   pinned {pinned_text(view, rank.pid, rank.pinned_host_bytes)}"
                 f"   DataLoader workers {NA if workers is None else workers}"
                 + (f"   flags: {flags}" if flags else "")

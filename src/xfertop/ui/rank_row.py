@@ -7,7 +7,7 @@ from rich.text import Text
 from xfertop.analysis.steps import WindowStats
 from xfertop.model.jobs import RankState
 from xfertop.ui import chart
-from xfertop.ui.format import NA, human_bytes, ms, rate_gb_per_s
+from xfertop.ui.format import NA, human_bytes, ms, rate_gb_per_s, samples_rate_text
 from xfertop.ui.line_table import Column
 
 #: The rank table's columns, in order. When they do not fit, the highest ``drop_order`` goes first, whole:
@@ -165,7 +165,7 @@ def rank_cells(
         breakdown_bar(stats),
         *(_share(share) for share in host_shares(stats)),
         gpu_busy_text(gpu_busy, stats),
-        f"{stats.samples_per_s:.0f}",
+        samples_rate_text(stats.samples_per_s),
         rate_gb_per_s(stats.h2d_bytes_per_s),
         human_bytes(rank.pinned_host_bytes),
         flag_text,
