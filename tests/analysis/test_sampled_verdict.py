@@ -8,7 +8,7 @@ from pyspy_support import fixture_lines, fixture_window
 from xfertop.analysis.sampled_verdict import MIN_SAMPLES, judge_stacks, keep_last_judged, sampled_verdict
 from xfertop.analysis.stack_classify import ClassShares, LoopHost, RankStacks, WorkerLoad, summarise_window
 from xfertop.analysis.verdict import Verdict
-from xfertop.model.stacks import AttachTarget, StacksState
+from xfertop.model.stacks import AttachTarget, StacksState, WindowPlacement
 
 
 def fixture_rank(name: str) -> RankStacks:
@@ -189,3 +189,21 @@ def test_unpickling_workers_batches_is_not_the_main_thread_loading_itself() -> N
     )
     advice = " ".join(sampled_verdict([(None, rank)]).advice)
     assert "runs a Dataset itself" not in advice and "inter-process" in advice
+
+
+def test_a_gpu_jobs_own_iterable_or_checkpoints_holding_the_loop_are_loop_bound_without_nvml() -> None:
+    # A CUDA process NVML gave no busy share for (not its GPU's only user): its loop spends 60% of
+    # samples building batches in its own generator, or saving checkpoints; the model step 20%.
+    cuda = WindowPlacement((), (), uses_cuda=True)
+    building = LoopHost(0.6, "train.py:30", (("data.py:7", 0.6),))
+    shares = ClassShares(counts={"compute": 20, "data_wait": 5, "other": 75})
+    parts = (("loop_iterable", "building batches in its own iterable"), ("loop_checkpoint", "saving"))
+    for part, words in parts:
+        rank = RankStacks(pid=1, shares=shares, placement=cuda, dispatch_share=0.2, **{part: building})
+        verdict = sampled_verdict([(None, rank)])
+        assert verdict.kind == "loop-bound", verdict.headline
+        assert f"(mostly {words}" in verdict.headline and "data.py:7 60%" in verdict.advice[0]
+    # The same with NVML saying the GPU is busy 90%: the generator runs while the GPU computes.
+    rank = RankStacks(pid=1, shares=shares, placement=cuda, dispatch_share=0.2, loop_iterable=building)
+    verdict = sampled_verdict([(None, replace(rank, gpu_busy_share=0.9))])
+    assert verdict.kind != "loop-bound", verdict.headline

@@ -301,8 +301,10 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     ):
         return _labelled(_loop_host_bound(loop), rank, ranks, [])
     saving = rank.loop_checkpoint
-    if saving.share >= LOOP_HOST_WARN_SHARE and saving.share > max(host_waits, _model_share(rank)):
-        # Checkpoints hold the loop whatever the GPU does meanwhile (a GPU's busy share unknown).
+    held = max(saving.share, rank.loop_iterable.share)
+    if busy is None and held >= LOOP_HOST_WARN_SHARE and held > max(host_waits, _model_share(rank)):
+        # A GPU job whose busy share is unknown: checkpoints or the loop's own iterable building its
+        # batches hold the loop (a CPU job's were judged above, with the rest of the loop's own work).
         return _labelled(_loop_bound(rank, None), rank, ranks, [])
     if (
         waiting_busy is not None
@@ -523,14 +525,9 @@ def _loop_bound(rank: RankStacks, busy: float | None) -> Verdict:
         meanwhile = f"and the model step {pct(_model_share(rank))}"
         where = "it runs in the main process, one batch at a time, between the loader and the model"
         elsewhere = ""
-    largest = max(tensor.share, python.share, saving.share, iterable.share)
-    mostly = (
-        " (mostly saving checkpoints)"
-        if saving.share == largest > max(tensor.share, python.share)
-        else " (mostly building batches in its own iterable)"
-        if iterable.share == largest > max(tensor.share, python.share)
-        else ""
-    )
+    named = {"saving checkpoints": saving.share, "building batches in its own iterable": iterable.share}
+    what = max(named, key=lambda name: named[name])
+    mostly = f" (mostly {what})" if named[what] > max(tensor.share, python.share) else ""
     headline = (
         f"loop-bound: the loop's own code{mostly} holds the main thread {pct(own)} of samples {meanwhile}"
     )
