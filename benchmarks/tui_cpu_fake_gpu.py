@@ -172,6 +172,12 @@ def main() -> int:
     parser.add_argument("--before", type=Path, help="a checkout of the baseline to compare against")
     parser.add_argument("--after", type=Path, default=REPO, help="the tree under test (default: this one)")
     parser.add_argument("--load", help="a command run in the background meanwhile (e.g. the demo job)")
+    parser.add_argument(
+        "--load-age",
+        type=float,
+        default=3.0,
+        help="seconds the load runs before the first run (its step strip is young for ~2 minutes)",
+    )
     parser.add_argument("--py-spy", type=Path, metavar="DIR", help="record py-spy stacks of the after runs")
     parser.add_argument("--json", type=Path, help="write every run's figures here")
     args = parser.parse_args()
@@ -181,7 +187,7 @@ def main() -> int:
     load = start_load(args.load, env) if args.load else None
     if load is not None:
         env["XFERTOP_FAKE_GPU_PIDS"] = str(load.pid)
-        time.sleep(3.0)  # the job registers its ring and starts stepping
+        time.sleep(args.load_age)  # the job registers its ring and starts stepping
     if args.py_spy:
         args.py_spy.mkdir(parents=True, exist_ok=True)
     trees = [("after", args.after)]

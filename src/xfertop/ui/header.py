@@ -9,7 +9,7 @@ from collections.abc import Callable
 from rich.text import Text
 
 from xfertop.sources.bundle import HOST_MIN_INTERVAL_S
-from xfertop.ui.text_lines import TextLines
+from xfertop.ui.text_lines import Row, TextLines
 
 
 class HeaderBar(TextLines):
@@ -26,33 +26,31 @@ class HeaderBar(TextLines):
         self._clock = clock
         self._note = note
 
-    def build_lines(self, width: int) -> list[Text]:
+    def build_lines(self, width: int) -> list[Row]:
         view = self.app.view  # type: ignore[attr-defined]
-        line = Text()
-        line.append(" xfertop ", style="bold reverse")
+        # (text, style) pieces: the line that changes every second is drawn without a Text (text_lines.py).
         hostname = view.host.hostname if view.host else "…"
-        line.append(f" {hostname}", style="bold")
+        line = [(" xfertop ", "bold reverse"), (f" {hostname}", "bold")]
         if view.gpu is not None and view.gpu.driver_version:
-            line.append(f"  driver {view.gpu.driver_version}")
+            line.append((f"  driver {view.gpu.driver_version}", ""))
         elif view.gpu is not None:
-            line.append("  no NVIDIA driver", style="yellow")
-        line.append(f"  {time.strftime('%H:%M:%S', time.localtime(self._clock()))}")
-        line.append(f"  every {view.interval_s:g} s")
+            line.append(("  no NVIDIA driver", "yellow"))
+        line.append((f"  {time.strftime('%H:%M:%S', time.localtime(self._clock()))}", ""))
+        line.append((f"  every {view.interval_s:g} s", ""))
         if view.interval_s < HOST_MIN_INTERVAL_S:  # the host and jobs panes keep their own pace
-            line.append(f" (host, jobs {HOST_MIN_INTERVAL_S:g} s)", style="dim")  # = JOBS_INTERVAL_S
+            line.append((f" (host, jobs {HOST_MIN_INTERVAL_S:g} s)", "dim"))  # = JOBS_INTERVAL_S
         if view.paused:
-            line.append("  PAUSED (p resumes)", style="bold black on yellow")
+            line.append(("  PAUSED (p resumes)", "bold black on yellow"))
         if getattr(self.app, "monochrome", False):
-            line.append("  monochrome", style="dim")
-        line.append("  ? help", style="dim")
-        line.truncate(width)
-        lines = [line]
+            line.append(("  monochrome", "dim"))
+        line.append(("  ? help", "dim"))
+        extras = []
         note = self._note() if self._note is not None else None
         if note:
-            lines.append(Text(f" {note}", style="bold"))
+            extras.append(Text(f" {note}", style="bold"))
         sources = getattr(self.app, "sources", None)
         for failure in sources.failures() if sources is not None else ():
-            lines.append(Text(f" {failure}", style="bold yellow"))
-        for extra in lines[1:]:
+            extras.append(Text(f" {failure}", style="bold yellow"))
+        for extra in extras:
             extra.truncate(width, overflow="ellipsis")
-        return lines
+        return [tuple(line), *extras]  # the first cut to the width where it is drawn
