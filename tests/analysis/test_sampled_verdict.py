@@ -142,20 +142,23 @@ def test_a_window_without_a_verdict_keeps_the_last_judged_one_with_its_age() -> 
     assert keep_last_judged(teardown, 1.0, None) == (teardown, None)
 
 
-def test_on_a_cpu_the_loops_own_python_is_compute_and_its_lines_are_named() -> None:
-    # A CPU job: 55% in the model, 40% building and json-dumping per-sample logs in the loop body. On a
-    # CPU that host time is the job's compute (as the truth counts it); the advice names the lines.
+def test_on_a_cpu_the_loops_own_python_is_loop_work_as_xfertop_run_reads_it() -> None:
+    # A CPU job: 55% in the model, 40% building and json-dumping per-sample logs in the loop body.
+    # `xfertop run` partitions the step and reads it loop-bound (the loop's work is 10% or more and the
+    # largest part past its bar): attach reads the same kind and names the lines. Until session 26
+    # attach read it compute-bound (the loop's Python counted as compute below 30% or the model's share).
     loop = LoopHost(share=0.4, loop_line="train.py:12", top_lines=(("train.py:19", 0.4),))
     rank = RankStacks(
         pid=1, shares=ClassShares(counts={"compute": 55, "data_wait": 5, "other": 40}), loop_host=loop
     )
     verdict = sampled_verdict([(None, rank)])
-    assert verdict.kind == "compute-bound", verdict.headline
-    assert "compute is 95%" in verdict.headline
-    assert (
-        "40% of samples are the training loop's own Python (the loop at train.py:12; most on train.py:19"
-        in (verdict.advice[0])
-    )
+    assert verdict.kind == "loop-bound", verdict.headline
+    assert "holds the main thread 40% of samples" in verdict.headline
+    assert verdict.advice[0].startswith("Most of it on train.py:19 40%"), verdict.advice
+    # Below the bar (8%), or below the input's share, the loop's Python stays the step's compute.
+    small = replace(rank, loop_host=replace(loop, share=0.08))
+    small = replace(small, shares=ClassShares(counts={"compute": 87, "data_wait": 5, "other": 8}))
+    assert sampled_verdict([(None, small)]).kind == "compute-bound"
 
 
 def test_workers_beside_a_loader_the_main_thread_reads_itself_name_that_loader() -> None:

@@ -368,6 +368,43 @@ def test_a_loops_own_iterable_building_batches_is_the_loops_work_and_a_dataloade
     assert rank.shares.share("data_wait") == 0.7 and rank.loop_iterable.share == 0.0
 
 
+def test_a_loader_read_through_a_generator_of_the_jobs_own_leaves_the_loop_to_the_models_caller() -> None:
+    # `for x, y in progress(loader):` at line 11 of main: py-spy shows the loader's stack up to the
+    # generator's frame only (data.py:3), never main; the model's calls come from main's loop body. The
+    # training loop is main's: the EMA's tensor maths after the model's lines (line 15, after the step
+    # at 12-13) is the loop's own work after the model, not compute of the model.
+    next_batch = frames(("_SingleProcessDataLoaderIter.__next__", "torch/utils/data/dataloader.py"))
+    reading = (*next_batch, Frame("progress", "/job/data.py", 3))
+
+    def at(line: int, *inner: Frame) -> tuple[Frame, ...]:
+        return (*inner, Frame("main", "/job/train.py", line), Frame("<module>", "/job/train.py", 20))
+
+    model = at(12, *frames(("Module._call_impl", "torch/nn/modules/module.py")))
+    stepping = at(13, *frames(("Optimizer.step", "torch/optim/optimizer.py")))
+    averaging = at(15)
+    lines = {
+        ("/job/data.py", 1): "def progress(batches):",
+        ("/job/data.py", 2): "    for index, item in enumerate(batches):",
+        ("/job/data.py", 3): "        yield item",
+        ("/job/train.py", 15): "            ema.mul_(0.99).add_(weights, alpha=0.01)",
+    }
+
+    def source(filename: str, line: int) -> str:
+        return lines.get((filename, line)) or _loop_lines(filename, line)
+
+    counts = ((10, reading), (20, model), (10, stepping), (60, averaging))
+    stacks = tuple(
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=count, frames=stack)
+        for count, stack in counts
+    )
+    rank = summarise_window(
+        StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=stacks), source
+    )
+    assert rank.loop_tensor.loop_line == "train.py:11", rank.loop_tensor
+    assert rank.loop_tensor.share == 0.6 and rank.loop_tensor_after_model
+    assert rank.shares.share("data_wait") == 0.1
+
+
 def test_the_main_thread_running_a_dataset_is_told_apart_from_unpickling_a_workers_batch() -> None:
     next_batch = ("_MultiProcessingDataLoaderIter.__next__", "torch/utils/data/dataloader.py")
     fetching = frames(

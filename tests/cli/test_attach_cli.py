@@ -352,3 +352,48 @@ def test_a_loop_fed_by_its_own_generator_reads_as_xfertop_run_reads_it(
     assert "mostly building batches in its own iterable" in verdict["headline"], verdict["headline"]
     assert verdict["advice"][0].startswith("The loop's own iterable (the loop at train_cpu.py:"), verdict
     assert rank["loop_iterable_lines"][0][0].startswith("train_cpu.py:"), rank
+
+
+@needs_ptrace
+def test_an_ema_after_the_step_through_a_progress_generator_reads_as_xfertop_run_reads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The loader read through a progress generator of the job's own (py-spy shows no frame beyond a
+    # generator's, so the loader's caller is never on the way to the model), and an EMA of the weights
+    # after every optimizer step, several times the model step. `xfertop run` reads loop-bound (the
+    # loop's work after the step); attach now reads the same, naming the EMA's line as tensor maths after
+    # the model. Before, attach took the generator's loop for the training loop: "healthy ... 25% of
+    # samples are outside the training phases" (and below 30% of samples, loop work on a CPU was compute).
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xfertop.cli.run",
+            "--",
+            sys.executable,
+            str(TRAIN_SCRIPT),
+            "ema",
+            "--steps",
+            "300",
+        ],
+        env=child_env(tmp_path / "rings"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    (summary_file,) = (tmp_path / "rings" / "summaries").glob("*.json")
+    run_verdict = json.loads(summary_file.read_text())["last_verdict"]
+    assert run_verdict["kind"] == "loop-bound" and "after the step" in run_verdict["headline"], run_verdict
+
+    with training_job("ema") as job:
+        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (rank,) = report["ranks"]
+    verdict = report["verdict"]
+    assert verdict["kind"] == run_verdict["kind"], (verdict["headline"], rank)
+    assert rank["loop_tensor_after_model"] is True, rank
+    assert verdict["advice"][0].startswith(
+        "Most of it is tensor maths on the loop's own lines after the model"
+    ), verdict["advice"]

@@ -35,6 +35,7 @@ from xfertop.analysis.thresholds import (
     GPU_BUSY_MIN_SHARE,
     INPUT_CRITICAL_SHARE,
     INPUT_WARN_SHARE,
+    LOOP_WARN_SHARE,
     STRAGGLER_CRITICAL_EXCESS_SHARE,
     STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE,
     STRAGGLER_WARN_EXCESS_SHARE,
@@ -288,9 +289,10 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         and own > max(host_waits, rank.dispatch_share)
     ):
         return _labelled(_loop_bound(rank, waiting_busy), rank, ranks, [])
-    if not on_gpu and own >= LOOP_HOST_WARN_SHARE and own > max(host_waits, _model_share(rank)):
-        # On a CPU the loop's own work and the model share the cores, and `xfertop run` names the loop's
-        # part when it holds more of the step than the model: attach reads the same job the same way.
+    if not on_gpu and own >= LOOP_WARN_SHARE and own > host_waits:
+        # On a CPU every part is the step's own time, and `xfertop run` names the loop's work where it is
+        # 10% of the step or more and more than the input's and the copies' (its loop-work rule, the
+        # largest part past its bar): attach reads the same job the same way.
         return _labelled(_loop_bound(rank, None), rank, ranks, [])
     stepping = 1.0 - other_share  # data, loading, copies, compute, syncs: the loop runs
     if (
@@ -537,6 +539,13 @@ def _loop_bound(rank: RankStacks, busy: float | None) -> Verdict:
         f"outside the model: {where}. Move it into the Dataset (__getitem__ or a transform) so the "
         f"DataLoader workers run it in parallel{elsewhere}."
     )
+    if rank.loop_tensor_after_model:
+        maths = (
+            f"tensor maths on the loop's own lines after the model's step ({_top_lines_text(tensor)}; "
+            f"the loop at {tensor.loop_line}: an EMA of the weights, metrics on tensors), every step: do it "
+            "every N steps, or in fewer, fused ops (torch.optim.swa_utils.AveragedModel with "
+            "get_ema_multi_avg_fn updates an EMA with foreach kernels)."
+        )
     bookkeeping = _bookkeeping_advice(python, on_gpu=busy is not None)
     parts = [
         (tensor.share, f"Most of it is {maths}", f"{pct(tensor.share)} more is {maths}"),

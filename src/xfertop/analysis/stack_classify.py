@@ -346,6 +346,17 @@ def _loop_frame(frames: tuple[Frame, ...]) -> Frame | None:
     return _caller_of(frames, lambda frame: _matches(frame, _NEXT_BATCH))
 
 
+def _data_loop_frame(frames: tuple[Frame, ...], model_fn: tuple[str, str] | None) -> Frame | None:
+    """The training loop's frame in a stack that asks the DataLoader: the loader's caller, or, where the
+    job reads the loader through a generator of its own (``for batch in cycle(loader)``, a progress or
+    prefetch wrapper), the frame further out in the function that calls the model (``model_fn``)."""
+    frame = _loop_frame(frames)
+    if frame is None or model_fn is None or (frame.filename, frame.name) == model_fn:
+        return frame
+    outer = frames[frames.index(frame) + 1 :]
+    return next((f for f in outer if (f.filename, f.name) == model_fn), frame)
+
+
 def _loop_callers(
     stacks: Iterable[ThreadStack], find: Callable[[tuple[Frame, ...]], Frame | None]
 ) -> dict[tuple[str, str], dict[int, int]]:
@@ -434,11 +445,18 @@ def _find_loop(
     # (a fast loader), the one that calls the model, backward and the optimizer; in a window that caught
     # neither (a few large kernels: the host launches them in a blink, then waits in .item()), the one
     # whose loop body waits for the GPU.
-    callers = (
-        _loop_callers(stacks, _loop_frame)
-        or _loop_callers(stacks, lambda frames: _caller_of(frames, _computes))
-        or _loop_callers(waits, waiting_in_a_loop)
-    )
+    model_callers = _loop_callers(stacks, lambda frames: _caller_of(frames, _computes))
+    model_fn = max(model_callers, key=lambda k: sum(model_callers[k].values())) if model_callers else None
+    callers = _loop_callers(stacks, lambda frames: _data_loop_frame(frames, model_fn))
+    if callers and model_fn is not None:
+        # A loader read through a generator of the job's own (``for batch in progress(loader)``) where
+        # py-spy shows no frame beyond the generator's: the function that asks the loader is never on
+        # the way to the model. The training loop is then the one around the model's calls.
+        reader = max(callers, key=lambda k: sum(callers[k].values()))
+        stepping = [s for s in stacks if any(_computes(f) for f in s.frames)]
+        if not any((f.filename, f.name) == reader for s in stepping for f in s.frames):
+            callers = _loop_callers(stepping, waiting_in_a_loop) or callers
+    callers = callers or model_callers or _loop_callers(waits, waiting_in_a_loop)
     if not callers:
         return None
     filename, name = max(callers, key=lambda k: sum(callers[k].values()))
@@ -720,6 +738,9 @@ class RankStacks:
     #: Tensor maths on the training loop body's own lines, outside the model, autograd and the optimizer
     #: (part of "compute"): augmentation or metrics written in the loop.
     loop_tensor: LoopHost = LoopHost(0.0)
+    #: Most of ``loop_tensor`` is on lines of the loop's body after its last line that calls the model
+    #: step (an EMA of the weights, metrics on tensors), not between the batch and the model.
+    loop_tensor_after_model: bool = False
     #: Checkpoints the training loop's body writes (torch.save every N steps; part of "other").
     loop_checkpoint: LoopHost = LoopHost(0.0)
     #: The loop's own iterable making its next batch in the main thread (``for x, y in batches():``, a
@@ -764,6 +785,7 @@ class RankStacks:
             "loop_host_lines": _lines(self.loop_host),
             "loop_tensor_share": round(self.loop_tensor.share, 4),
             "loop_tensor_lines": _lines(self.loop_tensor),
+            "loop_tensor_after_model": self.loop_tensor_after_model,
             "loop_checkpoint_share": round(self.loop_checkpoint.share, 4),
             "loop_checkpoint_lines": _lines(self.loop_checkpoint),
             "loop_iterable_share": round(self.loop_iterable.share, 4),
@@ -958,6 +980,7 @@ def summarise_window(
         frameless_samples=sum(s.count for s in on_main if not s.frames),
         loop_host=_loop_work(loop, loop_other, total),
         loop_tensor=_loop_work(loop, loop_maths, total),
+        loop_tensor_after_model=_after_the_model(loop, placed, loop_maths),
         loop_checkpoint=_loop_work(loop, loop_other, total, _checkpoint_line) if loop_seen else LoopHost(0.0),
         loop_iterable=_iterable_work(loop, loop_other, total) if loop_seen else LoopHost(0.0),
         dispatch_share=_dispatch_share(placed, total),
@@ -966,6 +989,25 @@ def summarise_window(
         outside_at=_main_thread_at(outside, total),
         gpu_busy_share=gpu_busy_share,
     )
+
+
+def _after_the_model(
+    loop: _Loop | None, placed: list[tuple[ThreadStack, SampleClass]], maths: list[ThreadStack]
+) -> bool:
+    """Most of the loop body's own tensor maths runs on lines after the body's last line that calls the
+    model step (its module calls, autograd, the optimizer) in at least a tenth of the step's samples (an
+    EMA's ``model.parameters()`` is a Module call too, a few samples on the EMA's own line)."""
+    model_lines: dict[int, int] = {}
+    for stack, _ in placed:
+        line = _body_line(loop, stack) if any(_dispatches(f) for f in stack.frames) else None
+        if line is not None:
+            model_lines[line] = model_lines.get(line, 0) + stack.count
+    total = sum(model_lines.values())
+    last = max((line for line, count in model_lines.items() if count * 10 >= total), default=None)
+    if last is None:
+        return False
+    after = sum(s.count for s in maths if (_body_line(loop, s) or 0) > last)
+    return after * 2 > sum(s.count for s in maths)
 
 
 def _compiling_share(main: list[ThreadStack], total: int) -> float:
