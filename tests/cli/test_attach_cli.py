@@ -265,14 +265,9 @@ def test_a_loop_waiting_in_item_for_a_busy_gpu_is_not_sync_bound() -> None:
     assert "the GPU is busy 96%, the host waiting for it in .item()-like calls in" in verdict["headline"]
 
 
-@needs_ptrace
-def test_a_loop_that_checkpoints_often_reads_as_xfertop_run_reads_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # One job (torch.save of a 16 MB state every 4 steps, ~10x its model step) under `xfertop run` and
-    # under attach: both loop-bound, both naming the checkpoints and their remedy. Before, attach read
-    # "not in a training loop" (a checkpoint in the loop's body counted as outside the loop) and run
-    # gave the bookkeeping's advice (logging, metrics) for the checkpoints' time.
+def run_then_attach(tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str) -> tuple[dict, str, dict]:
+    """train_cpu.py ``mode`` under the real `xfertop run` for 300 steps (its summary's last verdict and its
+    stderr), then a plain one attached for 2 s (the report): one job read by both."""
     run = subprocess.run(
         [
             sys.executable,
@@ -281,7 +276,7 @@ def test_a_loop_that_checkpoints_often_reads_as_xfertop_run_reads_it(
             "--",
             sys.executable,
             str(TRAIN_SCRIPT),
-            "checkpoint",
+            mode,
             "--steps",
             "300",
         ],
@@ -293,14 +288,24 @@ def test_a_loop_that_checkpoints_often_reads_as_xfertop_run_reads_it(
     assert run.returncode == 0, run.stderr
     (summary_file,) = (tmp_path / "rings" / "summaries").glob("*.json")
     run_verdict = json.loads(summary_file.read_text())["last_verdict"]
+    with training_job(mode) as job:
+        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
+    assert code == 0
+    return run_verdict, run.stderr, json.loads(capsys.readouterr().out)
+
+
+@needs_ptrace
+def test_a_loop_that_checkpoints_often_reads_as_xfertop_run_reads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One job (torch.save of a 16 MB state every 4 steps, ~10x its model step) under `xfertop run` and
+    # under attach: both loop-bound, both naming the checkpoints and their remedy. Before, attach read
+    # "not in a training loop" (a checkpoint in the loop's body counted as outside the loop) and run
+    # gave the bookkeeping's advice (logging, metrics) for the checkpoints' time.
+    run_verdict, _, report = run_then_attach(tmp_path, capsys, "checkpoint")
     assert run_verdict["kind"] == "loop-bound", run_verdict["headline"]
     assert "saving checkpoints" in run_verdict["headline"], run_verdict["headline"]
     assert run_verdict["advice"][0].startswith("torch.save ran in"), run_verdict["advice"]
-
-    with training_job("checkpoint") as job:
-        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
-    report = json.loads(capsys.readouterr().out)
-    assert code == 0
     (rank,) = report["ranks"]
     verdict = report["verdict"]
     assert verdict["kind"] == run_verdict["kind"], (verdict["headline"], rank)
@@ -318,34 +323,10 @@ def test_a_loop_fed_by_its_own_generator_reads_as_xfertop_run_reads_it(
     # counted); attach reads the same kind and names the generator's lines. Before, attach read "not in
     # a training loop ... mostly in python_batches", run advised a DataLoader's workers it does not have
     # as if it had one, and its summary said "0.0 samples/s".
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "xfertop.cli.run",
-            "--",
-            sys.executable,
-            str(TRAIN_SCRIPT),
-            "generator",
-            "--steps",
-            "300",
-        ],
-        env=child_env(tmp_path / "rings"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr
-    assert "samples/s not known (no DataLoader batch counted)" in run.stderr, run.stderr
-    (summary_file,) = (tmp_path / "rings" / "summaries").glob("*.json")
-    run_verdict = json.loads(summary_file.read_text())["last_verdict"]
+    run_verdict, run_stderr, report = run_then_attach(tmp_path, capsys, "generator")
+    assert "samples/s not known (no DataLoader batch counted)" in run_stderr, run_stderr
     assert run_verdict["kind"] == "loop-bound", run_verdict["headline"]
     assert "with no DataLoader read" in run_verdict["advice"][0], run_verdict["advice"]
-
-    with training_job("generator") as job:
-        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
-    report = json.loads(capsys.readouterr().out)
-    assert code == 0
     (rank,) = report["ranks"]
     verdict = report["verdict"]
     assert verdict["kind"] == run_verdict["kind"], (verdict["headline"], rank)
@@ -364,32 +345,8 @@ def test_an_ema_after_the_step_through_a_progress_generator_reads_as_xfertop_run
     # loop's work after the step); attach now reads the same, naming the EMA's line as tensor maths after
     # the model. Before, attach took the generator's loop for the training loop: "healthy ... 25% of
     # samples are outside the training phases" (and below 30% of samples, loop work on a CPU was compute).
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "xfertop.cli.run",
-            "--",
-            sys.executable,
-            str(TRAIN_SCRIPT),
-            "ema",
-            "--steps",
-            "300",
-        ],
-        env=child_env(tmp_path / "rings"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr
-    (summary_file,) = (tmp_path / "rings" / "summaries").glob("*.json")
-    run_verdict = json.loads(summary_file.read_text())["last_verdict"]
+    run_verdict, _, report = run_then_attach(tmp_path, capsys, "ema")
     assert run_verdict["kind"] == "loop-bound" and "after the step" in run_verdict["headline"], run_verdict
-
-    with training_job("ema") as job:
-        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
-    report = json.loads(capsys.readouterr().out)
-    assert code == 0
     (rank,) = report["ranks"]
     verdict = report["verdict"]
     assert verdict["kind"] == run_verdict["kind"], (verdict["headline"], rank)
