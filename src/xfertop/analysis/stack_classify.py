@@ -957,7 +957,7 @@ def summarise_window(
     placed, loop_maths = _place_own_maths(classified, loop, loop_seen)
     loop_other = [s for s, cls in placed if cls == "other"]
     # Outside the phases: everything while the job starts up (as first classified: its tensor maths
-    # builds data), else the "other" samples that are not the loop's own Python or checkpoints.
+    # builds data), else the "other" samples that are not the loop's own work (its body, its iterable).
     outside = (
         classified
         if not loop_seen
