@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pyspy_support import fixture_lines, fixture_window
+from xfertop.analysis.sampled_verdict import sampled_verdict
 from xfertop.analysis.stack_classify import classify_stack, summarise_window
 from xfertop.model.stacks import Frame, StackWindow, ThreadStack
 
@@ -403,6 +404,39 @@ def test_a_loader_read_through_a_generator_of_the_jobs_own_leaves_the_loop_to_th
     assert rank.loop_tensor.loop_line == "train.py:11", rank.loop_tensor
     assert rank.loop_tensor.share == 0.6 and rank.loop_tensor_after_model
     assert rank.shares.share("data_wait") == 0.1
+
+
+def test_a_loop_waiting_in_a_queue_for_a_producers_batches_waits_for_data() -> None:
+    # `x, y = queue.get()` at line 12 of main's loop (a producer process fills it; no DataLoader): the
+    # loop waits for data. The same get() before the loop (line 10: a warm-up batch) stays outside it.
+    queue_get = frames(("Queue.get", "/usr/lib/python3.11/multiprocessing/queues.py"))
+
+    def at(line: int, *inner: Frame) -> tuple[Frame, ...]:
+        return (*inner, Frame("main", "/job/train.py", line), Frame("<module>", "/job/train.py", 20))
+
+    model = at(13, *frames(("Module._call_impl", "torch/nn/modules/module.py")))
+    lines = {
+        ("/job/train.py", 11): "    while True:",
+        ("/job/train.py", 12): "        x, y = queue.get()",
+        ("/job/train.py", 13): "        loss = model(x).pow(2).mean()",
+    }
+
+    def source(filename: str, line: int) -> str:
+        return lines.get((filename, line), "")
+
+    counts = ((80, at(12, *queue_get)), (10, model), (10, at(10, *queue_get)))
+    stacks = tuple(
+        ThreadStack(pid=10, tid=10, thread_name="MainThread", count=count, frames=stack)
+        for count, stack in counts
+    )
+    rank = summarise_window(
+        StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=stacks), source
+    )
+    assert rank.shares.share("data_wait") == 0.8 and rank.queue_wait_share == 0.8
+    assert rank.shares.share("other") == 0.1  # the get() before the loop
+    verdict = sampled_verdict([(None, rank)])
+    assert verdict.kind == "input-bound" and "waits in a queue's get()" in verdict.headline, verdict.headline
+    assert "num_workers" not in verdict.headline and verdict.advice[0].startswith("The producer"), verdict
 
 
 def test_the_main_thread_running_a_dataset_is_told_apart_from_unpickling_a_workers_batch() -> None:

@@ -327,6 +327,7 @@ def test_a_loop_fed_by_its_own_generator_reads_as_xfertop_run_reads_it(
     assert "samples/s not known (no DataLoader batch counted)" in run_stderr, run_stderr
     assert run_verdict["kind"] == "loop-bound", run_verdict["headline"]
     assert "with no DataLoader read" in run_verdict["advice"][0], run_verdict["advice"]
+    assert "read through a DataLoader with workers" in run_verdict["advice"][0]
     (rank,) = report["ranks"]
     verdict = report["verdict"]
     assert verdict["kind"] == run_verdict["kind"], (verdict["headline"], rank)

@@ -439,10 +439,11 @@ def loop_bound_advice(before_model: bool, on_gpu: bool, reads_a_loader: bool = T
     loop's own iterable (a generator, a list), whose building is the loop's work before the model."""
     if before_model and not reads_a_loader:
         advice = [
-            "The loop's own code before the model (building, converting or augmenting each batch on the CPU, "
-            "with no DataLoader read) holds each step: make the batches in a Dataset (__getitem__ or a "
-            "collate_fn) read through a DataLoader with workers, so they are made in parallel, ahead of "
-            "the loop."
+            "The loop's own code before the model holds each step, with no DataLoader read: building, "
+            "converting or augmenting each batch on the CPU, or waiting for batches that a producer of the "
+            "job's own makes (a queue, a socket; `xfertop attach PID` tells the two apart). Make the batches "
+            "in a Dataset (__getitem__ or a collate_fn) read through a DataLoader with workers, so they are "
+            "made in parallel, ahead of the loop."
         ]
     elif before_model:
         advice = [

@@ -320,6 +320,8 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     ):
         return _labelled(_copy_bound(stats), rank, ranks, [])
     verdict, extra = _judged(rank, stats, on_gpu, outside_share)
+    if verdict.kind == "input-bound" and rank.queue_wait_share * 2 >= stats.input_share:
+        verdict, extra = _queue_bound(rank, verdict), []
     if saving.share >= CHECKPOINT_WARN_SHARE:
         extra = [_checkpoint_advice(saving), *extra]
     return _labelled(verdict, rank, ranks, extra)
@@ -493,6 +495,20 @@ def _model_share(rank: RankStacks) -> float:
     """The model step's share of the main thread's samples: its module calls, autograd and optimizer, or
     the compute not on the loop's own lines, whichever says more."""
     return max(rank.dispatch_share, rank.shares.share("compute") - rank.loop_tensor.share)
+
+
+def _queue_bound(rank: RankStacks, judged: Verdict) -> Verdict:
+    """Input-bound where most of the wait is the loop's own queue.get(): no DataLoader to tune."""
+    headline = (
+        "input-bound: the training loop waits in a queue's get() for its batches in "
+        f"{pct(rank.queue_wait_share)} of samples (a producer of the job's own fills it, not a DataLoader)"
+    )
+    advice = (
+        "The producer that fills the queue is slower than the training step: run more producer processes, "
+        "make each batch cheaper to build, or build the batches in a Dataset read through a DataLoader "
+        "with workers (num_workers, prefetch_factor).",
+    )
+    return replace(judged, headline=headline, advice=advice, rule="queue-wait")
 
 
 def _iterable_advice(iterable: LoopHost) -> str:

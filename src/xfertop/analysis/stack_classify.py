@@ -513,6 +513,15 @@ def _loop_own(loop: _Loop | None, stack: ThreadStack, cls: SampleClass) -> bool:
     return cls == "compute" and _iterable_line(loop, stack) is not None
 
 
+def _placed_in_loop(loop: _Loop | None, stack: ThreadStack, cls: SampleClass) -> SampleClass:
+    """A sample's class once the training loop is known: the loop waiting in a queue's get() for batches a
+    producer of the job's own makes (a process or a thread, not a DataLoader) waits for data; a checkpoint
+    it writes and the batch its own iterable builds are its own work ("other")."""
+    if cls == "other" and _in_loop(loop, stack) and any(_matches(f, _QUEUE_WAIT) for f in stack.frames):
+        return "data_wait"
+    return "other" if _loop_own(loop, stack, cls) else cls
+
+
 def _in_loop(loop: _Loop | None, stack: ThreadStack) -> bool:
     """``stack`` is the training loop's own work: its body's lines, or its statement's iterable."""
     return _in_body(loop, stack) is not None or _iterable_line(loop, stack) is not None
@@ -741,6 +750,9 @@ class RankStacks:
     #: Most of ``loop_tensor`` is on lines of the loop's body after its last line that calls the model
     #: step (an EMA of the weights, metrics on tensors), not between the batch and the model.
     loop_tensor_after_model: bool = False
+    #: The training loop waiting in a queue's get() for batches a producer of the job's own makes (not a
+    #: DataLoader; part of "data_wait").
+    queue_wait_share: float = 0.0
     #: Checkpoints the training loop's body writes (torch.save every N steps; part of "other").
     loop_checkpoint: LoopHost = LoopHost(0.0)
     #: The loop's own iterable making its next batch in the main thread (``for x, y in batches():``, a
@@ -786,6 +798,7 @@ class RankStacks:
             "loop_tensor_share": round(self.loop_tensor.share, 4),
             "loop_tensor_lines": _lines(self.loop_tensor),
             "loop_tensor_after_model": self.loop_tensor_after_model,
+            "queue_wait_share": round(self.queue_wait_share, 4),
             "loop_checkpoint_share": round(self.loop_checkpoint.share, 4),
             "loop_checkpoint_lines": _lines(self.loop_checkpoint),
             "loop_iterable_share": round(self.loop_iterable.share, 4),
@@ -952,8 +965,8 @@ def summarise_window(
     waits = [s for s, cls in classified if cls == "gpu_sync"] if gpu_busy else []
     loop = _find_loop(main, line_text, waits)
     loop_seen = _loop_seen(classified, total, loop, line_text is not None)
-    if loop_seen:  # a checkpoint the loop writes and the batch its own iterable builds: its own work
-        classified = [(s, "other" if _loop_own(loop, s, c) else c) for s, c in classified]
+    if loop_seen:
+        classified = [(s, _placed_in_loop(loop, s, c)) for s, c in classified]
     placed, loop_maths = _place_own_maths(classified, loop, loop_seen)
     loop_other = [s for s, cls in placed if cls == "other"]
     # Outside the phases: everything while the job starts up (as first classified: its tensor maths
@@ -981,6 +994,7 @@ def summarise_window(
         loop_host=_loop_work(loop, loop_other, total),
         loop_tensor=_loop_work(loop, loop_maths, total),
         loop_tensor_after_model=_after_the_model(loop, placed, loop_maths),
+        queue_wait_share=_queue_wait_share(placed, loop, total) if loop_seen else 0.0,
         loop_checkpoint=_loop_work(loop, loop_other, total, _checkpoint_line) if loop_seen else LoopHost(0.0),
         loop_iterable=_iterable_work(loop, loop_other, total) if loop_seen else LoopHost(0.0),
         dispatch_share=_dispatch_share(placed, total),
@@ -989,6 +1003,16 @@ def summarise_window(
         outside_at=_main_thread_at(outside, total),
         gpu_busy_share=gpu_busy_share,
     )
+
+
+def _queue_wait_share(placed: list[tuple[ThreadStack, SampleClass]], loop: _Loop | None, total: int) -> float:
+    """Share of the samples in which the training loop waits in a queue's get() (_placed_in_loop)."""
+    waiting = sum(
+        s.count
+        for s, cls in placed
+        if cls == "data_wait" and _in_loop(loop, s) and any(_matches(f, _QUEUE_WAIT) for f in s.frames)
+    )
+    return waiting / total if total else 0.0
 
 
 def _after_the_model(
