@@ -1006,11 +1006,15 @@ def summarise_window(
 
 
 def _queue_wait_share(placed: list[tuple[ThreadStack, SampleClass]], loop: _Loop | None, total: int) -> float:
-    """Share of the samples in which the training loop waits in a queue's get() (_placed_in_loop)."""
+    """Share of the samples in which the training loop waits in a queue's get() of its own
+    (_placed_in_loop), not in the DataLoader's: a loader with workers waits in its data queue's get()."""
     waiting = sum(
         s.count
         for s, cls in placed
-        if cls == "data_wait" and _in_loop(loop, s) and any(_matches(f, _QUEUE_WAIT) for f in s.frames)
+        if cls == "data_wait"
+        and _in_loop(loop, s)
+        and any(_matches(f, _QUEUE_WAIT) for f in s.frames)
+        and not any(_matches(f, _NEXT_BATCH) for f in s.frames)
     )
     return waiting / total if total else 0.0
 
