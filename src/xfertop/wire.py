@@ -100,6 +100,24 @@ F_SYNCED = 1024
 #: `xfertop probe` replayed this step's batch (its input-free, pinned or copy-free phase): not how the job
 #: runs, so no verdict rests on it.
 F_PROBE_REPLAY = 2048
+#: Bits 16-23: the num_workers of the loader this step's batch came from, plus one (0: not known, as in
+#: rings written before it, or a step no loader opened). A job's loaders differ (training with 8 workers, a
+#: validation loader with none): the advice names the workers of the loader whose steps wait.
+F_LOADER_WORKERS_SHIFT = 16
+F_LOADER_WORKERS_MASK = 0xFF << F_LOADER_WORKERS_SHIFT
+
+
+def loader_workers_flags(workers: int | None) -> int:
+    """The record flags that say a step's batch came from a loader of ``workers`` workers."""
+    if workers is None or workers < 0:
+        return 0
+    return (min(workers, 0xFE) + 1) << F_LOADER_WORKERS_SHIFT
+
+
+def loader_workers_of(flags: int) -> int | None:
+    """The num_workers of the loader a step's batch came from (loader_workers_flags), None if not known."""
+    field = (flags & F_LOADER_WORKERS_MASK) >> F_LOADER_WORKERS_SHIFT
+    return field - 1 if field else None
 
 
 def ring_bytes(capacity: int) -> int:

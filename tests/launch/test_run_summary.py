@@ -154,6 +154,40 @@ print(f"truth {pre / wall:.4f} {post / wall:.4f}", file=sys.stderr, flush=True)
 """
 
 
+# A fed training loader (2 persistent workers) and a validation pass every 16 steps over a loader with
+# num_workers=0 whose samples each take 5 ms: the validation steps hold nearly all of the data wait.
+SLOW_VALIDATION = """
+import time
+import torch
+from torch.utils.data import DataLoader, Dataset, TensorDataset
+
+class SlowSamples(Dataset):
+    def __len__(self):
+        return 24
+    def __getitem__(self, i):
+        time.sleep(0.005)
+        return torch.randn(32), i % 8
+
+train = DataLoader(TensorDataset(torch.randn(512, 32), torch.randint(0, 8, (512,))), batch_size=8,
+                   num_workers=2, persistent_workers=True)
+val = DataLoader(SlowSamples(), batch_size=8)
+model = torch.nn.Linear(32, 8)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+step = 0
+for epoch in range(2):
+    for x, y in train:
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        step += 1
+        if step % 16 == 0:
+            with torch.no_grad():
+                for vx, vy in val:
+                    model(vx)
+"""
+
+
 def _run(
     tmp_path: Path, text: str, *args: str, flags: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
@@ -226,6 +260,16 @@ def test_a_run_whose_model_is_seen_splits_the_host_step_in_six_parts(tmp_path: P
     assert line.startswith("  where the time went (host, whole run): data wait ")
     assert f"loop before the model {host['loop_pre'] * 100:.0f}%" in line
     assert f"loop after the step {host['loop_post'] * 100:.0f}%" in line
+
+
+def test_the_advice_names_the_workers_of_the_loader_whose_steps_wait(tmp_path: Path) -> None:
+    """The ring's workers count is the training loader's (2); the wait is the validation loader's."""
+    wrapped = _run(tmp_path, SLOW_VALIDATION)
+    assert wrapped.returncode == 0, wrapped.stderr
+    last = _summary_json(wrapped.stderr.split("xfertop run: ", 1)[1])["last_verdict"]
+    assert last["kind"] == "input-bound" and last["headline"].endswith("(num_workers=0)"), last
+    assert "num_workers=0" in last["advice"][0] and "num_workers=2" in last["advice"][0], last["advice"]
+    assert any(line.startswith("num_workers=0: every batch is loaded") for line in last["advice"]), last
 
 
 def test_no_summary_prints_nothing_and_the_exit_code_is_the_jobs(tmp_path: Path) -> None:

@@ -73,8 +73,10 @@ def test_worker_start_up_is_the_first_steps_wait_and_the_training_loader_names_t
     # ... and not the compute of the step before it (the CPU clock books the rest of a step as compute).
     others = [s for s in steps if not s.workers_started]
     assert max(s.wall_ms - s.data_wait_ms for s in others) < 150
-    # The training loader (the longest iteration) gives the workers count, not the validation loader.
+    # The training loader (the longest iteration) gives the workers count, not the validation loader ...
     assert rank.dataloader_workers == 2
+    # ... and each step says which loader's batch it was: the verdict's advice names the one that waits.
+    assert [s.loader_workers for s in steps] == ([2] * 6 + [0] * 3) * 4
     assert not rank.copy_timing
 
 

@@ -60,6 +60,8 @@ def test_zipped_loaders_make_one_step_per_iteration_and_the_slow_one_names_the_w
     assert statistics.median(s.data_wait_ms for s in steady) >= 8.0
     assert statistics.median(s.wall_ms for s in steady) >= 12.0
     assert rank.dataloader_workers == 0, "the loader the loop waits on names the workers, not zip's first"
+    # Each step's loader is the one that held it up, too: the advice is about the slow loader's workers.
+    assert [s.loader_workers for s in steady] == [0] * len(steady)
 
 
 def test_a_loop_preempted_between_zipped_fetches_still_joins_them(monkeypatch) -> None:

@@ -224,7 +224,9 @@ def test_every_record_field_lands_in_its_step_record_field() -> None:
         | wire.F_WORKERS_STARTED
         | wire.F_CHECKPOINT
         | wire.F_PARTITIONED
-        | wire.F_SYNCED,
+        | wire.F_SYNCED
+        | wire.F_PROBE_REPLAY
+        | wire.loader_workers_flags(8),
         wire.R_LOOP_POST_NS: 5_000_000,
     }
     for word, value in values.items():
@@ -250,12 +252,18 @@ def test_every_record_field_lands_in_its_step_record_field() -> None:
         checkpoint=True,
         partitioned=True,
         synced=True,
+        probe_replay=True,
+        loader_workers=8,
     )
     assert record.model_ms == 20.0 - 2.0 - 3.0 - 1.0 - 4.0 - 5.0  # the model is what the parts leave
     body[wire.R_FLAGS] = wire.F_PINNED | wire.F_GPU_PENDING
     pending = to_step_record(body)
     assert pending.pinned and pending.gpu_gap_ms is None  # the gap word is not read before it resolves
     assert not (pending.partitioned or pending.synced or pending.copied or pending.checkpoint)
+    assert pending.loader_workers is None  # no loader's workers said (rings written before they were)
+    for workers, read in ((0, 0), (3, 3), (254, 254), (1_000, 254)):
+        body[wire.R_FLAGS] = wire.F_PINNED | wire.loader_workers_flags(workers)
+        assert (to_step_record(body).loader_workers, to_step_record(body).pinned) == (read, True)
     body[wire.R_FLAGS] = 0
     body[wire.R_GPU_GAP_NS] = wire.NO_VALUE
     assert to_step_record(body).gpu_gap_ms is None  # no CUDA timing

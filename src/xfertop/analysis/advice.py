@@ -230,6 +230,15 @@ def _workers_cannot_help(workers: WorkersEvidence, count: int, limit: str) -> li
     ]
 
 
+def another_loader_waits(workers: int, longest_loader_workers: int) -> str:
+    """Which loader the input advice is about, where the steps that wait are not the training loader's."""
+    return (
+        f"The steps that wait come from a loader with num_workers={workers}, not from the one iterated "
+        f"longest (num_workers={longest_loader_workers}, most likely the training loader): a validation "
+        "or second loader. The advice below is for that loader."
+    )
+
+
 def input_bound_advice(
     stats: WindowStats, dataloader_workers: int | None, context: Context | None = None
 ) -> list[str]:

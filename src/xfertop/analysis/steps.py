@@ -167,6 +167,9 @@ class WindowStats:
     synced_step_fraction: float = 0.0
     #: GPU clock only: where its measured idle fell, by what the host was doing (shares of the wall).
     idle: IdleShares | None = None
+    #: num_workers of the loader whose steps waited longest in the window (training with 8 workers, a
+    #: validation pass with none): None where no step says which loader it came from.
+    waiting_loader_workers: int | None = None
 
     @property
     def input_share(self) -> float:
@@ -342,4 +345,14 @@ def window_stats(
         partitioned=sum(s.partitioned for s in window) * 2 > len(window),
         synced_step_fraction=sum(s.synced for s in window) / len(window),
         idle=idle,
+        waiting_loader_workers=_waiting_loader_workers(window),
     )
+
+
+def _waiting_loader_workers(window: Sequence[StepRecord]) -> int | None:
+    """The workers count whose loaders' steps waited longest in all (ties: the first seen)."""
+    waits: dict[int, float] = {}
+    for step in window:
+        if step.loader_workers is not None:
+            waits[step.loader_workers] = waits.get(step.loader_workers, 0.0) + step.data_wait_ms
+    return max(waits, key=waits.__getitem__) if waits else None

@@ -273,6 +273,9 @@ class Signals:
     dispatch: float
     #: The copy share the bytes moved can explain at the slowest pageable rate (a cross-check).
     copy_explained: bool
+    #: The workers of the job's longest-iterated loader (its training loader) where the steps that waited
+    #: came from another loader with a different count (``workers``): a validation pass, say.
+    longest_loader_workers: int | None = None
 
     @property
     def on_gpu(self) -> bool:
@@ -358,7 +361,10 @@ def _input_write(sig: Signals) -> RuleResult:
     if sig.workers == 0:
         headline += " (num_workers=0)"
     severity = _severity(sig.input, INPUT_CRITICAL_SHARE)
-    return severity, headline, advise.input_bound_advice(sig.stats, sig.workers, sig.context)
+    advice = advise.input_bound_advice(sig.stats, sig.workers, sig.context)
+    if sig.longest_loader_workers is not None and sig.workers is not None:
+        advice.insert(0, advise.another_loader_waits(sig.workers, sig.longest_loader_workers))
+    return severity, headline, advice
 
 
 def _loop_applies(sig: Signals) -> bool:
@@ -600,7 +606,13 @@ def _judge(
     stats, one_off = without_one_off_stall(stats)
     if gpu_busy_share is None:
         gpu_busy_share = context.gpu_busy_share
+    # The loader whose steps waited longest names the workers the advice is about; the ring's count is
+    # the longest iteration's (the training loader's), which a slow validation pass need not share.
+    ring_workers, waiting = dataloader_workers, stats.waiting_loader_workers
+    dataloader_workers = waiting if waiting is not None else dataloader_workers
     sig = signals(stats, dataloader_workers, gpu_busy_share, context)
+    if ring_workers is not None and dataloader_workers != ring_workers:
+        sig = replace(sig, longest_loader_workers=ring_workers)
     evidence = evidence_of(stats)
     if one_off is not None:
         evidence["one_off_stall_ms"] = _round(stall_ms, 1)
@@ -705,6 +717,9 @@ def median_window(windows: Sequence[WindowStats]) -> WindowStats:
             )
         elif f.name == "last_step":
             values[f.name] = max(column)
+        elif f.name == "waiting_loader_workers":
+            known_workers = [w for w in column if w is not None]
+            values[f.name] = int(statistics.median_low(known_workers)) if known_workers else None
         else:
             values[f.name] = _median_or_none(column)
     if values["clock"] == "cpu" or values["idle"] is None:

@@ -58,6 +58,8 @@ class StepRecord:
     synced: bool = False
     #: `xfertop probe` replayed this step's batch: not how the job runs (no verdict rests on it).
     probe_replay: bool = False
+    #: num_workers of the loader this step's batch came from (None: not known, or no loader's step).
+    loader_workers: int | None = None
 
     @property
     def model_ms(self) -> float:

@@ -154,7 +154,8 @@ class WatchedIterator(Iterator[T]):
         self._workers = workers
         self._iter_began_ns = iter_began_ns
         self._iter_ns = _now_ns() - iter_began_ns if iter_began_ns else 0  # made right after iter() returned
-        self._first_flags = first_flags | wire.F_EPOCH_START
+        self._step_flags = wire.loader_workers_flags(workers)  # every step's: which loader it came from
+        self._first_flags = first_flags | wire.F_EPOCH_START | self._step_flags
         self._steps = 0
         self._wait_ns = 0  # blocked in this iterator's next() in all
         self._source = id(self)  # which iterator asks, for the clock (StepClock.before_next)
@@ -169,7 +170,7 @@ class WatchedIterator(Iterator[T]):
             return next(self._iterator)
         try:
             if steps:
-                clock.before_next(0, 0, 0, source)
+                clock.before_next(0, self._step_flags, 0, source)
             else:
                 clock.before_next(self._iter_began_ns, self._first_flags, self._iter_ns, source)
         except Exception as exc:  # the clock guards itself; this is the second line of defence

@@ -40,6 +40,9 @@ _now_ns = time.perf_counter_ns  # CLOCK_MONOTONIC on Linux: comparable across pr
 _thread_id = threading.get_ident
 _F_PINNED = wire.F_PINNED
 _F_PARTITIONED = wire.F_PARTITIONED
+_F_EPOCH_START = wire.F_EPOCH_START
+_F_LOADER_WORKERS = wire.F_LOADER_WORKERS_MASK
+_F_NOT_LOADER_WORKERS = ~wire.F_LOADER_WORKERS_MASK
 _NO_SHAPE = object()  # _first_leaf: a leaf without a ``shape`` attribute
 _DEPTHS = (1, 2, 3, 4)  # _first_leaf's loop: a constant tuple, no range() made every step
 _SEQUENCES = (list, tuple)
@@ -72,6 +75,7 @@ class StepClock:
         self.loader_off_thread = False  # a watched loader was read off the main thread (said once)
         self._open_source = 0  # the iterator whose next() opened the open step
         self._joining = False  # a next() on another loader joins the open step (ZippedFetches)
+        self._joining_loader = 0  # ... and its workers flags: the step's loader if it waits longer
         self._next_flags = 0  # flags for the step about to open (epoch start)
         # The open step (its work: self.work).
         #: A step is open: its batch arrived and its boundary has not come yet (read by the hooks, which run
@@ -149,15 +153,16 @@ class StepClock:
     def before_next(self, iter_began_ns: int = 0, flags: int = 0, iter_ns: int = 0, source: int = 0) -> None:
         """At next(loader). For an iteration's first next(): ``iter_began_ns``, when iter(loader) was
         called, and ``iter_ns``, how long it took: worker start-up is data wait of the epoch's first
-        step, not compute of the step before it, nor a gap between steps. ``source``: the iterator asked
-        (0: unknown); a next() on another one right after the open step's batch arrived joins that step
-        (_loader_workers.ZippedFetches)."""
+        step, not compute of the step before it, nor a gap between steps. ``flags``: the step's record flags
+        from its loader (every step: its workers count, wire.loader_workers_flags; the first: the epoch's
+        start). ``source``: the iterator asked (0: unknown); a next() on another one right after the open
+        step's batch arrived joins that step (_loader_workers.ZippedFetches)."""
         now = _now_ns()
         try:
             if not self.started and not self._start():
                 return
-            # Asked at an iteration's first next() (its flags), where a prefetch thread shows itself.
-            if flags and not self.loader_off_thread and _thread_id() != self._main_thread:
+            # Asked at an iteration's first next(), where a prefetch thread shows itself.
+            if flags & _F_EPOCH_START and not self.loader_off_thread and _thread_id() != self._main_thread:
                 self.loader_off_thread = True  # a prefetch thread of the job's own: its waits, not the loop's
                 self._set_state_flag(wire.STATE_LOADER_OFF_THREAD)
             if (
@@ -171,7 +176,8 @@ class StepClock:
             ):
                 self._joining = True
                 self._wait_began_ns = now
-                self._flags |= flags
+                self._flags |= flags & _F_NOT_LOADER_WORKERS
+                self._joining_loader = flags & _F_LOADER_WORKERS
                 return
             self._joining = False  # a joining next() that ended the loop (StopIteration) never arrived
             boundary = now
@@ -197,6 +203,8 @@ class StepClock:
             wait = now - self._wait_began_ns
             if self._joining:
                 self._joining = False
+                if wait > self._wait_ns and self._joining_loader:  # the loader that held the step up
+                    self._flags = self._flags & _F_NOT_LOADER_WORKERS | self._joining_loader
                 self._wait_ns += wait
                 self._opened_ns = now
                 self.fetches.opened()

@@ -84,6 +84,7 @@ def to_step_record(body: list[int]) -> StepRecord:
         bool(flags & wire.F_PARTITIONED),
         bool(flags & wire.F_SYNCED),
         bool(flags & wire.F_PROBE_REPLAY),
+        wire.loader_workers_of(flags),
     )
 
 
