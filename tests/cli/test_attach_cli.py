@@ -179,6 +179,23 @@ def test_workers_restarted_every_epoch_get_persistent_workers(capsys: pytest.Cap
 
 
 @needs_ptrace
+def test_a_slow_sampler_is_named_and_more_workers_are_not_advised(capsys: pytest.CaptureFixture[str]) -> None:
+    # The sampler runs in the main process inside next(): the wait is the loop's own thread drawing
+    # indices, which neither more workers nor cheaper samples shorten.
+    with training_job("sampler", "--workers", "2") as job:
+        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (rank,) = report["ranks"]
+    assert rank["sampler_share"] >= 0.3 and rank["sampler_lines"][0][0].startswith("train_cpu.py:"), rank
+    verdict = report["verdict"]
+    assert verdict["kind"] == "input-bound" and "sampler" in verdict["headline"], verdict["headline"]
+    advice = " ".join(verdict["advice"])
+    assert "train_cpu.py:" in advice and "torch.multinomial" in advice, advice
+    assert "Raise num_workers" not in advice and "cannot help" in advice, advice
+
+
+@needs_ptrace
 def test_the_loops_own_python_bookkeeping_is_measured_and_named(capsys: pytest.CaptureFixture[str]) -> None:
     # A CPU job whose loop's own Python holds more of the cores than the model: loop-bound, as `xfertop
     # run` reads it, with the lines named; the samples are not "outside a training loop".

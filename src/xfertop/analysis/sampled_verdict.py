@@ -355,8 +355,19 @@ def _judged(
     context = _context(rank)
     verdict = judge(stats, dataloader_workers=workers, context=context)
     extra = cpu_loop
-    if verdict.kind == "input-bound":
+    sampler = rank.sampler
+    if verdict.kind == "input-bound" and sampler.share * 2 >= stats.input_share:
+        # The wait is the main thread's own work drawing indices: no worker runs a sampler, so neither
+        # more workers nor cheaper samples shorten it.
+        headline = (
+            f"{verdict.headline}: the main thread draws the indices in its sampler ({pct(sampler.share)} "
+            "of samples)"
+        )
+        verdict = replace(verdict, headline=headline, advice=(_sampler_advice(sampler),))
+    elif verdict.kind == "input-bound":
         extra = extra + (main_loads or _worker_advice(rank, context))
+        if sampler.share >= LOOP_WARN_SHARE:
+            extra.append(_sampler_advice(sampler))
     if on_gpu and verdict.kind in ("compute-bound", "healthy"):
         verdict, gpu_extra = _gpu_compute(verdict, rank, stats)
         extra = extra + gpu_extra
@@ -447,6 +458,15 @@ def _main_thread_loads(rank: RankStacks) -> list[str]:
         f"worker{'s' if count != 1 else ''} run: a loader with num_workers=0 is read in the loop beside one "
         "with workers. That loader is the one to give workers."
     ]
+
+
+def _sampler_advice(sampler: LoopHost) -> str:
+    return (
+        f"The main thread draws each batch's indices from the loader's sampler in {pct(sampler.share)} of "
+        f"samples (most on {_top_lines_text(sampler)}): DataLoader workers never run the sampler, so more "
+        "workers cannot help. Make it cheap: draw an epoch's indices at once (torch.multinomial or "
+        "torch.randperm over a tensor of weights) in __iter__ and yield from that list."
+    )
 
 
 def _top_lines_text(loop: LoopHost) -> str:

@@ -70,6 +70,9 @@ _NEXT_BATCH = (
     _rule("pytorch_lightning/loops/fetchers.py", "__next__", "fetching_function", "_fetch_next_batch"),
     _rule("accelerate/data_loader.py", "__iter__"),
 )
+#: Inside "next batch": the main process draws the next batch's indices from the loader's sampler (a
+#: DataLoader's workers never run it; a sampler written in Python runs in the loop's own thread).
+_SAMPLING = (_rule("torch/utils/data/dataloader.py", "_next_index"),)
 #: Inside "next batch": the main process produces the batch itself (num_workers=0, pinning, unpickling).
 _LOADING = (
     _rule("torch/utils/data/_utils/fetch.py", "fetch"),
@@ -730,6 +733,9 @@ class RankStacks:
     #: Share of the main thread's samples running a Dataset inside next(loader) (a loader with
     #: num_workers=0), part of the loading share; unpickling and pinning workers' batches are not.
     main_fetch_share: float = 0.0
+    #: The main thread drawing indices from a loader's sampler inside next(loader) (part of the data
+    #: wait), with the sampler's lines that hold it: a sampler written in Python, which no worker runs.
+    sampler: LoopHost = LoopHost(0.0)
     #: Workers sampled in the window that had ended by its end while the job ran on: the DataLoader
     #: restarts its workers (each epoch without persistent_workers, or a loader made anew).
     workers_ended: int = 0
@@ -810,6 +816,8 @@ class RankStacks:
             "gpu_busy_share": None if self.gpu_busy_share is None else round(self.gpu_busy_share, 4),
             "worker_start_share": round(self.worker_start_share, 4),
             "main_fetch_share": round(self.main_fetch_share, 4),
+            "sampler_share": round(self.sampler.share, 4),
+            "sampler_lines": _lines(self.sampler),
             "workers_ended": self.workers_ended,
             "workers_allowed_cpus": list(self.workers_allowed_cpus),
             "workers_cpu_percent": _round1(self.workers_cpu_percent),
@@ -908,6 +916,26 @@ def _fetch_in_main_share(main: list[ThreadStack]) -> float:
     return fetching / total if total else 0.0
 
 
+def _sampler_work(main: list[ThreadStack], total: int) -> LoopHost:
+    """The share of ``total`` samples the main thread spends in a loader's sampler inside next(loader),
+    and the sampler's lines that hold most of them (its innermost frame: the job's own where it has one,
+    so a Python sampler's loop line, else torch's)."""
+    by_line: dict[str, int] = {}
+    for stack in main:
+        frames = stack.frames
+        at = next((i for i, f in enumerate(frames) if _matches(f, _SAMPLING)), None)
+        if at is None or not any(_matches(f, _NEXT_BATCH) for f in frames[at + 1 :]):
+            continue
+        inner = frames[:at] or frames[at : at + 1]
+        frame = next((f for f in inner if _is_own(f)), inner[0])
+        label = f"{_short(frame.filename)}:{frame.line}"
+        by_line[label] = by_line.get(label, 0) + stack.count
+    if not total or not by_line:
+        return LoopHost(0.0)
+    top = sorted(by_line.items(), key=lambda item: -item[1])[:3]
+    return LoopHost(sum(by_line.values()) / total, top_lines=tuple((label, n / total) for label, n in top))
+
+
 @dataclass(frozen=True)
 class _WorkersPlaced:
     ended: int = 0
@@ -985,6 +1013,7 @@ def summarise_window(
         pin_busy_share=pin_busy_share(window.stacks, window.root_pid),
         worker_start_share=_start_stop_share(main),
         main_fetch_share=_fetch_in_main_share(main),
+        sampler=_sampler_work(main, total),
         workers_ended=placed_workers.ended,
         workers_allowed_cpus=placed_workers.allowed_cpus,
         workers_cpu_percent=placed_workers.cpu_percent,
