@@ -196,6 +196,21 @@ def test_a_slow_sampler_is_named_and_more_workers_are_not_advised(capsys: pytest
 
 
 @needs_ptrace
+def test_a_training_loop_on_a_thread_of_its_own_is_the_one_sampled(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The main thread waits in join() the whole time: judged on it, the job was "not in the training
+    # loop yet" for as long as it ran.
+    with training_job("starved", "--workers", "2", "--thread") as job:
+        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (rank,) = report["ranks"]
+    assert rank["loop_thread"] == "trainer" and rank["loop_seen"], rank
+    assert report["verdict"]["kind"] == "input-bound", report["verdict"]["headline"]
+
+
+@needs_ptrace
 def test_the_loops_own_python_bookkeeping_is_measured_and_named(capsys: pytest.CaptureFixture[str]) -> None:
     # A CPU job whose loop's own Python holds more of the cores than the model: loop-bound, as `xfertop
     # run` reads it, with the lines named; the samples are not "outside a training loop".

@@ -1,5 +1,6 @@
 """A job that reads its DataLoader on a thread of its own (a prefetcher filling a queue), under the real
-`xfertop run`: the step clock's waits are that thread's, so the ring says so and no verdict rests on them."""
+`xfertop run`: the step clock's waits are that thread's, so the ring says so and no verdict rests on them.
+A job whose whole training loop runs on a thread (loader, model and optimizer) is measured as any."""
 
 from __future__ import annotations
 
@@ -39,6 +40,52 @@ while (batch := prefetcher.next()) is not None:
 print("done")
 """
 
+# The same prefetcher, with a model and an optimizer stepping in the main thread's loop.
+PREFETCHED_TRAINING = PREFETCHED.replace(
+    """    spin = time.perf_counter()
+    while time.perf_counter() - spin < 0.008:   # the loop computes longer than a batch takes to load
+        pass
+""",
+    """    model(batch).sum().backward()
+    optimizer.step()
+    spin = time.perf_counter()
+    while time.perf_counter() - spin < 0.008:   # the loop computes longer than a batch takes to load
+        pass
+""",
+).replace(
+    "prefetcher = Prefetcher(",
+    "model = torch.nn.Linear(4, 1)\n"
+    "optimizer = torch.optim.SGD(model.parameters(), 0.1)\n"
+    "prefetcher = Prefetcher(",
+)
+
+# The whole loop on a thread of the job's own (a service that trains in the background): each sample
+# takes 4 ms to load (num_workers=0), the model step far less.
+TRAINING_THREAD = """
+import threading, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Slow(Dataset):
+    def __len__(self):
+        return 120
+    def __getitem__(self, index):
+        time.sleep(0.004)
+        return torch.ones(4)
+
+def train():
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), 0.1)
+    for batch in DataLoader(Slow(), batch_size=2):
+        model(batch).sum().backward()
+        optimizer.step()
+
+trainer = threading.Thread(target=train, name="trainer")
+trainer.start()
+trainer.join()
+print("done")
+"""
+
 PLAIN = """
 import torch
 from torch.utils.data import DataLoader
@@ -74,3 +121,20 @@ def test_the_end_of_run_summary_does_not_give_the_prefetchers_waits_as_the_loops
     assert "where the time went: not measured (the DataLoader is read on a background thread" in summary
     assert "data wait" not in summary
     assert "s not measured" in summary.split("verdicts: ", 1)[1].splitlines()[0], summary
+
+
+def test_a_prefetcher_beside_a_loop_that_steps_an_optimizer_is_still_a_prefetcher(tmp_path: Path) -> None:
+    (rank,) = _run(tmp_path, PREFETCHED_TRAINING)
+    assert rank.loader_off_thread
+    assert job_verdict([rank]).headline.startswith("not measured: the DataLoader is read on a background")
+
+
+def test_a_training_loop_on_a_thread_of_its_own_is_measured_as_any(tmp_path: Path) -> None:
+    result, (rank,) = run_under_xfertop(tmp_path, TRAINING_THREAD, summary=True)
+    assert result.stdout.splitlines()[-1] == "done"
+    assert not rank.loader_off_thread
+    assert len(rank.steps) == 60
+    verdict = job_verdict([rank])
+    assert verdict.kind == "input-bound", verdict.headline
+    summary = result.stderr[result.stderr.index("xfertop run: ") :]
+    assert "where the time went (host, whole run): data wait " in summary, summary

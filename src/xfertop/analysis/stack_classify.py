@@ -771,6 +771,9 @@ class RankStacks:
     compiling_share: float = 0.0
     #: The window shows the training loop running (LOOP_SEEN_MIN_SHARE); False while the job starts up.
     loop_seen: bool = True
+    #: The thread the training loop runs on where it is not the main one (its name, else "tid N"): the
+    #: shares above are that thread's. None: the main thread.
+    loop_thread: str | None = None
     #: Where the main thread spends most of its samples outside the training phases; None if nowhere.
     outside_at: MainThreadAt | None = None
     #: NVML utilisation of the rank's GPU over the window, where the rank is that GPU's only user
@@ -812,6 +815,7 @@ class RankStacks:
             "dispatch_share": round(self.dispatch_share, 4),
             "compiling_share": round(self.compiling_share, 4),
             "loop_seen": self.loop_seen,
+            "loop_thread": self.loop_thread,
             "outside_at": None if self.outside_at is None else str(self.outside_at),
             "gpu_busy_share": None if self.gpu_busy_share is None else round(self.gpu_busy_share, 4),
             "worker_start_share": round(self.worker_start_share, 4),
@@ -895,10 +899,36 @@ def _start_stop_share(main: list[ThreadStack]) -> float:
     return in_start / total if total else 0.0
 
 
-def _prefetch_thread(window: StackWindow) -> bool:
-    """A thread of the attached process other than its main one asks a DataLoader for batches."""
+def _loop_thread(window: StackWindow) -> int:
+    """The attached process's thread that runs the training loop: the main thread, unless it never runs
+    the model step and another thread both runs it and reads the DataLoader (a service that trains on a
+    thread of its own). A thread that only runs the model's Python (an autograd thread's hooks) or only
+    reads the loader (a prefetcher) is not the loop."""
+    root = window.root_pid
+    model: dict[int, int] = {}
+    reads: set[int] = set()
+    for stack in window.stacks:
+        if stack.pid != root:
+            continue
+        if any(_computes(f) for f in stack.frames):
+            model[stack.tid] = model.get(stack.tid, 0) + stack.count
+        if any(_matches(f, _NEXT_BATCH) for f in stack.frames):
+            reads.add(stack.tid)
+    looping = {tid: count for tid, count in model.items() if tid in reads}
+    if root in model or not looping:
+        return root
+    return max(looping, key=looping.__getitem__)
+
+
+def _thread_label(stacks: list[ThreadStack], tid: int) -> str:
+    name = next((s.thread_name for s in stacks if s.thread_name), None)
+    return name or f"tid {tid}"
+
+
+def _prefetch_thread(window: StackWindow, loop_tid: int) -> bool:
+    """A thread of the attached process other than the loop's asks a DataLoader for batches."""
     return any(
-        s.pid == window.root_pid and not s.is_main_thread and any(_matches(f, _NEXT_BATCH) for f in s.frames)
+        s.pid == window.root_pid and s.tid != loop_tid and any(_matches(f, _NEXT_BATCH) for f in s.frames)
         for s in window.stacks
     )
 
@@ -975,12 +1005,15 @@ def summarise_window(
     if window.error:
         shares = ClassShares(counts={})
         return RankStacks(window.root_pid, shares, error=window.error, gpu_busy_share=gpu_busy_share)
-    on_main = [s for s in window.stacks if s.pid == window.root_pid and s.is_main_thread]
+    # "Main" from here on: the thread that runs the training loop, the main one but for a job that trains
+    # on a thread of its own (_loop_thread).
+    loop_tid = _loop_thread(window)
+    on_main = [s for s in window.stacks if s.pid == window.root_pid and s.tid == loop_tid]
     # A sample without a single frame says nothing of where the thread was (py-spy read no stack):
     # left out of the shares, not counted as "other" (they can be many: docs/attach.md).
     main = [s for s in on_main if s.frames]
     classified = [(s, classify_stack(s.frames, line_text)) for s in main]
-    if _prefetch_thread(window):
+    if _prefetch_thread(window, loop_tid):
         # The loader is read on a thread of the job's own: the main thread waits for data in its queue.
         classified = [
             (s, "data_wait" if cls == "other" and any(_matches(f, _QUEUE_WAIT) for f in s.frames) else cls)
@@ -1029,6 +1062,7 @@ def summarise_window(
         dispatch_share=_dispatch_share(placed, total),
         compiling_share=_compiling_share(main, total),
         loop_seen=loop_seen,
+        loop_thread=None if loop_tid == window.root_pid else _thread_label(main, loop_tid),
         outside_at=_main_thread_at(outside, total),
         gpu_busy_share=gpu_busy_share,
     )

@@ -468,6 +468,8 @@ def note_optimizer_step() -> None:
     # A watched loader's next() calls mark the steps (asked first: the usual loop, one call less).
     if clock.loaders.longest_iteration or clock.has_loop_boundaries():
         clock.work.model_ended()
+        if clock.loader_thread:  # a loader read off the main thread, and whose thread it is undecided
+            clock.optimizer_stepped_with_loader_off_thread()
         return
     try:
         clock.work.model_ended()  # the optimizer step is the model's, not the loop's work after it

@@ -73,6 +73,9 @@ class StepClock:
         self.partitioning = False
         self._main_thread = threading.main_thread().ident
         self.loader_off_thread = False  # a watched loader was read off the main thread (said once)
+        #: The thread that read it, until an optimizer step says whether that thread is a prefetcher's
+        #: (the optimizer steps on another thread) or the training loop's own (_optimizer_step_on).
+        self.loader_thread = 0
         self._open_source = 0  # the iterator whose next() opened the open step
         self._joining = False  # a next() on another loader joins the open step (ZippedFetches)
         self._joining_loader = 0  # ... and its workers flags: the step's loader if it waits longer
@@ -135,6 +138,19 @@ class StepClock:
         if writer is not None:
             writer.set_word(wire.H_STATE_FLAGS, writer.words[wire.H_STATE_FLAGS] | flag)
 
+    def optimizer_stepped_with_loader_off_thread(self) -> None:
+        """An optimizer step after a watched loader was read off the main thread: on that same thread,
+        the whole training loop runs there (a service that trains on a thread of its own) and its steps
+        are the loop's, measured as any; on another, the reader is a prefetcher (as first said)."""
+        if _thread_id() == self.loader_thread:
+            self.loader_off_thread = False
+            writer = self.writer
+            if writer is not None:
+                writer.set_word(
+                    wire.H_STATE_FLAGS, writer.words[wire.H_STATE_FLAGS] & ~wire.STATE_LOADER_OFF_THREAD
+                )
+        self.loader_thread = 0  # decided either way
+
     def flag_next_step(self, flag: int) -> None:
         """The step about to open (at after_next) carries ``flag`` too."""
         self._next_flags |= flag
@@ -164,6 +180,7 @@ class StepClock:
             # Asked at an iteration's first next(), where a prefetch thread shows itself.
             if flags & _F_EPOCH_START and not self.loader_off_thread and _thread_id() != self._main_thread:
                 self.loader_off_thread = True  # a prefetch thread of the job's own: its waits, not the loop's
+                self.loader_thread = _thread_id()
                 self._set_state_flag(wire.STATE_LOADER_OFF_THREAD)
             if (
                 source != self._open_source  # first: false at every step of a single loader
