@@ -211,6 +211,24 @@ def test_a_training_loop_on_a_thread_of_its_own_is_the_one_sampled(
 
 
 @needs_ptrace
+def test_a_new_iterator_every_step_is_named_not_persistent_workers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # persistent_workers=True would still reset the workers and waste their prefetch every step.
+    with training_job("new_iterator", "--workers", "1") as job:
+        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (rank,) = report["ranks"]
+    assert (rank["new_iterator_line"] or "").startswith("train_cpu.py:"), rank
+    verdict = report["verdict"]
+    assert verdict["kind"] == "input-bound", verdict["headline"]
+    advice = " ".join(verdict["advice"])
+    assert "Make the iterator once" in advice and rank["new_iterator_line"] in advice, advice
+    assert "persistent_workers" not in advice, advice
+
+
+@needs_ptrace
 def test_the_loops_own_python_bookkeeping_is_measured_and_named(capsys: pytest.CaptureFixture[str]) -> None:
     # A CPU job whose loop's own Python holds more of the cores than the model: loop-bound, as `xfertop
     # run` reads it, with the lines named; the samples are not "outside a training loop".

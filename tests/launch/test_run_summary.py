@@ -272,6 +272,31 @@ def test_the_advice_names_the_workers_of_the_loader_whose_steps_wait(tmp_path: P
     assert any(line.startswith("num_workers=0: every batch is loaded") for line in last["advice"]), last
 
 
+# `next(iter(loader))` in the loop: a new iterator, and a new worker, every step.
+NEW_ITERATOR_EVERY_STEP = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+loader = DataLoader(TensorDataset(torch.randn(256, 8)), batch_size=8, shuffle=True, num_workers=1)
+model = torch.nn.Linear(8, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(24):
+    (x,) = next(iter(loader))
+    model(x).square().mean().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+"""
+
+
+def test_a_new_iterator_every_step_is_named_not_persistent_workers(tmp_path: Path) -> None:
+    wrapped = _run(tmp_path, NEW_ITERATOR_EVERY_STEP)
+    assert wrapped.returncode == 0, wrapped.stderr
+    last = _summary_json(wrapped.stderr.split("xfertop run: ", 1)[1])["last_verdict"]
+    assert last["kind"] == "input-bound", last
+    (advice,) = last["advice"]
+    assert "steps each begin a new iteration" in advice and "Make the iterator once" in advice, advice
+
+
 def test_no_summary_prints_nothing_and_the_exit_code_is_the_jobs(tmp_path: Path) -> None:
     quiet = _run(tmp_path, KNOWN_WAIT, "30", "3", flags=("--no-summary",))
     plain = _plain(tmp_path, "30", "3")

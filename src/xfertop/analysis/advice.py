@@ -16,6 +16,8 @@ from xfertop.analysis.thresholds import (
     CHECKPOINT_WARN_SHARE,
     H2D_SEEN_OF_RX_MIN,
     INPUT_WARN_SHARE,
+    NEW_ITERATOR_MIN_STEPS,
+    NEW_ITERATOR_STEP_SHARE,
     OVERSUBSCRIBED_BUSY_PERCENT,
     PCIE_IRRELEVANT_COPY_SHARE,
     PINNED_MIN_STEP_FRACTION,
@@ -246,6 +248,13 @@ def input_bound_advice(
     advice: list[str] = []
     spikes = has_spikes(stats)
     restarts = restarts_workers(stats)
+    if new_iterator_every_step(stats):
+        # Neither persistent workers nor more of them: each step asks a new iterator for its first batch.
+        seen = (
+            f"{stats.iteration_start_steps} of the window's {stats.steps} steps each begin a new iteration "
+            "over the DataLoader."
+        )
+        return [new_iterator_advice(seen, bool(stats.worker_start_steps))]
     if restarts and stats.sampled:
         advice.append(
             f"{stats.worker_start_steps} DataLoader worker{'s' if stats.worker_start_steps != 1 else ''} "
@@ -310,6 +319,26 @@ def input_bound_advice(
             "overlaps compute instead of stalling the loop."
         )
     return advice + do_not_tune_pcie(stats, context)
+
+
+def new_iterator_every_step(stats: WindowStats) -> bool:
+    """Most of the window's steps begin an iteration over a loader: iterations of one or two batches,
+    the loop making a new iterator each step (``next(iter(loader))``), not epochs."""
+    return (
+        not stats.sampled
+        and stats.steps >= NEW_ITERATOR_MIN_STEPS
+        and stats.iteration_start_steps >= NEW_ITERATOR_STEP_SHARE * stats.steps
+    )
+
+
+def new_iterator_advice(seen: str, starts_workers: bool) -> str:
+    """A loop that makes a new iterator every step; ``seen``: the evidence, a sentence."""
+    started = " and starts the loader's workers again" if starts_workers else ""
+    return (
+        f"{seen} The loop calls iter(loader) every step (`next(iter(loader))`): each step pays iter()"
+        f"{started} and uses one batch of what it prefetched. Make the iterator once, outside the loop "
+        "(`it = iter(loader)`; `next(it)` each step; a new one at StopIteration)."
+    )
 
 
 def restarts_workers(stats: WindowStats) -> bool:

@@ -21,6 +21,7 @@ from xfertop.analysis.advice import (
     copy_bound_advice,
     hidden_wait_note,
     host_bound_advice,
+    new_iterator_advice,
     pct,
     sync_bound_advice,
 )
@@ -40,6 +41,7 @@ from xfertop.analysis.thresholds import (
     STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE,
     STRAGGLER_WARN_EXCESS_SHARE,
     SYNC_GPU_BUSY_WARN_SHARE,
+    WORKER_START_WAIT_SHARE,
 )
 from xfertop.analysis.verdict import Severity, Verdict, host_compute_share, judge
 from xfertop.model.gpu import GpuState
@@ -356,7 +358,13 @@ def _judged(
     verdict = judge(stats, dataloader_workers=workers, context=context)
     extra = cpu_loop
     sampler = rank.sampler
-    if verdict.kind == "input-bound" and sampler.share * 2 >= stats.input_share:
+    if verdict.kind == "input-bound" and rank.new_iterator_line and restarts_workers_share(rank, stats):
+        seen = (
+            f"The main thread starts and stops a loader's iterator in {pct(rank.worker_start_share)} of "
+            f"samples, on the loop's line {rank.new_iterator_line}, where it also asks for each batch."
+        )
+        verdict = replace(verdict, advice=(new_iterator_advice(seen, bool(rank.workers)),))
+    elif verdict.kind == "input-bound" and sampler.share * 2 >= stats.input_share:
         # The wait is the main thread's own work drawing indices: no worker runs a sampler, so neither
         # more workers nor cheaper samples shorten it.
         headline = (
@@ -458,6 +466,11 @@ def _main_thread_loads(rank: RankStacks) -> list[str]:
         f"worker{'s' if count != 1 else ''} run: a loader with num_workers=0 is read in the loop beside one "
         "with workers. That loader is the one to give workers."
     ]
+
+
+def restarts_workers_share(rank: RankStacks, stats: WindowStats) -> bool:
+    """Starting and stopping iterators holds a large part of the window's input share."""
+    return rank.worker_start_share >= WORKER_START_WAIT_SHARE * stats.input_share
 
 
 def _sampler_advice(sampler: LoopHost) -> str:

@@ -730,6 +730,10 @@ class RankStacks:
     #: Share of the main thread's samples in iter(loader) or an iterator's shutdown (workers started
     #: or stopped), part of the input share.
     worker_start_share: float = 0.0
+    #: The loop body's line that both calls iter(loader) (starting or stopping its iterator) and asks it
+    #: for a batch, in most of the window's iterator start and stop samples: ``next(iter(loader))`` in
+    #: the loop, a new iterator every step. None where the loop makes them elsewhere (its ``for``).
+    new_iterator_line: str | None = None
     #: Share of the main thread's samples running a Dataset inside next(loader) (a loader with
     #: num_workers=0), part of the loading share; unpickling and pinning workers' batches are not.
     main_fetch_share: float = 0.0
@@ -820,6 +824,7 @@ class RankStacks:
             "gpu_busy_share": None if self.gpu_busy_share is None else round(self.gpu_busy_share, 4),
             "worker_start_share": round(self.worker_start_share, 4),
             "main_fetch_share": round(self.main_fetch_share, 4),
+            "new_iterator_line": self.new_iterator_line,
             "sampler_share": round(self.sampler.share, 4),
             "sampler_lines": _lines(self.sampler),
             "workers_ended": self.workers_ended,
@@ -897,6 +902,25 @@ def _start_stop_share(main: list[ThreadStack]) -> float:
     total = sum(s.count for s in main)
     in_start = sum(s.count for s in main if any(_matches(f, _ITERATOR_START_STOP) for f in s.frames))
     return in_start / total if total else 0.0
+
+
+def _new_iterator_line(loop: _Loop | None, main: list[ThreadStack]) -> str | None:
+    """The body line where most iterator starts and stops happen, if the loop also asks its batches
+    there (a new iterator every step); None otherwise."""
+    starting: dict[int, int] = {}
+    asking: set[int] = set()
+    for stack in main:
+        line = _in_body(loop, stack)
+        if line is None:
+            continue
+        if any(_matches(f, _ITERATOR_START_STOP) for f in stack.frames):
+            starting[line] = starting.get(line, 0) + stack.count
+        elif any(_matches(f, _NEXT_BATCH) for f in stack.frames):
+            asking.add(line)
+    if loop is None or not starting:
+        return None
+    line = max(starting, key=starting.__getitem__)
+    return loop.label(line) if line in asking and starting[line] * 2 >= sum(starting.values()) else None
 
 
 def _loop_thread(window: StackWindow) -> int:
@@ -1046,6 +1070,7 @@ def summarise_window(
         pin_busy_share=pin_busy_share(window.stacks, window.root_pid),
         worker_start_share=_start_stop_share(main),
         main_fetch_share=_fetch_in_main_share(main),
+        new_iterator_line=_new_iterator_line(loop, main) if loop_seen else None,
         sampler=_sampler_work(main, total),
         workers_ended=placed_workers.ended,
         workers_allowed_cpus=placed_workers.allowed_cpus,

@@ -144,6 +144,9 @@ class WindowStats:
     #: and the share of the window's data wait that fell in them.
     worker_start_steps: int = 0
     worker_start_wait_share: float = 0.0
+    #: Steps that began an iteration over a loader (iter(loader): an epoch, a validation pass). Most of a
+    #: window's steps beginning one: a loop that makes a new iterator every step (``next(iter(loader))``).
+    iteration_start_steps: int = 0
     #: Judged on fewer steps than a confident verdict needs (EARLY_MIN_STEPS <= steps < MIN_WINDOW_STEPS).
     early: bool = False
     #: Shares of py-spy samples, not of timed steps (`xfertop attach`): ``steps`` counts samples, and
@@ -334,6 +337,7 @@ def window_stats(
         copied_step_fraction=sum(1 for s in window if s.copied or s.h2d_bytes > 0) / len(window),
         worker_start_steps=len(worker_starts),
         worker_start_wait_share=_share(sum(s.data_wait_ms for s in worker_starts), wait_total_ms),
+        iteration_start_steps=sum(1 for s in window if s.epoch_start),
         early=len(window) < MIN_WINDOW_STEPS,
         stall_wait_ms=stall_ms,
         stall_repeats=repeats,

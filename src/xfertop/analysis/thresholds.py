@@ -67,6 +67,12 @@ SPIKE_MIN_WAIT_FRACTION = 0.5
 #: Epoch starts: when the steps whose iter(loader) started the workers (non-persistent workers) hold at
 #: least this share of the data wait, restarting workers is the cause: persistent_workers=True.
 WORKER_START_WAIT_SHARE = 0.3
+#: A new iterator every step: at least this share of a window's steps (of at least NEW_ITERATOR_MIN_STEPS)
+#: begin an iteration over a loader. Epochs, validation passes and zipped loaders' iterations are
+#: tens of steps or more; a loop that calls ``next(iter(loader))`` makes every step an iteration's first.
+#: (Above half: a one-batch validation pass after every training step makes half of them.)
+NEW_ITERATOR_STEP_SHARE = 0.6
+NEW_ITERATOR_MIN_STEPS = 8
 #: Restarts hold at least this share of the wait: persistent_workers=True comes first, and more workers
 #: only as "look again" (a second change at once hides which one helped, and each restart starts every
 #: worker again, so more of them make it dearer). Scenario j: 72% of the wait in epoch starts, the rest
