@@ -76,9 +76,13 @@ class Slow(Dataset):
 def train():
     model = torch.nn.Linear(4, 1)
     optimizer = torch.optim.SGD(model.parameters(), 0.1)
-    for batch in DataLoader(Slow(), batch_size=2):
-        model(batch).sum().backward()
-        optimizer.step()
+    loader = DataLoader(Slow(), batch_size=2)
+    for epoch in range(2):
+        for batch in loader:
+            model(batch).sum().backward()
+            optimizer.step()
+    for batch in DataLoader(Slow(), batch_size=60):  # a validation pass last: no optimizer step after it
+        model(batch)
 
 trainer = threading.Thread(target=train, name="trainer")
 trainer.start()
@@ -133,7 +137,7 @@ def test_a_training_loop_on_a_thread_of_its_own_is_measured_as_any(tmp_path: Pat
     result, (rank,) = run_under_xfertop(tmp_path, TRAINING_THREAD, summary=True)
     assert result.stdout.splitlines()[-1] == "done"
     assert not rank.loader_off_thread
-    assert len(rank.steps) == 60
+    assert len(rank.steps) == 2 * 60 + 2
     verdict = job_verdict([rank])
     assert verdict.kind == "input-bound", verdict.headline
     summary = result.stderr[result.stderr.index("xfertop run: ") :]

@@ -74,7 +74,8 @@ class StepClock:
         self._main_thread = threading.main_thread().ident
         self.loader_off_thread = False  # a watched loader was read off the main thread (said once)
         #: The thread that read it, until an optimizer step says whether that thread is a prefetcher's
-        #: (the optimizer steps on another thread) or the training loop's own (_optimizer_step_on).
+        #: (the optimizer steps on another thread) or the training loop's own
+        #: (optimizer_stepped_with_loader_off_thread).
         self.loader_thread = 0
         self._open_source = 0  # the iterator whose next() opened the open step
         self._joining = False  # a next() on another loader joins the open step (ZippedFetches)
@@ -144,6 +145,7 @@ class StepClock:
         are the loop's, measured as any; on another, the reader is a prefetcher (as first said)."""
         if _thread_id() == self.loader_thread:
             self.loader_off_thread = False
+            self._main_thread = self.loader_thread  # the loop's thread: later epochs' reads are not off it
             writer = self.writer
             if writer is not None:
                 writer.set_word(
