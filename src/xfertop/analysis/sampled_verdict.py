@@ -358,7 +358,7 @@ def _judged(
     verdict = judge(stats, dataloader_workers=workers, context=context)
     extra = cpu_loop
     sampler = rank.sampler
-    if verdict.kind == "input-bound" and rank.new_iterator_line and restarts_workers_share(rank, stats):
+    if verdict.kind == "input-bound" and rank.new_iterator_line and _iterators_hold_the_wait(rank, stats):
         seen = (
             f"The main thread starts and stops a loader's iterator in {pct(rank.worker_start_share)} of "
             f"samples, on the loop's line {rank.new_iterator_line}, where it also asks for each batch."
@@ -468,7 +468,7 @@ def _main_thread_loads(rank: RankStacks) -> list[str]:
     ]
 
 
-def restarts_workers_share(rank: RankStacks, stats: WindowStats) -> bool:
+def _iterators_hold_the_wait(rank: RankStacks, stats: WindowStats) -> bool:
     """Starting and stopping iterators holds a large part of the window's input share."""
     return rank.worker_start_share >= WORKER_START_WAIT_SHARE * stats.input_share
 
