@@ -229,6 +229,19 @@ def test_a_new_iterator_every_step_is_named_not_persistent_workers(
 
 
 @needs_ptrace
+def test_a_loop_waiting_for_a_thread_pools_futures_waits_for_data(capsys: pytest.CaptureFixture[str]) -> None:
+    # Read as the loop's own Python ("loop-bound ... bookkeeping") before futures counted as a producer.
+    with training_job("futures") as job:
+        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    verdict = report["verdict"]
+    assert verdict["kind"] == "input-bound", verdict["headline"]
+    assert "waits in a future's result() for its batches" in verdict["headline"], verdict["headline"]
+    assert "num_workers" not in verdict["headline"] and verdict["advice"][0].startswith("The producer")
+
+
+@needs_ptrace
 def test_the_loops_own_python_bookkeeping_is_measured_and_named(capsys: pytest.CaptureFixture[str]) -> None:
     # A CPU job whose loop's own Python holds more of the cores than the model: loop-bound, as `xfertop
     # run` reads it, with the lines named; the samples are not "outside a training loop".

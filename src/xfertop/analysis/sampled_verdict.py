@@ -531,14 +531,16 @@ def _model_share(rank: RankStacks) -> float:
 
 
 def _queue_bound(rank: RankStacks, judged: Verdict) -> Verdict:
-    """Input-bound where most of the wait is the loop's own queue.get(): no DataLoader to tune."""
+    """Input-bound where most of the wait is the loop's own queue.get() or future.result(): no DataLoader
+    to tune."""
     headline = (
-        "input-bound: the training loop waits in a queue's get() for its batches in "
-        f"{pct(rank.queue_wait_share)} of samples (a producer of the job's own fills it, not a DataLoader)"
+        f"input-bound: the training loop waits in {rank.queue_wait_in} for its batches in "
+        f"{pct(rank.queue_wait_share)} of samples (a producer of the job's own makes them, not a DataLoader)"
     )
     advice = (
-        "The producer that fills the queue is slower than the training step: run more producer processes, "
-        "make each batch cheaper to build, or build the batches in a Dataset read through a DataLoader "
+        "The producer that makes the batches (the processes or threads that fill the queue or run the "
+        "futures) is slower than the training step: run more of them or keep more requests in flight, make "
+        "each batch cheaper to build or fetch, or build the batches in a Dataset read through a DataLoader "
         "with workers (num_workers, prefetch_factor).",
     )
     return replace(judged, headline=headline, advice=advice, rule="queue-wait")

@@ -90,10 +90,13 @@ _LOADING = (
     _rule("", "__getitem__", "__getitems__"),
 )
 #: Blocked taking an item from a queue: a training loop waiting on the job's own prefetch thread.
-_QUEUE_WAIT = (
+_QUEUE_GET = (
     _rule("/queue.py", "get"),
     _rule("multiprocessing/queues.py", "get"),
 )
+#: ... or for a future's result: batches fetched by a thread or process pool of the job's own.
+_FUTURE_RESULT = (_rule("concurrent/futures/_base.py", "result", "as_completed", "wait"),)
+_QUEUE_WAIT = _QUEUE_GET + _FUTURE_RESULT
 #: Inside "next batch": the main process runs the Dataset itself (a loader with num_workers=0); not
 #: unpickling a worker's batch or pinning it, which are the cost of having workers.
 _FETCH_IN_MAIN = (
@@ -760,9 +763,10 @@ class RankStacks:
     #: Most of ``loop_tensor`` is on lines of the loop's body after its last line that calls the model
     #: step (an EMA of the weights, metrics on tensors), not between the batch and the model.
     loop_tensor_after_model: bool = False
-    #: The training loop waiting in a queue's get() for batches a producer of the job's own makes (not a
-    #: DataLoader; part of "data_wait").
+    #: The training loop waiting in a queue's get() or a future's result() for batches a producer of the
+    #: job's own makes (not a DataLoader; part of "data_wait"), and in which of the two most.
     queue_wait_share: float = 0.0
+    queue_wait_in: str = "a queue's get()"
     #: Checkpoints the training loop's body writes (torch.save every N steps; part of "other").
     loop_checkpoint: LoopHost = LoopHost(0.0)
     #: The loop's own iterable making its next batch in the main thread (``for x, y in batches():``, a
@@ -812,6 +816,7 @@ class RankStacks:
             "loop_tensor_lines": _lines(self.loop_tensor),
             "loop_tensor_after_model": self.loop_tensor_after_model,
             "queue_wait_share": round(self.queue_wait_share, 4),
+            "queue_wait_in": self.queue_wait_in,
             "loop_checkpoint_share": round(self.loop_checkpoint.share, 4),
             "loop_checkpoint_lines": _lines(self.loop_checkpoint),
             "loop_iterable_share": round(self.loop_iterable.share, 4),
@@ -1063,6 +1068,7 @@ def summarise_window(
     )
     workers = worker_loads(window.stacks, window.root_pid)
     placed_workers = _placed(workers, window.placement)
+    queue_wait = _queue_wait(placed, loop, total) if loop_seen else (0.0, _IN_QUEUE_GET)
     return RankStacks(
         pid=window.root_pid,
         shares=class_shares(placed),
@@ -1081,7 +1087,8 @@ def summarise_window(
         loop_host=_loop_work(loop, loop_other, total),
         loop_tensor=_loop_work(loop, loop_maths, total),
         loop_tensor_after_model=_after_the_model(loop, placed, loop_maths),
-        queue_wait_share=_queue_wait_share(placed, loop, total) if loop_seen else 0.0,
+        queue_wait_share=queue_wait[0],
+        queue_wait_in=queue_wait[1],
         loop_checkpoint=_loop_work(loop, loop_other, total, _checkpoint_line) if loop_seen else LoopHost(0.0),
         loop_iterable=_iterable_work(loop, loop_other, total) if loop_seen else LoopHost(0.0),
         dispatch_share=_dispatch_share(placed, total),
@@ -1093,18 +1100,27 @@ def summarise_window(
     )
 
 
-def _queue_wait_share(placed: list[tuple[ThreadStack, SampleClass]], loop: _Loop | None, total: int) -> float:
-    """Share of the samples in which the training loop waits in a queue's get() of its own
-    (_placed_in_loop), not in the DataLoader's: a loader with workers waits in its data queue's get()."""
-    waiting = sum(
-        s.count
-        for s, cls in placed
-        if cls == "data_wait"
-        and _in_loop(loop, s)
-        and any(_matches(f, _QUEUE_WAIT) for f in s.frames)
-        and not any(_matches(f, _NEXT_BATCH) for f in s.frames)
-    )
-    return waiting / total if total else 0.0
+_IN_QUEUE_GET, _IN_FUTURE_RESULT = "a queue's get()", "a future's result()"
+
+
+def _queue_wait(
+    placed: list[tuple[ThreadStack, SampleClass]], loop: _Loop | None, total: int
+) -> tuple[float, str]:
+    """Share of the samples in which the training loop waits in a queue's get() or a future's result()
+    of its own (_placed_in_loop), not in the DataLoader's (a loader with workers waits in its data
+    queue's get()), and which of the two holds more of them."""
+    waiting = {_IN_QUEUE_GET: 0, _IN_FUTURE_RESULT: 0}
+    for s, cls in placed:
+        if (
+            cls == "data_wait"
+            and _in_loop(loop, s)
+            and any(_matches(f, _QUEUE_WAIT) for f in s.frames)
+            and not any(_matches(f, _NEXT_BATCH) for f in s.frames)
+        ):
+            future = any(_matches(f, _FUTURE_RESULT) for f in s.frames)
+            waiting[_IN_FUTURE_RESULT if future else _IN_QUEUE_GET] += s.count
+    share = sum(waiting.values()) / total if total else 0.0
+    return share, max(waiting, key=waiting.__getitem__)
 
 
 def _after_the_model(
