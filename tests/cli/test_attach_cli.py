@@ -242,6 +242,20 @@ def test_a_loop_waiting_for_a_thread_pools_futures_waits_for_data(capsys: pytest
 
 
 @needs_ptrace
+def test_a_launcher_is_judged_on_the_child_that_trains(capsys: pytest.CaptureFixture[str]) -> None:
+    # torch.multiprocessing.spawn: the attached script only waits in join(); its child runs the loop.
+    with training_job("starved", "--workers", "2", "--spawned") as job:
+        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
+        under = {p.pid for p in psutil.Process(job.pid).children(recursive=True)}
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (rank,) = report["ranks"]
+    assert rank["loop_process"] in under, (rank, under)
+    assert report["verdict"]["kind"] == "input-bound", report["verdict"]["headline"]
+    assert len(rank["workers"]) >= 2, rank  # the child's workers, not the child itself
+
+
+@needs_ptrace
 def test_the_loops_own_python_bookkeeping_is_measured_and_named(capsys: pytest.CaptureFixture[str]) -> None:
     # A CPU job whose loop's own Python holds more of the cores than the model: loop-bound, as `xfertop
     # run` reads it, with the lines named; the samples are not "outside a training loop".

@@ -74,3 +74,17 @@ def test_a_root_that_exits_mid_window_is_said_to_be_gone() -> None:
         parent.wait()
         placement = probe.finish()
     assert placement is not None and not placement.root_alive and placement.children == ()
+
+
+def test_a_launcher_whose_child_maps_the_gpu_is_a_cuda_job(monkeypatch) -> None:
+    # /dev/nvidiactl is the hardware boundary (no GPU here): one child maps it, the launcher does not.
+    from xfertop.sources.stacks import window_placement
+
+    with family() as (parent, _pinned, free, _first):
+        monkeypatch.setattr(window_placement, "_uses_cuda", lambda pid: pid == free)
+        probe = PlacementProbe(parent.pid)
+        probe.start()
+        assert (placement := probe.finish()) is not None and placement.uses_cuda is True
+        monkeypatch.setattr(window_placement, "_uses_cuda", lambda pid: None if pid == parent.pid else True)
+        probe.start()
+        assert (unread := probe.finish()) is not None and unread.uses_cuda is None  # the root's maps unread

@@ -26,7 +26,13 @@ from xfertop.analysis.advice import (
     sync_bound_advice,
 )
 from xfertop.analysis.evidence import CgroupCpuEvidence, Context, WorkersEvidence
-from xfertop.analysis.stack_classify import LineText, LoopHost, RankStacks, summarise_window
+from xfertop.analysis.stack_classify import (
+    LineText,
+    LoopHost,
+    RankStacks,
+    summarise_window,
+    training_process,
+)
 from xfertop.analysis.steps import Spread, WindowStats
 from xfertop.analysis.thresholds import (
     CHECKPOINT_WARN_SHARE,
@@ -736,7 +742,7 @@ def judge_stacks(
     readings (GpuSource snapshots) taken while it was sampled."""
     by_pid = {target.pid: target for target in state.targets}
     summaries = tuple(
-        summarise_window(w, line_text_for(w.root_pid), gpu_busy_share(w.root_pid, w, gpu_states))
+        summarise_window(w, line_text_for(w.root_pid), gpu_busy_share(training_process(w), w, gpu_states))
         for w in state.windows
     )
     labelled = [(by_pid[s.pid].rank if s.pid in by_pid else None, s) for s in summaries]

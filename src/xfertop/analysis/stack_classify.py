@@ -782,6 +782,10 @@ class RankStacks:
     #: The thread the training loop runs on where it is not the main one (its name, else "tid N"): the
     #: shares above are that thread's. None: the main thread.
     loop_thread: str | None = None
+    #: The process under the attached one that runs the training loop where the attached one only waits
+    #: for it (a launcher: torch.multiprocessing.spawn, a wrapper script); the shares are its. None: the
+    #: attached process.
+    loop_process: int | None = None
     #: Where the main thread spends most of its samples outside the training phases; None if nowhere.
     outside_at: MainThreadAt | None = None
     #: NVML utilisation of the rank's GPU over the window, where the rank is that GPU's only user
@@ -825,6 +829,7 @@ class RankStacks:
             "compiling_share": round(self.compiling_share, 4),
             "loop_seen": self.loop_seen,
             "loop_thread": self.loop_thread,
+            "loop_process": self.loop_process,
             "outside_at": None if self.outside_at is None else str(self.outside_at),
             "gpu_busy_share": None if self.gpu_busy_share is None else round(self.gpu_busy_share, 4),
             "worker_start_share": round(self.worker_start_share, 4),
@@ -928,12 +933,28 @@ def _new_iterator_line(loop: _Loop | None, main: list[ThreadStack]) -> str | Non
     return loop.label(line) if line in asking and starting[line] * 2 >= sum(starting.values()) else None
 
 
-def _loop_thread(window: StackWindow) -> int:
-    """The attached process's thread that runs the training loop: the main thread, unless it never runs
+def training_process(window: StackWindow) -> int:
+    """The process that runs the training loop: the attached one, unless none of its threads reads a
+    DataLoader or runs the model step while a process under it does (a launcher that waits for its
+    child: torch.multiprocessing.spawn, a wrapper script). DataLoader workers, inside their worker
+    loop, never are; of several such processes (spawned ranks), the one sampled most in the loop."""
+    root = window.root_pid
+    training: dict[int, int] = {}
+    for stack in window.stacks:
+        if _worker_busy(stack.frames) is not None:
+            continue
+        if any(_computes(f) or _matches(f, _NEXT_BATCH) for f in stack.frames):
+            training[stack.pid] = training.get(stack.pid, 0) + stack.count
+    if root in training or not training:
+        return root
+    return max(training, key=training.__getitem__)
+
+
+def _loop_thread(window: StackWindow, root: int) -> int:
+    """The training process's thread that runs the training loop: the main thread, unless it never runs
     the model step and another thread both runs it and reads the DataLoader (a service that trains on a
     thread of its own). A thread that only runs the model's Python (an autograd thread's hooks) or only
     reads the loader (a prefetcher) is not the loop."""
-    root = window.root_pid
     model: dict[int, int] = {}
     reads: set[int] = set()
     for stack in window.stacks:
@@ -954,10 +975,10 @@ def _thread_label(stacks: list[ThreadStack], tid: int) -> str:
     return name or f"tid {tid}"
 
 
-def _prefetch_thread(window: StackWindow, loop_tid: int) -> bool:
-    """A thread of the attached process other than the loop's asks a DataLoader for batches."""
+def _prefetch_thread(window: StackWindow, root: int, loop_tid: int) -> bool:
+    """A thread of the training process other than the loop's asks a DataLoader for batches."""
     return any(
-        s.pid == window.root_pid and s.tid != loop_tid and any(_matches(f, _NEXT_BATCH) for f in s.frames)
+        s.pid == root and s.tid != loop_tid and any(_matches(f, _NEXT_BATCH) for f in s.frames)
         for s in window.stacks
     )
 
@@ -1036,13 +1057,14 @@ def summarise_window(
         return RankStacks(window.root_pid, shares, error=window.error, gpu_busy_share=gpu_busy_share)
     # "Main" from here on: the thread that runs the training loop, the main one but for a job that trains
     # on a thread of its own (_loop_thread).
-    loop_tid = _loop_thread(window)
-    on_main = [s for s in window.stacks if s.pid == window.root_pid and s.tid == loop_tid]
+    root = training_process(window)
+    loop_tid = _loop_thread(window, root)
+    on_main = [s for s in window.stacks if s.pid == root and s.tid == loop_tid]
     # A sample without a single frame says nothing of where the thread was (py-spy read no stack):
     # left out of the shares, not counted as "other" (they can be many: docs/attach.md).
     main = [s for s in on_main if s.frames]
     classified = [(s, classify_stack(s.frames, line_text)) for s in main]
-    if _prefetch_thread(window, loop_tid):
+    if _prefetch_thread(window, root, loop_tid):
         # The loader is read on a thread of the job's own: the main thread waits for data in its queue.
         classified = [
             (s, "data_wait" if cls == "other" and any(_matches(f, _QUEUE_WAIT) for f in s.frames) else cls)
@@ -1066,14 +1088,14 @@ def summarise_window(
         if not loop_seen
         else [(s, cls) for s, cls in placed if cls == "other" and not _in_loop(loop, s)]
     )
-    workers = worker_loads(window.stacks, window.root_pid)
+    workers = worker_loads(window.stacks, root)
     placed_workers = _placed(workers, window.placement)
     queue_wait = _queue_wait(placed, loop, total) if loop_seen else (0.0, _IN_QUEUE_GET)
     return RankStacks(
         pid=window.root_pid,
         shares=class_shares(placed),
         workers=workers,
-        pin_busy_share=pin_busy_share(window.stacks, window.root_pid),
+        pin_busy_share=pin_busy_share(window.stacks, root),
         worker_start_share=_start_stop_share(main),
         main_fetch_share=_fetch_in_main_share(main),
         new_iterator_line=_new_iterator_line(loop, main) if loop_seen else None,
@@ -1094,7 +1116,8 @@ def summarise_window(
         dispatch_share=_dispatch_share(placed, total),
         compiling_share=_compiling_share(main, total),
         loop_seen=loop_seen,
-        loop_thread=None if loop_tid == window.root_pid else _thread_label(main, loop_tid),
+        loop_thread=None if loop_tid == root else _thread_label(main, loop_tid),
+        loop_process=None if root == window.root_pid else root,
         outside_at=_main_thread_at(outside, total),
         gpu_busy_share=gpu_busy_share,
     )

@@ -163,7 +163,8 @@ def _once(sampler: StackSampler, as_json: bool) -> int:
             for name, value in rank.items()
             if name.endswith("_share") and name != "pin_busy_share" and value
         )
-        where = f" (the training loop's thread: {rank['loop_thread']})" if rank.get("loop_thread") else ""
+        where = f" (the training loop's process: {rank['loop_process']})" if rank.get("loop_process") else ""
+        where += f" (the training loop's thread: {rank['loop_thread']})" if rank.get("loop_thread") else ""
         busy = f"workers busy {rank['workers_busy']} of {len(rank['workers'])}"
         print(f"pid {rank['pid']}{where}: {shares}; {busy}")
     return EXIT_OK

@@ -72,7 +72,8 @@ class WindowPlacement:
     cpu_throttled_share: float | None = None
     #: The cgroup's CPU time over the window against what the quota allowed (1.0: all); None: unknown.
     cpu_quota_used_share: float | None = None
-    #: The attached process maps /dev/nvidiactl (a CUDA process); None when its maps could not be read.
+    #: The attached process, or else a process under it (a launcher's training child), maps
+    #: /dev/nvidiactl (a CUDA process); None when its maps could not be read.
     uses_cuda: bool | None = None
 
 

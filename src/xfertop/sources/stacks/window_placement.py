@@ -70,6 +70,16 @@ def _uses_cuda(pid: int) -> bool | None:
     return maps_has_pathname(maps, NVIDIA_CONTROL_DEVICE)
 
 
+def _uses_cuda_here_or_under(pid: int, children: list[psutil.Process]) -> bool | None:
+    """Whether the attached process, or else a process under it, is a CUDA process: a launcher
+    (torch.multiprocessing.spawn, a wrapper script) whose child trains on the GPU. The children's maps
+    are read only where the attached process's say it is not one."""
+    here = _uses_cuda(pid)
+    if here is False and any(_uses_cuda(child.pid) for child in children):
+        return True
+    return here
+
+
 class PlacementProbe:
     """``start()`` before the window, ``finish()`` after it: the placement, or None if unreadable."""
 
@@ -132,5 +142,5 @@ class PlacementProbe:
             cpu_quota_file=limit.quota_file if limit is not None else None,
             cpu_throttled_share=share,
             cpu_quota_used_share=used,
-            uses_cuda=_uses_cuda(self.pid),
+            uses_cuda=_uses_cuda_here_or_under(self.pid, children),
         )
