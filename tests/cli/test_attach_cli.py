@@ -256,6 +256,22 @@ def test_a_launcher_is_judged_on_the_child_that_trains(capsys: pytest.CaptureFix
 
 
 @needs_ptrace
+def test_batches_of_many_small_tensors_are_named_as_the_transfer(capsys: pytest.CaptureFixture[str]) -> None:
+    # The workers idle while the main thread rebuilds each tensor from its own handle: neither more
+    # workers nor cheaper samples help; fewer, larger tensors do.
+    with training_job("tensor_lists", "--workers", "2") as job:
+        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (rank,) = report["ranks"]
+    assert rank["receive_share"] >= 0.3, rank
+    verdict = report["verdict"]
+    assert verdict["kind"] == "input-bound" and "unpacks the workers' tensors" in verdict["headline"], verdict
+    advice = " ".join(verdict["advice"])
+    assert "stack or pad in collate_fn" in advice and "Raise num_workers" not in advice, advice
+
+
+@needs_ptrace
 def test_the_loops_own_python_bookkeeping_is_measured_and_named(capsys: pytest.CaptureFixture[str]) -> None:
     # A CPU job whose loop's own Python holds more of the cores than the model: loop-bound, as `xfertop
     # run` reads it, with the lines named; the samples are not "outside a training loop".

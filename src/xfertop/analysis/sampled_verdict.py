@@ -370,6 +370,13 @@ def _judged(
             f"samples, on the loop's line {rank.new_iterator_line}, where it also asks for each batch."
         )
         verdict = replace(verdict, advice=(new_iterator_advice(seen, bool(rank.workers)),))
+    elif verdict.kind == "input-bound" and rank.receive_share * 2 >= stats.input_share and rank.workers:
+        # The main thread unpacks what the workers made: neither cheaper samples nor more workers help.
+        headline = (
+            f"{verdict.headline}: the main thread unpacks the workers' tensors ({pct(rank.receive_share)} "
+            "of samples)"
+        )
+        verdict = replace(verdict, headline=headline, advice=(_receive_advice(rank),))
     elif verdict.kind == "input-bound" and sampler.share * 2 >= stats.input_share:
         # The wait is the main thread's own work drawing indices: no worker runs a sampler, so neither
         # more workers nor cheaper samples shorten it.
@@ -477,6 +484,18 @@ def _main_thread_loads(rank: RankStacks) -> list[str]:
 def _iterators_hold_the_wait(rank: RankStacks, stats: WindowStats) -> bool:
     """Starting and stopping iterators holds a large part of the window's input share."""
     return rank.worker_start_share >= WORKER_START_WAIT_SHARE * stats.input_share
+
+
+def _receive_advice(rank: RankStacks) -> str:
+    busy = statistics.mean(w.busy_share for w in rank.workers)
+    return (
+        f"The main thread rebuilds the tensors of the workers' batches in {pct(rank.receive_share)} of "
+        f"samples while the workers are busy {pct(busy)}: each tensor of a batch crosses from its worker "
+        "as its own shared-memory handle, so a batch of many small tensors (lists of per-sample tensors "
+        "from a collate_fn that does not stack them) costs more to pass than to make. Return a few large "
+        "tensors per batch (stack or pad in collate_fn; concatenate variable-size fields with offsets), or "
+        "call torch.multiprocessing.set_sharing_strategy('file_system') before the loaders are made."
+    )
 
 
 def _sampler_advice(sampler: LoopHost) -> str:

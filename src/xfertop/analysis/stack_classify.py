@@ -74,10 +74,9 @@ _NEXT_BATCH = (
 #: DataLoader's workers never run it; a sampler written in Python runs in the loop's own thread).
 _SAMPLING = (_rule("torch/utils/data/dataloader.py", "_next_index"),)
 #: Inside "next batch": the main process produces the batch itself (num_workers=0, pinning, unpickling).
-_LOADING = (
-    _rule("torch/utils/data/_utils/fetch.py", "fetch"),
-    _rule("torch/utils/data/_utils/collate.py", "*"),
-    _rule("torch/utils/data/_utils/pin_memory.py", "pin_memory"),
+#: ... unpickling a worker's batch: each tensor is rebuilt from its own shared-memory handle (a file
+#: descriptor passed over a socket, under the default sharing strategy).
+_RECEIVING = (
     _rule(
         "torch/multiprocessing/reductions.py",
         "rebuild_storage_fd",
@@ -87,6 +86,12 @@ _LOADING = (
         "rebuild_nested_tensor",
         "rebuild_storage_empty",
     ),
+)
+_LOADING = (
+    _rule("torch/utils/data/_utils/fetch.py", "fetch"),
+    _rule("torch/utils/data/_utils/collate.py", "*"),
+    _rule("torch/utils/data/_utils/pin_memory.py", "pin_memory"),
+    *_RECEIVING,
     _rule("", "__getitem__", "__getitems__"),
 )
 #: Blocked taking an item from a queue: a training loop waiting on the job's own prefetch thread.
@@ -740,6 +745,9 @@ class RankStacks:
     #: Share of the main thread's samples running a Dataset inside next(loader) (a loader with
     #: num_workers=0), part of the loading share; unpickling and pinning workers' batches are not.
     main_fetch_share: float = 0.0
+    #: Share of the main thread's samples rebuilding the tensors of workers' batches inside next(loader)
+    #: (part of the loading share): a batch of many small tensors costs more to pass than to make.
+    receive_share: float = 0.0
     #: The main thread drawing indices from a loader's sampler inside next(loader) (part of the data
     #: wait), with the sampler's lines that hold it: a sampler written in Python, which no worker runs.
     sampler: LoopHost = LoopHost(0.0)
@@ -834,6 +842,7 @@ class RankStacks:
             "gpu_busy_share": None if self.gpu_busy_share is None else round(self.gpu_busy_share, 4),
             "worker_start_share": round(self.worker_start_share, 4),
             "main_fetch_share": round(self.main_fetch_share, 4),
+            "receive_share": round(self.receive_share, 4),
             "new_iterator_line": self.new_iterator_line,
             "sampler_share": round(self.sampler.share, 4),
             "sampler_lines": _lines(self.sampler),
@@ -906,6 +915,13 @@ def pin_busy_share(stacks: Iterable[ThreadStack], root_pid: int) -> float | None
             total += stack.count
             pinning += stack.count if any(_matches(f, _PINNING) for f in stack.frames) else 0
     return pinning / total if total else None
+
+
+def _share_in(main: list[ThreadStack], rules: tuple[_Rule, ...]) -> float:
+    """Share of the samples with a frame ``rules`` accept."""
+    total = sum(s.count for s in main)
+    inside = sum(s.count for s in main if any(_matches(f, rules) for f in s.frames))
+    return inside / total if total else 0.0
 
 
 def _start_stop_share(main: list[ThreadStack]) -> float:
@@ -1098,6 +1114,7 @@ def summarise_window(
         pin_busy_share=pin_busy_share(window.stacks, root),
         worker_start_share=_start_stop_share(main),
         main_fetch_share=_fetch_in_main_share(main),
+        receive_share=_share_in(main, _RECEIVING),
         new_iterator_line=_new_iterator_line(loop, main) if loop_seen else None,
         sampler=_sampler_work(main, total),
         workers_ended=placed_workers.ended,
