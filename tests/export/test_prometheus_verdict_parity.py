@@ -88,6 +88,9 @@ class Ring:
         self.writer.set_device(device)
         self.run_id = run_id
         self.steps = 0
+        # Steps follow each other on the ring's own clock, as a loop's do, however long the test waits
+        # for a scrape between them; time between iterations only where a step asks for it.
+        self._next_start_ns = time.perf_counter_ns()
 
     def step(
         self,
@@ -96,10 +99,13 @@ class Ring:
         flags: int = 0,
         gap_ms: float | None = None,
         parts_ms: tuple[float, float, float] = (0.0, 0.0, 0.0),
+        between_ms: float = 0.0,
     ) -> None:
         """One step, no copy marked; ``gap_ms``: the GPU's measured idle gap, resolved after the step;
-        ``parts_ms``: the loop's own work before the model, syncs and the loop's work after it."""
-        start_ns = time.perf_counter_ns()
+        ``parts_ms``: the loop's own work before the model, syncs and the loop's work after it;
+        ``between_ms``: time with no step before it (an iteration's first step: the code between epochs)."""
+        start_ns = self._next_start_ns + int(between_ms * MS)
+        self._next_start_ns = start_ns + int(wall_ms * MS)
         loop_pre_ms, sync_ms, loop_post_ms = parts_ms
         self.writer.write_step(
             self.steps,
@@ -147,9 +153,10 @@ def _masked(lines: tuple[str, ...]) -> list[str]:
     return [re.sub(r"\d+", "N", line) for line in lines]
 
 
-def _epoch(ring: Ring, steps: int) -> None:
-    """An epoch whose iter(loader) starts the workers again: 300 ms of wait in its first step."""
-    ring.step(320.0, 300.0, wire.F_EPOCH_START | wire.F_WORKERS_STARTED)
+def _epoch(ring: Ring, steps: int, between_ms: float = 0.0) -> None:
+    """An epoch whose iter(loader) starts the workers again: 300 ms of wait in its first step; and
+    ``between_ms`` of the script's own code before it."""
+    ring.step(320.0, 300.0, wire.F_EPOCH_START | wire.F_WORKERS_STARTED, between_ms=between_ms)
     for _ in range(steps - 1):
         ring.step(20.0, 1.0)
 
@@ -161,7 +168,10 @@ def test_rings_read_back_from_prometheus_get_the_local_verdict_advice_and_end(no
     epochs.writer.set_word(wire.H_WORKERS, 2)
     bursty = Ring(node.rings, "parity-bursty", "cpu")
     bursty.writer.set_word(wire.H_WORKERS, 2)
-    rings = [timed, epochs, bursty]
+    # The same epochs with 1.5 s of the script's own code between them (an evaluation, an upload).
+    between = Ring(node.rings, "parity-between", "cpu")
+    between.writer.set_word(wire.H_WORKERS, 2)
+    rings = [timed, epochs, bursty, between]
     _wait_scraped(node.prometheus, rings)  # 0 steps: every later step falls in a scraped interval
     for burst in (5, 8, 11, 8, 8):
         for _ in range(burst):
@@ -177,6 +187,7 @@ def test_rings_read_back_from_prometheus_get_the_local_verdict_advice_and_end(no
             wait_ms = 30.0 if bursty.steps % 5 == 4 else 2.0
             bursty.step(20.0 + wait_ms, wait_ms)
         _epoch(epochs, burst)
+        _epoch(between, burst, between_ms=1500.0 if between.steps else 0.0)
         _wait_scraped(node.prometheus, rings)
     epochs.writer.set_word(wire.H_LAUNCH_EXIT, wire.encode_launch_exit(3, None))
     epochs.writer.close()
@@ -197,7 +208,7 @@ def test_rings_read_back_from_prometheus_get_the_local_verdict_advice_and_end(no
     local_state = JobsSource(ring_dir=str(node.rings)).sample_once()
     remote_state = PrometheusJobsSource(node.prometheus.url, window_s=120).sample()
     assert remote_state.error is None
-    for key in ("run:parity-copy-timing", "run:parity-epochs"):
+    for key in ("run:parity-copy-timing", "run:parity-epochs", "run:parity-between"):
         local, remote = _job(local_state, key), _job(remote_state, key)
         assert remote.verdict.to_dict() == local.verdict.to_dict(), key
         assert (remote.ended_how, remote.failed) == (local.ended_how, local.failed), key
@@ -223,6 +234,9 @@ def test_rings_read_back_from_prometheus_get_the_local_verdict_advice_and_end(no
     assert epochs_job.verdict.kind == "input-bound"
     assert "set persistent_workers=True" in epochs_job.verdict.advice[0]
     assert (epochs_job.ended_how, epochs_job.failed) == (("exited 3",), True)
+    between_job = _job(remote_state, "run:parity-between")
+    assert between_job.verdict.kind == "loop-bound", between_job.verdict.headline
+    assert "between the loader's iterations" in between_job.verdict.headline
 
 
 EPOCHS_JOB = """

@@ -297,6 +297,45 @@ def test_a_new_iterator_every_step_is_named_not_persistent_workers(tmp_path: Pat
     assert "steps each begin a new iteration" in advice and "Make the iterator once" in advice, advice
 
 
+# Short epochs with 0.25 s of the script's own code between them (an evaluation, a checkpoint upload):
+# the job measures the time between its epochs over its loop's whole wall.
+BETWEEN_EPOCHS = """
+import sys, time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+loader = DataLoader(TensorDataset(torch.randn(12 * 8, 16)), batch_size=8)
+model = torch.nn.Linear(16, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+between = 0.0
+first = time.perf_counter()
+for epoch in range(6):
+    for (x,) in loader:
+        model(x).square().mean().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    if epoch < 5:  # between epochs only
+        began = time.perf_counter()
+        time.sleep(0.25)
+        between += time.perf_counter() - began
+print(f"truth {between / (time.perf_counter() - first):.4f}", file=sys.stderr, flush=True)
+"""
+
+
+def test_time_between_the_loaders_iterations_is_said_and_judged(tmp_path: Path) -> None:
+    wrapped = _run(tmp_path, BETWEEN_EPOCHS)
+    assert wrapped.returncode == 0, wrapped.stderr
+    job_err, summary_text = wrapped.stderr.split("xfertop run: ", 1)
+    truth = float(job_err.splitlines()[-1].removeprefix("truth "))
+    summary = _summary_json(summary_text)
+    assert abs(summary["shares"]["between_iterations"] - truth) < 0.05, (summary["shares"], truth)
+    assert "where the time went (host, whole run): between the loader's iterations " in summary_text
+    last = summary["last_verdict"]
+    assert last["kind"] == "loop-bound" and "between the loader's iterations" in last["headline"], last
+    steps_only = summary["steps"] * 8 / (summary["step_ms"] * summary["steps"] / 1000)
+    assert summary["samples_per_s"] < 0.6 * steps_only, summary  # the gaps count against the rate
+
+
 def test_no_summary_prints_nothing_and_the_exit_code_is_the_jobs(tmp_path: Path) -> None:
     quiet = _run(tmp_path, KNOWN_WAIT, "30", "3", flags=("--no-summary",))
     plain = _plain(tmp_path, "30", "3")

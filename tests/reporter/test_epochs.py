@@ -4,6 +4,7 @@ even when a validation loader is iterated last."""
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import subprocess
 import sys
@@ -11,17 +12,21 @@ import textwrap
 from pathlib import Path
 
 from ring_test_tools import child_env, ranks
+from xfertop.analysis.steps import between_iterations_ms
 from xfertop.sources.jobs.source import JobsSource
 
 EPOCHS = """
-import json, sys, time
+import json, multiprocessing.util, sys, time
 import torch
 from torch.utils.data import DataLoader, Dataset
 
 START_S = 0.25   # each worker sleeps this long when it starts: worker start-up, every epoch
+STOP_S = 0.2     # and this long when it exits
 
 def slow_start(_worker_id):
     time.sleep(START_S)
+    # ... and a slow exit: the pass's last next() waits for it when it shuts the workers down.
+    multiprocessing.util.Finalize(None, time.sleep, args=(STOP_S,), exitpriority=10)
 
 class Numbers(Dataset):
     def __len__(self):
@@ -77,6 +82,10 @@ def test_worker_start_up_is_the_first_steps_wait_and_the_training_loader_names_t
     assert rank.dataloader_workers == 2
     # ... and each step says which loader's batch it was: the verdict's advice names the one that waits.
     assert [s.loader_workers for s in steps] == ([2] * 6 + [0] * 3) * 4
+    # The loop runs no code of its own between its passes: the workers' shutdown at each pass's end (in
+    # its last next()) is the loader's time, booked with the next pass's wait, not time between passes.
+    between = [between_iterations_ms(step, previous) for previous, step in itertools.pairwise(steps)]
+    assert max(between) < 100, between  # each shutdown takes >= 200 ms
     assert not rank.copy_timing
 
 

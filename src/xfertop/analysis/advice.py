@@ -232,6 +232,16 @@ def _workers_cannot_help(workers: WorkersEvidence, count: int, limit: str) -> li
     ]
 
 
+def between_iterations_advice(share: float) -> str:
+    return (
+        f"{pct(share)} of the time no step runs: it passes between the loader's iterations, in the "
+        "script's own code after each pass (evaluation, checkpoints, uploads, logging), with the GPU idle. "
+        "Evaluate less often or on fewer batches, save and upload checkpoints off the loop (a background "
+        "thread, torch.distributed.checkpoint.async_save); `xfertop attach PID` while it runs names the "
+        "function."
+    )
+
+
 def another_loader_waits(workers: int, longest_loader_workers: int) -> str:
     """Which loader the input advice is about, where the steps that wait are not the training loader's."""
     return (

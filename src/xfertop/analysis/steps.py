@@ -29,6 +29,8 @@ from xfertop.analysis.thresholds import (
 )
 from xfertop.model.jobs import StepRecord
 
+_NS_PER_MS = 1e6
+
 Clock = Literal["gpu", "cpu"]
 
 
@@ -170,6 +172,9 @@ class WindowStats:
     synced_step_fraction: float = 0.0
     #: GPU clock only: where its measured idle fell, by what the host was doing (shares of the wall).
     idle: IdleShares | None = None
+    #: Time between a loader's iterations where no step ran (the code after each epoch: evaluation,
+    #: checkpoints, a sleep), as a share of the window's steps' wall plus that time.
+    between_share: float = 0.0
     #: num_workers of the loader whose steps waited longest in the window (training with 8 workers, a
     #: validation pass with none): None where no step says which loader it came from.
     waiting_loader_workers: int | None = None
@@ -308,6 +313,13 @@ def window_stats(
     worker_starts = [s for s in window if s.workers_started]
     stall_ms, repeats = _longest_stall(steps, window, wait_total_ms, warmup_steps)
     saving = [s for s in window if s.checkpoint]
+    # The time before each iteration's first step, the window's first included (the step before it is in
+    # the history): a reader of Prometheus counters, which carry it per step, counts the same.
+    before_first = next((i for i in range(len(steps) - 1, -1, -1) if steps[i] is window[0]), 0)
+    previous = steps[before_first - 1] if before_first > 0 else None
+    between_ms = between_iterations_ms(window[0], previous) + sum(
+        map(between_iterations_ms, window[1:], window)
+    )
     typical_wall = statistics.median(wall)
     checkpoint_ms = sum(max(0.0, s.wall_ms - typical_wall) for s in saving)
     return WindowStats(
@@ -350,7 +362,23 @@ def window_stats(
         synced_step_fraction=sum(s.synced for s in window) / len(window),
         idle=idle,
         waiting_loader_workers=_waiting_loader_workers(window),
+        between_share=_share(between_ms, wall_total_ms + between_ms),
     )
+
+
+def between_iterations_ms(step: StepRecord, previous: StepRecord | None) -> float:
+    """The time before ``step``, the first of a loader's iteration, in which no step ran since
+    ``previous`` ended: the code between epochs. A step's own iter() time is already its wait."""
+    if step.between_before_ms is not None:
+        return step.between_before_ms
+    if (
+        previous is None
+        or not step.epoch_start
+        or not (step.start_monotonic_ns and previous.start_monotonic_ns)
+    ):
+        return 0.0
+    ended_ns = previous.start_monotonic_ns + previous.wall_ms * _NS_PER_MS
+    return max(0.0, (step.start_monotonic_ns - ended_ns) / _NS_PER_MS)
 
 
 def _waiting_loader_workers(window: Sequence[StepRecord]) -> int | None:

@@ -170,3 +170,11 @@ COPY_UNEXPLAINED_SLACK_SHARE = 0.05
 #: At least this busy, the GPU is what a sync on a line of the loop's body waits for: the window shows
 #: the training loop running even where it caught none of the loop's DataLoader or model calls.
 GPU_BUSY_MIN_SHARE = 0.5
+
+#: Time between a loader's iterations, where no step runs (the code after each epoch), as a share of the
+#: window's time: from BETWEEN_NOTE_SHARE the advice says so; from BETWEEN_LEADS_SHARE it is the verdict
+#: (loop-bound: most of the time is the script's own code between epochs), critical from
+#: BETWEEN_CRITICAL_SHARE.
+BETWEEN_NOTE_SHARE = 0.2
+BETWEEN_LEADS_SHARE = 0.5
+BETWEEN_CRITICAL_SHARE = 0.7

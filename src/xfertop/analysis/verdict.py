@@ -17,6 +17,9 @@ from xfertop.analysis.advice import pct
 from xfertop.analysis.evidence import Context
 from xfertop.analysis.steps import IdleShares, Spread, WindowStats, usable_steps, window_stats
 from xfertop.analysis.thresholds import (
+    BETWEEN_CRITICAL_SHARE,
+    BETWEEN_LEADS_SHARE,
+    BETWEEN_NOTE_SHARE,
     CHECKPOINT_LEADS_LOOP_SHARE,
     CHECKPOINT_WARN_SHARE,
     COMPUTE_BOUND_SHARE,
@@ -621,6 +624,18 @@ def _judge(
     evidence["dataloader_workers"] = dataloader_workers
     evidence.update(context_evidence(context))
     memory_advice = advise.pinned_memory_advice(context.memory) + ([one_off] if one_off else [])
+    between = stats.between_share
+    evidence["between_share"] = _round(between, 4)
+    if between >= BETWEEN_LEADS_SHARE:
+        headline = (
+            f"loop-bound: {pct(between)} of the time passes between the loader's iterations, where no "
+            "step runs (the script's own code after each pass: evaluation, checkpoints, logging)"
+        )
+        advice = [advise.between_iterations_advice(between), *memory_advice]
+        severity = _severity(between, BETWEEN_CRITICAL_SHARE)
+        return Verdict("loop-bound", severity, headline, evidence, tuple(advice), "between-iterations")
+    if between >= BETWEEN_NOTE_SHARE:
+        memory_advice.insert(0, advise.between_iterations_advice(between))
     rule = next(rule for rule in RULES if rule.applies(sig))
     severity, headline, advice = rule.write(sig)
     if rule.name == "untimed-copies":

@@ -122,6 +122,12 @@ RANK_COUNTERS: tuple[tuple[str, str, str], ...] = (
         "loop_post_seconds",
     ),
     (
+        "xfertop_rank_between_iterations_seconds",
+        "Time between a loader's iterations in which no step ran: the script's own code between epochs "
+        "(CPU clock)",
+        "between_iterations_seconds",
+    ),
+    (
         "xfertop_rank_partitioned_steps",
         "Steps whose model calls were seen (`xfertop run`): the loop's own work is measured",
         "partitioned_steps",

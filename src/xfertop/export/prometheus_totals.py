@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TypeVar
 
 from xfertop import wire
-from xfertop.analysis.steps import split_gap
+from xfertop.analysis.steps import between_iterations_ms, split_gap
 from xfertop.model.gpu import GpuState
 from xfertop.model.jobs import JobsState, RankState, StepRecord
 
@@ -73,6 +73,8 @@ class RankTotals:
     loop_pre_seconds: float = 0.0
     sync_seconds: float = 0.0
     loop_post_seconds: float = 0.0
+    #: Time between a loader's iterations where no step ran (the script's own code between epochs).
+    between_iterations_seconds: float = 0.0
     partitioned_steps: int = 0
     synced_steps: int = 0
     gpu_timed_steps: int = 0
@@ -94,6 +96,7 @@ class RankTotals:
         self.loop_pre_seconds += step.loop_pre_ms / 1000
         self.sync_seconds += step.sync_ms / 1000
         self.loop_post_seconds += step.loop_post_ms / 1000
+        self.between_iterations_seconds += between_iterations_ms(step, previous) / 1000
         self.partitioned_steps += step.partitioned
         self.synced_steps += step.synced
         self.h2d_bytes += step.h2d_bytes

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from xfertop.analysis.steps import split_gap
+from xfertop.analysis.steps import between_iterations_ms, split_gap
 from xfertop.model.jobs import JobsState, RankState, StepRecord
 
 #: A live rank's step is counted once it is this many steps behind the rank's newest.
@@ -47,6 +47,8 @@ class PhaseTotals:
     sync_ms: float = 0.0
     loop_post_ms: float = 0.0
     partitioned_steps: int = 0
+    #: Time between a loader's iterations where no step ran (the code after each epoch).
+    between_ms: float = 0.0
     gpu_steps: int = 0
     gpu_wall_ms: float = 0.0
     #: The GPU's measured idle, by what the host did meanwhile (``split_gap``'s parts).
@@ -67,6 +69,7 @@ class PhaseTotals:
         self.sync_ms += step.sync_ms
         self.loop_post_ms += step.loop_post_ms
         self.partitioned_steps += step.partitioned
+        self.between_ms += between_iterations_ms(step, previous)
         if step.gpu_gap_ms is not None:
             self.gpu_steps += 1
             self.gpu_wall_ms += step.wall_ms
@@ -119,6 +122,8 @@ class PhaseTotals:
             ),
             "partitioned": self.partitioned_steps * 2 > self.steps,
             "host": host,
+            # Time between the loader's iterations, where no step ran: a share of it and the steps' wall.
+            "between_iterations": _share(self.between_ms, self.wall_ms + self.between_ms),
         }
 
 

@@ -48,7 +48,9 @@ def build_summary(follower: RunFollower, command: list[str], returncode: int) ->
     samples_per_s = 0.0
     for known in follower.ranks.values():
         whole.merge(known.totals)
-        rank_rate = known.totals.samples / (known.totals.wall_ms / 1000) if known.totals.wall_ms > 0 else 0.0
+        # Over the steps and the time between the loader's iterations: what the job gets, not a step's pace.
+        elapsed_ms = known.totals.wall_ms + known.totals.between_ms
+        rank_rate = known.totals.samples / (elapsed_ms / 1000) if elapsed_ms > 0 else 0.0
         samples_per_s += rank_rate
         ranks.append(
             {
@@ -159,7 +161,13 @@ def render_text(summary: dict[str, Any], json_path: str | None) -> str:
             "clock timed that thread's waits, not the training loop's)"
         )
     else:
-        lines.append(f"  where the time went (host, whole run): {_host_text(shares)}")
+        between = shares.get("between_iterations") or 0.0
+        steps_text = _host_text(shares)
+        if between >= 0.01:
+            steps_text = (
+                f"between the loader's iterations {_pct(between)} (no step ran); in the steps: {steps_text}"
+            )
+        lines.append(f"  where the time went (host, whole run): {steps_text}")
         if shares["gpu_idle"] is not None:
             lines.append(f"  GPU idle (measured): {_idle_text(shares)}")
     if summary["steps_lost"]:

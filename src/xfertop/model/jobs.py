@@ -60,6 +60,9 @@ class StepRecord:
     probe_replay: bool = False
     #: num_workers of the loader this step's batch came from (None: not known, or no loader's step).
     loader_workers: int | None = None
+    #: The time between a loader's iterations before this step, where a source gives it directly
+    #: (Prometheus counters have no start times); None: measured from the steps' starts.
+    between_before_ms: float | None = None
 
     @property
     def model_ms(self) -> float:

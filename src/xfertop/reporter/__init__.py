@@ -176,7 +176,11 @@ class WatchedIterator(Iterator[T]):
         except Exception as exc:  # the clock guards itself; this is the second line of defence
             clock.fail(exc)
         # StopIteration ends the loop; the last step is already closed.
-        batch = _probe_next(self._iterator) if _probe_asked else next(self._iterator)
+        try:
+            batch = _probe_next(self._iterator) if _probe_asked else next(self._iterator)
+        except StopIteration:
+            clock.loader_ended()  # its workers shut down in that call: the loader's time, not the loop's
+            raise
         try:
             if _probe_asked and _probe and _probe.replaying:
                 clock.flag_next_step(wire.F_PROBE_REPLAY)

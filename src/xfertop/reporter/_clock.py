@@ -80,6 +80,9 @@ class StepClock:
         self._open_source = 0  # the iterator whose next() opened the open step
         self._joining = False  # a next() on another loader joins the open step (ZippedFetches)
         self._joining_loader = 0  # ... and its workers flags: the step's loader if it waits longer
+        #: How long the last iteration's final next() took after its last step closed (a loader without
+        #: persistent workers shuts them down there): the next iteration's first wait, not loop time.
+        self._teardown_ns = 0
         self._next_flags = 0  # flags for the step about to open (epoch start)
         # The open step (its work: self.work).
         #: A step is open: its batch arrived and its boundary has not come yet (read by the hooks, which run
@@ -138,6 +141,17 @@ class StepClock:
         writer = self.writer
         if writer is not None:
             writer.set_word(wire.H_STATE_FLAGS, writer.words[wire.H_STATE_FLAGS] | flag)
+
+    def loader_ended(self) -> None:
+        """A watched loader's next() raised StopIteration. Its time after the last step closed (the
+        workers' shutdown, without persistent_workers) moves the next iteration's start back: the loader's
+        cost between epochs is that iteration's first wait, as its workers' start-up is, and the time the
+        script's own code takes between them stays outside every step."""
+        try:
+            if not self.is_open and self._last_close_ns:
+                self._teardown_ns = _now_ns() - self._last_close_ns
+        except Exception as exc:
+            self.fail(exc)
 
     def optimizer_stepped_with_loader_off_thread(self) -> None:
         """An optimizer step after a watched loader was read off the main thread: on that same thread,
@@ -206,7 +220,8 @@ class StepClock:
             if iter_began_ns and self.is_open and iter_began_ns >= self._start_ns + self._wait_ns:
                 boundary = min(iter_began_ns, now)
             elif iter_ns > 0 and not self.is_open:
-                boundary = max(now - iter_ns, self._last_close_ns)
+                boundary = max(now - iter_ns - self._teardown_ns, self._last_close_ns)
+            self._teardown_ns = 0
             if self.is_open:
                 self._close(boundary)
             self._wait_began_ns = boundary

@@ -32,7 +32,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from xfertop.model.jobs import JobsState, JobState, RankEnd, RankState, RankStatus, StepRecord
@@ -288,7 +288,17 @@ def step_records(series: dict[str, _Series]) -> tuple[StepRecord, ...]:
             continue
         counts = [round(_increase(values.get(name), start, end)) for _bound, name in buckets]
         wait_buckets = _wait_buckets([bound for bound, _name in buckets], counts, int(counted))
-        records.extend(_interval_records(delta, int(counted), int(steps_after) - 1, wait_buckets))
+        interval = _interval_records(delta, int(counted), int(steps_after) - 1, wait_buckets)
+        firsts = sum(record.epoch_start for record in interval)
+        # The time between a loader's iterations, before each iteration's first record (no start times
+        # here to measure it from); records stand for counted / len(interval) steps each, so it is scaled
+        # as their walls are.
+        between_ms = delta("between_iterations_seconds") * 1000 * len(interval) / counted
+        if firsts and between_ms > 0:
+            interval = [
+                replace(r, between_before_ms=between_ms / firsts) if r.epoch_start else r for r in interval
+            ]
+        records.extend(interval)
     return tuple(records)
 
 
