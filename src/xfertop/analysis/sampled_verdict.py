@@ -370,8 +370,11 @@ def _judged(
             f"samples, on the loop's line {rank.new_iterator_line}, where it also asks for each batch."
         )
         verdict = replace(verdict, advice=(new_iterator_advice(seen, bool(rank.workers)),))
-    elif verdict.kind == "input-bound" and rank.receive_share * 2 >= stats.input_share and rank.workers:
-        # The main thread unpacks what the workers made: neither cheaper samples nor more workers help.
+    elif (
+        verdict.kind == "input-bound" and rank.receive_share * 2 >= stats.input_share and _workers_idle(rank)
+    ):
+        # The main thread unpacks what idle workers made: neither cheaper samples nor more workers help.
+        # (Busy workers answer its requests for their tensors late: there the workers are the cost.)
         headline = (
             f"{verdict.headline}: the main thread unpacks the workers' tensors ({pct(rank.receive_share)} "
             "of samples)"
@@ -484,6 +487,10 @@ def _main_thread_loads(rank: RankStacks) -> list[str]:
 def _iterators_hold_the_wait(rank: RankStacks, stats: WindowStats) -> bool:
     """Starting and stopping iterators holds a large part of the window's input share."""
     return rank.worker_start_share >= WORKER_START_WAIT_SHARE * stats.input_share
+
+
+def _workers_idle(rank: RankStacks) -> bool:
+    return bool(rank.workers) and statistics.mean(w.busy_share for w in rank.workers) < WORKER_IDLE_SHARE
 
 
 def _receive_advice(rank: RankStacks) -> str:
