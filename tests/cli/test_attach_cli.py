@@ -38,6 +38,14 @@ def wait_for_pyspy_child(timeout_s: float) -> bool:
     return False
 
 
+def attached_report(capsys: pytest.CaptureFixture[str], *job_args: str) -> dict:
+    """train_cpu.py ``job_args`` past its warm-up, attached once for 2 s: the report (exit code 0)."""
+    with training_job(*job_args) as job:
+        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
+    assert code == 0
+    return json.loads(capsys.readouterr().out)
+
+
 def run_attach(*argv: str) -> int:
     parser = argparse.ArgumentParser()
     attach.register(parser.add_subparsers())
@@ -152,10 +160,7 @@ def test_stopping_the_sampler_does_not_wait_out_a_long_window() -> None:
 def test_workers_confined_to_one_core_are_not_told_to_multiply(capsys: pytest.CaptureFixture[str]) -> None:
     # Issue 11: "Eight workers confined to one core got 'Raise num_workers'": the advice must rest on
     # where the workers may run, which attach reads from /proc around its window.
-    with training_job("starved", "--workers", "2", "--confine") as job:
-        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
-    report = json.loads(capsys.readouterr().out)
-    assert code == 0
+    report = attached_report(capsys, "starved", "--workers", "2", "--confine")
     verdict = report["verdict"]
     assert verdict["kind"] == "input-bound", verdict["headline"]
     (rank,) = report["ranks"]
@@ -182,10 +187,7 @@ def test_workers_restarted_every_epoch_get_persistent_workers(capsys: pytest.Cap
 def test_a_slow_sampler_is_named_and_more_workers_are_not_advised(capsys: pytest.CaptureFixture[str]) -> None:
     # The sampler runs in the main process inside next(): the wait is the loop's own thread drawing
     # indices, which neither more workers nor cheaper samples shorten.
-    with training_job("sampler", "--workers", "2") as job:
-        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
-    report = json.loads(capsys.readouterr().out)
-    assert code == 0
+    report = attached_report(capsys, "sampler", "--workers", "2")
     (rank,) = report["ranks"]
     assert rank["sampler_share"] >= 0.3 and rank["sampler_lines"][0][0].startswith("train_cpu.py:"), rank
     verdict = report["verdict"]
@@ -201,10 +203,7 @@ def test_a_training_loop_on_a_thread_of_its_own_is_the_one_sampled(
 ) -> None:
     # The main thread waits in join() the whole time: judged on it, the job was "not in the training
     # loop yet" for as long as it ran.
-    with training_job("starved", "--workers", "2", "--thread") as job:
-        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
-    report = json.loads(capsys.readouterr().out)
-    assert code == 0
+    report = attached_report(capsys, "starved", "--workers", "2", "--thread")
     (rank,) = report["ranks"]
     assert rank["loop_thread"] == "trainer" and rank["loop_seen"], rank
     assert report["verdict"]["kind"] == "input-bound", report["verdict"]["headline"]
@@ -215,10 +214,7 @@ def test_a_new_iterator_every_step_is_named_not_persistent_workers(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # persistent_workers=True would still reset the workers and waste their prefetch every step.
-    with training_job("new_iterator", "--workers", "1") as job:
-        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
-    report = json.loads(capsys.readouterr().out)
-    assert code == 0
+    report = attached_report(capsys, "new_iterator", "--workers", "1")
     (rank,) = report["ranks"]
     assert (rank["new_iterator_line"] or "").startswith("train_cpu.py:"), rank
     verdict = report["verdict"]
@@ -231,10 +227,7 @@ def test_a_new_iterator_every_step_is_named_not_persistent_workers(
 @needs_ptrace
 def test_a_loop_waiting_for_a_thread_pools_futures_waits_for_data(capsys: pytest.CaptureFixture[str]) -> None:
     # Read as the loop's own Python ("loop-bound ... bookkeeping") before futures counted as a producer.
-    with training_job("futures") as job:
-        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
-    report = json.loads(capsys.readouterr().out)
-    assert code == 0
+    report = attached_report(capsys, "futures")
     verdict = report["verdict"]
     assert verdict["kind"] == "input-bound", verdict["headline"]
     assert "waits in a future's result() for its batches" in verdict["headline"], verdict["headline"]
@@ -259,10 +252,7 @@ def test_a_launcher_is_judged_on_the_child_that_trains(capsys: pytest.CaptureFix
 def test_batches_of_many_small_tensors_are_named_as_the_transfer(capsys: pytest.CaptureFixture[str]) -> None:
     # The workers idle while the main thread rebuilds each tensor from its own handle: neither more
     # workers nor cheaper samples help; fewer, larger tensors do.
-    with training_job("tensor_lists", "--workers", "2") as job:
-        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
-    report = json.loads(capsys.readouterr().out)
-    assert code == 0
+    report = attached_report(capsys, "tensor_lists", "--workers", "2")
     (rank,) = report["ranks"]
     assert rank["receive_share"] >= 0.3, rank
     verdict = report["verdict"]
@@ -275,10 +265,7 @@ def test_batches_of_many_small_tensors_are_named_as_the_transfer(capsys: pytest.
 def test_the_loops_own_python_bookkeeping_is_measured_and_named(capsys: pytest.CaptureFixture[str]) -> None:
     # A CPU job whose loop's own Python holds more of the cores than the model: loop-bound, as `xfertop
     # run` reads it, with the lines named; the samples are not "outside a training loop".
-    with training_job("bookkeeping") as job:
-        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
-    report = json.loads(capsys.readouterr().out)
-    assert code == 0
+    report = attached_report(capsys, "bookkeeping")
     (rank,) = report["ranks"]
     assert rank["loop_host_share"] >= 0.3, rank
     assert rank["loop_host_lines"][0][0].startswith("train_cpu.py:")
@@ -308,10 +295,7 @@ def test_on_a_gpu_the_loops_own_python_bookkeeping_is_host_bound() -> None:
 def test_persistent_workers_under_a_forkserver_are_not_restarts(capsys: pytest.CaptureFixture[str]) -> None:
     # Python 3.14's default start method on Linux: the workers are the forkserver's children, not the
     # training process's; py-spy still samples them.
-    with training_job("starved", "--workers", "2", "--start-method", "forkserver") as job:
-        code = run_attach(str(job.pid), "--once", "--json", "--seconds", "2")
-    report = json.loads(capsys.readouterr().out)
-    assert code == 0
+    report = attached_report(capsys, "starved", "--workers", "2", "--start-method", "forkserver")
     (rank,) = report["ranks"]
     assert len(rank["workers"]) == 2 and rank["workers_ended"] == 0
     assert len(rank["workers_allowed_cpus"]) >= 1
