@@ -524,3 +524,26 @@ def test_a_start_up_window_says_which_function_of_the_job_holds_it_and_doing_wha
     assert not rank.loop_seen
     assert rank.outside_at is not None and rank.outside_at.share == 0.8
     assert str(rank.outside_at) == "loading a checkpoint in restore (train.py:8)"
+
+
+def test_a_starved_loop_on_a_thread_of_its_own_is_found_by_its_reads_alone() -> None:
+    # A 2 s window of a starved loop may catch no model step: the thread reading the loader is the loop,
+    # unless the main thread takes its batches from a prefetcher's queue (then it is the loop).
+    joining = frames(("Thread.join", "/usr/lib/python3.11/threading.py"), ("<module>", "/job/train.py"))
+    reading = frames(
+        ("_MultiProcessingDataLoaderIter._next_data", "torch/utils/data/dataloader.py"),
+        ("train", "/job/train.py"),
+    )
+    queue_wait = frames(("Queue.get", "/usr/lib/python3.11/queue.py"), ("main", "/job/train.py"))
+
+    def window(main: tuple[Frame, ...]) -> StackWindow:
+        stacks = (
+            ThreadStack(pid=10, tid=10, thread_name="MainThread", count=100, frames=main),
+            ThreadStack(pid=10, tid=11, thread_name="trainer", count=100, frames=reading),
+        )
+        return StackWindow(root_pid=10, started_at=0, duration_s=2, rate_hz=50, stacks=stacks)
+
+    trained = summarise_window(window(joining))
+    assert trained.loop_thread == "trainer" and trained.shares.share("data_wait") == 1.0
+    prefetched = summarise_window(window(queue_wait))
+    assert prefetched.loop_thread is None and prefetched.shares.share("data_wait") == 1.0

@@ -967,23 +967,27 @@ def training_process(window: StackWindow) -> int:
 
 
 def _loop_thread(window: StackWindow, root: int) -> int:
-    """The training process's thread that runs the training loop: the main thread, unless it never runs
-    the model step and another thread both runs it and reads the DataLoader (a service that trains on a
-    thread of its own). A thread that only runs the model's Python (an autograd thread's hooks) or only
-    reads the loader (a prefetcher) is not the loop."""
+    """The training process's thread that runs the training loop: the main thread, unless it neither runs
+    the model step nor reads a DataLoader while another thread does (a service that trains on a thread of
+    its own): the one that does both, else (a starved loop whose window caught no model step) the one that
+    reads the loader most. A thread that only runs the model's Python (an autograd thread's hooks) is not
+    the loop; a prefetcher beside a main thread that runs the model is not either."""
     model: dict[int, int] = {}
-    reads: set[int] = set()
+    reads: dict[int, int] = {}
     for stack in window.stacks:
         if stack.pid != root:
             continue
         if any(_computes(f) for f in stack.frames):
             model[stack.tid] = model.get(stack.tid, 0) + stack.count
         if any(_matches(f, _NEXT_BATCH) for f in stack.frames):
-            reads.add(stack.tid)
-    looping = {tid: count for tid, count in model.items() if tid in reads}
-    if root in model or not looping:
+            reads[stack.tid] = reads.get(stack.tid, 0) + stack.count
+        elif stack.tid == root and any(_matches(f, _QUEUE_WAIT) for f in stack.frames):
+            reads[root] = reads.get(root, 0) + stack.count  # takes its batches from a prefetcher's queue
+    if root in model or root in reads:
         return root
-    return max(looping, key=looping.__getitem__)
+    # A starved loop may show no model step in a short window: its reads of the loader then say it.
+    looping = {tid: count for tid, count in model.items() if tid in reads} or reads
+    return max(looping, key=looping.__getitem__) if looping else root
 
 
 def _thread_label(stacks: list[ThreadStack], tid: int) -> str:
