@@ -262,6 +262,19 @@ def test_batches_of_many_small_tensors_are_named_as_the_transfer(capsys: pytest.
 
 
 @needs_ptrace
+def test_time_between_the_loaders_passes_is_loop_bound_as_run_reads_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Read "not in a training loop: ... mostly in evaluate_and_upload" before (run: loop-bound).
+    report = attached_report(capsys, "between_passes")
+    (rank,) = report["ranks"]
+    assert rank["between_passes_share"] >= 0.5, rank
+    verdict = report["verdict"]
+    assert verdict["kind"] == "loop-bound" and "between the loader's iterations" in verdict["headline"]
+    assert "train_cpu.py:" in verdict["headline"], verdict["headline"]
+
+
+@needs_ptrace
 def test_the_loops_own_python_bookkeeping_is_measured_and_named(capsys: pytest.CaptureFixture[str]) -> None:
     # A CPU job whose loop's own Python holds more of the cores than the model: loop-bound, as `xfertop
     # run` reads it, with the lines named; the samples are not "outside a training loop".

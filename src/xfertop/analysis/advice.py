@@ -232,13 +232,14 @@ def _workers_cannot_help(workers: WorkersEvidence, count: int, limit: str) -> li
     ]
 
 
-def between_iterations_advice(share: float) -> str:
+def between_iterations_advice(share: float, name_it: bool = True) -> str:
+    """``name_it``: say that attach names the function (not where attach is the one advising)."""
+    named = "; `xfertop attach PID` while it runs names the function" if name_it else ""
     return (
         f"{pct(share)} of the time no step runs: it passes between the loader's iterations, in the "
         "script's own code after each pass (evaluation, checkpoints, uploads, logging), with the GPU idle. "
         "Evaluate less often or on fewer batches, save and upload checkpoints off the loop (a background "
-        "thread, torch.distributed.checkpoint.async_save); `xfertop attach PID` while it runs names the "
-        "function."
+        f"thread, torch.distributed.checkpoint.async_save){named}."
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from xfertop.analysis.advice import (
     CHECKPOINT_REMEDY,
+    between_iterations_advice,
     copy_bound_advice,
     hidden_wait_note,
     host_bound_advice,
@@ -35,6 +36,8 @@ from xfertop.analysis.stack_classify import (
 )
 from xfertop.analysis.steps import Spread, WindowStats
 from xfertop.analysis.thresholds import (
+    BETWEEN_CRITICAL_SHARE,
+    BETWEEN_LEADS_SHARE,
     CHECKPOINT_WARN_SHARE,
     COMPUTE_BOUND_SHARE,
     COPY_CRITICAL_SHARE,
@@ -262,7 +265,13 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     stats = _window_stats(rank, also_compute=(0.0 if on_gpu else loop.share) + gpu_waits)
     other_share = rank.shares.share("other")
     # The loop's own Python code, the checkpoints it writes and its own iterable are in the loop.
-    outside_share = other_share - loop.share - rank.loop_checkpoint.share - rank.loop_iterable.share
+    between = rank.between_passes
+    outside_share = (
+        other_share - loop.share - rank.loop_checkpoint.share - rank.loop_iterable.share - between.share
+    )
+    if between.share >= BETWEEN_LEADS_SHARE:
+        # The script's own code between the loader's passes, as `xfertop run` measures it between steps.
+        return _labelled(_between_passes_bound(between), rank, ranks, [])
     if outside_share >= OUTSIDE_LOOP_SHARE:
         where = f"; the main thread is mostly {rank.outside_at}" if rank.outside_at is not None else ""
         headline = (
@@ -487,6 +496,16 @@ def _main_thread_loads(rank: RankStacks) -> list[str]:
 def _iterators_hold_the_wait(rank: RankStacks, stats: WindowStats) -> bool:
     """Starting and stopping iterators holds a large part of the window's input share."""
     return rank.worker_start_share >= WORKER_START_WAIT_SHARE * stats.input_share
+
+
+def _between_passes_bound(between: LoopHost) -> Verdict:
+    headline = (
+        f"loop-bound: {pct(between.share)} of samples are between the loader's iterations, in the script's "
+        f"own code after each pass (most on {_top_lines_text(between)})"
+    )
+    severity: Severity = "critical" if between.share >= BETWEEN_CRITICAL_SHARE else "warn"
+    advice = (between_iterations_advice(between.share, name_it=False),)
+    return Verdict("loop-bound", severity, headline, advice=advice, rule="between-iterations")
 
 
 def _workers_idle(rank: RankStacks) -> bool:

@@ -417,9 +417,40 @@ class _Loop:
     depth: int
     line_text: LineText
     _body: dict[int, bool] = field(default_factory=dict)
+    _outer: dict[int, bool] = field(default_factory=dict)
 
     def label(self, line: int) -> str:
         return f"{_short(self.filename)}:{line}"
+
+    def between_passes(self, line: int) -> bool:
+        """``line`` runs between the loop's passes: in the body of a loop that encloses the training
+        loop's statement (``for epoch ...:``), outside the training loop itself (evaluation, checkpoints
+        after each epoch)."""
+        if line not in self._outer:
+            outer = self._enclosing_loop()
+            inside = False
+            if outer is not None and line > outer[0] and line != self.line and not self.in_body(line):
+                outer_line, outer_depth = outer
+                inside = all(
+                    not text.strip() or text.lstrip().startswith("#") or _indent(text) > outer_depth
+                    for text in (self.line_text(self.filename, n) for n in range(outer_line + 1, line + 1))
+                )
+            self._outer[line] = inside
+        return self._outer[line]
+
+    def _enclosing_loop(self) -> tuple[int, int] | None:
+        """The ``for``/``while`` statement whose body holds the training loop's (its line, its indent)."""
+        depth = self.depth
+        for number in range(self.line - 1, max(0, self.line - _LOOP_SEARCH_LINES), -1):
+            above = self.line_text(self.filename, number)
+            if not above.strip() or above.lstrip().startswith("#") or _indent(above) >= depth:
+                continue
+            if _LOOP_LINE.match(above):
+                return number, _indent(above)
+            if above.lstrip().startswith(("def ", "async def ", "class ")):
+                return None
+            depth = _indent(above)  # a block opener (if, with, try): keep looking outside it
+        return None
 
     def frame_in(self, frames: tuple[Frame, ...]) -> Frame | None:
         """The stack's frame of the function that runs the loop, if it passes through it."""
@@ -567,6 +598,20 @@ def _iterable_work(loop: _Loop | None, stacks: Iterable[ThreadStack], total: int
         if _iterable_line(loop, stack) is not None:
             own = next(f for f in stack.frames if _is_own(f))  # the loop's own frame at the latest
             label = f"{_short(own.filename)}:{own.line}"
+            by_line[label] = by_line.get(label, 0) + stack.count
+    return _work(loop, by_line, total)
+
+
+def _between_passes(loop: _Loop | None, stacks: Iterable[ThreadStack], total: int) -> LoopHost:
+    """The share of ``total`` samples that ``stacks`` (outside the loop's phases) spend between its passes
+    (_Loop.between_passes), and the loop function's lines that hold most of them."""
+    if loop is None or not total:
+        return LoopHost(0.0)
+    by_line: dict[str, int] = {}
+    for stack in stacks:
+        frame = loop.frame_in(stack.frames)
+        if frame is not None and loop.between_passes(frame.line):
+            label = loop.label(frame.line)
             by_line[label] = by_line.get(label, 0) + stack.count
     return _work(loop, by_line, total)
 
@@ -780,6 +825,10 @@ class RankStacks:
     #: The loop's own iterable making its next batch in the main thread (``for x, y in batches():``, a
     #: generator; not a DataLoader; part of "other").
     loop_iterable: LoopHost = LoopHost(0.0)
+    #: The loop function's own code between the training loop's passes (in an enclosing ``for epoch``
+    #: loop's body, outside the training loop: evaluation, checkpoints after each epoch; part of "other"),
+    #: with its lines in that function.
+    between_passes: LoopHost = LoopHost(0.0)
     #: Share of the main thread's samples in the model step: module calls, autograd, the optimizer.
     dispatch_share: float = 0.0
     #: Share of the main thread's samples in torch.compile's compilation (_COMPILING), wherever it was
@@ -832,6 +881,8 @@ class RankStacks:
             "loop_checkpoint_share": round(self.loop_checkpoint.share, 4),
             "loop_checkpoint_lines": _lines(self.loop_checkpoint),
             "loop_iterable_share": round(self.loop_iterable.share, 4),
+            "between_passes_share": round(self.between_passes.share, 4),
+            "between_passes_lines": _lines(self.between_passes),
             "loop_iterable_lines": _lines(self.loop_iterable),
             "dispatch_share": round(self.dispatch_share, 4),
             "compiling_share": round(self.compiling_share, 4),
@@ -1111,6 +1162,7 @@ def summarise_window(
     workers = worker_loads(window.stacks, root)
     placed_workers = _placed(workers, window.placement)
     queue_wait = _queue_wait(placed, loop, total) if loop_seen else (0.0, _IN_QUEUE_GET)
+    between = _between_passes(loop, [s for s, _ in outside], total) if loop_seen else LoopHost(0.0)
     return RankStacks(
         pid=window.root_pid,
         shares=class_shares(placed),
@@ -1134,6 +1186,7 @@ def summarise_window(
         queue_wait_in=queue_wait[1],
         loop_checkpoint=_loop_work(loop, loop_other, total, _checkpoint_line) if loop_seen else LoopHost(0.0),
         loop_iterable=_iterable_work(loop, loop_other, total) if loop_seen else LoopHost(0.0),
+        between_passes=between,
         dispatch_share=_dispatch_share(placed, total),
         compiling_share=_compiling_share(main, total),
         loop_seen=loop_seen,
