@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from step_records import step_record
 from window_fixtures import load_window
 
-from xfertop.analysis.steps import IdleShares, attribute_idle, percentile, select_window, window_stats
+from xfertop.analysis.steps import (
+    IdleShares,
+    attribute_idle,
+    between_iterations_ms,
+    percentile,
+    select_window,
+    window_stats,
+)
 from xfertop.analysis.thresholds import MIN_WINDOW_STEPS, WARMUP_STEPS, WINDOW_STEPS
 from xfertop.model.jobs import StepRecord
 
@@ -306,3 +315,28 @@ def test_the_window_read_newest_first_is_the_window_of_the_whole_ring(seed: int)
     assert select_window(
         steps, window_steps=window_steps, min_steps=min_steps, warmup_steps=warmup_steps
     ) == _select_window_by_filtering(steps, window_steps, min_steps, warmup_steps)
+
+
+def test_time_between_a_loaders_iterations_is_measured_and_counts_against_the_rate() -> None:
+    # Passes of 10 steps of 10 ms; 300 ms with no step before each pass's first step.
+    steps, start_ns = [], 1_000_000_000
+    for number in range(WARMUP_STEPS + 40):
+        first = number % 10 == 0
+        start_ns += 300_000_000 if first and number else 0
+        steps.append(
+            dataclasses.replace(
+                step_record(number, model_ms=10.0, samples=8, epoch_start=first), start_monotonic_ns=start_ns
+            )
+        )
+        start_ns += 10_000_000
+    stats = window_stats(steps)
+    assert stats is not None
+    passes_in_window = sum(1 for s in steps[-stats.steps :] if s.epoch_start)
+    between_ms = 300.0 * passes_in_window
+    assert stats.between_share == pytest.approx(between_ms / (10.0 * stats.steps + between_ms), abs=1e-6)
+    assert stats.samples_per_s == pytest.approx(8 * stats.steps / ((10.0 * stats.steps + between_ms) / 1000))
+    # A step that starts no pass has no time between iterations before it, whatever its gap.
+    late = dataclasses.replace(
+        steps[-1], step=steps[-1].step + 1, epoch_start=False, start_monotonic_ns=start_ns + 5e8
+    )
+    assert between_iterations_ms(late, steps[-1]) == 0.0

@@ -320,6 +320,7 @@ def window_stats(
     between_ms = between_iterations_ms(window[0], previous) + sum(
         map(between_iterations_ms, window[1:], window)
     )
+    elapsed_s = wall_total_s + between_ms / 1000
     typical_wall = statistics.median(wall)
     checkpoint_ms = sum(max(0.0, s.wall_ms - typical_wall) for s in saving)
     return WindowStats(
@@ -340,7 +341,8 @@ def window_stats(
         compute=_spread(model),
         gpu_idle_share=idle.total if idle is not None else None,
         gpu_idle=_spread(gaps) if idle is not None and gaps else None,
-        samples_per_s=sum(s.samples for s in window) / wall_total_s if wall_total_s > 0 else 0.0,
+        # The job's rate: the time between iterations counts (a step's own pace would hide it).
+        samples_per_s=sum(s.samples for s in window) / elapsed_s if elapsed_s > 0 else 0.0,
         h2d_bytes_per_s=sum(s.h2d_bytes for s in window) / wall_total_s if wall_total_s > 0 else 0.0,
         pinned_step_fraction=(sum(s.pinned for s in copying) / len(copying)) if copying else None,
         pageable_non_blocking_step_fraction=(
