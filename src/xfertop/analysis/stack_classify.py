@@ -394,7 +394,12 @@ def _loop_statement(filename: str, line: int, line_text: LineText) -> tuple[int,
         return None
     if _LOOP_LINE.match(text):
         return line, _indent(text)
-    depth = _indent(text)
+    return _loop_above(filename, line, _indent(text), line_text)
+
+
+def _loop_above(filename: str, line: int, depth: int, line_text: LineText) -> tuple[int, int] | None:
+    """The ``for`` or ``while`` statement above ``line`` (indented ``depth``) whose body holds it, within
+    its function: (its line, its indentation)."""
     for number in range(line - 1, max(0, line - _LOOP_SEARCH_LINES), -1):
         above = line_text(filename, number)
         if not above.strip() or above.lstrip().startswith("#") or _indent(above) >= depth:
@@ -427,30 +432,22 @@ class _Loop:
         loop's statement (``for epoch ...:``), outside the training loop itself (evaluation, checkpoints
         after each epoch)."""
         if line not in self._outer:
-            outer = self._enclosing_loop()
-            inside = False
-            if outer is not None and line > outer[0] and line != self.line and not self.in_body(line):
-                outer_line, outer_depth = outer
-                inside = all(
-                    not text.strip() or text.lstrip().startswith("#") or _indent(text) > outer_depth
-                    for text in (self.line_text(self.filename, n) for n in range(outer_line + 1, line + 1))
-                )
-            self._outer[line] = inside
+            outer = _loop_above(self.filename, self.line, self.depth, self.line_text)
+            self._outer[line] = (
+                outer is not None
+                and line != self.line
+                and not self.in_body(line)
+                and self._holds(outer[0], outer[1], line)
+            )
         return self._outer[line]
 
-    def _enclosing_loop(self) -> tuple[int, int] | None:
-        """The ``for``/``while`` statement whose body holds the training loop's (its line, its indent)."""
-        depth = self.depth
-        for number in range(self.line - 1, max(0, self.line - _LOOP_SEARCH_LINES), -1):
-            above = self.line_text(self.filename, number)
-            if not above.strip() or above.lstrip().startswith("#") or _indent(above) >= depth:
-                continue
-            if _LOOP_LINE.match(above):
-                return number, _indent(above)
-            if above.lstrip().startswith(("def ", "async def ", "class ")):
-                return None
-            depth = _indent(above)  # a block opener (if, with, try): keep looking outside it
-        return None
+    def _holds(self, opener: int, depth: int, line: int) -> bool:
+        """``line`` is in the body of the block opened at line ``opener`` (indented ``depth``)."""
+        for number in range(opener + 1, line + 1) if line > opener else ():
+            text = self.line_text(self.filename, number)
+            if text.strip() and not text.lstrip().startswith("#") and _indent(text) <= depth:
+                return False
+        return line > opener
 
     def frame_in(self, frames: tuple[Frame, ...]) -> Frame | None:
         """The stack's frame of the function that runs the loop, if it passes through it."""
@@ -458,13 +455,7 @@ class _Loop:
 
     def in_body(self, line: int) -> bool:
         if line not in self._body:
-            inside = line > self.line
-            for number in range(self.line + 1, line + 1) if inside else ():
-                text = self.line_text(self.filename, number)
-                if text.strip() and not text.lstrip().startswith("#") and _indent(text) <= self.depth:
-                    inside = False
-                    break
-            self._body[line] = inside
+            self._body[line] = self._holds(self.line, self.depth, line)
         return self._body[line]
 
 
@@ -617,10 +608,15 @@ def _between_passes(loop: _Loop | None, stacks: Iterable[ThreadStack], total: in
 
 
 def _work(loop: _Loop, by_line: dict[str, int], total: int) -> LoopHost:
+    return _by_lines(by_line, total, loop.label(loop.line))
+
+
+def _by_lines(by_line: dict[str, int], total: int, loop_line: str = "") -> LoopHost:
+    """Samples by line ("file.py:61" -> count) as a share of ``total``, with the three busiest lines."""
     top = sorted(by_line.items(), key=lambda item: -item[1])[:3]
     return LoopHost(
         share=sum(by_line.values()) / total,
-        loop_line=loop.label(loop.line),
+        loop_line=loop_line,
         top_lines=tuple((label, count / total) for label, count in top),
     )
 
@@ -975,12 +971,6 @@ def _share_in(main: list[ThreadStack], rules: tuple[_Rule, ...]) -> float:
     return inside / total if total else 0.0
 
 
-def _start_stop_share(main: list[ThreadStack]) -> float:
-    total = sum(s.count for s in main)
-    in_start = sum(s.count for s in main if any(_matches(f, _ITERATOR_START_STOP) for f in s.frames))
-    return in_start / total if total else 0.0
-
-
 def _new_iterator_line(loop: _Loop | None, main: list[ThreadStack]) -> str | None:
     """The body line where most iterator starts and stops happen, if the loop also asks its batches
     there (a new iterator every step); None otherwise."""
@@ -1083,8 +1073,7 @@ def _sampler_work(main: list[ThreadStack], total: int) -> LoopHost:
         by_line[label] = by_line.get(label, 0) + stack.count
     if not total or not by_line:
         return LoopHost(0.0)
-    top = sorted(by_line.items(), key=lambda item: -item[1])[:3]
-    return LoopHost(sum(by_line.values()) / total, top_lines=tuple((label, n / total) for label, n in top))
+    return _by_lines(by_line, total)
 
 
 @dataclass(frozen=True)
@@ -1168,7 +1157,7 @@ def summarise_window(
         shares=class_shares(placed),
         workers=workers,
         pin_busy_share=pin_busy_share(window.stacks, root),
-        worker_start_share=_start_stop_share(main),
+        worker_start_share=_share_in(main, _ITERATOR_START_STOP),
         main_fetch_share=_fetch_in_main_share(main),
         receive_share=_share_in(main, _RECEIVING),
         new_iterator_line=_new_iterator_line(loop, main) if loop_seen else None,
