@@ -189,7 +189,7 @@ def _worker_advice(rank: RankStacks, context: Context) -> list[str]:
         return []  # the engine's num_workers=0 advice covers it
     if rank.workers_restarted:
         return []  # restarted: the restart advice covers them, and more workers is not it
-    mean_busy = statistics.mean(w.busy_share for w in rank.workers)
+    mean_busy = rank.workers_mean_busy or 0.0
     if mean_busy >= WORKER_SATURATED_SHARE:
         count = workers_now(rank)
         workers = context.workers
@@ -509,11 +509,12 @@ def _between_passes_bound(between: LoopHost) -> Verdict:
 
 
 def _workers_idle(rank: RankStacks) -> bool:
-    return bool(rank.workers) and statistics.mean(w.busy_share for w in rank.workers) < WORKER_IDLE_SHARE
+    busy = rank.workers_mean_busy
+    return busy is not None and busy < WORKER_IDLE_SHARE
 
 
 def _receive_advice(rank: RankStacks) -> str:
-    busy = statistics.mean(w.busy_share for w in rank.workers)
+    busy = rank.workers_mean_busy or 0.0
     return (
         f"The main thread rebuilds the tensors of the workers' batches in {pct(rank.receive_share)} of "
         f"samples while the workers are busy {pct(busy)}: each tensor of a batch crosses from its worker "
@@ -786,10 +787,13 @@ def judge_stacks(
     """Every rank's window summary and the job's sampled verdict, from one StacksState and the GPU
     readings (GpuSource snapshots) taken while it was sampled."""
     by_pid = {target.pid: target for target in state.targets}
-    summaries = tuple(
-        summarise_window(w, line_text_for(w.root_pid), gpu_busy_share(training_process(w), w, gpu_states))
-        for w in state.windows
-    )
+    found = []
+    for w in state.windows:
+        root = training_process(w)  # a launcher's child: its GPU share, and its stacks, are the job's
+        found.append(
+            summarise_window(w, line_text_for(w.root_pid), gpu_busy_share(root, w, gpu_states), root)
+        )
+    summaries = tuple(found)
     labelled = [(by_pid[s.pid].rank if s.pid in by_pid else None, s) for s in summaries]
     if state.error and not summaries:
         return summaries, Verdict("warming-up", "info", state.error, {"source": "sampled"}, rule="warming-up")

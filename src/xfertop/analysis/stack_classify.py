@@ -13,6 +13,7 @@ loop's machinery (DataLoader, model, autograd, optimizer, syncs) says where the 
 from __future__ import annotations
 
 import re
+import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -852,6 +853,11 @@ class RankStacks:
         return self.workers_ended if self.worker_start_share > 0 else 0
 
     @property
+    def workers_mean_busy(self) -> float | None:
+        """The workers' mean busy share over the window; None without workers."""
+        return statistics.mean(w.busy_share for w in self.workers) if self.workers else None
+
+    @property
     def workers_busy(self) -> int:
         """Workers busy more than half of the window."""
         return sum(1 for worker in self.workers if worker.busy_share > 0.5)
@@ -1108,16 +1114,20 @@ def _placed(workers: tuple[WorkerLoad, ...], placement: WindowPlacement | None) 
 
 
 def summarise_window(
-    window: StackWindow, line_text: LineText | None = None, gpu_busy_share: float | None = None
+    window: StackWindow,
+    line_text: LineText | None = None,
+    gpu_busy_share: float | None = None,
+    root: int | None = None,
 ) -> RankStacks:
     """The main thread's class shares, the workers' load and the pin thread's load in one window, with
-    the GPU's busy share over it (NVML) where it is known."""
+    the GPU's busy share over it (NVML) where it is known. ``root``: the window's training_process where
+    the caller has it already."""
     if window.error:
         shares = ClassShares(counts={})
         return RankStacks(window.root_pid, shares, error=window.error, gpu_busy_share=gpu_busy_share)
     # "Main" from here on: the thread that runs the training loop, the main one but for a job that trains
     # on a thread of its own (_loop_thread).
-    root = training_process(window)
+    root = training_process(window) if root is None else root
     loop_tid = _loop_thread(window, root)
     on_main = [s for s in window.stacks if s.pid == root and s.tid == loop_tid]
     # A sample without a single frame says nothing of where the thread was (py-spy read no stack):
