@@ -178,3 +178,9 @@ GPU_BUSY_MIN_SHARE = 0.5
 BETWEEN_NOTE_SHARE = 0.2
 BETWEEN_LEADS_SHARE = 0.5
 BETWEEN_CRITICAL_SHARE = 0.7
+
+#: A prefetch thread of the job's own (a thread filling a bounded queue from the DataLoader) that waits
+#: in next() at least this share of its time makes batches only as fast as the loader does: its queue
+#: stays empty, so the training loop, which takes them from it, waits for the loader (input-bound). A
+#: prefetcher that keeps up spends its time blocked on a full queue instead, and next() returns at once.
+PREFETCHER_STARVED_SHARE = 0.9

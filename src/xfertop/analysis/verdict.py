@@ -36,6 +36,7 @@ from xfertop.analysis.thresholds import (
     PAGEABLE_H2D_LARGE_BYTES_PER_S,
     PAGEABLE_H2D_MAX_BYTES_PER_S,
     PAGEABLE_LARGE_STEP_BYTES,
+    PREFETCHER_STARVED_SHARE,
     RX_COPY_BOUND_PAGEABLE_SHARE,
     STRAGGLER_CRITICAL_EXCESS_SHARE,
     STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE,
@@ -149,7 +150,8 @@ def evidence_of(stats: WindowStats) -> dict[str, Any]:
 #: The step clock times next() on the thread that calls it. A job that reads its DataLoader on a thread of
 #: its own (a prefetcher: a thread filling a queue.Queue that the loop takes batches from) has its steps
 #: timed on that thread: their waits are the prefetcher's, which overlap the loop's compute, not the loop's.
-#: No verdict rests on them (docs/reporter.md); py-spy sees the training thread itself.
+#: They tell only whether the loader keeps up with the prefetcher (prefetcher_verdict, docs/reporter.md);
+#: py-spy sees the training thread itself.
 LOADER_OFF_THREAD = Verdict(
     kind="warming-up",
     severity="info",
@@ -191,7 +193,11 @@ def judge(
     overrides the busy share derived from the step clock, which cannot see host stalls inside a step.
     ``context``: what else is known of the rank (its GPU's link, its workers' cores, the host's memory);
     without it the window's own numbers are all there is."""
-    verdict = _judge(stats, dataloader_workers, gpu_busy_share, context or Context())
+    return _marked_early(_judge(stats, dataloader_workers, gpu_busy_share, context or Context()), stats)
+
+
+def _marked_early(verdict: Verdict, stats: WindowStats) -> Verdict:
+    """The verdict, its headline saying so where it rests on an early window."""
     if not stats.early:
         return verdict
     head, sep, rest = verdict.headline.partition(":")
@@ -201,6 +207,34 @@ def judge(
         head = f"{head} (early, {stats.steps} steps)"
     headline = head + sep + rest
     return replace(verdict, headline=headline)
+
+
+def prefetcher_verdict(stats: WindowStats, workers: int | None, context: Context | None = None) -> Verdict:
+    """A job that reads its DataLoader on a prefetch thread of its own: the step clock timed that thread,
+    whose waits say whether the loader keeps up with it (PREFETCHER_STARVED_SHARE), not how the training
+    loop spends its time. The loop's own parts stay unmeasured either way."""
+    waiting = stats.data_wait_share
+    evidence = {"loader_off_thread": True, "prefetcher_wait_share": _round(waiting, 4)}
+    if waiting < PREFETCHER_STARVED_SHARE:
+        headline = (
+            f"{LOADER_OFF_THREAD.headline}; the DataLoader keeps up with that thread, which waits for it "
+            f"{pct(waiting)} of its time"
+        )
+        return replace(LOADER_OFF_THREAD, headline=headline, evidence=evidence)
+    headline = (
+        f"input-bound: the job's prefetch thread waits for the DataLoader {pct(waiting)} of its time, so its "
+        "queue stays empty and the training loop gets each batch only as the loader makes it"
+    )
+    if workers == 0:
+        headline += " (num_workers=0)"
+    advice = [
+        *advise.input_bound_advice(stats, workers, context),
+        "`xfertop attach PID` (or `s` on the job's row) measures how long the training loop itself waits "
+        "on the prefetcher's queue.",
+    ]
+    evidence["dataloader_workers"] = workers
+    verdict = Verdict("input-bound", "warn", headline, evidence, tuple(advice), "prefetcher-starved")
+    return _marked_early(verdict, stats)
 
 
 def without_one_off_stall(stats: WindowStats) -> tuple[WindowStats, str | None]:
@@ -818,14 +852,17 @@ def job_verdict(
     judged = [(rank, stats) for rank in ranks if (stats := stats_of(rank)) is not None]
     if not judged:
         return warming_up(max((len(usable_steps(r.steps)) for r in ranks), default=0))
-    if any(rank.loader_off_thread for rank, _ in judged):
-        return LOADER_OFF_THREAD
+    workers = _median_or_none([rank.dataloader_workers for rank, _ in judged])
+    by_rank = contexts or {}
+    typical_context = _job_context([by_rank.get(rank.ring_path) for rank, _ in judged])
+    if prefetched := [stats for rank, stats in judged if rank.loader_off_thread]:
+        return prefetcher_verdict(
+            median_window(prefetched), None if workers is None else int(workers), typical_context
+        )
     full = [(rank, stats) for rank, stats in judged if not stats.early]
     if len(full) >= 2 and (straggler := _straggler(full)) is not None:
         return straggler
     typical = median_window([stats for _, stats in judged])
-    workers = _median_or_none([rank.dataloader_workers for rank, _ in judged])
-    by_rank = contexts or {}
     busy = _median_or_none(
         [
             (gpu_busy_share_by_pid or {}).get(rank.pid)
@@ -834,7 +871,6 @@ def job_verdict(
             for rank, _ in judged
         ]
     )
-    typical_context = _job_context([by_rank.get(rank.ring_path) for rank, _ in judged])
     verdict = judge(
         typical,
         dataloader_workers=None if workers is None else int(workers),

@@ -158,7 +158,8 @@ def render_text(summary: dict[str, Any], json_path: str | None) -> str:
     if summary.get("loader_off_thread"):
         lines.append(
             "  where the time went: not measured (the DataLoader is read on a background thread, so the step "
-            "clock timed that thread's waits, not the training loop's)"
+            "clock timed that thread's waits, not the training loop's); that thread waited for the "
+            f"DataLoader {_pct(shares['data_wait'])} of its time"
         )
     else:
         between = shares.get("between_iterations") or 0.0
