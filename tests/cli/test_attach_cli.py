@@ -445,3 +445,20 @@ def test_an_ema_after_the_step_through_a_progress_generator_reads_as_xfertop_run
     assert verdict["advice"][0].startswith(
         "Most of it is tensor maths on the loop's own lines after the model"
     ), verdict["advice"]
+
+
+@needs_ptrace
+def test_a_loss_written_in_the_loop_is_the_model_step_as_xfertop_run_reads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The loss computed on the loop's own lines between the model's call and backward (a contrastive
+    # loss against a bank), several times the model's forward and backward: backward runs through it, and
+    # `xfertop run` counts it in the model step (compute-bound). Session 28's j34 (a contrastive loss
+    # outside any module) read compute-bound 95% under run, attach "loop-bound: the loop's own code holds
+    # the main thread 26% of samples".
+    run_verdict, _, report = run_then_attach(tmp_path, capsys, "loss_maths")
+    assert run_verdict["kind"] == "compute-bound", run_verdict
+    (rank,) = report["ranks"]
+    verdict = report["verdict"]
+    assert verdict["kind"] == run_verdict["kind"], (verdict["headline"], rank)
+    assert rank["loop_tensor_share"] < 0.1, rank

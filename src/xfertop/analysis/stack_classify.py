@@ -744,7 +744,11 @@ def _place_own_maths(
     """Tensor maths on the job's own lines, outside the model, is a training step's compute only inside
     the training loop. Before the loop (start-up builds data and weights: no loop in the window, or a line
     of the loop's function above its statement) it is "other": outside the phases. Returns the classes
-    so placed, and the stacks of the loop body's own tensor maths."""
+    so placed, and the stacks of the loop body's own tensor maths: those up to the body's first line that
+    calls the model step (``model(x.float() / 255)`` normalises before the call) and after its last. After
+    the first up to the last (the loss computed from the model's output, on which backward runs) it is
+    the model step's, as `xfertop run`'s partition counts it."""
+    span = _model_lines(loop, [stack for stack, _ in classified])
     placed: list[tuple[ThreadStack, SampleClass]] = []
     in_body: list[ThreadStack] = []
     for stack, cls in classified:
@@ -752,10 +756,25 @@ def _place_own_maths(
             frame = loop.frame_in(stack.frames) if loop is not None else None
             if not loop_seen or (loop is not None and frame is not None and 0 < frame.line < loop.line):
                 cls = "other"
-            elif _body_line(loop, stack) is not None:
+            elif (line := _body_line(loop, stack)) is not None and not (span and span[0] < line <= span[1]):
                 in_body.append(stack)
         placed.append((stack, cls))
     return placed, in_body
+
+
+def _model_lines(loop: _Loop | None, stacks: list[ThreadStack]) -> tuple[int, int] | None:
+    """The loop body's first line that calls the model step (its module calls, autograd, the optimizer)
+    and its last that does in at least a tenth of the step's samples (an EMA's ``model.parameters()`` is
+    a Module call too, a few samples on the EMA's own line); None where no line does. The first needs no
+    such share: a small model's forward can be a few samples beside a backward through a large loss."""
+    model_lines: dict[int, int] = {}
+    for stack in stacks:
+        line = _body_line(loop, stack) if any(_dispatches(f) for f in stack.frames) else None
+        if line is not None:
+            model_lines[line] = model_lines.get(line, 0) + stack.count
+    total = sum(model_lines.values())
+    held = [line for line, count in model_lines.items() if count * 10 >= total]
+    return (min(model_lines), max(held)) if held else None
 
 
 @dataclass(frozen=True)
@@ -1223,18 +1242,11 @@ def _after_the_model(
     loop: _Loop | None, placed: list[tuple[ThreadStack, SampleClass]], maths: list[ThreadStack]
 ) -> bool:
     """Most of the loop body's own tensor maths runs on lines after the body's last line that calls the
-    model step (its module calls, autograd, the optimizer) in at least a tenth of the step's samples (an
-    EMA's ``model.parameters()`` is a Module call too, a few samples on the EMA's own line)."""
-    model_lines: dict[int, int] = {}
-    for stack, _ in placed:
-        line = _body_line(loop, stack) if any(_dispatches(f) for f in stack.frames) else None
-        if line is not None:
-            model_lines[line] = model_lines.get(line, 0) + stack.count
-    total = sum(model_lines.values())
-    last = max((line for line, count in model_lines.items() if count * 10 >= total), default=None)
-    if last is None:
+    model step (_model_lines)."""
+    span = _model_lines(loop, [stack for stack, _ in placed])
+    if span is None:
         return False
-    after = sum(s.count for s in maths if (_body_line(loop, s) or 0) > last)
+    after = sum(s.count for s in maths if (_body_line(loop, s) or 0) > span[1])
     return after * 2 > sum(s.count for s in maths)
 
 
