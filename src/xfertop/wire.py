@@ -49,6 +49,29 @@ STATE_COPY_TIMING = 4  # `xfertop run` times Tensor.to/.cuda: a step without cop
 #: A watched loader is read on a thread other than the main one (the job's own prefetcher): the step
 #: clock's waits are that thread's, not the training loop's.
 STATE_LOADER_OFF_THREAD = 8
+#: Debugging switches the training process runs with, each a known slowdown of every step (the reporter
+#: reads them once a second; the flag clears when the switch is turned off): autograd's anomaly detection,
+#: a torch profiler recording, a Python tracer on the loop's thread (a debugger, coverage), and the CUDA
+#: environment variables CUDA_LAUNCH_BLOCKING=1 and PYTORCH_NO_CUDA_MEMORY_CACHING=1.
+STATE_ANOMALY_DETECTION = 16
+STATE_PROFILER = 32
+STATE_TRACED = 64
+STATE_LAUNCH_BLOCKING = 128
+STATE_NO_CACHING_ALLOCATOR = 256
+DEBUG_SWITCHES: dict[int, str] = {
+    STATE_ANOMALY_DETECTION: "anomaly_detection",
+    STATE_PROFILER: "profiler",
+    STATE_TRACED: "python_tracer",
+    STATE_LAUNCH_BLOCKING: "cuda_launch_blocking",
+    STATE_NO_CACHING_ALLOCATOR: "no_cuda_caching_allocator",
+}
+STATE_DEBUG_SWITCHES = sum(DEBUG_SWITCHES)
+
+
+def debug_switches_of(state_flags: int) -> tuple[str, ...]:
+    """The names of the debugging switches that header state flags carry (DEBUG_SWITCHES' order)."""
+    return tuple(name for flag, name in DEBUG_SWITCHES.items() if state_flags & flag)
+
 
 # -- header strings: (byte offset, byte length); a 4-byte little-endian length, then UTF-8 ------------
 STRINGS: dict[str, tuple[int, int]] = {

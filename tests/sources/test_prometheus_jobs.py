@@ -250,6 +250,16 @@ def test_copy_timing_and_how_a_rank_ended_come_from_their_gauges() -> None:
     assert _rank_from(_gauge("xfertop_rank_copy_timing", 0)).end is None  # still live
 
 
+def test_debug_switches_come_from_their_state_set() -> None:
+    rank = _rank_from(
+        _gauge("xfertop_rank_debug_switches", 1, xfertop_rank_debug_switches="python_tracer"),
+        _gauge("xfertop_rank_debug_switches", 0, xfertop_rank_debug_switches="profiler"),
+        _gauge("xfertop_rank_debug_switches", 1, xfertop_rank_debug_switches="anomaly_detection"),
+    )
+    assert rank.debug_switches == ("anomaly_detection", "python_tracer")  # wire.DEBUG_SWITCHES' order
+    assert _rank_from(_gauge("xfertop_rank_copy_timing", 0)).debug_switches == ()
+
+
 def _bursty(steps: int) -> list[StepRecord]:
     """Persistent workers that mostly keep up: every fifth batch takes 30 ms to arrive, the others 2 ms."""
     return [_step(n, 20 + (30.0 if n % 5 == 4 else 2.0), 30.0 if n % 5 == 4 else 2.0) for n in range(steps)]

@@ -7,6 +7,8 @@ pageable ones on an H200; non_blocking from pageable memory is synchronous).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from xfertop.analysis.evidence import CgroupCpuEvidence, Context, MemoryEvidence, WorkersEvidence
 from xfertop.analysis.placement import cpu_ranges
 from xfertop.analysis.steps import WindowStats
@@ -531,3 +533,40 @@ def launch_bound_advice() -> list[str]:
         "graphs), fused or foreach optimizers (foreach=True, fused=True).",
         "The input pipeline is not the cause: more workers or pinning will not help.",
     ]
+
+
+#: What each debugging switch (wire.DEBUG_SWITCHES) costs a step, and what to do about it. The CUDA ones
+#: matter only to a job on a GPU (debug_switch_advice).
+_DEBUG_SWITCH_ADVICE = {
+    "anomaly_detection": (
+        "Autograd anomaly detection is on (torch.autograd.set_detect_anomaly(True) or detect_anomaly()): "
+        "every op records its Python stack and backward checks each result, which made a CPU MLP's step "
+        "1.5x longer (docs/measurements/cpu-2026-12-05-s28). Turn it off outside debugging."
+    ),
+    "profiler": (
+        "A torch profiler is recording (torch.profiler.profile, autograd.profiler): every op is timed and "
+        "kept, so each step runs slower than without it. Give it a schedule, or stop it outside the steps "
+        "you profile."
+    ),
+    "python_tracer": (
+        "A Python tracer is active on the training loop's thread (a debugger such as VS Code's or pdb, or "
+        "coverage: sys.settrace): every line of Python the loop, the model's forward and the DataLoader "
+        "run is slower. Run without it to train or to measure."
+    ),
+    "cuda_launch_blocking": (
+        "CUDA_LAUNCH_BLOCKING=1 is set: every kernel launch waits until the GPU has run it, so the host "
+        "never queues work ahead and the GPU idles between kernels. Unset it outside debugging."
+    ),
+    "no_cuda_caching_allocator": (
+        "PYTORCH_NO_CUDA_MEMORY_CACHING=1 is set: every CUDA allocation calls cudaMalloc and every free "
+        "synchronises the device. Unset it outside debugging."
+    ),
+}
+_CUDA_SWITCHES = ("cuda_launch_blocking", "no_cuda_caching_allocator")
+
+
+def debug_switch_advice(switches: Iterable[str], on_gpu: bool) -> list[str]:
+    """One line for each debugging switch a job runs with (the CUDA ones only on a GPU), in a fixed
+    order: the verdict's first advice, whatever its kind, since each slows every step."""
+    shown = {name for name in switches if on_gpu or name not in _CUDA_SWITCHES}
+    return [line for name, line in _DEBUG_SWITCH_ADVICE.items() if name in shown]

@@ -842,8 +842,24 @@ def job_verdict(
     utilisation of its GPU, where the rank is that GPU's only user); the median feeds the sync rule.
     ``stats_by_rank``: each rank's window where the caller has it (``window_or_early``); ``contexts``:
     what else is known of each rank (``analysis.evidence.rank_context``). Both are keyed by the rank's
-    ring path: ranks of different hosts may share a pid (containers), never a ring."""
+    ring path: ranks of different hosts may share a pid (containers), never a ring. A debugging switch a
+    rank runs with (anomaly detection, a profiler ...: RankState.debug_switches) is the first advice of
+    any verdict, since it slows every step whatever holds the step."""
+    verdict = _job_verdict(ranks, gpu_busy_share_by_pid, stats_by_rank, contexts)
+    switches = sorted({name for rank in ranks for name in rank.debug_switches})
+    advice = advise.debug_switch_advice(switches, any(rank.device.startswith("cuda") for rank in ranks))
+    if not advice:
+        return verdict
+    evidence = {**verdict.evidence, "debug_switches": switches}
+    return replace(verdict, advice=(*advice, *verdict.advice), evidence=evidence)
 
+
+def _job_verdict(
+    ranks: Sequence[RankState],
+    gpu_busy_share_by_pid: Mapping[int, float] | None,
+    stats_by_rank: Mapping[str, WindowStats | None] | None,
+    contexts: Mapping[str, Context] | None,
+) -> Verdict:
     def stats_of(rank: RankState) -> WindowStats | None:
         if stats_by_rank is not None and rank.ring_path in stats_by_rank:
             return stats_by_rank[rank.ring_path]

@@ -33,6 +33,7 @@ from xfertop.model.host import HostState, ProcessStats
 from xfertop.model.jobs import JobsState, RankEnd, RankState, RankStatus
 from xfertop.model.rank_gpu import rank_gpu
 from xfertop.sources.gpu.gpu_facts import THROTTLE_WORDS
+from xfertop.wire import DEBUG_SWITCHES
 
 GPU_LABELS = ("host", "gpu", "uuid", "name")
 RANK_LABELS = ("host", "job_name", "job_id", "rank", "local_rank", "pid", "gpu_uuid")
@@ -386,6 +387,7 @@ class _RankFamilies:
     process_cpu: GaugeMetricFamily
     workers_cpu: GaugeMetricFamily
     status: StateSetMetricFamily
+    debug_switches: StateSetMetricFamily
     verdict: StateSetMetricFamily
     info: InfoMetricFamily
     end: InfoMetricFamily
@@ -435,6 +437,13 @@ class _RankFamilies:
         status = StateSetMetricFamily(
             "xfertop_rank_status", "live, stalled (heartbeat quiet) or finished", labels=RANK_LABELS
         )
+        debug_switches = StateSetMetricFamily(
+            "xfertop_rank_debug_switches",
+            "Debugging switches the rank's process runs with, each a slowdown of every step (autograd "
+            "anomaly detection, a torch profiler, a Python tracer, CUDA_LAUNCH_BLOCKING=1, "
+            "PYTORCH_NO_CUDA_MEMORY_CACHING=1)",
+            labels=RANK_LABELS,
+        )
         verdict = StateSetMetricFamily(
             "xfertop_rank_verdict", "The rank's verdict on its recent steps", labels=RANK_LABELS
         )
@@ -460,6 +469,7 @@ class _RankFamilies:
             process_cpu,
             workers_cpu,
             status,
+            debug_switches,
             verdict,
             info,
             end,
@@ -478,6 +488,8 @@ class _RankFamilies:
         self.copy_timing.add_metric(labels, 1.0 if rank.copy_timing else 0.0)
         self.heartbeat.add_metric(labels, rank.heartbeat_age_s)
         self.status.add_metric(labels, {state: state == rank.status for state in RANK_STATUSES})
+        switches = rank.debug_switches
+        self.debug_switches.add_metric(labels, {name: name in switches for name in DEBUG_SWITCHES.values()})
         kind = analysed.verdict.kind
         self.verdict.add_metric(labels, {state: state == kind for state in VERDICT_KINDS})
         self.info.add_metric(labels, {"device": rank.device, "world_size": _label(rank.world_size)})
@@ -495,6 +507,7 @@ class _RankFamilies:
             self.process_cpu,
             self.workers_cpu,
             self.status,
+            self.debug_switches,
             self.verdict,
             self.info,
             self.end,

@@ -135,6 +135,10 @@ class RankState:
     #: A watched loader is read on a thread other than the main one (the job's own prefetcher): the
     #: step clock's data waits are that thread's, not the training loop's.
     loader_off_thread: bool = False
+    #: Debugging switches the process runs with, each a slowdown of every step (wire.DEBUG_SWITCHES'
+    #: names: "anomaly_detection", "profiler", "python_tracer", "cuda_launch_blocking",
+    #: "no_cuda_caching_allocator").
+    debug_switches: tuple[str, ...] = ()
     #: How the process ended: None while it runs (status live or stalled).
     end: RankEnd | None = None
 

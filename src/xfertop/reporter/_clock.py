@@ -384,6 +384,7 @@ class StepClock:
         self.pinned.clear()
         assert self.writer is not None
         _refresh_header(self.writer, self.loaders.workers, self._ticks % LINK_CHECK_EVERY_TICKS == 0)
+        _refresh_debug_switches(self.writer)
         index = _cuda_device_found() if self.gap.timer is None else None
         if index is not None:
             self._use_cuda_device(index)
@@ -424,6 +425,28 @@ def _refresh_header(writer: RingWriter, workers: int | None, check_link: bool) -
         writer.set_word(wire.H_PINNED_ACTIVE_BYTES, pinned[1])
     if check_link:
         writer.recreate_if_unlinked()
+
+
+def _refresh_debug_switches(writer: RingWriter) -> None:
+    """The header's debugging-switch flags (wire.DEBUG_SWITCHES) as the process has them now: each makes
+    every step slower, and a job left with one on after a debugging session cannot tell why."""
+    switches = 0
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        if torch.is_anomaly_enabled():
+            switches |= wire.STATE_ANOMALY_DETECTION
+        profiling = getattr(getattr(torch._C, "_autograd", None), "_profiler_enabled", None)
+        if profiling is not None and profiling():
+            switches |= wire.STATE_PROFILER
+    if sys.gettrace() is not None:  # this thread's: the one that runs the loop's next()
+        switches |= wire.STATE_TRACED
+    if os.environ.get("CUDA_LAUNCH_BLOCKING") == "1":
+        switches |= wire.STATE_LAUNCH_BLOCKING
+    if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1":
+        switches |= wire.STATE_NO_CACHING_ALLOCATOR
+    flags = writer.words[wire.H_STATE_FLAGS]
+    if flags & wire.STATE_DEBUG_SWITCHES != switches:
+        writer.set_word(wire.H_STATE_FLAGS, flags & ~wire.STATE_DEBUG_SWITCHES | switches)
 
 
 def _cuda_device_found() -> int | None:

@@ -450,6 +450,7 @@ def _rank_state(
         reporter_disabled=bool(counters.state_flags & wire.STATE_DISABLED),
         copy_timing=bool(counters.state_flags & wire.STATE_COPY_TIMING),
         loader_off_thread=bool(counters.state_flags & wire.STATE_LOADER_OFF_THREAD),
+        debug_switches=wire.debug_switches_of(counters.state_flags),
         ring_path=reader.path,
         steps_lost=reader.steps_lost,
         gpu_steps_dropped=counters.gpu_steps_dropped,
