@@ -130,6 +130,8 @@ def test_tensor_maths_on_the_innermost_line_is_compute() -> None:
         "x = torch.relu(h)",
         "acc = (pred == y).float().mean()",
         "p.data.add_(g, alpha=-lr)",
+        "logits = logits - logits.logsumexp(1, keepdim=True)",
+        "x = x.flip(-1).roll(4, dims=2).contiguous()",
     ):
         assert in_loop(text) == "compute", text
 
