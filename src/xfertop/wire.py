@@ -41,6 +41,11 @@ H_PINNED_BYTES, H_PINNED_ACTIVE_BYTES, H_WORKERS, H_GPU_DROPPED = 36, 37, 38, 39
 #: Written by `xfertop run` (not by the reporter) once the command it started has ended: how it ended,
 #: ``encode_launch_exit``; 0 (the zeroed header of every ring, old ones included) = nothing recorded.
 H_LAUNCH_EXIT = 40
+#: The busiest Python thread of the job's own other than the training loop's (and the main thread), where
+#: it used at least 30% of a core over the reporter's last second: its CPU in permille of a core (its name in
+#: the "busy_thread" string); 0 otherwise. Python threads take turns on one GIL: a busy one holds the
+#: loop's own Python back.
+H_BUSY_THREAD_PERMILLE = 41
 
 # Header state flags.
 STATE_DISABLED = 1
@@ -81,6 +86,7 @@ STRINGS: dict[str, tuple[int, int]] = {
     "device": (896, 64),
     "argv": (1024, 2048),  # NUL-separated arguments
     "launch_token": (3072, 64),  # $XFERTOP_LAUNCH_TOKEN: which `xfertop run` started this process
+    "busy_thread": (3136, 64),  # H_BUSY_THREAD_PERMILLE's thread
 }
 
 #: The environment variable through which `xfertop run` names itself to every process of its command.
@@ -228,6 +234,10 @@ def write_header(buf: Any, words: memoryview, identity: RingIdentity, capacity: 
 
 def set_device_string(buf: Any, device: str) -> None:
     _put_string(buf, "device", device)
+
+
+def set_busy_thread_string(buf: Any, name: str) -> None:
+    _put_string(buf, "busy_thread", name)
 
 
 # -- reader side ------------------------------------------------------------------------------------

@@ -570,3 +570,13 @@ def debug_switch_advice(switches: Iterable[str], on_gpu: bool) -> list[str]:
     order: the verdict's first advice, whatever its kind, since each slows every step."""
     shown = {name for name in switches if on_gpu or name not in _CUDA_SWITCHES}
     return [line for name, line in _DEBUG_SWITCH_ADVICE.items() if name in shown]
+
+
+def busy_thread_advice(name: str, share: float) -> str:
+    """A Python thread of the job's own busy beside the training loop (RankState.busy_thread)."""
+    return (
+        f'A Python thread of the job\'s own ("{name}") ran {pct(share)} of a core over the last second: '
+        "where that is Python, threads take turns on one GIL, and its work holds back the training loop's "
+        "own Python (the model's calls, the DataLoader's next()) in every part of the step alike. Do that "
+        "work less often, in a process of its own, or in code that releases the GIL."
+    )

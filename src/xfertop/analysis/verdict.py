@@ -843,14 +843,20 @@ def job_verdict(
     ``stats_by_rank``: each rank's window where the caller has it (``window_or_early``); ``contexts``:
     what else is known of each rank (``analysis.evidence.rank_context``). Both are keyed by the rank's
     ring path: ranks of different hosts may share a pid (containers), never a ring. A debugging switch a
-    rank runs with (anomaly detection, a profiler ...: RankState.debug_switches) is the first advice of
-    any verdict, since it slows every step whatever holds the step."""
+    rank runs with (anomaly detection, a profiler ...: RankState.debug_switches) and a busy Python thread
+    beside its loop (RankState.busy_thread) are the first advice of any verdict, since they slow every
+    step whatever holds the step."""
     verdict = _job_verdict(ranks, gpu_busy_share_by_pid, stats_by_rank, contexts)
     switches = sorted({name for rank in ranks for name in rank.debug_switches})
     advice = advise.debug_switch_advice(switches, any(rank.device.startswith("cuda") for rank in ranks))
+    evidence = {**verdict.evidence, "debug_switches": switches} if switches else dict(verdict.evidence)
+    busy = max(ranks, key=lambda rank: rank.busy_thread_share, default=None)
+    if busy is not None and busy.busy_thread:
+        advice.append(advise.busy_thread_advice(busy.busy_thread, busy.busy_thread_share))
+        evidence["busy_thread"] = busy.busy_thread
+        evidence["busy_thread_share"] = _round(busy.busy_thread_share, 3)
     if not advice:
         return verdict
-    evidence = {**verdict.evidence, "debug_switches": switches}
     return replace(verdict, advice=(*advice, *verdict.advice), evidence=evidence)
 
 

@@ -139,6 +139,11 @@ class RankState:
     #: names: "anomaly_detection", "profiler", "python_tracer", "cuda_launch_blocking",
     #: "no_cuda_caching_allocator").
     debug_switches: tuple[str, ...] = ()
+    #: The busiest Python thread of the job's own other than the training loop's, where it used 30% of
+    #: a core or more over the reporter's last second ("" otherwise), and that share of a core: threads take
+    #: turns on one GIL, so a busy one holds the loop's own Python back.
+    busy_thread: str = ""
+    busy_thread_share: float = 0.0
     #: How the process ended: None while it runs (status live or stalled).
     end: RankEnd | None = None
 

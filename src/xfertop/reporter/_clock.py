@@ -98,6 +98,10 @@ class StepClock:
         self._block_depth = 0  # step() blocks open around the current step (0: not theirs)
         self._next_tick_ns = 0
         self._ticks = 0
+        self._last_tick_ns = 0
+        #: CPU time of each other Python thread at the last tick (_busy_thread), by thread ident.
+        self._thread_cpu_ns: dict[int, int] = {}
+        self._busy_thread = ("", 0)  # what the ring says now
 
     # -- failure handling ---------------------------------------------------------------------------------
     def fail(self, exc: BaseException) -> None:
@@ -385,6 +389,11 @@ class StepClock:
         assert self.writer is not None
         _refresh_header(self.writer, self.loaders.workers, self._ticks % LINK_CHECK_EVERY_TICKS == 0)
         _refresh_debug_switches(self.writer)
+        busy = _busy_thread(self._thread_cpu_ns, now - self._last_tick_ns if self._last_tick_ns else 0)
+        self._last_tick_ns = now
+        if busy != self._busy_thread:
+            self._busy_thread = busy
+            self.writer.set_busy_thread(*busy)
         index = _cuda_device_found() if self.gap.timer is None else None
         if index is not None:
             self._use_cuda_device(index)
@@ -447,6 +456,40 @@ def _refresh_debug_switches(writer: RingWriter) -> None:
     flags = writer.words[wire.H_STATE_FLAGS]
     if flags & wire.STATE_DEBUG_SWITCHES != switches:
         writer.set_word(wire.H_STATE_FLAGS, flags & ~wire.STATE_DEBUG_SWITCHES | switches)
+
+
+#: A Python thread that used at least this much of a core (permille) over the last second is named: a
+#: thread running Python holds the GIL for that share of the time.
+BUSY_THREAD_MIN_PERMILLE = 300
+
+
+def _busy_thread(seen_ns: dict[int, int], elapsed_ns: int) -> tuple[str, int]:
+    """The Python thread of the job's own, other than this one (the loop's: it closes the steps) and the
+    main thread, that used the most CPU since the last tick, with its share of a core in permille, where
+    that is BUSY_THREAD_MIN_PERMILLE or more; else ("", 0). ``seen_ns`` keeps each thread's CPU clock
+    between ticks. The DataLoader's pin-memory thread (torch's, copying without the GIL) and xfertop's
+    own threads are left out."""
+    here, main = threading.get_ident(), threading.main_thread().ident
+    busiest, busiest_ns = "", 0
+    now_ns: dict[int, int] = {}
+    for thread in threading.enumerate():
+        ident = thread.ident
+        if ident is None or ident in (here, main) or thread.name.startswith("xfertop"):
+            continue
+        if getattr(getattr(thread, "_target", None), "__module__", "").startswith("torch."):
+            continue
+        try:
+            cpu_ns = time.clock_gettime_ns(time.pthread_getcpuclockid(ident))
+        except OSError:  # the thread ended meanwhile
+            continue
+        now_ns[ident] = cpu_ns
+        used = cpu_ns - seen_ns.get(ident, cpu_ns)
+        if used > busiest_ns:
+            busiest, busiest_ns = thread.name, used
+    seen_ns.clear()
+    seen_ns.update(now_ns)
+    permille = busiest_ns * 1000 // elapsed_ns if elapsed_ns > 0 else 0
+    return (busiest, permille) if permille >= BUSY_THREAD_MIN_PERMILLE else ("", 0)
 
 
 def _cuda_device_found() -> int | None:

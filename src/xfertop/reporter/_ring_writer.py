@@ -174,6 +174,12 @@ class RingWriter:
     def set_device(self, device: str) -> None:
         wire.set_device_string(self._map, device)
 
+    def set_busy_thread(self, name: str, permille: int) -> None:
+        """The busiest other Python thread (wire.H_BUSY_THREAD_PERMILLE): the name first, so a reader
+        that sees the share sees its name."""
+        wire.set_busy_thread_string(self._map, name)
+        self.words[wire.H_BUSY_THREAD_PERMILLE] = permille
+
     # -- every few seconds ----------------------------------------------------------------------------
     def recreate_if_unlinked(self) -> bool:
         """If someone deleted the file (or its directory) under us, write a new one with the same content."""

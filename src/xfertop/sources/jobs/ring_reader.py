@@ -54,6 +54,10 @@ class RingCounters:
     gpu_steps_dropped: int
     #: How the command of `xfertop run` ended, as its launcher recorded it (wire.decode_launch_exit).
     launch_exit: int = 0
+    #: The busiest other Python thread of the job, where it used 30% of a core or more
+    #: (wire.H_BUSY_THREAD_PERMILLE).
+    busy_thread: str = ""
+    busy_thread_permille: int = 0
 
 
 def to_step_record(body: list[int]) -> StepRecord:
@@ -182,6 +186,7 @@ class RingReader:
             return self._counters
         pinned = words[wire.H_PINNED_BYTES]
         workers = words[wire.H_WORKERS]
+        busy = words[wire.H_BUSY_THREAD_PERMILLE]
         self._counters = RingCounters(
             heartbeat_ns=words[wire.H_HEARTBEAT_NS],
             write_index=words[wire.H_WRITE_INDEX],
@@ -191,8 +196,16 @@ class RingReader:
             dataloader_workers=None if workers < 0 else workers,
             gpu_steps_dropped=words[wire.H_GPU_DROPPED],
             launch_exit=words[wire.H_LAUNCH_EXIT],
+            busy_thread=self._busy_thread_name() if busy > 0 else "",
+            busy_thread_permille=max(busy, 0),
         )
         return self._counters
+
+    def _busy_thread_name(self) -> str:
+        try:
+            return wire.read_string(self._mapping, "busy_thread") if self._mapping is not None else ""
+        except wire.RingFormatError:
+            return ""
 
     def device(self) -> str:
         """Written when the reporter learns its device, after the header: looked at on every poll, decoded

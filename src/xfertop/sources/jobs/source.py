@@ -451,6 +451,8 @@ def _rank_state(
         copy_timing=bool(counters.state_flags & wire.STATE_COPY_TIMING),
         loader_off_thread=bool(counters.state_flags & wire.STATE_LOADER_OFF_THREAD),
         debug_switches=wire.debug_switches_of(counters.state_flags),
+        busy_thread=counters.busy_thread,
+        busy_thread_share=counters.busy_thread_permille / 1000,
         ring_path=reader.path,
         steps_lost=reader.steps_lost,
         gpu_steps_dropped=counters.gpu_steps_dropped,
