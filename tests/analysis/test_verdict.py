@@ -839,6 +839,9 @@ def test_a_loop_whose_own_work_is_mostly_checkpoints_names_them_first() -> None:
     # Bookkeeping alone: no word of checkpoints.
     alone = rank_verdict(steps(0.0, 12.0), dataloader_workers=2)
     assert alone.kind == "loop-bound" and "checkpoint" not in alone.headline + advice_text(alone)
+    # Session 28's j31 (SGD with momentum written by hand after backward(), 22% of each step) reads the
+    # same: its advice names that update beside the bookkeeping.
+    assert "updated by hand after backward()" in alone.advice[0] and "fused=True" in alone.advice[0]
 
 
 def test_a_two_rank_stragglers_headline_compares_it_with_the_other_rank_not_with_itself() -> None:

@@ -511,7 +511,10 @@ def loop_bound_advice(before_model: bool, on_gpu: bool, reads_a_loader: bool = T
     else:
         advice = [
             "The loop's own code after the optimizer step (logging, metrics, bookkeeping) holds each step: "
-            "do it every N steps, keep running metrics on the device, or hand it to a background thread."
+            "do it every N steps, keep running metrics on the device, or hand it to a background thread. "
+            "Where the parameters are updated by hand after backward() instead (no torch.optim), that "
+            "update is this work: torch.optim's SGD or AdamW (foreach=True or fused=True) does it in a few "
+            "kernels."
         ]
     advice.append("`xfertop attach PID` (or `s` on the job's row) names the loop's lines that take the time.")
     return advice
