@@ -5,7 +5,8 @@ verdict, the same advice and the same end.
 Three cases the local verdict decides on more than the interval means:
 - a GPU rank under `xfertop run` whose steps copy nothing: copies were timed, so its 0% copy share is a
   fact ("Do not tune PCIe"); without the copy_timing gauge the remote side read "not measured"; and it
-  runs with two debugging switches on, whose advice leads on both sides;
+  runs with two debugging switches on and a busy Python thread beside it, whose advice leads on both
+  sides;
 - a job whose DataLoader starts its workers again every epoch and that exits with code 3: the
   persistent_workers rule needs the worker-start steps flagged and their wait; the end needs the exit;
 - a job whose waits are bursty (a few long ones among short ones): the prefetch_factor advice needs the
@@ -168,6 +169,7 @@ def test_rings_read_back_from_prometheus_get_the_local_verdict_advice_and_end(no
     timed.writer.set_word(
         wire.H_STATE_FLAGS, wire.STATE_COPY_TIMING | wire.STATE_ANOMALY_DETECTION | wire.STATE_LAUNCH_BLOCKING
     )
+    timed.writer.set_busy_thread("metrics", 920)  # and a Python thread of its own busy beside the loop
     epochs = Ring(node.rings, "parity-epochs", "cpu")
     epochs.writer.set_word(wire.H_WORKERS, 2)
     bursty = Ring(node.rings, "parity-bursty", "cpu")
@@ -225,6 +227,9 @@ def test_rings_read_back_from_prometheus_get_the_local_verdict_advice_and_end(no
     assert evidence["gpu_idle_in"]["loop_pre"] == 0.01  # the 0.1 ms gap, in the loop's work before the model
     assert timed_verdict.advice[0].startswith("Autograd anomaly detection is on")
     assert timed_verdict.advice[1].startswith("CUDA_LAUNCH_BLOCKING=1 is set")
+    assert timed_verdict.advice[2].startswith(
+        'A Python thread of the job\'s own ("metrics") ran 92% of a core'
+    )
     assert any(
         line.startswith("Do not tune PCIe: host-to-device copies are only 0%")
         for line in timed_verdict.advice

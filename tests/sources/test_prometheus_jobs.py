@@ -260,6 +260,12 @@ def test_debug_switches_come_from_their_state_set() -> None:
     assert _rank_from(_gauge("xfertop_rank_copy_timing", 0)).debug_switches == ()
 
 
+def test_a_busy_thread_comes_from_its_gauge() -> None:
+    rank = _rank_from(_gauge("xfertop_rank_busy_thread_cpu_cores", 0.92, thread="metrics"))
+    assert (rank.busy_thread, rank.busy_thread_share) == ("metrics", 0.92)
+    assert _rank_from(_gauge("xfertop_rank_copy_timing", 0)).busy_thread == ""
+
+
 def _bursty(steps: int) -> list[StepRecord]:
     """Persistent workers that mostly keep up: every fifth batch takes 30 ms to arrive, the others 2 ms."""
     return [_step(n, 20 + (30.0 if n % 5 == 4 else 2.0), 30.0 if n % 5 == 4 else 2.0) for n in range(steps)]

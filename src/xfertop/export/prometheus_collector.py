@@ -383,6 +383,7 @@ class _RankFamilies:
     workers: GaugeMetricFamily
     data_wait: HistogramMetricFamily
     copy_timing: GaugeMetricFamily
+    busy_thread: GaugeMetricFamily
     heartbeat: GaugeMetricFamily
     process_cpu: GaugeMetricFamily
     workers_cpu: GaugeMetricFamily
@@ -417,6 +418,12 @@ class _RankFamilies:
             "1 when `xfertop run` times every Tensor.to/.cuda of the rank (a step that shows no copy "
             "copied nothing), else 0",
             RANK_LABELS,
+        )
+        busy_thread = _gauge(
+            "xfertop_rank_busy_thread_cpu_cores",
+            "The busiest Python thread of the job's own beside the training loop (label thread), where it "
+            "used 0.3 of a core or more over the reporter's last second: its CPU in cores (one GIL)",
+            [*RANK_LABELS, "thread"],
         )
         heartbeat = _gauge(
             "xfertop_rank_heartbeat_age_seconds",
@@ -465,6 +472,7 @@ class _RankFamilies:
             workers,
             data_wait,
             copy_timing,
+            busy_thread,
             heartbeat,
             process_cpu,
             workers_cpu,
@@ -486,6 +494,8 @@ class _RankFamilies:
             self.workers.add_metric(labels, rank.dataloader_workers)
         self.data_wait.add_metric(labels, _cumulative_buckets(totals), totals.data_wait_seconds)
         self.copy_timing.add_metric(labels, 1.0 if rank.copy_timing else 0.0)
+        if rank.busy_thread:
+            self.busy_thread.add_metric([*labels, rank.busy_thread], rank.busy_thread_share)
         self.heartbeat.add_metric(labels, rank.heartbeat_age_s)
         self.status.add_metric(labels, {state: state == rank.status for state in RANK_STATUSES})
         switches = rank.debug_switches
@@ -503,6 +513,7 @@ class _RankFamilies:
             self.pinned,
             self.workers,
             self.copy_timing,
+            self.busy_thread,
             self.heartbeat,
             self.process_cpu,
             self.workers_cpu,

@@ -43,7 +43,7 @@ RANK_KEY_LABELS = ("host", "job_id", "pid", "rank")
 DATA_WAIT_BUCKET = "xfertop_rank_step_data_wait_seconds_bucket"
 COUNTERS_QUERY = '{{__name__=~"xfertop_rank_.+_total|' + DATA_WAIT_BUCKET + '"}}[{window}s]'
 GAUGES_QUERY = (
-    '{__name__=~"xfertop_rank_(info|end_info|status|debug_switches|copy_timing|pinned_host_bytes|dataloader_workers'
+    '{__name__=~"xfertop_rank_(info|end_info|status|debug_switches|copy_timing|busy_thread_cpu_cores|pinned_host_bytes|dataloader_workers'
     '|heartbeat_age_seconds)"}'
 )
 #: The heartbeat's age now: its age at the last scrape plus the time since that scrape (a rank that stopped
@@ -205,6 +205,8 @@ def _note_gauge(facts: dict[str, Any], series: _Series) -> None:
         facts.setdefault("debug_switches", set()).add(labels.get("xfertop_rank_debug_switches"))
     elif name == "xfertop_rank_copy_timing":
         facts["copy_timing"] = value == 1
+    elif name == "xfertop_rank_busy_thread_cpu_cores":
+        facts["busy_thread"] = (labels.get("thread", ""), value)
     elif name == "xfertop_rank_pinned_host_bytes":
         facts["pinned"] = int(value)
     elif name == "xfertop_rank_dataloader_workers":
@@ -259,6 +261,8 @@ def _rank_state(series: dict[str, _Series], facts: dict[str, Any]) -> tuple[Rank
         ring_path=f"prometheus:{host}/{job_id}/pid{pid}/rank{labels.get('rank', '')}",
         steps_lost=int(unseen.samples[-1][1]) if unseen is not None and unseen.samples else 0,
         copy_timing=facts.get("copy_timing", False),
+        busy_thread=facts.get("busy_thread", ("", 0.0))[0],
+        busy_thread_share=facts.get("busy_thread", ("", 0.0))[1],
         debug_switches=tuple(n for n in wire.DEBUG_SWITCHES.values() if n in facts.get("debug_switches", ())),
         # An exporter older than xfertop_rank_end says only that the rank finished.
         end=facts.get("end", RankEnd(closed_ring=True)) if status == "finished" else None,
