@@ -458,6 +458,8 @@ def _refresh_debug_switches(writer: RingWriter) -> None:
         writer.set_word(wire.H_STATE_FLAGS, flags & ~wire.STATE_DEBUG_SWITCHES | switches)
 
 
+#: CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED: the low bits of a thread's CPU clock id on Linux.
+_THREAD_CPU_CLOCK = 6
 #: A Python thread that used at least this much of a core (permille) over the last second is named: a
 #: thread running Python holds the GIL for that share of the time.
 BUSY_THREAD_MIN_PERMILLE = 300
@@ -473,13 +475,16 @@ def _busy_thread(seen_ns: dict[int, int], elapsed_ns: int) -> tuple[str, int]:
     busiest, busiest_ns = "", 0
     now_ns: dict[int, int] = {}
     for thread in threading.enumerate():
-        ident = thread.ident
-        if ident is None or ident in (here, main) or thread.name.startswith("xfertop"):
+        ident, tid = thread.ident, thread.native_id
+        if ident is None or tid is None or ident in (here, main) or thread.name.startswith("xfertop"):
             continue
         if getattr(getattr(thread, "_target", None), "__module__", "").startswith("torch."):
             continue
         try:
-            cpu_ns = time.clock_gettime_ns(time.pthread_getcpuclockid(ident))
+            # The thread's CPU clock by its kernel id (Linux's MAKE_THREAD_CPUCLOCK), not through
+            # pthread_getcpuclockid: that reads the pthread's descriptor, gone once a thread that
+            # ended meanwhile is freed; an id the kernel no longer knows in this process is EINVAL.
+            cpu_ns = time.clock_gettime_ns((~tid << 3) | _THREAD_CPU_CLOCK)
         except OSError:  # the thread ended meanwhile
             continue
         now_ns[ident] = cpu_ns
