@@ -26,6 +26,8 @@ from xfertop.analysis.thresholds import (
     RESTARTS_FIRST_SHARE,
     RX_CROSS_CHECK_MIN_BYTES_PER_S,
     SPIKE_MIN_WAIT_FRACTION,
+    TINY_BATCH_MAX_SAMPLES,
+    TINY_BATCH_MAX_WAIT_MS,
     WORKER_START_WAIT_SHARE,
 )
 
@@ -294,6 +296,15 @@ def input_bound_advice(
     steady_wait = stats.input_share
     if restarts:
         steady_wait = 0.0 if stats.sampled else stats.input_share * (1 - stats.worker_start_wait_share)
+    if _tiny_batches(stats, dataloader_workers, steady_wait, spikes):
+        per_batch = stats.samples_per_step
+        advice.append(
+            f"Each batch holds {per_batch:.3g} sample{'s' if per_batch != 1 else ''} on average and waits "
+            f"{stats.data_wait.p50_ms:.2g} ms (median): a worker's batch pays a fixed cost to reach the loop "
+            "(pickled, queued, unpacked by the main process), which with so few samples is most of the "
+            "wait. Raise batch_size (scaling the learning rate), or return several samples per "
+            "__getitem__ (or __getitems__)."
+        )
     workers = context.workers
     limit = _what_limits_workers(workers, dataloader_workers or workers.count) if workers else None
     cannot_help = limit is not None
@@ -332,6 +343,20 @@ def input_bound_advice(
             "overlaps compute instead of stalling the loop."
         )
     return advice + do_not_tune_pcie(stats, context)
+
+
+def _tiny_batches(stats: WindowStats, workers: int | None, steady_wait: float, spikes: bool) -> bool:
+    """Workers' batches of a few samples (TINY_BATCH_MAX_SAMPLES) whose steady waits are short, each about
+    a batch's fixed cost of crossing from a worker (TINY_BATCH_MAX_WAIT_MS), yet add up to an input-bound
+    share: the batches' number, not the samples' cost, holds the loop. Longer waits are the samples'."""
+    return (
+        bool(workers)
+        and 0 < stats.samples_per_step <= TINY_BATCH_MAX_SAMPLES
+        and not stats.sampled
+        and not spikes
+        and steady_wait >= INPUT_WARN_SHARE
+        and stats.data_wait.p50_ms <= TINY_BATCH_MAX_WAIT_MS
+    )
 
 
 def new_iterator_every_step(stats: WindowStats) -> bool:

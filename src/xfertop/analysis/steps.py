@@ -178,6 +178,9 @@ class WindowStats:
     #: num_workers of the loader whose steps waited longest in the window (training with 8 workers, a
     #: validation pass with none): None where no step says which loader it came from.
     waiting_loader_workers: int | None = None
+    #: Samples a step's batch held, on average over the window (0: not counted, as for batches whose
+    #: first leaf has no length, and for py-spy's windows).
+    samples_per_step: float = 0.0
 
     @property
     def input_share(self) -> float:
@@ -365,6 +368,7 @@ def window_stats(
         idle=idle,
         waiting_loader_workers=_waiting_loader_workers(window),
         between_share=_share(between_ms, wall_total_ms + between_ms),
+        samples_per_step=sum(s.samples for s in window) / len(window),
     )
 
 

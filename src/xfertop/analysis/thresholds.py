@@ -184,3 +184,10 @@ BETWEEN_CRITICAL_SHARE = 0.7
 #: stays empty, so the training loop, which takes them from it, waits for the loader (input-bound). A
 #: prefetcher that keeps up spends its time blocked on a full queue instead, and next() returns at once.
 PREFETCHER_STARVED_SHARE = 0.9
+
+#: An input-bound loader with workers whose batches hold this many samples or fewer: each batch's fixed
+#: cost of crossing from a worker (pickled, queued, unpacked by the main process: ~0.1-1 ms) is likely
+#: the wait, not the samples' own (session 28's j41: batch_size=1, 2 workers, 56% of each step waiting).
+TINY_BATCH_MAX_SAMPLES = 4
+#: ... and whose median wait is this short (ms): a batch's fixed cost, not its samples' (j41: ~0.6 ms).
+TINY_BATCH_MAX_WAIT_MS = 2.0

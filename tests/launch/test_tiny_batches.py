@@ -1,0 +1,34 @@
+"""A DataLoader with workers and batches of one sample, under the real `xfertop run`: each batch's fixed
+cost of reaching the loop from a worker is the wait, not the samples' own, and the advice says to raise
+batch_size first (session 28's j41 had read "make each sample cheaper ... or run on more cores")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ring_test_tools import run_under_xfertop
+from xfertop.analysis.verdict import job_verdict
+
+ONE_SAMPLE_BATCHES = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+model = torch.nn.Linear(8, 1)
+optimizer = torch.optim.SGD(model.parameters(), 0.1)
+loader = DataLoader(TensorDataset(torch.randn(400, 8)), batch_size=BATCH, num_workers=2)
+for (batch,) in loader:
+    model(batch).sum().backward()
+    optimizer.step()
+print("done")
+"""
+
+
+def test_batches_of_one_sample_from_workers_are_told_to_grow(tmp_path: Path) -> None:
+    result, (rank,) = run_under_xfertop(tmp_path, "BATCH = 1\n" + ONE_SAMPLE_BATCHES, summary=True)
+    assert result.stdout.splitlines()[-1] == "done"
+    verdict = job_verdict([rank])
+    assert verdict.kind == "input-bound", verdict.headline
+    assert verdict.advice[0].startswith("Each batch holds 1 sample on average and waits"), verdict.advice
+    assert "Raise batch_size" in verdict.advice[0]
+    summary = result.stderr[result.stderr.index("xfertop run: ") :]
+    assert "advice: Each batch holds 1 sample on average" in summary, summary
