@@ -568,8 +568,8 @@ def launch_bound_advice() -> list[str]:
 _DEBUG_SWITCH_ADVICE = {
     "anomaly_detection": (
         "Autograd anomaly detection is on (torch.autograd.set_detect_anomaly(True) or detect_anomaly()): "
-        "every op records its Python stack and backward checks each result, which made a CPU MLP's step "
-        "1.5x longer (docs/measurements/cpu-2026-12-05-s28). Turn it off outside debugging."
+        "every op records its Python stack and backward checks each result (an MLP's step took 1.5x as "
+        "long). Turn it off outside debugging."
     ),
     "profiler": (
         "A torch profiler is recording (torch.profiler.profile, autograd.profiler): every op is timed and "
@@ -604,7 +604,7 @@ def busy_thread_advice(name: str, share: float) -> str:
     """A Python thread of the job's own busy beside the training loop (RankState.busy_thread)."""
     return (
         f'A Python thread of the job\'s own ("{name}") ran {pct(share)} of a core over the last second: '
-        "where that is Python, threads take turns on one GIL, and its work holds back the training loop's "
-        "own Python (the model's calls, the DataLoader's next()) in every part of the step alike. Do that "
-        "work less often, in a process of its own, or in code that releases the GIL."
+        "where that is Python, threads take turns on one GIL, and it holds back the training loop's own "
+        "Python in every part of the step alike. Do that work less often, in a process of its own, or in "
+        "code that releases the GIL."
     )
