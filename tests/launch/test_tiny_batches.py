@@ -30,5 +30,7 @@ def test_batches_of_one_sample_from_workers_are_told_to_grow(tmp_path: Path) -> 
     assert verdict.kind == "input-bound", verdict.headline
     assert verdict.advice[0].startswith("Each batch holds 1 sample on average and waits"), verdict.advice
     assert "Raise batch_size" in verdict.advice[0]
+    # Neither more workers nor cheaper samples: the cost is each batch's, paid in the main process.
+    assert not any("num_workers" in line or "each sample cheaper" in line for line in verdict.advice)
     summary = result.stderr[result.stderr.index("xfertop run: ") :]
     assert "advice: Each batch holds 1 sample on average" in summary, summary

@@ -296,7 +296,8 @@ def input_bound_advice(
     steady_wait = stats.input_share
     if restarts:
         steady_wait = 0.0 if stats.sampled else stats.input_share * (1 - stats.worker_start_wait_share)
-    if _tiny_batches(stats, dataloader_workers, steady_wait, spikes):
+    tiny = _tiny_batches(stats, dataloader_workers, steady_wait, spikes)
+    if tiny:
         per_batch = stats.samples_per_step
         advice.append(
             f"Each batch holds {per_batch:.3g} sample{'s' if per_batch != 1 else ''} on average and waits "
@@ -319,6 +320,8 @@ def input_bound_advice(
             "Move decoding and augmentation off the main process: into DataLoader workers, "
             "or onto the GPU after the copy."
         )
+    elif tiny:
+        pass  # the batches' fixed cost, paid in the main process: neither more workers nor cheaper samples
     elif workers is not None and limit is not None:
         advice += _workers_cannot_help(workers, dataloader_workers or workers.count, limit)
     elif not spikes and steady_wait >= INPUT_WARN_SHARE and (context.stepping or dataloader_workers is None):
