@@ -778,7 +778,10 @@ def _own_maths(stack: ThreadStack, cls: SampleClass) -> bool:
 
 
 def _place_own_maths(
-    classified: list[tuple[ThreadStack, SampleClass]], loop: _Loop | None, loop_seen: bool
+    classified: list[tuple[ThreadStack, SampleClass]],
+    loop: _Loop | None,
+    loop_seen: bool,
+    span: tuple[int, int] | None,
 ) -> tuple[list[tuple[ThreadStack, SampleClass]], list[ThreadStack]]:
     """Tensor maths on the job's own lines, outside the model, is a training step's compute only inside
     the training loop. Before the loop (start-up builds data and weights: no loop in the window, or a line
@@ -786,8 +789,8 @@ def _place_own_maths(
     so placed, and the stacks of the loop body's own tensor maths: those up to the body's first line that
     calls the model step (``model(x.float() / 255)`` normalises before the call) and after its last. After
     the first up to the last (the loss computed from the model's output, on which backward runs) it is
-    the model step's, as `xfertop run`'s partition counts it."""
-    span = _model_lines(loop, [stack for stack, _ in classified])
+    the model step's, as `xfertop run`'s partition counts it. ``span``: the body's model lines
+    (_model_lines)."""
     placed: list[tuple[ThreadStack, SampleClass]] = []
     in_body: list[ThreadStack] = []
     for stack, cls in classified:
@@ -1207,7 +1210,8 @@ def summarise_window(
     loop_seen = _loop_seen(classified, total, loop, line_text is not None)
     if loop_seen:
         classified = [(s, _placed_in_loop(loop, s, c)) for s, c in classified]
-    placed, loop_maths = _place_own_maths(classified, loop, loop_seen)
+    model_span = _model_lines(loop, main)
+    placed, loop_maths = _place_own_maths(classified, loop, loop_seen, model_span)
     loop_other = [s for s, cls in placed if cls == "other"]
     # Outside the phases: everything while the job starts up (as first classified: its tensor maths
     # builds data), else the "other" samples that are not the loop's own work (its body, its iterable).
@@ -1238,7 +1242,7 @@ def summarise_window(
         frameless_samples=sum(s.count for s in on_main if not s.frames),
         loop_host=_loop_work(loop, loop_other, total),
         loop_tensor=_loop_work(loop, loop_maths, total),
-        loop_tensor_after_model=_after_the_model(loop, placed, loop_maths),
+        loop_tensor_after_model=_after_the_model(loop, model_span, loop_maths),
         queue_wait_share=queue_wait[0],
         queue_wait_in=queue_wait[1],
         loop_checkpoint=_loop_work(loop, loop_other, total, _checkpoint_line) if loop_seen else LoopHost(0.0),
@@ -1277,12 +1281,9 @@ def _queue_wait(
     return share, max(waiting, key=waiting.__getitem__)
 
 
-def _after_the_model(
-    loop: _Loop | None, placed: list[tuple[ThreadStack, SampleClass]], maths: list[ThreadStack]
-) -> bool:
+def _after_the_model(loop: _Loop | None, span: tuple[int, int] | None, maths: list[ThreadStack]) -> bool:
     """Most of the loop body's own tensor maths runs on lines after the body's last line that calls the
-    model step (_model_lines)."""
-    span = _model_lines(loop, [stack for stack, _ in placed])
+    model step (``span``: _model_lines)."""
     if span is None:
         return False
     after = sum(s.count for s in maths if (_body_line(loop, s) or 0) > span[1])
