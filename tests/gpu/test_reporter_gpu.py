@@ -18,7 +18,8 @@ import pytest
 import xfertop
 import xfertop.reporter as reporter
 from gpu_results import write_result
-from ring_test_tools import child_env, ranks
+from ring_test_tools import child_env, ranks, run_under_xfertop
+from xfertop.analysis.verdict import job_verdict
 from xfertop.model.jobs import StepRecord
 from xfertop.reporter._clock import StepClock
 from xfertop.reporter._identity import current_identity
@@ -311,3 +312,60 @@ def test_xfertop_run_times_a_cuda_job_without_code_change(tmp_path: Path) -> Non
             assert sum(s.partitioned and s.synced for s in rank.steps) > 10
         else:  # --no-copy-timing watches neither copies nor the model's calls nor syncs
             assert not any(s.partitioned or s.synced for s in rank.steps)
+
+
+# Session 28's once-a-second tick on CUDA: debugging switches (the CUDA ones count only on a GPU) and a busy
+# Python thread beside the loop, read while the job trains; the job's output unchanged.
+SWITCHES_AND_BUSY_THREAD_JOB = """
+import os, threading, time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from xfertop.sources.jobs.source import JobsSource
+
+def seen():  # the job's own ring shows both (the reporter reads them once a second, at a step's end)
+    jobs = JobsSource(ring_dir=os.environ["XFERTOP_DIR"]).sample().jobs
+    return any(rank.busy_thread and rank.debug_switches for job in jobs for rank in job.ranks)
+
+history = [{"step": i, "loss": 0.1 * i} for i in range(20_000)]
+
+def metrics():
+    while True:
+        level = 0.0
+        for record in history:
+            level = 0.9 * level + 0.1 * record["loss"]
+        time.sleep(0.0005)
+
+torch.autograd.set_detect_anomaly(True)
+threading.Thread(target=metrics, daemon=True, name="metrics").start()
+model = torch.nn.Linear(64, 1).cuda()
+optimizer = torch.optim.SGD(model.parameters(), 0.1)
+loader = DataLoader(TensorDataset(torch.randn(1_000_000, 64)), batch_size=32, pin_memory=True)
+started = time.monotonic()
+for step, (batch,) in enumerate(loader):
+    loss = model(batch.cuda(non_blocking=True)).sum()
+    loss.backward()
+    optimizer.step()
+    loss.item()
+    if step % 20 == 0 and seen():
+        break
+    assert time.monotonic() - started < 60, "the ring never showed the switches and the thread"
+print("done")
+"""
+
+
+def test_switches_and_a_busy_thread_on_a_cuda_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
+    result, (rank,) = run_under_xfertop(tmp_path, SWITCHES_AND_BUSY_THREAD_JOB, summary=True)
+    write_result(
+        "reporter_gpu_switches_and_busy_thread",
+        {"switches": list(rank.debug_switches), "thread": rank.busy_thread, "share": rank.busy_thread_share},
+    )
+    assert result.stdout == "done\n" and rank.device.startswith("cuda")
+    assert rank.debug_switches == ("anomaly_detection", "cuda_launch_blocking")
+    assert rank.busy_thread == "metrics" and rank.busy_thread_share >= 0.3
+    advice = job_verdict([rank]).advice
+    assert advice[0].startswith("Autograd anomaly detection is on"), advice
+    assert advice[1].startswith("CUDA_LAUNCH_BLOCKING=1 is set"), advice
+    assert any(line.startswith('A Python thread of the job\'s own ("metrics")') for line in advice), advice
+    summary = result.stderr[result.stderr.index("xfertop run: ") :]
+    assert "CUDA_LAUNCH_BLOCKING=1 is set" in summary, summary
