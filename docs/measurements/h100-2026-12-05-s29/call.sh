@@ -9,6 +9,8 @@
 #               12 s in), under watch() (the scorer's sitecustomize), plain again: exit codes, result lines
 #   OVERHEAD=1  benchmarks/reporter_overhead.py --quick
 #   TUI=S       benchmarks/tui_cpu.py beside nvitop at 1 Hz and 4 Hz, S s each, the CUDA demo job as load
+#   TUISPY=S    tui_threads.py (beside this file): the view's CPU by thread at 1 and 4 Hz, S s each, then
+#               a py-spy record of it (--threads), the CUDA demo job as load
 #   PAIRS=N     benchmarks/plain_vs_run.py --pairs N on scenario h for 60 s a run (issue 20's >= 0.98)
 #   SCENARIOS=  the corpus through session 15's call.sh (MODES, PARALLEL, SECONDS_EACH) within DEADLINE
 set -u
@@ -53,6 +55,11 @@ if [ "${TUI:-0}" != 0 ]; then
   timeout 300 python3 benchmarks/tui_cpu.py --seconds "$TUI" --warmup 3 --rates-hz 1,4 --out "$OUT/tui" \
     --load "python3 -m xfertop.launch.demo_job --phase-seconds 600 --device cuda" > "$OUT/tui_cpu.txt" 2>&1
   echo "tui rc=$? at ${SECONDS}s"; tail -n 8 "$OUT/tui_cpu.txt"
+fi
+if [ "${TUISPY:-0}" != 0 ]; then
+  timeout 300 python3 docs/measurements/h100-2026-12-05-s29/tui_threads.py "$OUT/tui_threads" --seconds "$TUISPY" \
+    --load "python3 -m xfertop.launch.demo_job --phase-seconds 600 --device cuda" > "$OUT/tui_threads.txt" 2>&1
+  echo "tui threads rc=$? at ${SECONDS}s"; cat "$OUT/tui_threads.txt"
 fi
 if [ "${PAIRS:-0}" != 0 ]; then
   timeout 590 python3 benchmarks/plain_vs_run.py --pairs "$PAIRS" --json "$OUT/h_pairs.json" \
