@@ -145,6 +145,9 @@ def test_other_lines_stay_other_and_comments_do_not_count() -> None:
         "items.sort()",
         "step += 1  # loss.item() would sync here",
         'print("#1")',
+        # Python's and NumPy's own maths is the loop's Python, whatever the names of its functions.
+        "s = [x, v, math.sin(t / 5), math.cos(t / 5)]",
+        "noise = np.exp(random.gauss(0, 1))",
     ):
         assert in_loop(text) == "other", text
     # String literals are kept (an f-string may call .item()), only a trailing comment is dropped.
@@ -549,3 +552,47 @@ def test_a_starved_loop_on_a_thread_of_its_own_is_found_by_its_reads_alone() -> 
     assert trained.loop_thread == "trainer" and trained.shares.share("data_wait") == 1.0
     prefetched = summarise_window(window(queue_wait))
     assert prefetched.loop_thread is None and prefetched.shares.share("data_wait") == 1.0
+
+
+# Session 29's j49, a policy-gradient loop: each step simulates episodes in Python, builds the batch with
+# torch.tensor() and steps a small policy; the zero_grad() at the body's top is the optimizer's.
+_ROLLOUT_SOURCE = {
+    10: "while time.time() < deadline:",
+    11: "    opt.zero_grad()",
+    12: "    S, A, R = rollouts(16)",
+    13: "    states, actions, returns = torch.tensor(S), torch.tensor(A), torch.tensor(R)",
+    14: "    logp = torch.log_softmax(policy(states), -1).gather(1, actions[:, None]).squeeze(1)",
+    15: "    loss = -(logp * (returns - returns.mean())).mean()",
+    16: "    loss.backward()",
+    17: "    opt.step()",
+}
+
+
+def test_the_batch_built_before_the_models_call_is_the_loops_own_work_not_the_models() -> None:
+    def at(line: int, *inner: tuple[str, str]) -> tuple[Frame, ...]:
+        return (*frames(*inner), Frame("<module>", "/job/train.py", line))
+
+    def stack(count: int, line: int, *inner: tuple[str, str]) -> ThreadStack:
+        return ThreadStack(pid=10, tid=10, thread_name="MainThread", count=count, frames=at(line, *inner))
+
+    optimizer = ("Adam.step", "torch/optim/adam.py")
+    stacks = (
+        stack(3, 11, ("Optimizer.zero_grad", "torch/optim/optimizer.py")),
+        stack(40, 12, ("rollouts", "/job/train.py")),
+        stack(20, 13),
+        stack(8, 14, ("Module._call_impl", "torch/nn/modules/module.py")),
+        stack(4, 15),
+        stack(15, 16, ("backward", "torch/_tensor.py")),
+        stack(9, 17, optimizer),
+        # py-spy read the loop's frame still on the line before the batch's building, inside opt.step()
+        stack(1, 12, optimizer),
+    )
+    window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=stacks)
+    rank = summarise_window(window, lambda f, n: _ROLLOUT_SOURCE.get(n, "") if f == "/job/train.py" else "")
+    # torch.tensor() of the episodes is the loop's tensor work before the model; the loss between the
+    # policy's call and backward is the model step's (backward runs through it).
+    assert rank.loop_tensor.top_lines == (("train.py:13", 0.2),), rank.loop_tensor
+    assert rank.loop_tensor_after_model is False
+    assert rank.loop_host.top_lines[0] == ("train.py:12", 0.4), rank.loop_host
+    verdict = sampled_verdict([(None, rank)])
+    assert verdict.kind == "loop-bound", verdict.headline

@@ -132,6 +132,8 @@ _COMPUTE = (
 #: own nn.Module subclasses included), autograd's backward, the optimizer. Tensor maths outside these
 #: frames is the loop's own (or start-up's) work, not the model's.
 _DISPATCH = (*_COMPUTE, _rule("", "forward"))
+#: A call of the model itself (any module's, the job's own forward methods included).
+_MODULE_CALL = (_rule("torch/nn/modules/module.py", "_call_impl", "_wrapped_call_impl"), _rule("", "forward"))
 #: Building an optimizer or one of torch's modules is start-up, not a step (Adam's constructor imports
 #: torch._dynamo for seconds on a first run).
 _CONSTRUCTION = (_rule("torch/optim/", "__init__"), _rule("torch/nn/modules/", "__init__"))
@@ -251,6 +253,10 @@ _TENSOR_METHODS = (
 _TENSOR_LINE = re.compile(
     r"\btorch\.[A-Za-z_][\w.]*\(|[\w)\]]\s*@\s*[\w(]|\.(?:" + "|".join(_TENSOR_METHODS) + r")\("
 )
+#: Calls of Python's and NumPy's own maths (``math.sin(t)``, ``np.mean(x)``, ``random.random()``): the
+#: loop's Python on the CPU whatever the job's device, never a tensor's method (session 29's j49 read an
+#: environment simulated in Python as the model's compute).
+_NOT_TENSOR_CALL = re.compile(r"(?<![\w.])(?:math|cmath|random|statistics|np|numpy)\.[\w.]*\(")
 
 
 def _matches(frame: Frame, rules: Iterable[_Rule]) -> bool:
@@ -295,7 +301,7 @@ def classify_stack(frames: tuple[Frame, ...], line_text: LineText | None = None)
             return "copy"
         if _computes(frame):
             return "compute"
-    return "compute" if _TENSOR_LINE.search(source) else "other"
+    return "compute" if _TENSOR_LINE.search(_NOT_TENSOR_CALL.sub("(", source)) else "other"
 
 
 def _code(source: str) -> str:
@@ -805,18 +811,29 @@ def _place_own_maths(
 
 
 def _model_lines(loop: _Loop | None, stacks: list[ThreadStack]) -> tuple[int, int] | None:
-    """The loop body's first line that calls the model step (its module calls, autograd, the optimizer)
-    and its last that does in at least a tenth of the step's samples (an EMA's ``model.parameters()`` is
-    a Module call too, a few samples on the EMA's own line); None where no line does. The first needs no
-    such share: a small model's forward can be a few samples beside a backward through a large loss."""
+    """The loop body's first line that calls the model (a module call: the forward comes first in a
+    step), or where none is seen its first that runs the model step (autograd, the optimizer), and its
+    last line that runs the step in at least a tenth of the step's samples (an EMA's
+    ``model.parameters()`` is a Module call too, a few samples on the EMA's own line); None where no line
+    does. The first needs no such share: a small model's forward can be a few samples beside a backward
+    through a large loss. Anchoring it on the forward keeps out an ``optimizer.zero_grad()`` at the
+    body's top (the batch's normalising after it is the loop's, not the model's) and a sample py-spy read
+    with the loop's frame still on an earlier line (session 29's j49: one optimizer sample on the line
+    before the batch was built made that building the model's)."""
     model_lines: dict[int, int] = {}
+    forward_lines: set[int] = set()
     for stack in stacks:
         line = _body_line(loop, stack) if any(_dispatches(f) for f in stack.frames) else None
         if line is not None:
             model_lines[line] = model_lines.get(line, 0) + stack.count
+            if any(_matches(f, _MODULE_CALL) for f in stack.frames):
+                forward_lines.add(line)
     total = sum(model_lines.values())
     held = [line for line, count in model_lines.items() if count * 10 >= total]
-    return (min(model_lines), max(held)) if held else None
+    if not held:
+        return None
+    last = max(held)
+    return min(min(forward_lines or model_lines), last), last
 
 
 @dataclass(frozen=True)
