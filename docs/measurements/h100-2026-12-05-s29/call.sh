@@ -29,7 +29,7 @@ if [ "${USERJOB:-0}" = 1 ]; then
   site=/tmp/watch_site; mkdir -p "$site"
   python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import score_scenarios as s; print(s._WATCH_SITE)" > "$site/sitecustomize.py"
   job=docs/measurements/h200-2026-12-02-s10/user_job.py
-  for mode in plain run watch plain2; do
+  for mode in ${USERJOB_MODES:-plain run watch plain2}; do
     began=$(date +%s.%N); export XFERTOP_DIR=/tmp/uj-rings-$mode
     case $mode in
       run) timeout 120 python3 -m xfertop run -- python3 "$job" > "$OUT/user_job-$mode.txt" 2>&1 & ;;
@@ -46,6 +46,10 @@ if [ "${USERJOB:-0}" = 1 ]; then
   done
   unset XFERTOP_DIR
   grep -i -A3 "bound\|healthy" "$OUT/user_job-run.txt" | head -n 8
+  # The summary's JSON and the logs in one file: the device returns a few files only.
+  cp /tmp/uj-rings-run/summaries/*.json "$OUT/" 2>/dev/null
+  tar czf "$OUT/user_job.tgz" -C "$OUT" $(cd "$OUT" && ls user_job-* *.json 2>/dev/null) && \
+    (cd "$OUT" && rm -f user_job-* ./*.json)
 fi
 if [ "${OVERHEAD:-0}" = 1 ]; then
   timeout 200 python3 benchmarks/reporter_overhead.py --quick "$OUT/overhead" > "$OUT/overhead.txt" 2>&1
