@@ -217,6 +217,18 @@ def test_compute_bound_says_the_pipeline_is_fine_and_not_to_tune_pcie() -> None:
     assert "not starving" not in verdict.headline  # on the host's clock alone no wait can be hidden
 
 
+def test_compute_bound_without_a_dataloader_names_no_loader_setting() -> None:
+    # Session 29's j60: batches sliced from one tensor in memory, no DataLoader (its steps are counted at
+    # the optimizer's): "more workers, pinning or prefetching" named settings the job does not have.
+    rank = load_window("recorded_cpu_compute_bound").ranks[0]
+    verdict = rank_verdict(rank.steps, dataloader_workers=None)
+    assert verdict.kind == "compute-bound"
+    assert "builds its own batches (no DataLoader) fast enough" in advice_text(verdict)
+    assert "more workers" not in advice_text(verdict)
+    with_loader = rank_verdict(rank.steps, dataloader_workers=0)
+    assert "input pipeline keeps up" in advice_text(with_loader), with_loader.advice
+
+
 # -- copy-bound -----------------------------------------------------------------------------------------
 def test_pageable_non_blocking_copies_are_named_with_the_fix() -> None:
     verdict = verdict_of(load_window("copy_bound_pageable"))

@@ -428,10 +428,16 @@ def checkpoint_advice(stats: WindowStats) -> list[str]:
     ]
 
 
-def compute_bound_advice(stats: WindowStats, hidden_wait: bool, context: Context | None = None) -> list[str]:
+def compute_bound_advice(
+    stats: WindowStats, hidden_wait: bool, context: Context | None = None, reads_a_loader: bool = True
+) -> list[str]:
+    """``reads_a_loader``: the step clock saw a DataLoader iterated; without one the loop builds its own
+    batches (a tensor indexed in memory, an environment), and no loader setting is there to tune."""
     advice = checkpoint_advice(stats)
     advice.append(
         "The input pipeline keeps up: more workers, pinning or prefetching will not speed this job up."
+        if reads_a_loader
+        else "The loop builds its own batches (no DataLoader) fast enough: the model's step takes the time."
     )
     if hidden_wait:
         advice.append(

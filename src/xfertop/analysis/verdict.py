@@ -608,7 +608,8 @@ def _compute_write(sig: Signals) -> RuleResult:
         )
     else:
         headline = f"compute-bound: compute is {pct(share)} of each step"
-    return "info", headline, advise.compute_bound_advice(sig.stats, _hidden_wait(sig), sig.context)
+    advice = advise.compute_bound_advice(sig.stats, _hidden_wait(sig), sig.context, sig.workers is not None)
+    return "info", headline, advice
 
 
 def _healthy_write(sig: Signals) -> RuleResult:
