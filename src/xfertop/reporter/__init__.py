@@ -148,8 +148,10 @@ class WatchedIterator(Iterator[T]):
         workers: int | None = None,
         iter_began_ns: int = 0,
         first_flags: int = 0,
+        loader: int = 0,
     ) -> None:
         self._iterator = iterator
+        self._loader_id = loader  # which loader it iterates (0: not known), for the clock's first next()
         self._clock = clock
         self._workers = workers
         self._iter_began_ns = iter_began_ns
@@ -172,7 +174,9 @@ class WatchedIterator(Iterator[T]):
             if steps:
                 clock.before_next(0, self._step_flags, 0, source)
             else:
-                clock.before_next(self._iter_began_ns, self._first_flags, self._iter_ns, source)
+                clock.before_next(
+                    self._iter_began_ns, self._first_flags, self._iter_ns, source, self._loader_id
+                )
         except Exception as exc:  # the clock guards itself; this is the second line of defence
             clock.fail(exc)
         # StopIteration ends the loop; the last step is already closed.
@@ -274,7 +278,9 @@ def wrap_iterator(iterator: Iterator[T], loader: object = None, iter_began_ns: i
             workers = None
         if workers is not None and clock.loaders.workers is None:
             clock.loaders.workers = workers  # until a longer iteration names the training loader's
-    return WatchedIterator(iterator, clock, workers, iter_began_ns, flags)
+    return WatchedIterator(
+        iterator, clock, workers, iter_began_ns, flags, id(loader) if loader is not None else 0
+    )
 
 
 def watch(loader: Iterable[T], *, instrument: bool = True) -> Watched[T]:
@@ -472,6 +478,8 @@ def note_optimizer_step() -> None:
     # A watched loader's next() calls mark the steps (asked first: the usual loop, one call less).
     if clock.loaders.longest_iteration or clock.has_loop_boundaries():
         clock.work.model_ended()
+        if clock.nested_source:  # no validation pass trains: the loop moved on to another loader
+            clock.trained_in_nested_pass()
         if clock.loader_thread:  # a loader read off the main thread, and whose thread it is undecided
             clock.optimizer_stepped_with_loader_off_thread()
         return

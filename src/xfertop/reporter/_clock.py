@@ -78,8 +78,16 @@ class StepClock:
         #: (optimizer_stepped_with_loader_off_thread).
         self.loader_thread = 0
         self._open_source = 0  # the iterator whose next() opened the open step
+        self._open_loader = 0  # ... and the loader it iterates (0: not known)
         self._joining = False  # a next() on another loader joins the open step (ZippedFetches)
         self._joining_loader = 0  # ... and its workers flags: the step's loader if it waits longer
+        #: A pass over another loader runs inside the open step, after its model (validation every N
+        #: steps): that iterator's next() calls are no boundaries, their waits are the step's data wait
+        #: and the rest of the pass its loop work after the model, until a next() on any other iterator.
+        self.nested_source = 0
+        self._nested_batches = 0  # the pass's batches so far
+        self._nested_wait_ns = 0  # ... and their waits
+        self._in_nested = False  # the next() under way is the nested pass's: its batch opens no step
         #: How long the last iteration's final next() took after its last step closed (a loader without
         #: persistent workers shuts them down there): the next iteration's first wait, not loop time.
         self._teardown_ns = 0
@@ -152,6 +160,7 @@ class StepClock:
         cost between epochs is that iteration's first wait, as its workers' start-up is, and the time the
         script's own code takes between them stays outside every step."""
         try:
+            self._in_nested = False  # a nested pass's last next(): no batch comes
             if not self.is_open and self._last_close_ns:
                 self._teardown_ns = _now_ns() - self._last_close_ns
         except Exception as exc:
@@ -186,13 +195,16 @@ class StepClock:
             self.writer.set_word(wire.H_WORKERS, self.loaders.workers or 0)
 
     # -- loader boundaries --------------------------------------------------------------------------------
-    def before_next(self, iter_began_ns: int = 0, flags: int = 0, iter_ns: int = 0, source: int = 0) -> None:
+    def before_next(
+        self, iter_began_ns: int = 0, flags: int = 0, iter_ns: int = 0, source: int = 0, loader: int = 0
+    ) -> None:
         """At next(loader). For an iteration's first next(): ``iter_began_ns``, when iter(loader) was
         called, and ``iter_ns``, how long it took: worker start-up is data wait of the epoch's first
         step, not compute of the step before it, nor a gap between steps. ``flags``: the step's record flags
         from its loader (every step: its workers count, wire.loader_workers_flags; the first: the epoch's
         start). ``source``: the iterator asked (0: unknown); a next() on another one right after the open
-        step's batch arrived joins that step (_loader_workers.ZippedFetches)."""
+        step's batch arrived joins that step (_loader_workers.ZippedFetches). ``loader``: at an
+        iteration's first next(), the loader it iterates (0: not known; _nests)."""
         now = _now_ns()
         try:
             if not self.started and not self._start():
@@ -217,6 +229,28 @@ class StepClock:
                 self._joining_loader = flags & _F_LOADER_WORKERS
                 return
             self._joining = False  # a joining next() that ended the loop (StopIteration) never arrived
+            self._in_nested = False  # ... nor did a nested pass's last one
+            if self.nested_source:
+                self._nested_batches += 1
+                # A pass longer than the longest iteration seen is no validation pass: the loop moved on
+                # to another loader (a `break`, then a new one). Its batches are steps from here on.
+                if source == self.nested_source and self._nested_batches <= self.loaders.longest_iteration:
+                    self._in_nested = True
+                    self._wait_began_ns = now
+                    if now >= self._next_tick_ns and self.writer is not None:
+                        self._tick(now)  # a long evaluation pass: the ring's heartbeat goes on
+                    return
+                self.nested_source = 0  # the training loader's next(), or any other: the pass is over
+            elif flags & _F_EPOCH_START and self._nests(source, loader):
+                self.nested_source, self._nested_batches, self._nested_wait_ns = source, 1, 0
+                self._in_nested = True
+                # The pass's iter() (its workers starting) is its first wait.
+                self._wait_began_ns = min(iter_began_ns, now) if iter_began_ns else now
+                # Its first step's flags (an iteration's start, workers started) are the open step's too.
+                self._flags |= flags & _F_NOT_LOADER_WORKERS
+                self._joining_loader = flags & _F_LOADER_WORKERS
+                self.work.open = self.work.awaits_first_work = False  # its model calls and syncs: the loop's
+                return
             boundary = now
             # iter() inside the open step (after its batch arrived): the boundary moves back to it. With
             # no step open (the last iteration ended), only iter()'s own time is added, never the gap
@@ -231,6 +265,8 @@ class StepClock:
             self._wait_began_ns = boundary
             self._next_flags = flags
             self._open_source = source
+            if loader:
+                self._open_loader = loader
         except Exception as exc:
             self.fail(exc)
 
@@ -238,6 +274,18 @@ class StepClock:
         """The batch arrived: the step opens (or, joining, its wait grows). Returns the wait in ns."""
         now = _now_ns()
         try:
+            if self._in_nested:
+                # A nested pass's batch opens no step: its wait is the open step's (the loop waits for a
+                # DataLoader), the rest of the pass the loop's work after the model. The step's loader is
+                # the pass's where the pass waited longer: the advice names the loader that waits.
+                self._in_nested = False
+                wait = now - self._wait_began_ns
+                self._nested_wait_ns += wait
+                self.work.waited_after_model(wait)
+                if self._nested_wait_ns > self._wait_ns and self._joining_loader:
+                    self._flags = self._flags & _F_NOT_LOADER_WORKERS | self._joining_loader
+                self._wait_ns += wait
+                return wait
             wait = now - self._wait_began_ns
             if self._joining:
                 self._joining = False
@@ -253,6 +301,30 @@ class StepClock:
         except Exception as exc:
             self.fail(exc)
             return 0
+
+    def trained_in_nested_pass(self) -> None:
+        """An optimizer stepped during a pass taken for a nested one: its loader is a training loader (the
+        loop left the other with a `break` for it), and its next next() is a step boundary."""
+        self.nested_source = 0
+
+    def _nests(self, source: int, loader: int) -> bool:
+        """A first next() on iterator ``source`` starts a pass inside the open step: the step came from
+        another iterator, which has not ended (its last next() would have closed the step), and the step's
+        model has run (`xfertop run` sees it: a pass before the model is a second input, zipped or not).
+        Validation every N steps, a Trainer's eval_steps: counted as steps of their own, a pass's batches
+        made more steps than the job trained, and a 50-step window saw its periodic worker starts by
+        its phase (session 29's j63: "input-bound ... more workers cannot help", where each pass started
+        its loader's 2 workers). A new iterator of the step's own loader (``next(iter(loader))`` every
+        step) is the loop's next batch, not a pass inside the step."""
+        return bool(
+            source
+            and self.is_open
+            and self._open_source
+            and source != self._open_source
+            and loader != self._open_loader
+            and self.work.model_end_ns
+            and self.work.open
+        )
 
     # -- step() blocks ----------------------------------------------------------------------------------
     def enter_step(self) -> None:

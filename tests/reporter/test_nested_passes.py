@@ -1,0 +1,94 @@
+"""A validation pass every N training steps, inside the training loop, under the real `xfertop run`: the
+validation loader's batches are no steps of their own; the pass belongs to the training step it follows
+(its waits for its loader are that step's data wait, the rest the loop's work after the model). Session
+29's j63 (validation every 40 steps over a loader whose 2 workers start at each pass) read "input-bound
+... more workers cannot help" over 2,310 steps where it trained 1,642: each validation batch a step of
+its own, and a 50-step window held under one pass, too few worker starts for "persistent_workers"."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from ring_test_tools import run_under_xfertop
+from xfertop.analysis.verdict import job_verdict
+
+VALIDATE_EVERY_N = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+train = DataLoader(TensorDataset(torch.randn(6400, 32)), batch_size=64)
+val = DataLoader(TensorDataset(torch.randn(256, 32)), batch_size=64, num_workers=2)  # workers start each pass
+model = torch.nn.Linear(32, 1)
+optimizer = torch.optim.SGD(model.parameters(), 0.1)
+for step, (batch,) in enumerate(train, start=1):
+    model(batch).pow(2).mean().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    if step % 20 == 0:
+        with torch.no_grad():
+            total = sum(model(v).sum().item() for (v,) in val)
+print("trained", step)
+"""
+
+
+def test_a_validation_pass_inside_the_loop_is_part_of_the_step_it_follows(tmp_path: Path) -> None:
+    result, (rank,) = run_under_xfertop(tmp_path, VALIDATE_EVERY_N)
+    assert result.stdout == "trained 100\n", result.stderr
+    steps = rank.steps
+    # 100 training steps; the last one closes at the loader's end. None of the 5 x 4 validation batches.
+    assert len(steps) == 100, len(steps)
+    validating = [s for s in steps if s.step % 20 == 19]  # ring steps count from 0
+    training = [s for s in steps if s.step % 20 != 19 and s.step > 0]
+    assert all(s.workers_started and s.epoch_start for s in validating)
+    assert not any(s.workers_started for s in training)
+    # The pass waits for its loader, whose 2 workers start each time: the step's data wait, with that
+    # loader's workers; its model calls and .item() are the loop's own work after the model.
+    median_wall = statistics.median(s.wall_ms for s in training)
+    assert min(s.data_wait_ms for s in validating) > 20 * median_wall
+    assert all(s.loader_workers == 2 for s in validating) and training[0].loader_workers == 0
+    assert all(s.sync_ms == 0 for s in validating)
+    verdict = job_verdict([rank])
+    assert verdict.kind == "input-bound", verdict.headline
+    assert any("persistent_workers=True" in line for line in verdict.advice), verdict.advice
+
+
+# A loop that leaves one loader with a `break` and trains on another (progressive resizing, a second
+# phase): the second loader's first next() comes inside the first's last step, after its model, as a
+# validation pass's would. Its batches are trained on, and they are the job's steps.
+SWITCH_LOADERS = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+model = torch.nn.Linear(32, 1)
+optimizer = torch.optim.SGD(model.parameters(), 0.1) if TRAIN else None
+for phase, size in enumerate((16, 64)):
+    loader = DataLoader(TensorDataset(torch.randn(64 * 100, 32)), batch_size=size)
+    for step, (batch,) in enumerate(loader, start=1):
+        loss = model(batch).pow(2).mean()
+        if TRAIN:
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        if step == 30 * (phase + 1):
+            break
+print("done")
+"""
+
+
+def test_a_loop_that_moves_on_to_another_loader_still_steps_on_it(tmp_path: Path) -> None:
+    result, (rank,) = run_under_xfertop(tmp_path, "TRAIN = True\n" + SWITCH_LOADERS)
+    assert result.stdout == "done\n", result.stderr
+    # 30 + 60 steps; the second loader's first batch joins the first loader's last step (an optimizer
+    # step during the pass ends it), so 89 or 90.
+    assert len(rank.steps) >= 89, len(rank.steps)
+    assert sum(s.samples == 64 for s in rank.steps) >= 59
+
+
+def test_without_an_optimizer_the_pass_ends_after_the_longest_iteration(tmp_path: Path) -> None:
+    # Inference over two loaders, no optimizer to say the second one is not a validation pass: its first
+    # 30 batches (as many as the first loader's iteration) are taken for one, then its other 30 are steps.
+    result, (rank,) = run_under_xfertop(tmp_path, "TRAIN = False\n" + SWITCH_LOADERS)
+    assert result.stdout == "done\n", result.stderr
+    assert len(rank.steps) >= 59, len(rank.steps)
+    assert sum(s.samples == 64 for s in rank.steps) >= 29
