@@ -120,20 +120,22 @@ _SYNC = (
     _rule("torch/cuda/streams.py", "synchronize"),
     _rule("torch/accelerator/__init__.py", "synchronize"),
 )
+_CALL_IMPL = _rule("torch/nn/modules/module.py", "_call_impl", "_wrapped_call_impl")
+_ANY_FORWARD = _rule("", "forward")
 _COMPUTE = (
     _rule("torch/_tensor.py", "backward"),
     _rule("torch/autograd/__init__.py", "backward", "grad"),
     _rule("torch/autograd/graph.py", "_engine_run_backward"),
     _rule("torch/optim/", "*"),
-    _rule("torch/nn/modules/module.py", "_call_impl", "_wrapped_call_impl"),
+    _CALL_IMPL,
     _rule("torch/nn/modules/", "forward"),
 )
 #: The model step as the host runs it: a module call (torch's own modules and any ``forward``, the job's
 #: own nn.Module subclasses included), autograd's backward, the optimizer. Tensor maths outside these
 #: frames is the loop's own (or start-up's) work, not the model's.
-_DISPATCH = (*_COMPUTE, _rule("", "forward"))
+_DISPATCH = (*_COMPUTE, _ANY_FORWARD)
 #: A call of the model itself (any module's, the job's own forward methods included).
-_MODULE_CALL = (_rule("torch/nn/modules/module.py", "_call_impl", "_wrapped_call_impl"), _rule("", "forward"))
+_MODULE_CALL = (_CALL_IMPL, _ANY_FORWARD)
 #: Building an optimizer or one of torch's modules is start-up, not a step (Adam's constructor imports
 #: torch._dynamo for seconds on a first run).
 _CONSTRUCTION = (_rule("torch/optim/", "__init__"), _rule("torch/nn/modules/", "__init__"))

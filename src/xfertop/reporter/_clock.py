@@ -85,8 +85,7 @@ class StepClock:
         #: steps): that iterator's next() calls are no boundaries, their waits are the step's data wait
         #: and the rest of the pass its loop work after the model, until a next() on any other iterator.
         self.nested_source = 0
-        self._nested_batches = 0  # the pass's batches so far
-        self._nested_wait_ns = 0  # ... and their waits
+        self._nested_batches = 0  # the pass's batches so far (its waits: StepWork.waits_after_model)
         self._in_nested = False  # the next() under way is the nested pass's: its batch opens no step
         #: How long the last iteration's final next() took after its last step closed (a loader without
         #: persistent workers shuts them down there): the next iteration's first wait, not loop time.
@@ -242,14 +241,14 @@ class StepClock:
                     return
                 self.nested_source = 0  # the training loader's next(), or any other: the pass is over
             elif flags & _F_EPOCH_START and self._nests(source, loader):
-                self.nested_source, self._nested_batches, self._nested_wait_ns = source, 1, 0
+                self.nested_source, self._nested_batches = source, 1
                 self._in_nested = True
                 # The pass's iter() (its workers starting) is its first wait.
                 self._wait_began_ns = min(iter_began_ns, now) if iter_began_ns else now
                 # Its first step's flags (an iteration's start, workers started) are the open step's too.
                 self._flags |= flags & _F_NOT_LOADER_WORKERS
                 self._joining_loader = flags & _F_LOADER_WORKERS
-                self.work.open = self.work.awaits_first_work = False  # its model calls and syncs: the loop's
+                self.work.closed()  # its model calls and syncs: the loop's own work after the model
                 return
             boundary = now
             # iter() inside the open step (after its batch arrived): the boundary moves back to it. With
@@ -280,11 +279,12 @@ class StepClock:
                 # the pass's where the pass waited longer: the advice names the loader that waits.
                 self._in_nested = False
                 wait = now - self._wait_began_ns
-                self._nested_wait_ns += wait
-                self.work.waited_after_model(wait)
-                if self._nested_wait_ns > self._wait_ns and self._joining_loader:
-                    self._flags = self._flags & _F_NOT_LOADER_WORKERS | self._joining_loader
+                work = self.work
+                work.waited_after_model(wait)
                 self._wait_ns += wait
+                nested = work.waits_after_model
+                if nested > self._wait_ns - nested and self._joining_loader:  # more than its own loader's
+                    self._flags = self._flags & _F_NOT_LOADER_WORKERS | self._joining_loader
                 return wait
             wait = now - self._wait_began_ns
             if self._joining:

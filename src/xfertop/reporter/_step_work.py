@@ -68,12 +68,13 @@ class StepWork:
         self._sync_at_first_work = 0
         self._sync_at_model_end = 0
         self._copy_at_model_end = 0
-        self._waits_after_model = 0  # a nested pass's waits for its DataLoader (the clock's data wait)
+        #: A nested pass's waits for its DataLoader in the open step (the clock's data wait, not loop work).
+        self.waits_after_model = 0
 
     def waited_after_model(self, wait_ns: int) -> None:
         """A pass over another loader inside the step, after its model, waited ``wait_ns`` for a batch:
         data wait, not the loop's own work after the model (StepClock._nests)."""
-        self._waits_after_model += wait_ns
+        self.waits_after_model += wait_ns
 
     def opened(self, step: int, opened_ns: int) -> None:
         """A step opened (its batch arrived at ``opened_ns``): nothing done yet."""
@@ -83,14 +84,14 @@ class StepWork:
         self.any_pageable = False
         # The host's marks, as marks_from sets them (inline: once a step, one frame less).
         self.opened_ns = opened_ns
-        self.first_work_ns = self.model_end_ns = self.sync_ns = self._waits_after_model = 0
+        self.first_work_ns = self.model_end_ns = self.sync_ns = self.waits_after_model = 0
         self._sync_at_first_work = self._sync_at_model_end = self._copy_at_model_end = 0
 
     def marks_from(self, opened_ns: int) -> None:
         """The host's marks start again at ``opened_ns`` (a step opens, or another loader's batch it waited
         for arrived: the loop's own work starts after the last one)."""
         self.opened_ns = opened_ns
-        self.first_work_ns = self.model_end_ns = self.sync_ns = self._waits_after_model = 0
+        self.first_work_ns = self.model_end_ns = self.sync_ns = self.waits_after_model = 0
         self._sync_at_first_work = self._sync_at_model_end = self._copy_at_model_end = 0
 
     def closed(self) -> None:
@@ -109,7 +110,7 @@ class StepWork:
             - model_end_ns
             - (self.sync_ns - self._sync_at_model_end)
             - (self.copy_cpu_ns - self._copy_at_model_end)
-            - self._waits_after_model
+            - self.waits_after_model
         )
         return pre, max(0, post)
 
