@@ -129,6 +129,9 @@ F_SYNCED = 1024
 #: `xfertop probe` replayed this step's batch (its input-free, pinned or copy-free phase): not how the job
 #: runs, so no verdict rests on it.
 F_PROBE_REPLAY = 2048
+#: A pass over another loader ran inside this step, after its model (`xfertop run`): validation every N
+#: steps. Its waits are in the step's data wait, its model calls in the loop's work after the step.
+F_NESTED_PASS = 4096
 #: Bits 16-23: the num_workers of the loader this step's batch came from, plus one (0: not known, as in
 #: rings written before it, or a step no loader opened). A job's loaders differ (training with 8 workers, a
 #: validation loader with none): the advice names the workers of the loader whose steps wait.

@@ -42,6 +42,7 @@ def test_a_validation_pass_inside_the_loop_is_part_of_the_step_it_follows(tmp_pa
     training = [s for s in steps if s.step % 20 != 19 and s.step > 0]
     assert all(s.workers_started and s.epoch_start for s in validating)
     assert not any(s.workers_started for s in training)
+    assert all(s.nested_pass for s in validating) and not any(s.nested_pass for s in training)
     # The pass waits for its loader, whose 2 workers start each time: the step's data wait, with that
     # loader's workers; its model calls and .item() are the loop's own work after the model.
     median_wall = statistics.median(s.wall_ms for s in training)
@@ -83,6 +84,7 @@ def test_a_loop_that_moves_on_to_another_loader_still_steps_on_it(tmp_path: Path
     # step during the pass ends it), so 89 or 90.
     assert len(rank.steps) >= 89, len(rank.steps)
     assert sum(s.samples == 64 for s in rank.steps) >= 59
+    assert not any(s.nested_pass for s in rank.steps)  # the other loader trained: no validation pass
 
 
 def test_without_an_optimizer_the_pass_ends_after_the_longest_iteration(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from xfertop.analysis.thresholds import (
     CHECKPOINT_WARN_SHARE,
     H2D_SEEN_OF_RX_MIN,
     INPUT_WARN_SHARE,
+    NESTED_PASS_WARN_SHARE,
     NEW_ITERATOR_MIN_STEPS,
     NEW_ITERATOR_STEP_SHARE,
     OVERSUBSCRIBED_BUSY_PERCENT,
@@ -428,12 +429,32 @@ def checkpoint_advice(stats: WindowStats) -> list[str]:
     ]
 
 
+def nested_pass_advice(stats: WindowStats) -> list[str]:
+    """Steps inside which the loop made a pass over another loader (a validation pass every N steps)
+    took a large share of the window beyond a typical step."""
+    if stats.nested_pass_share < NESTED_PASS_WARN_SHARE or not stats.nested_pass_steps:
+        return []
+    return [
+        "A pass over another DataLoader inside the training loop (validation, about every "
+        f"{stats.nested_pass_period} steps) "
+        f"took {pct(stats.nested_pass_share)} of the time beyond a typical step: validate less often or on "
+        "fewer batches (eval_steps, val_check_interval, limit_val_batches), keep its loader's workers "
+        "between passes (persistent_workers=True), and run it under torch.inference_mode() with a larger "
+        "batch."
+    ]
+
+
+def periodic_work_advice(stats: WindowStats) -> list[str]:
+    """What the loop does every N steps (checkpoints, validation passes), named where it costs enough."""
+    return [*checkpoint_advice(stats), *nested_pass_advice(stats)]
+
+
 def compute_bound_advice(
     stats: WindowStats, hidden_wait: bool, context: Context | None = None, reads_a_loader: bool = True
 ) -> list[str]:
     """``reads_a_loader``: the step clock saw a DataLoader iterated; without one the loop builds its own
     batches (a tensor indexed in memory, an environment), and no loader setting is there to tune."""
-    advice = checkpoint_advice(stats)
+    advice = periodic_work_advice(stats)
     advice.append(
         "The input pipeline keeps up: more workers, pinning or prefetching will not speed this job up."
         if reads_a_loader
@@ -501,7 +522,7 @@ def sync_bound_advice() -> list[str]:
 
 
 def healthy_advice(stats: WindowStats, hidden_wait: bool, context: Context | None = None) -> list[str]:
-    advice = [*checkpoint_advice(stats), "Nothing to tune in the input pipeline."]
+    advice = [*periodic_work_advice(stats), "Nothing to tune in the input pipeline."]
     if hidden_wait:
         advice.append(
             f"The {pct(stats.data_wait_share)} wait in next(loader) was hidden by queued GPU "

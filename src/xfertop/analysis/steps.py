@@ -14,6 +14,7 @@ recent ``window_steps`` steps that carry a gap, among all the steps the ring hol
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from typing import Literal
 from xfertop.analysis.thresholds import (
     MIN_WINDOW_STEPS,
     ONE_OFF_STALL_SHARE,
+    PERIODIC_WINDOW_MAX_STEPS,
     SPIKE_MAX_STEP_FRACTION,
     WARMUP_STEPS,
     WINDOW_STEPS,
@@ -72,23 +74,39 @@ def split_gap(step: StepRecord, previous: StepRecord | None) -> IdleShares:
     post = model = 0.0
     if previous is not None and previous.step == step.step - 1 and not step.epoch_start:
         post = min(left, previous.loop_post_ms)
-        model = min(left - post, previous.model_ms + previous.sync_ms)
+        left -= post
+        if previous.nested_pass:
+            # A pass over another loader ran after the step before's model: its waits for that loader
+            # (most of that step's data wait) fell between its model and its end, with the pass's work.
+            passed = min(left, previous.data_wait_ms)
+            wait += passed
+            left -= passed
+        model = min(left, previous.model_ms + previous.sync_ms)
     # The stream had drained: its copy calls were all the GPU had to do.
     copy = step.copy_cpu_ms if gap > 0 else 0.0
     return IdleShares(wait, pre, copy, post, model)
 
 
 def attribute_idle(
-    steps: Sequence[StepRecord], *, newest: int = WINDOW_STEPS, warmup_steps: int = WARMUP_STEPS
+    steps: Sequence[StepRecord],
+    *,
+    newest: int = WINDOW_STEPS,
+    warmup_steps: int = WARMUP_STEPS,
+    first_step: int = 0,
+    last_step: int | None = None,
 ) -> IdleShares | None:
-    """The ``newest`` measured gaps of ``steps`` (oldest first), each split over what the host did while
-    it lasted (``split_gap``), as shares of the wall of the steps that carry them; None when no step
-    carries one."""
+    """The ``newest`` measured gaps of ``steps`` (oldest first; of those numbered ``first_step`` to
+    ``last_step`` where given), each split over what the host did while it lasted (``split_gap``), as
+    shares of the wall of the steps that carry them; None when no step carries one."""
     wall = wait = pre = copy = post = model = 0.0
     counted = 0
     for index in range(len(steps) - 1, -1, -1):
         step = steps[index]
-        if step.gpu_gap_ms is None or step.step < warmup_steps or step.wall_ms <= 0:
+        if last_step is not None and step.step > last_step:
+            continue
+        if step.step < first_step:
+            break
+        if step.gpu_gap_ms is None or step.step < warmup_steps or step.wall_ms <= 0 or step.probe_replay:
             continue
         wall += step.wall_ms
         ms = split_gap(step, steps[index - 1] if index else None)
@@ -162,6 +180,16 @@ class WindowStats:
     #: share of the window: what checkpointing cost it.
     checkpoint_steps: int = 0
     checkpoint_share: float = 0.0
+    #: Steps inside which the loop made a pass over another loader (validation every N steps; `xfertop
+    #: run`), and their wall beyond a typical step as a share of the window: what the passes cost it.
+    nested_pass_steps: int = 0
+    nested_pass_share: float = 0.0
+    #: ... of which waits for the pass's loader (its workers starting, say) and the pass's own work (the
+    #: loop's after the model), each beyond a typical step's.
+    nested_pass_wait_share: float = 0.0
+    nested_pass_work_share: float = 0.0
+    #: Passes whose GPU idle was measured: the step after them carries a gap.
+    nested_pass_timed_steps: int = 0
     #: The loop's own work before the model and after it, and syncs: host shares of the wall.
     loop_pre_share: float = 0.0
     sync_share: float = 0.0
@@ -181,6 +209,11 @@ class WindowStats:
     #: Samples a step's batch held, on average over the window (0: not counted, as for batches whose
     #: first leaf has no length, and for py-spy's windows).
     samples_per_step: float = 0.0
+
+    @property
+    def nested_pass_period(self) -> int:
+        """Steps per nested pass in the window, about (0: none)."""
+        return round(self.steps / self.nested_pass_steps) if self.nested_pass_steps else 0
 
     @property
     def input_share(self) -> float:
@@ -219,8 +252,9 @@ def select_window(
     min_steps: int = MIN_WINDOW_STEPS,
     warmup_steps: int = WARMUP_STEPS,
 ) -> tuple[Clock, list[StepRecord]]:
-    """The most recent usable steps (possibly fewer than ``min_steps``) and whether enough of them carry
-    the GPU's measured gap ("gpu") to attribute its idle time, else "cpu" (the host's clock alone)."""
+    """The most recent usable steps (possibly fewer than ``min_steps``; whole periods of the loop's
+    periodic work where it has some: ``whole_periods``) and whether enough of them carry the GPU's
+    measured gap ("gpu") to attribute its idle time, else "cpu" (the host's clock alone)."""
 
     def usable(step: StepRecord) -> bool:  # past warm-up, timed, and the job's own batch (not a replay)
         return step.step >= warmup_steps and step.wall_ms > 0 and not step.probe_replay
@@ -229,8 +263,9 @@ def select_window(
     for step in reversed(steps):
         if usable(step):
             recent.append(step)
-            if len(recent) == window_steps:
+            if len(recent) == PERIODIC_WINDOW_MAX_STEPS:
                 break
+    recent = whole_periods(recent, window_steps) or recent[:window_steps]
     recent.reverse()
     gapped = sum(1 for s in recent if s.gpu_gap_ms is not None)
     if gapped >= min(min_steps, len(recent)) and gapped:
@@ -238,6 +273,32 @@ def select_window(
     # Sampled gaps (one step in k): the window is wide enough when the ring's history holds enough.
     timed = sum(1 for s in steps if s.gpu_gap_ms is not None and usable(s))
     return ("gpu" if timed >= min_steps else "cpu"), recent
+
+
+def _periodic(step: StepRecord) -> bool:
+    """A step that holds work the loop does every N steps: a validation pass, a checkpoint."""
+    return step.nested_pass or step.checkpoint
+
+
+def whole_periods(newest_first: Sequence[StepRecord], window_steps: int) -> list[StepRecord] | None:
+    """The steps of whole periods of the loop's periodic work (``_periodic``), newest first: from just
+    after one such step through the newest, at least ``window_steps`` steps and two periods. A window of
+    the last 50 steps held one validation pass of a job that validated every 50 steps, two or none of one
+    whose 128-step epochs held passes at 50 and 100: its verdict flipped between loop-bound and
+    compute-bound by the window's phase (session 30's Lightning job). None where the steps after the newest
+    such step outlast its period (the job stopped doing it), or where too few are within reach."""
+    marks = [index for index, step in enumerate(newest_first) if _periodic(step)]
+    if len(marks) < 3:
+        return None
+    for k in range(2, len(marks)):
+        if marks[k] - marks[0] >= window_steps:
+            break
+    else:
+        return None
+    longest_period = max(b - a for a, b in itertools.pairwise(marks[: k + 1]))
+    if marks[0] > longest_period:  # the steps since the newest outlast a period: it is not coming back
+        return None
+    return list(newest_first[marks[0] : marks[k]])
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -308,7 +369,19 @@ def window_stats(
     wait = [s.data_wait_ms for s in window]
     copy = [s.copy_cpu_ms for s in window]
     model = [s.model_ms for s in window]
-    idle = attribute_idle(steps, newest=window_steps, warmup_steps=warmup_steps) if clock == "gpu" else None
+    idle = None
+    if clock == "gpu":
+        # The window's own gaps where it holds enough (a window of whole periods may be longer than
+        # ``window_steps``), else the newest measured ones up to its end (one step in k is timed).
+        gapped = sum(1 for s in window if s.gpu_gap_ms is not None)
+        first = window[0].step if gapped >= min_steps else 0
+        idle = attribute_idle(
+            steps,
+            newest=max(window_steps, gapped),
+            warmup_steps=warmup_steps,
+            first_step=first,
+            last_step=window[-1].step,
+        )
     gaps = [s.gpu_gap_ms for s in window if s.gpu_gap_ms is not None]
     copying = [s for s in window if s.h2d_bytes > 0]
     wall_total_s = wall_total_ms / 1000.0
@@ -326,6 +399,15 @@ def window_stats(
     elapsed_s = wall_total_s + between_ms / 1000
     typical_wall = statistics.median(wall)
     checkpoint_ms = sum(max(0.0, s.wall_ms - typical_wall) for s in saving)
+    passes = [s for s in window if s.nested_pass]
+    passes_ms = sum(max(0.0, s.wall_ms - typical_wall) for s in passes)
+    typical_wait = statistics.median(wait)
+    typical_post = statistics.median(s.loop_post_ms for s in window)
+    pass_waits_ms = sum(max(0.0, s.data_wait_ms - typical_wait) for s in passes)
+    pass_work_ms = sum(max(0.0, s.loop_post_ms - typical_post) for s in passes)
+    # The GPU's idle through a pass is in the gap of the step after it, where that step was timed.
+    after_pass = {s.step + 1 for s in passes}
+    passes_timed = sum(1 for s in window if s.step in after_pass and s.gpu_gap_ms is not None)
     return WindowStats(
         clock=clock,
         steps=len(window),
@@ -360,6 +442,11 @@ def window_stats(
         stall_repeats=repeats,
         checkpoint_steps=len(saving),
         checkpoint_share=_share(checkpoint_ms, wall_total_ms),
+        nested_pass_steps=len(passes),
+        nested_pass_share=_share(passes_ms, wall_total_ms),
+        nested_pass_wait_share=_share(pass_waits_ms, wall_total_ms),
+        nested_pass_work_share=_share(pass_work_ms, wall_total_ms),
+        nested_pass_timed_steps=passes_timed,
         loop_pre_share=_share(sum(s.loop_pre_ms for s in window), wall_total_ms),
         sync_share=_share(sum(s.sync_ms for s in window), wall_total_ms),
         loop_post_share=_share(sum(s.loop_post_ms for s in window), wall_total_ms),

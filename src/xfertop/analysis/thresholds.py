@@ -14,6 +14,10 @@ WARMUP_STEPS = 5
 MIN_WINDOW_STEPS = 20
 #: The rolling window: the most recent this-many usable steps (a change shows within ~50 steps).
 WINDOW_STEPS = 50
+#: Work the loop does every N steps (a validation pass, a checkpoint) is judged over whole periods of it,
+#: so the window holds as many of its steps whatever its phase; at most this many steps, beyond which such
+#: work is a phase of its own (the steps in which it runs), not a cost spread over each step.
+PERIODIC_WINDOW_MAX_STEPS = 400
 #: A first verdict, marked "early", from this many usable steps on, so that one comes within 5 s of the
 #: first step, or within 20 steps where steps are slow (WARMUP_STEPS + EARLY_MIN_STEPS = 10 steps).
 EARLY_MIN_STEPS = 5
@@ -59,6 +63,11 @@ CHECKPOINT_WARN_SHARE = 0.1
 #: ... and at least this share of the loop's own work (the loop-bound rule): the checkpoints are what
 #: holds the loop, and their remedy leads its advice.
 CHECKPOINT_LEADS_LOOP_SHARE = 0.5
+#: Steps inside which the loop made a pass over another loader (validation every N steps) taking at least
+#: this share of the window beyond a typical step: the passes are named, with what makes them cheaper, in
+#: place of the advice for per-step bookkeeping or compute; they lead the loop-bound rule's advice by
+#: CHECKPOINT_LEADS_LOOP_SHARE as checkpoints do.
+NESTED_PASS_WARN_SHARE = 0.1
 #: Spikes: at most this fraction of the window's steps ...
 SPIKE_MAX_STEP_FRACTION = 0.05
 #: ... hold at least this fraction of its data wait (the epoch-start pattern of non-persistent workers).

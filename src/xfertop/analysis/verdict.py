@@ -32,6 +32,7 @@ from xfertop.analysis.thresholds import (
     INPUT_CRITICAL_SHARE,
     INPUT_WARN_SHARE,
     LOOP_WARN_SHARE,
+    NESTED_PASS_WARN_SHARE,
     ONE_OFF_STALL_SHARE,
     PAGEABLE_H2D_LARGE_BYTES_PER_S,
     PAGEABLE_H2D_MAX_BYTES_PER_S,
@@ -131,6 +132,9 @@ def evidence_of(stats: WindowStats) -> dict[str, Any]:
             "early": stats.early,
             "partitioned": stats.partitioned,
             "synced_step_fraction": _round(stats.synced_step_fraction, 4),
+            "checkpoint_share": _round(stats.checkpoint_share, 4),
+            "nested_pass_steps": stats.nested_pass_steps,
+            "nested_pass_share": _round(stats.nested_pass_share, 4),
         }
     )
     for part, share in stats.host_parts.items():
@@ -350,7 +354,23 @@ def signals(stats: WindowStats, workers: int | None, busy: float | None, context
         # model's dispatch. It is capped by both, so kernels that ran during the calls are not moved.
         in_copies = min(unexplained, max(0.0, stats.copy_share - copy))
         copy += in_copies
-        dispatch = unexplained - in_copies
+        unexplained -= in_copies
+        # A pass over another loader inside a step (validation every N steps) idles the GPU after that
+        # step's model; the gap of the step after it holds that idle, but one step in k is timed, and a
+        # pass whose next step was not is in what NVML leaves unexplained: the pass's before the model's
+        # dispatch, up to what it cost the host. Session 30's Lightning job (its validation loader's 2
+        # workers starting at each pass: 31% of the time) read "launch-bound" without it. Where no gap is
+        # measured at all, the host's shares already count the passes.
+        untimed = 0.0
+        if idle is not None and stats.nested_pass_steps:
+            untimed = 1.0 - stats.nested_pass_timed_steps / stats.nested_pass_steps
+        waits, work = stats.nested_pass_wait_share * untimed, stats.nested_pass_work_share * untimed
+        if waits + work > 0:
+            periodic = min(unexplained, waits + work)
+            input_share += periodic * waits / (waits + work)
+            post += periodic * work / (waits + work)
+            unexplained -= periodic
+        dispatch = unexplained
     elif idle is not None:
         dispatch = idle.model
     step_s = stats.wall_ms_total / max(stats.steps, 1) / 1000
@@ -435,7 +455,18 @@ def _loop_write(sig: Signals) -> RuleResult:
         what = f" (saving checkpoints: {pct(saving)} of the time)"
         rest = advice if sig.loop - saving >= LOOP_WARN_SHARE else advice[-1:]
         advice = [*advise.checkpoint_advice(sig.stats), *rest]
-    headline = f"loop-bound: the loop's own work {_where_loop(sig)}{what} holds the step; {holds}"
+    passes = sig.stats.nested_pass_share
+    if not what and passes >= NESTED_PASS_WARN_SHARE and passes >= CHECKPOINT_LEADS_LOOP_SHARE * sig.loop:
+        # A validation pass every N steps, inside the loop: its remedy (validate less often, on fewer
+        # batches), not the per-step bookkeeping's, unless the rest of the loop's work would still hold.
+        rest = advice if sig.loop - passes >= LOOP_WARN_SHARE else advice[-1:]
+        advice = [*advise.nested_pass_advice(sig.stats), *rest]
+        headline = (
+            f"loop-bound: passes over another DataLoader inside the training loop (validation, about every "
+            f"{sig.stats.nested_pass_period} steps) take {pct(passes)} of the time"
+        )
+    else:
+        headline = f"loop-bound: the loop's own work {_where_loop(sig)}{what} holds the step; {holds}"
     if sig.busy is not None:
         headline += f" ({_busy_text(sig)})"
     return _severity(sig.loop, INPUT_CRITICAL_SHARE), headline, advice

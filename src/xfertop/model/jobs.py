@@ -63,6 +63,9 @@ class StepRecord:
     #: The time between a loader's iterations before this step, where a source gives it directly
     #: (Prometheus counters have no start times); None: measured from the steps' starts.
     between_before_ms: float | None = None
+    #: A pass over another loader (validation every N steps) ran inside this step, after its model
+    #: (`xfertop run`): its waits are in the step's data wait, its model calls in its loop_post.
+    nested_pass: bool = False
 
     @property
     def model_ms(self) -> float:

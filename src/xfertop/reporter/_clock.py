@@ -246,7 +246,7 @@ class StepClock:
                 # The pass's iter() (its workers starting) is its first wait.
                 self._wait_began_ns = min(iter_began_ns, now) if iter_began_ns else now
                 # Its first step's flags (an iteration's start, workers started) are the open step's too.
-                self._flags |= flags & _F_NOT_LOADER_WORKERS
+                self._flags |= flags & _F_NOT_LOADER_WORKERS | wire.F_NESTED_PASS
                 self._joining_loader = flags & _F_LOADER_WORKERS
                 self.work.closed()  # its model calls and syncs: the loop's own work after the model
                 return
@@ -306,6 +306,7 @@ class StepClock:
         """An optimizer stepped during a pass taken for a nested one: its loader is a training loader (the
         loop left the other with a `break` for it), and its next next() is a step boundary."""
         self.nested_source = 0
+        self._flags &= ~wire.F_NESTED_PASS
 
     def _nests(self, source: int, loader: int) -> bool:
         """A first next() on iterator ``source`` starts a pass inside the open step: the step came from

@@ -89,6 +89,7 @@ def to_step_record(body: list[int]) -> StepRecord:
         bool(flags & wire.F_SYNCED),
         bool(flags & wire.F_PROBE_REPLAY),
         wire.loader_workers_of(flags),
+        nested_pass=bool(flags & wire.F_NESTED_PASS),
     )
 
 

@@ -1,0 +1,125 @@
+"""Work the loop does every N steps (a validation pass, a checkpoint) judged over whole periods of it, so a
+verdict does not flip with the window's phase, and the passes named with their remedy.
+
+Session 30's Lightning job validated at batches 50 and 100 of each 128-batch epoch (val_check_interval=50):
+a window of the last 50 steps held two passes, one, or none, and its verdict went loop-bound, compute-bound,
+loop-bound as the job ran. The steps here are shaped after its ring: 34 ms steps, and a pass (a 70 ms wait
+for the validation loader's workers, 300 ms of validation after the model) in the steps that held one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from step_records import step_record
+
+from xfertop.analysis.steps import window_stats
+from xfertop.analysis.verdict import rank_verdict
+from xfertop.model.jobs import StepRecord
+from xfertop.sources.jobs.ring_reader import RingReader
+
+
+def lightning_like(count: int, passes_at: tuple[int, ...] = (49, 99), epoch: int = 128) -> list[StepRecord]:
+    steps = []
+    for i in range(count):
+        validating = i % epoch in passes_at
+        steps.append(
+            step_record(
+                i,
+                model_ms=32.0,
+                wait_ms=72.0 if validating else 1.5,
+                loop_post_ms=300.0 if validating else 0.5,
+                nested_pass=validating,
+                partitioned=True,
+                epoch_start=validating or i % epoch == 0,
+            )
+        )
+    return steps
+
+
+def advice_text(verdict) -> str:  # type: ignore[no-untyped-def]
+    return " ".join(verdict.advice)
+
+
+def test_the_verdict_keeps_its_kind_whatever_the_windows_phase() -> None:
+    steps = lightning_like(700)
+    kinds = {rank_verdict(steps[:end]).kind for end in range(300, 700)}
+    assert kinds == {"loop-bound"}, kinds
+    # Without whole periods the same steps flip: the last 50 steps hold no pass between 100 and 128+49.
+    # (A check that this test can fail: a 50-step window ending at step 176 has no validation in it.)
+    plain = [
+        step_record(
+            s.step, model_ms=32.0, wait_ms=s.data_wait_ms, loop_post_ms=s.loop_post_ms, partitioned=True
+        )
+        for s in steps
+    ]
+    assert {rank_verdict(plain[:end]).kind for end in range(300, 700)} >= {"loop-bound", "compute-bound"}
+
+
+def test_the_window_spans_whole_periods_and_names_the_passes() -> None:
+    stats = window_stats(lightning_like(600))
+    assert stats is not None
+    # Two passes in one epoch of 128 steps, whatever the phase: every ~64 steps.
+    assert (stats.steps, stats.nested_pass_steps, stats.nested_pass_period) == (128, 2, 64)
+    verdict = rank_verdict(lightning_like(600))
+    assert verdict.headline.startswith(
+        "loop-bound: passes over another DataLoader inside the training loop "
+        "(validation, about every 64 steps)"
+    ), verdict.headline
+    assert verdict.advice[0].startswith("A pass over another DataLoader inside the training loop"), (
+        verdict.advice
+    )
+    assert "val_check_interval" in verdict.advice[0]
+    # Not the advice for per-step bookkeeping: the passes are all of the loop's work here.
+    assert "logging, metrics, bookkeeping" not in advice_text(verdict)
+
+
+def test_a_job_that_stops_validating_is_judged_on_its_recent_steps_again() -> None:
+    steps = lightning_like(500)
+    # From step 500 on no more passes: once the steps since the last one outlast its period, the window
+    # is the last 50 steps again, and the job reads compute-bound.
+    steps += [
+        step_record(i, model_ms=32.0, wait_ms=1.5, loop_post_ms=0.5, partitioned=True)
+        for i in range(500, 700)
+    ]
+    stats = window_stats(steps)
+    assert stats is not None and stats.steps == 50 and stats.nested_pass_steps == 0
+    assert rank_verdict(steps).kind == "compute-bound"
+
+
+def test_rare_periodic_work_is_a_phase_not_a_share() -> None:
+    # A pass every 300 steps: whole periods would need more steps than a window may hold.
+    steps = lightning_like(1500, passes_at=(299,), epoch=300)
+    stats = window_stats(steps)
+    assert stats is not None and stats.steps == 50
+
+
+def test_cheap_passes_are_not_named() -> None:
+    steps = [
+        step_record(
+            i, model_ms=32.0, wait_ms=1.5, loop_post_ms=2.0 if i % 50 == 49 else 0.5, nested_pass=i % 50 == 49
+        )
+        for i in range(400)
+    ]
+    verdict = rank_verdict(steps)
+    assert verdict.kind == "compute-bound"
+    assert "another DataLoader" not in verdict.headline + advice_text(verdict)
+
+
+RING = Path(__file__).resolve().parents[1] / "fixtures" / "rings" / "h100_lightning_validates_every_50.ring"
+
+
+def test_a_real_lightning_jobs_validation_passes_read_as_what_they_cost() -> None:
+    """The ring of session 30's Lightning job on an H100 (docs/measurements/h200-2026-12-05-s30, call 3):
+    validation every 50 training batches over a loader whose 2 workers start at each pass. Its truth (the
+    host clock around each phase, synchronised): 31% waiting (the pass's workers starting), 19% the passes'
+    own work, 50% training. NVML read the GPU 39% busy; one step in k had its gap timed, rarely one after
+    a pass, so the passes' idle was in what NVML left unexplained, and the job read "launch-bound: the GPU
+    is busy only 39% of each step while the host dispatches the model" at most windows."""
+    reader = RingReader(str(RING))
+    reader.poll()
+    steps = list(reader.steps_tuple())
+    assert len(steps) > 1000 and sum(s.nested_pass for s in steps) > 10
+    for end in range(200, len(steps) + 1, 20):
+        verdict = rank_verdict(steps[:end], gpu_busy_share=0.39, dataloader_workers=2)
+        assert verdict.kind == "input-bound", (end, verdict.headline)
+        assert "persistent_workers=True" in verdict.advice[0], (end, verdict.advice)
