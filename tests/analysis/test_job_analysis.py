@@ -79,6 +79,28 @@ def test_a_job_that_ends_before_a_snapshot_judged_it_gets_the_verdict_of_its_rin
     assert third.jobs[0].verdict == job.verdict
 
 
+def test_a_job_last_judged_early_gets_the_verdict_of_its_ring_with_the_evidence_seen_live() -> None:
+    """Last seen live on an early window (NVML 16% busy: launch-bound), then ended with a whole window in
+    its ring: the ring is judged with NVML's figure of that live snapshot, not today's (0%, or another
+    job's 99%). Before, the early window's verdict was frozen: a 24-step job's summary said "early, 7
+    steps", and advice that needs 8 steps was missing or not, by when the last live snapshot came."""
+    rank = load_window("launch_bound_small_kernels").ranks[0]
+    young = dataclasses.replace(rank, steps=rank.steps[: WARMUP_STEPS + EARLY_MIN_STEPS + 2])
+    first = analyse(_jobs(young), _sole_user_gpu(rank.pid, util=16.0))
+    live = first.jobs[0].verdict
+    assert live.kind == "launch-bound" and live.evidence["early"], live.headline
+
+    ended = _ended(rank, RankEnd(closed_ring=True, exit_code=0))
+    second = analyse(_jobs(ended), gpu_state(util=99.0), previous=first)
+    job = second.jobs[0]
+    assert (job.live, job.frozen) == (False, True)
+    assert job.verdict.kind == "launch-bound" and not job.verdict.evidence["early"], job.verdict.headline
+    assert job.verdict.evidence["steps"] > live.evidence["steps"]
+    assert job.verdict.evidence["gpu_busy_share"] == live.evidence["gpu_busy_share"]
+    third = analyse(_jobs(ended), gpu_state(util=0.0), previous=second)
+    assert third.jobs[0].verdict == job.verdict
+
+
 def test_how_a_rank_ended_is_said_in_words() -> None:
     assert RankEnd(closed_ring=False, signal=int(signal.SIGKILL)).describe() == "killed by SIGKILL"
     assert RankEnd(closed_ring=True, exit_code=3).describe() == "exited 3"

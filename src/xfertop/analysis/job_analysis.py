@@ -167,6 +167,12 @@ def analyse_job(
             # steps its ring holds. No evidence of now enters (a rank's GPU busy share and workers are
             # read only while it steps).
             verdict = _judge_job(job, ranks)
+        elif verdict.evidence.get("early") and not previous.frozen:
+            # Last judged on an early window (fewer steps than a confident verdict needs): the steps its
+            # ring holds since are judged too, with the evidence of that last live snapshot (NVML, the
+            # workers), not of now. A 24-step job read live at its 12th step kept "early, 7 steps" and
+            # advice that needs 8 (a new iterator every step) in its summary, by the snapshot's timing.
+            verdict = _judge_job(job, ranks, {r.rank.ring_path: r.context for r in previous.ranks})
         return JobAnalysis(job, ranks, verdict, live=live, frozen=True, ended_how=ended_how, failed=failed)
     if (
         previous is not None
@@ -185,11 +191,14 @@ def analyse_job(
     return JobAnalysis(job, ranks, verdict, live=live, frozen=False, ended_how=ended_how, failed=failed)
 
 
-def _judge_job(job: JobState, ranks: tuple[RankAnalysis, ...]) -> Verdict:
+def _judge_job(
+    job: JobState, ranks: tuple[RankAnalysis, ...], contexts: dict[str, Context] | None = None
+) -> Verdict:
+    """``contexts``: each rank's evidence beyond its steps, by ring path, where not its analysis's own."""
     return job_verdict(
         job.ranks,
         stats_by_rank={r.rank.ring_path: r.stats for r in ranks},
-        contexts={r.rank.ring_path: r.context for r in ranks},
+        contexts={r.rank.ring_path: (contexts or {}).get(r.rank.ring_path, r.context) for r in ranks},
     )
 
 

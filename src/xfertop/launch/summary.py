@@ -258,10 +258,14 @@ class RunFollower:
         self._analysis = analyse(state, gpu, self._analysis, host=host)
         # Live jobs only: an ended job's verdict is frozen. A job too short to be seen live gets the verdict
         # of its whole ring instead (not frozen: nothing came before it), and so does one that ended while
-        # it was still warming up when last read (the analysis judges its ring when it stops stepping).
+        # it was still warming up, or judged on an early window, when last read (the analysis judges its
+        # ring when it stops stepping: job_analysis.analyse_job).
         unjudged = bool(self.spans) and self.spans[-1].kind == "warming-up"
+        early = bool(self.last_verdict and self.last_verdict.get("evidence", {}).get("early"))
         judged = [
-            job for job in self._analysis.jobs if job.live or unjudged or (not job.frozen and not self.spans)
+            job
+            for job in self._analysis.jobs
+            if job.live or unjudged or early or (not job.frozen and not self.spans)
         ]
         if not judged:
             return
