@@ -18,24 +18,39 @@ from types import SimpleNamespace
 from fakes.fake_pynvml import FakePynvml
 from xfertop.analysis.stack_classify import LineText
 from xfertop.model.gpu import GpuState
-from xfertop.model.stacks import StackWindow, WindowPlacement
+from xfertop.model.stacks import ChildPlacement, StackWindow, WindowPlacement
 from xfertop.sources.gpu.nvml_api import NvmlApi
 from xfertop.sources.gpu.source import GpuSource
 from xfertop.sources.stacks.pyspy_output import parse_raw
 
 PHASES = Path(__file__).resolve().parent / "fixtures" / "pyspy_phases"
 PHASES_SCRIPT = PHASES / "train_phases.py"
+#: Trainers that validate inside their training loop (fixtures/pyspy_trainers/README.md).
+TRAINERS = PHASES.parent / "pyspy_trainers"
 
 
-def phase_window(name: str, started_at: float = 0.0, uses_cuda: bool | None = None) -> StackWindow:
-    """A recorded window of train_phases.py (fixtures/pyspy_phases/README.md); ``uses_cuda`` is what
-    /proc/PID/maps would say of a CUDA process (None: not read, as in the recording)."""
-    stacks, commands = parse_raw((PHASES / f"{name}.raw").read_text())
+def phase_window(
+    name: str,
+    started_at: float = 0.0,
+    uses_cuda: bool | None = None,
+    folder: Path = PHASES,
+    duration_s: float = 3.0,
+) -> StackWindow:
+    """A recorded window of train_phases.py (fixtures/pyspy_phases/README.md), or of another folder's job;
+    ``uses_cuda`` is what /proc/PID/maps would say of a CUDA process (None: not read, as recorded)."""
+    stacks, commands = parse_raw((folder / f"{name}.raw").read_text())
     placement = None if uses_cuda is None else WindowPlacement((), (), uses_cuda=uses_cuda)
+    recorded = folder / f"{name}.placement.json"  # the descendants alive at the window's end, if recorded
+    if recorded.exists():
+        children = tuple(
+            ChildPlacement(child["pid"], tuple(child["allowed_cpus"]))
+            for child in json.loads(recorded.read_text())
+        )
+        placement = WindowPlacement(children, (), uses_cuda=uses_cuda)
     return StackWindow(
         root_pid=min(commands),
         started_at=started_at,
-        duration_s=3.0,
+        duration_s=duration_s,
         rate_hz=50,
         stacks=stacks,
         commands=commands,
@@ -43,9 +58,9 @@ def phase_window(name: str, started_at: float = 0.0, uses_cuda: bool | None = No
     )
 
 
-def phase_lines(name: str) -> LineText:
+def phase_lines(name: str, folder: Path = PHASES) -> LineText:
     """The source lines read from the job while it was recorded (its script whole, with indentation)."""
-    lines = json.loads((PHASES / f"{name}.lines.json").read_text())
+    lines = json.loads((folder / f"{name}.lines.json").read_text())
     return lambda filename, line: lines.get(f"{filename}:{line}", "")
 
 

@@ -429,6 +429,14 @@ def checkpoint_advice(stats: WindowStats) -> list[str]:
     ]
 
 
+#: What makes validation passes inside the training loop cheaper for it.
+NESTED_PASS_REMEDY = (
+    "validate less often or on fewer batches (eval_steps, val_check_interval, limit_val_batches), keep its "
+    "loader's workers between passes (persistent_workers=True), and run it under torch.inference_mode() "
+    "with a larger batch."
+)
+
+
 def nested_pass_advice(stats: WindowStats) -> list[str]:
     """Steps inside which the loop made a pass over another loader (a validation pass every N steps)
     took a large share of the window beyond a typical step."""
@@ -437,10 +445,7 @@ def nested_pass_advice(stats: WindowStats) -> list[str]:
     return [
         "A pass over another DataLoader inside the training loop (validation, about every "
         f"{stats.nested_pass_period} steps) "
-        f"took {pct(stats.nested_pass_share)} of the time beyond a typical step: validate less often or on "
-        "fewer batches (eval_steps, val_check_interval, limit_val_batches), keep its loader's workers "
-        "between passes (persistent_workers=True), and run it under torch.inference_mode() with a larger "
-        "batch."
+        f"took {pct(stats.nested_pass_share)} of the time beyond a typical step: {NESTED_PASS_REMEDY}"
     ]
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from xfertop.analysis.advice import (
     CHECKPOINT_REMEDY,
+    NESTED_PASS_REMEDY,
     between_iterations_advice,
     copy_bound_advice,
     hidden_wait_note,
@@ -46,6 +47,7 @@ from xfertop.analysis.thresholds import (
     INPUT_CRITICAL_SHARE,
     INPUT_WARN_SHARE,
     LOOP_WARN_SHARE,
+    NESTED_PASS_WARN_SHARE,
     STRAGGLER_CRITICAL_EXCESS_SHARE,
     STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE,
     STRAGGLER_WARN_EXCESS_SHARE,
@@ -266,8 +268,14 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     other_share = rank.shares.share("other")
     # The loop's own Python code, the checkpoints it writes and its own iterable are in the loop.
     between = rank.between_passes
+    validating = rank.loop_validation
     outside_share = (
-        other_share - loop.share - rank.loop_checkpoint.share - rank.loop_iterable.share - between.share
+        other_share
+        - loop.share
+        - rank.loop_checkpoint.share
+        - rank.loop_iterable.share
+        - validating.share
+        - between.share
     )
     if between.share >= BETWEEN_LEADS_SHARE:
         # The script's own code between the loader's passes, as `xfertop run` measures it between steps.
@@ -281,7 +289,13 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         return _labelled(Verdict("warming-up", "info", headline, rule="not-in-loop"), rank, ranks, [])
     # The GPU's busy share where it waits for the host, else None.
     waiting_busy = busy if on_gpu and busy is not None and busy < GPU_BUSY_MIN_SHARE else None
-    own = loop.share + rank.loop_tensor.share + rank.loop_checkpoint.share + rank.loop_iterable.share
+    own = (
+        loop.share
+        + rank.loop_tensor.share
+        + rank.loop_checkpoint.share
+        + rank.loop_iterable.share
+        + validating.share
+    )
     sync_share = rank.shares.share("gpu_sync")
     # With the GPU mostly idle a sync waits for little: it is named only where it holds more of the
     # host than the model's dispatch or the loop's own code (a launch-bound loop's loss.item()).
@@ -341,6 +355,8 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         verdict, extra = _queue_bound(rank, verdict), []
     if saving.share >= CHECKPOINT_WARN_SHARE:
         extra = [_checkpoint_advice(saving), *extra]
+    if validating.share >= NESTED_PASS_WARN_SHARE:
+        extra = [_validation_advice(validating), *extra]
     return _labelled(verdict, rank, ranks, extra)
 
 
@@ -614,14 +630,21 @@ def _checkpoint_advice(saving: LoopHost) -> str:
     )
 
 
+def _validation_advice(validating: LoopHost) -> str:
+    return (
+        f"Validation passes inside the training run ({_top_lines_text(validating)}) hold the main thread "
+        f"{pct(validating.share)} of samples besides their waits for data: {NESTED_PASS_REMEDY}"
+    )
+
+
 def _loop_bound(rank: RankStacks, busy: float | None) -> Verdict:
     """The loop's own code holds the main thread: while the GPU waits (``busy``, its NVML share), or on
     a CPU job (None), where it holds more of the cores than the model step. Its parts (tensor maths,
     Python bookkeeping, checkpoints, the batches its own iterable builds) are named with their remedies,
     the largest first."""
     tensor, python = rank.loop_tensor, rank.loop_host
-    saving, iterable = rank.loop_checkpoint, rank.loop_iterable
-    own = tensor.share + python.share + saving.share + iterable.share
+    saving, iterable, validating = rank.loop_checkpoint, rank.loop_iterable, rank.loop_validation
+    own = tensor.share + python.share + saving.share + iterable.share + validating.share
     if busy is not None:
         meanwhile = f"while the GPU is busy {pct(busy)}"
         where = "on CPU tensors it runs on the host, one batch at a time, while the GPU waits"
@@ -630,7 +653,11 @@ def _loop_bound(rank: RankStacks, busy: float | None) -> Verdict:
         meanwhile = f"and the model step {pct(_model_share(rank))}"
         where = "it runs in the main process, one batch at a time, between the loader and the model"
         elsewhere = ""
-    named = {"saving checkpoints": saving.share, "building batches in its own iterable": iterable.share}
+    named = {
+        "saving checkpoints": saving.share,
+        "building batches in its own iterable": iterable.share,
+        "validation passes": validating.share,
+    }
     what = max(named, key=lambda name: named[name])
     mostly = f" (mostly {what})" if named[what] > max(tensor.share, python.share) else ""
     headline = (
@@ -655,6 +682,7 @@ def _loop_bound(rank: RankStacks, busy: float | None) -> Verdict:
         (python.share, bookkeeping, f"The loop's own Python adds {pct(python.share)}. {bookkeeping}"),
         (saving.share, _checkpoint_advice(saving), _checkpoint_advice(saving)),
         (iterable.share, _iterable_advice(iterable), _iterable_advice(iterable)),
+        (validating.share, _validation_advice(validating), _validation_advice(validating)),
     ]
     parts.sort(key=lambda part: -part[0])  # stable: tensor maths first on a tie, as before
     (_, first, _), *rest = parts

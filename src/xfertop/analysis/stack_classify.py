@@ -360,6 +360,23 @@ _CHECKPOINTING = (
     _rule("torch/distributed/checkpoint/", "*"),
     _rule("safetensors/", "*"),
 )
+#: A Trainer's validation pass inside its training run (Lightning's evaluation loop at
+#: val_check_interval, the Hugging Face Trainer's evaluate() at eval_steps): the loop's own work after the
+#: step, as `xfertop run` books a pass over another loader inside a step (RankStacks.loop_validation).
+_VALIDATING = (
+    _rule("lightning/pytorch/loops/evaluation_loop.py", "*"),
+    _rule("pytorch_lightning/loops/evaluation_loop.py", "*"),
+    _rule("pytorch_lightning/loops/dataloader/evaluation_loop.py", "*"),
+    _rule("pytorch_lightning/loops/epoch/evaluation_epoch_loop.py", "*"),
+    _rule("transformers/trainer.py", "evaluate", "_evaluate", "evaluation_loop", "prediction_loop"),
+)
+#: Frames only a training step runs: backward, the optimizer (not its constructor).
+_TRAINING = (
+    _rule("torch/_tensor.py", "backward"),
+    _rule("torch/autograd/__init__.py", "backward"),
+    _rule("torch/autograd/graph.py", "_engine_run_backward"),
+    _rule("torch/optim/", "*"),
+)
 #: The statement of a training loop: ``for batch in loader`` or a ``while`` loop that calls ``next(it)``
 #: itself (restarting the iterator on StopIteration).
 _LOOP_LINE = re.compile(r"\s*((async\s+)?for|while)\b")
@@ -625,6 +642,37 @@ def _loop_work(
             label = loop.label(line)
             by_line[label] = by_line.get(label, 0) + stack.count
     return _work(loop, by_line, total)
+
+
+def _validates(stack: ThreadStack) -> bool:
+    return any(_matches(f, _VALIDATING) for f in stack.frames)
+
+
+def _validation_work(placed: list[tuple[ThreadStack, SampleClass]], total: int) -> LoopHost:
+    """The share of ``total`` samples a Trainer's validation passes hold besides their waits for data (their
+    model calls, copies, syncs and Python), with the lines that hold most of them (the job's own innermost
+    frame: its validation_step; else the framework's). None of it where the window does not also train: a
+    job that only validates (trainer.validate(), trainer.evaluate()) has no training loop to hold up."""
+    trains = any(
+        not _validates(s) and any(_matches(f, _TRAINING) and not _matches(f, _CONSTRUCTION) for f in s.frames)
+        for s, _ in placed
+    )
+    if not trains or not total:
+        return LoopHost(0.0)
+    by_line: dict[str, int] = {}
+    for stack, cls in placed:
+        if cls in ("data_wait", "main_loading") or not _validates(stack):
+            continue
+        # Innermost first: a frame of the job's own inside the framework's pass (its validation_step),
+        # else the framework's outermost validation function (Trainer.evaluate).
+        passes = [i for i, f in enumerate(stack.frames) if _matches(f, _VALIDATING)]
+        own = next((f for f in stack.frames[: passes[0]] if _is_own(f)), None)
+        outer = stack.frames[passes[-1]]
+        label = (
+            f"{_short(own.filename)}:{own.line}" if own else f"{outer.function} ({_short(outer.filename)})"
+        )
+        by_line[label] = by_line.get(label, 0) + stack.count
+    return _by_lines(by_line, total) if by_line else LoopHost(0.0)
 
 
 def _iterable_work(loop: _Loop | None, stacks: Iterable[ThreadStack], total: int) -> LoopHost:
@@ -899,6 +947,9 @@ class RankStacks:
     queue_wait_in: str = "a queue's get()"
     #: Checkpoints the training loop's body writes (torch.save every N steps; part of "other").
     loop_checkpoint: LoopHost = LoopHost(0.0)
+    #: A Trainer's validation passes inside its training run, besides their waits for data (part of
+    #: "other"): Lightning's evaluation loop, the Hugging Face Trainer's evaluate().
+    loop_validation: LoopHost = LoopHost(0.0)
     #: The loop's own iterable making its next batch in the main thread (``for x, y in batches():``, a
     #: generator; not a DataLoader; part of "other").
     loop_iterable: LoopHost = LoopHost(0.0)
@@ -962,6 +1013,8 @@ class RankStacks:
             "queue_wait_in": self.queue_wait_in,
             "loop_checkpoint_share": round(self.loop_checkpoint.share, 4),
             "loop_checkpoint_lines": _lines(self.loop_checkpoint),
+            "loop_validation_share": round(self.loop_validation.share, 4),
+            "loop_validation_lines": _lines(self.loop_validation),
             "loop_iterable_share": round(self.loop_iterable.share, 4),
             "between_passes_share": round(self.between_passes.share, 4),
             "between_passes_lines": _lines(self.between_passes),
@@ -1231,13 +1284,25 @@ def summarise_window(
         classified = [(s, _placed_in_loop(loop, s, c)) for s, c in classified]
     model_span = _model_lines(loop, main)
     placed, loop_maths = _place_own_maths(classified, loop, loop_seen, model_span)
+    validation = _validation_work(placed, total) if loop_seen else LoopHost(0.0)
+    if validation.share:
+        # Its model calls are not the training step's compute: the loop's own work ("other"), apart.
+        placed = [
+            (s, "other" if cls not in ("data_wait", "main_loading") and _validates(s) else cls)
+            for s, cls in placed
+        ]
     loop_other = [s for s, cls in placed if cls == "other"]
     # Outside the phases: everything while the job starts up (as first classified: its tensor maths
-    # builds data), else the "other" samples that are not the loop's own work (its body, its iterable).
+    # builds data), else the "other" samples that are not the loop's own work (its body, its iterable,
+    # a Trainer's validation passes).
     outside = (
         classified
         if not loop_seen
-        else [(s, cls) for s, cls in placed if cls == "other" and not _in_loop(loop, s)]
+        else [
+            (s, cls)
+            for s, cls in placed
+            if cls == "other" and not _in_loop(loop, s) and not (validation.share and _validates(s))
+        ]
     )
     workers = worker_loads(window.stacks, root)
     placed_workers = _placed(workers, window.placement)
@@ -1266,6 +1331,7 @@ def summarise_window(
         queue_wait_in=queue_wait[1],
         loop_checkpoint=_loop_work(loop, loop_other, total, _checkpoint_line) if loop_seen else LoopHost(0.0),
         loop_iterable=_iterable_work(loop, loop_other, total) if loop_seen else LoopHost(0.0),
+        loop_validation=validation,
         between_passes=between,
         dispatch_share=_dispatch_share(placed, total),
         compiling_share=_compiling_share(main, total),

@@ -1,0 +1,78 @@
+"""What attach says of Trainers that validate inside their training run, against what `xfertop run` says of
+the same jobs: py-spy windows recorded from real CPU processes (fixtures/pyspy_trainers), judged with
+NVML's answers about a GPU (faked: the hardware boundary) where the case needs one.
+
+Under `xfertop run` the Hugging Face job (eval_steps=50) reads "loop-bound: passes over another
+DataLoader inside the training loop (validation, about every 50 steps) take 14% of the time" and the
+Lightning job (val_check_interval=50, its validation loader's 2 workers starting at each pass) "input-bound:
+30% of each step waits for the DataLoader" with "set persistent_workers=True" (session 30). Attach read
+the first "compute-bound: compute is 90%": a validation pass's forward was the training step's compute."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pyspy_phases_support import TRAINERS, nvml_readings, phase_lines, phase_window
+from xfertop.analysis.sampled_verdict import judge_stacks
+from xfertop.analysis.stack_classify import RankStacks, summarise_window
+from xfertop.analysis.verdict import Verdict
+from xfertop.model.gpu import GpuState
+from xfertop.model.stacks import AttachTarget, StacksState
+
+HF, LIGHTNING = "hf_eval_every_50", "lightning_val_every_50"
+
+
+def judged(name: str, busy_percent: float | None = None) -> tuple[RankStacks, Verdict]:
+    pid = phase_window(name, folder=TRAINERS).root_pid
+    readings: list[GpuState] = [] if busy_percent is None else nvml_readings(pid, busy_percent)
+    started_at = readings[0].timestamp - 1.0 if readings else 0.0
+    on_gpu = True if readings else None
+    window = phase_window(name, started_at=started_at, uses_cuda=on_gpu, folder=TRAINERS, duration_s=8.0)
+    state = StacksState(timestamp=started_at + 8.0, targets=(AttachTarget(pid=pid),), windows=(window,))
+    (rank,), verdict = judge_stacks(state, lambda _: phase_lines(name, TRAINERS), readings)
+    return rank, verdict
+
+
+def test_a_hugging_face_trainers_evaluation_is_the_loops_work_not_compute() -> None:
+    rank, verdict = judged(HF)
+    assert 0.08 < rank.loop_validation.share < 0.3, rank.loop_validation
+    assert rank.loop_validation.top_lines[0][0] == "_evaluate (trainer.py)"
+    assert verdict.kind == "loop-bound", verdict.headline
+    assert "(mostly validation passes)" in verdict.headline
+    assert verdict.advice[0].startswith("Validation passes inside the training run"), verdict.advice
+    assert "eval_steps" in verdict.advice[0]
+
+
+def test_with_the_gpu_busy_the_passes_are_named_beside_the_compute_bound_verdict() -> None:
+    _, verdict = judged(HF, busy_percent=95.0)
+    assert verdict.kind == "compute-bound", verdict.headline
+    assert verdict.advice[0].startswith("Validation passes inside the training run"), verdict.advice
+
+
+def test_a_lightning_job_waiting_for_its_validation_workers_reads_as_run_reads_it() -> None:
+    rank, verdict = judged(LIGHTNING)
+    assert rank.loop_validation.share > 0.1 and rank.loop_validation.top_lines[0][0].startswith(
+        "trainers.py:"
+    )
+    assert verdict.kind == "input-bound", verdict.headline
+    text = " ".join(verdict.advice)
+    assert "Validation passes inside the training run" in text and "workers ended during the window" in text
+    # Only the training loader's 2 workers were alive at the window's end: not the 18 that came and went.
+    assert "num_workers above 18" not in text
+    # With the GPU mostly idle it still waits for data: not "launch-bound" from the pass's forward calls
+    # (before: "the host spends 65% of samples dispatching the model's many small kernels").
+    _, on_gpu = judged(LIGHTNING, busy_percent=30.0)
+    assert on_gpu.kind == "input-bound", on_gpu.headline
+
+
+def test_a_job_that_only_validates_has_no_training_loop_to_hold_up() -> None:
+    window = phase_window(HF, folder=TRAINERS, duration_s=8.0)
+    full = summarise_window(window, phase_lines(HF, TRAINERS))
+    assert full.loop_validation.share > 0  # the window trains too: the passes are counted
+    validating = [
+        s
+        for s in window.stacks
+        if any("trainer.py" in f.filename and "evaluat" in f.function for f in s.frames)
+    ]
+    only = summarise_window(replace(window, stacks=tuple(validating)), phase_lines(HF, TRAINERS))
+    assert only.loop_validation.share == 0.0
