@@ -282,7 +282,8 @@ def _periodic(step: StepRecord) -> bool:
 
 def whole_periods(newest_first: Sequence[StepRecord], window_steps: int) -> list[StepRecord] | None:
     """The steps of whole periods of the loop's periodic work (``_periodic``), newest first: from just
-    after one such step through the newest, at least ``window_steps`` steps and two periods. A window of
+    after one such step through the newest such step (the steps after it wait for the next period), at
+    least ``window_steps`` steps and two periods. A window of
     the last 50 steps held one validation pass of a job that validated every 50 steps, two or none of one
     whose 128-step epochs held passes at 50 and 100: its verdict flipped between loop-bound and
     compute-bound by the window's phase (session 30's Lightning job). None where the steps after the newest
