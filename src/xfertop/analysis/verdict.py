@@ -210,7 +210,9 @@ def _marked_early(verdict: Verdict, stats: WindowStats) -> Verdict:
     else:
         head = f"{head} (early, {stats.steps} steps)"
     headline = head + sep + rest
-    return replace(verdict, headline=headline)
+    # Its evidence says so too, whichever rule wrote it (an ended job's early verdict is judged again on
+    # its ring: job_analysis.analyse_job).
+    return replace(verdict, headline=headline, evidence={**verdict.evidence, "early": True})
 
 
 def prefetcher_verdict(stats: WindowStats, workers: int | None, context: Context | None = None) -> Verdict:
