@@ -94,3 +94,71 @@ def test_without_an_optimizer_the_pass_ends_after_the_longest_iteration(tmp_path
     assert result.stdout == "done\n", result.stderr
     assert len(rank.steps) >= 59, len(rank.steps)
     assert sum(s.samples == 64 for s in rank.steps) >= 29
+
+
+# One validation batch after each training step, from a persistent iterator over the validation loader:
+# its next() calls after the model are no boundaries (session 30's j70 counted 4,381 steps where it
+# trained 2,194: each validation batch a step of its own, and its forward the model's compute).
+VALIDATE_A_BATCH_EACH_STEP = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+train = DataLoader(TensorDataset(torch.randn(64 * 60, 256)), batch_size=64)
+val = DataLoader(TensorDataset(torch.randn(256 * 4, 256)), batch_size=256)
+# A step of a real model's size: a tiny one's steps are shorter than zip's window (ZippedFetches).
+model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1))
+optimizer = torch.optim.SGD(model.parameters(), 0.1)
+val_it = iter(val)
+for step, (batch,) in enumerate(train, start=1):
+    model(batch).pow(2).mean().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    try:
+        (v,) = next(val_it)
+    except StopIteration:
+        val_it = iter(val)
+        (v,) = next(val_it)
+    with torch.no_grad():
+        model(v).sum().item()
+print("trained", step)
+"""
+
+
+def test_a_validation_batch_after_each_step_is_part_of_that_step(tmp_path: Path) -> None:
+    result, (rank,) = run_under_xfertop(tmp_path, VALIDATE_A_BATCH_EACH_STEP)
+    assert result.stdout == "trained 60\n", result.stderr
+    assert len(rank.steps) == 60, len(rank.steps)
+    # No step of the validation loader's 256, through its iterator's end and restart every 4 steps.
+    assert all(s.samples == 64 for s in rank.steps)
+    assert sum(s.nested_pass for s in rank.steps) >= 58
+
+
+# Two loaders trained in turn (multi-task): B's next() comes after A's model as a validation batch's
+# would, but an optimizer steps on its batch: from then on B's batches are steps of their own.
+TRAIN_TWO_LOADERS_IN_TURN = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+a = iter(DataLoader(TensorDataset(torch.randn(64 * 30, 256)), batch_size=64))
+b = iter(DataLoader(TensorDataset(torch.randn(16 * 30, 256)), batch_size=16))
+# A step of a real model's size: a tiny one's steps are shorter than zip's window (ZippedFetches).
+model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1))
+optimizer = torch.optim.SGD(model.parameters(), 0.1)
+for step in range(30):
+    for it in (a, b):
+        (batch,) = next(it)
+        model(batch).pow(2).mean().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+print("done")
+"""
+
+
+def test_two_loaders_trained_in_turn_each_make_steps(tmp_path: Path) -> None:
+    result, (rank,) = run_under_xfertop(tmp_path, TRAIN_TWO_LOADERS_IN_TURN)
+    assert result.stdout == "done\n", result.stderr
+    # 60 optimizer steps on 60 batches; only B's first batch joins A's first step (its optimizer step
+    # shows it trains), and the last step, open when the loop ends, is not written: 58 steps, 28 B's.
+    assert len(rank.steps) >= 58, len(rank.steps)
+    assert sum(s.samples == 16 for s in rank.steps) >= 28
+    assert sum(s.nested_pass for s in rank.steps) == 0

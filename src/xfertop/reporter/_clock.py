@@ -85,6 +85,9 @@ class StepClock:
         #: steps): that iterator's next() calls are no boundaries, their waits are the step's data wait
         #: and the rest of the pass its loop work after the model, until a next() on any other iterator.
         self.nested_source = 0
+        #: Iterators a pass over which trained (an optimizer stepped in it): the loop's own batches, never
+        #: a pass inside another step again (two loaders trained in turn, ``next(it_a)``, ``next(it_b)``).
+        self._training_sources: set[int] = set()
         self._nested_batches = 0  # the pass's batches so far (its waits: StepWork.waits_after_model)
         self._in_nested = False  # the next() under way is the nested pass's: its batch opens no step
         #: How long the last iteration's final next() took after its last step closed (a loader without
@@ -229,7 +232,8 @@ class StepClock:
                 return
             self._joining = False  # a joining next() that ended the loop (StopIteration) never arrived
             self._in_nested = False  # ... nor did a nested pass's last one
-            if self.nested_source:
+            passed = self.nested_source  # a pass ran in the open step until this next()
+            if passed:
                 self._nested_batches += 1
                 # A pass longer than the longest iteration seen is no validation pass: the loop moved on
                 # to another loader (a `break`, then a new one). Its batches are steps from here on.
@@ -240,7 +244,8 @@ class StepClock:
                         self._tick(now)  # a long evaluation pass: the ring's heartbeat goes on
                     return
                 self.nested_source = 0  # the training loader's next(), or any other: the pass is over
-            elif flags & _F_EPOCH_START and self._nests(source, loader):
+            # (A pass may end in another: a persistent validation iterator, exhausted, made anew.)
+            if source != self._open_source and source != passed and self._nests(source, loader, passed):
                 self.nested_source, self._nested_batches = source, 1
                 self._in_nested = True
                 # The pass's iter() (its workers starting) is its first wait.
@@ -305,26 +310,32 @@ class StepClock:
     def trained_in_nested_pass(self) -> None:
         """An optimizer stepped during a pass taken for a nested one: its loader is a training loader (the
         loop left the other with a `break` for it), and its next next() is a step boundary."""
+        self._training_sources.add(self.nested_source)
         self.nested_source = 0
         self._flags &= ~wire.F_NESTED_PASS
 
-    def _nests(self, source: int, loader: int) -> bool:
-        """A first next() on iterator ``source`` starts a pass inside the open step: the step came from
-        another iterator, which has not ended (its last next() would have closed the step), and the step's
-        model has run (`xfertop run` sees it: a pass before the model is a second input, zipped or not).
+    def _nests(self, source: int, loader: int, passed: int = 0) -> bool:
+        """A next() on iterator ``source`` starts a pass inside the open step: the step came from another
+        iterator, which has not ended (its last next() would have closed the step), and the step's model
+        has run (`xfertop run` sees it: a pass before the model is a second input, zipped or not). Its
+        first next() (a validation pass every N steps) or any later one (one validation batch after each
+        step from a persistent iterator, `next(val_it)`: session 30's j70 counted two steps for each it
+        trained).
         Validation every N steps, a Trainer's eval_steps: counted as steps of their own, a pass's batches
         made more steps than the job trained, and a 50-step window saw its periodic worker starts by
         its phase (session 29's j63: "input-bound ... more workers cannot help", where each pass started
         its loader's 2 workers). A new iterator of the step's own loader (``next(iter(loader))`` every
-        step) is the loop's next batch, not a pass inside the step."""
+        step) is the loop's next batch, not a pass inside the step. ``passed``: a pass ran in the open
+        step until this next() (an exhausted validation iterator, made anew: the new one's pass follows
+        it; the step's work stopped counting when the first began)."""
         return bool(
             source
             and self.is_open
             and self._open_source
             and source != self._open_source
+            and source not in self._training_sources
             and loader != self._open_loader
-            and self.work.model_end_ns
-            and self.work.open
+            and (passed or (self.work.model_end_ns and self.work.open))  # after a pass: its model had run
         )
 
     # -- step() blocks ----------------------------------------------------------------------------------
