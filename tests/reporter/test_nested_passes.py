@@ -157,8 +157,9 @@ print("done")
 def test_two_loaders_trained_in_turn_each_make_steps(tmp_path: Path) -> None:
     result, (rank,) = run_under_xfertop(tmp_path, TRAIN_TWO_LOADERS_IN_TURN)
     assert result.stdout == "done\n", result.stderr
-    # 60 optimizer steps on 60 batches; only B's first batch joins A's first step (its optimizer step
-    # shows it trains), and the last step, open when the loop ends, is not written: 58 steps, 28 B's.
+    # 60 optimizer steps on 60 batches; B's first batch joins A's first step (its optimizer step shows
+    # it trains), and one early fetch may join as zipped (B's 16-sample step can take under
+    # JOINED_FETCH_NS of CPU time): at least 58 steps, 28 of them B's.
     assert len(rank.steps) >= 58, len(rank.steps)
     assert sum(s.samples == 16 for s in rank.steps) >= 28
     assert sum(s.nested_pass for s in rank.steps) == 0
