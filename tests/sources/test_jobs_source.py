@@ -226,6 +226,7 @@ def test_every_record_field_lands_in_its_step_record_field() -> None:
         | wire.F_PARTITIONED
         | wire.F_SYNCED
         | wire.F_PROBE_REPLAY
+        | wire.F_NESTED_PASS
         | wire.loader_workers_flags(8),
         wire.R_LOOP_POST_NS: 5_000_000,
     }
@@ -254,6 +255,7 @@ def test_every_record_field_lands_in_its_step_record_field() -> None:
         synced=True,
         probe_replay=True,
         loader_workers=8,
+        nested_pass=True,
     )
     assert record.model_ms == 20.0 - 2.0 - 3.0 - 1.0 - 4.0 - 5.0  # the model is what the parts leave
     body[wire.R_FLAGS] = wire.F_PINNED | wire.F_GPU_PENDING

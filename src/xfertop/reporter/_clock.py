@@ -318,16 +318,14 @@ class StepClock:
         """A next() on iterator ``source`` starts a pass inside the open step: the step came from another
         iterator, which has not ended (its last next() would have closed the step), and the step's model
         has run (`xfertop run` sees it: a pass before the model is a second input, zipped or not). Its
-        first next() (a validation pass every N steps) or any later one (one validation batch after each
-        step from a persistent iterator, `next(val_it)`: session 30's j70 counted two steps for each it
-        trained).
-        Validation every N steps, a Trainer's eval_steps: counted as steps of their own, a pass's batches
-        made more steps than the job trained, and a 50-step window saw its periodic worker starts by
-        its phase (session 29's j63: "input-bound ... more workers cannot help", where each pass started
-        its loader's 2 workers). A new iterator of the step's own loader (``next(iter(loader))`` every
-        step) is the loop's next batch, not a pass inside the step. ``passed``: a pass ran in the open
-        step until this next() (an exhausted validation iterator, made anew: the new one's pass follows
-        it; the step's work stopped counting when the first began)."""
+        first next() (validation every N steps, a Trainer's eval_steps) or a later one (a validation batch
+        after each step from a persistent iterator, ``next(val_it)``). Counted as steps of their own, a
+        pass's batches made more steps than the job trained (session 29's j63; session 30's j70, two for
+        each), and a 50-step window saw its periodic worker starts by its phase. Not a pass: a new iterator
+        of the step's own loader (``next(iter(loader))`` every step), nor one over which an optimizer has
+        stepped before (``_training_sources``). ``passed``: a pass ran in the open step until this next()
+        (an exhausted validation iterator made anew: the new one's pass follows it; the step's work
+        stopped counting when the first began)."""
         return bool(
             source
             and self.is_open

@@ -89,7 +89,8 @@ def to_step_record(body: list[int]) -> StepRecord:
         bool(flags & wire.F_SYNCED),
         bool(flags & wire.F_PROBE_REPLAY),
         wire.loader_workers_of(flags),
-        nested_pass=bool(flags & wire.F_NESTED_PASS),
+        None,  # between_before_ms: measured from the steps' starts
+        bool(flags & wire.F_NESTED_PASS),
     )
 
 
