@@ -10,6 +10,7 @@ the first "compute-bound: compute is 90%": a validation pass's forward was the t
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from pyspy_phases_support import TRAINERS, nvml_readings, phase_lines, phase_window
@@ -27,8 +28,8 @@ def judged(name: str, busy_percent: float | None = None) -> tuple[RankStacks, Ve
     readings: list[GpuState] = [] if busy_percent is None else nvml_readings(pid, busy_percent)
     started_at = readings[0].timestamp - 1.0 if readings else 0.0
     on_gpu = True if readings else None
-    window = phase_window(name, started_at=started_at, uses_cuda=on_gpu, folder=TRAINERS, duration_s=8.0)
-    state = StacksState(timestamp=started_at + 8.0, targets=(AttachTarget(pid=pid),), windows=(window,))
+    window = phase_window(name, started_at=started_at, uses_cuda=on_gpu, folder=TRAINERS, duration_s=12.0)
+    state = StacksState(timestamp=started_at + 12.0, targets=(AttachTarget(pid=pid),), windows=(window,))
     (rank,), verdict = judge_stacks(state, lambda _: phase_lines(name, TRAINERS), readings)
     return rank, verdict
 
@@ -56,17 +57,20 @@ def test_a_lightning_job_waiting_for_its_validation_workers_reads_as_run_reads_i
     )
     assert verdict.kind == "input-bound", verdict.headline
     text = " ".join(verdict.advice)
-    assert "Validation passes inside the training run" in text and "workers ended during the window" in text
-    # Only the training loader's 2 workers were alive at the window's end: not the 18 that came and went.
-    assert "num_workers above 18" not in text
-    # With the GPU mostly idle it still waits for data: not "launch-bound" from the pass's forward calls
-    # (before: "the host spends 65% of samples dispatching the model's many small kernels").
+    assert "Validation passes inside the training run" in text
+    # Only the training loader's 2 workers were alive at the window's end, not the dozens that came and
+    # went (each pass starts 2): no advice counts those.
+    assert rank.workers_ended >= 10
+    assert not re.search(r"num_workers above ([3-9]|\d\d)", text), text
+    # With the GPU mostly idle it still waits for data, not "launch-bound" from the passes' forward calls
+    # (an earlier 8 s recording of this job, with less of the workers' unpacking in it, read "the host
+    # spends 65% of samples dispatching the model's many small kernels" before the passes were counted).
     _, on_gpu = judged(LIGHTNING, busy_percent=30.0)
     assert on_gpu.kind == "input-bound", on_gpu.headline
 
 
 def test_a_job_that_only_validates_has_no_training_loop_to_hold_up() -> None:
-    window = phase_window(HF, folder=TRAINERS, duration_s=8.0)
+    window = phase_window(HF, folder=TRAINERS, duration_s=12.0)
     full = summarise_window(window, phase_lines(HF, TRAINERS))
     assert full.loop_validation.share > 0  # the window trains too: the passes are counted
     validating = [
