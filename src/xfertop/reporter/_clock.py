@@ -237,15 +237,16 @@ class StepClock:
                 self._nested_batches += 1
                 # A pass longer than the longest iteration seen is no validation pass: the loop moved on
                 # to another loader (a `break`, then a new one). Its batches are steps from here on.
-                if source == self.nested_source and self._nested_batches <= self.loaders.longest_iteration:
+                if source == passed and self._nested_batches <= self.loaders.longest_iteration:
                     self._in_nested = True
                     self._wait_began_ns = now
                     if now >= self._next_tick_ns and self.writer is not None:
                         self._tick(now)  # a long evaluation pass: the ring's heartbeat goes on
                     return
                 self.nested_source = 0  # the training loader's next(), or any other: the pass is over
-            # (A pass may end in another: a persistent validation iterator, exhausted, made anew.)
-            if source != self._open_source and source != passed and self._nests(source, loader, passed):
+            # (A pass may end in another: a persistent validation iterator, exhausted, made anew.) The
+            # cheap test first: a single loader's next() is never another iterator's.
+            if source != self._open_source and self._nests(source, loader, passed):
                 self.nested_source, self._nested_batches = source, 1
                 self._in_nested = True
                 # The pass's iter() (its workers starting) is its first wait.
@@ -331,6 +332,7 @@ class StepClock:
             and self.is_open
             and self._open_source
             and source != self._open_source
+            and source != passed
             and source not in self._training_sources
             and loader != self._open_loader
             and (passed or (self.work.model_end_ns and self.work.open))  # after a pass: its model had run
