@@ -648,20 +648,24 @@ def _validates(stack: ThreadStack) -> bool:
     return any(_matches(f, _VALIDATING) for f in stack.frames)
 
 
-def _validation_work(placed: list[tuple[ThreadStack, SampleClass]], total: int) -> LoopHost:
+def _validation_work(
+    placed: list[tuple[ThreadStack, SampleClass]], total: int, validating: set[int]
+) -> LoopHost:
     """The share of ``total`` samples a Trainer's validation passes hold besides their waits for data (their
     model calls, copies, syncs and Python), with the lines that hold most of them (the job's own innermost
     frame: its validation_step; else the framework's). None of it where the window does not also train: a
-    job that only validates (trainer.validate(), trainer.evaluate()) has no training loop to hold up."""
+    job that only validates (trainer.validate(), trainer.evaluate()) has no training loop to hold up.
+    ``validating``: the ids of the stacks in a pass (``_validates``)."""
     trains = any(
-        not _validates(s) and any(_matches(f, _TRAINING) and not _matches(f, _CONSTRUCTION) for f in s.frames)
+        id(s) not in validating
+        and any(_matches(f, _TRAINING) and not _matches(f, _CONSTRUCTION) for f in s.frames)
         for s, _ in placed
     )
     if not trains or not total:
         return LoopHost(0.0)
     by_line: dict[str, int] = {}
     for stack, cls in placed:
-        if cls in ("data_wait", "main_loading") or not _validates(stack):
+        if cls in ("data_wait", "main_loading") or id(stack) not in validating:
             continue
         # Innermost first: a frame of the job's own inside the framework's pass (its validation_step),
         # else the framework's outermost validation function (Trainer.evaluate).
@@ -1284,11 +1288,12 @@ def summarise_window(
         classified = [(s, _placed_in_loop(loop, s, c)) for s, c in classified]
     model_span = _model_lines(loop, main)
     placed, loop_maths = _place_own_maths(classified, loop, loop_seen, model_span)
-    validation = _validation_work(placed, total) if loop_seen else LoopHost(0.0)
+    validating = {id(s) for s, _ in placed if _validates(s)} if loop_seen else set()
+    validation = _validation_work(placed, total, validating) if validating else LoopHost(0.0)
     if validation.share:
         # Its model calls are not the training step's compute: the loop's own work ("other"), apart.
         placed = [
-            (s, "other" if cls not in ("data_wait", "main_loading") and _validates(s) else cls)
+            (s, "other" if cls not in ("data_wait", "main_loading") and id(s) in validating else cls)
             for s, cls in placed
         ]
     loop_other = [s for s, cls in placed if cls == "other"]
@@ -1301,7 +1306,7 @@ def summarise_window(
         else [
             (s, cls)
             for s, cls in placed
-            if cls == "other" and not _in_loop(loop, s) and not (validation.share and _validates(s))
+            if cls == "other" and not _in_loop(loop, s) and not (validation.share and id(s) in validating)
         ]
     )
     workers = worker_loads(window.stacks, root)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -399,13 +399,12 @@ def window_stats(
     )
     elapsed_s = wall_total_s + between_ms / 1000
     typical_wall = statistics.median(wall)
-    checkpoint_ms = sum(max(0.0, s.wall_ms - typical_wall) for s in saving)
+    checkpoint_ms = _beyond(typical_wall, (s.wall_ms for s in saving))
     passes = [s for s in window if s.nested_pass]
-    passes_ms = sum(max(0.0, s.wall_ms - typical_wall) for s in passes)
-    typical_wait = statistics.median(wait)
+    passes_ms = _beyond(typical_wall, (s.wall_ms for s in passes))
+    pass_waits_ms = _beyond(statistics.median(wait), (s.data_wait_ms for s in passes))
     typical_post = statistics.median(s.loop_post_ms for s in window)
-    pass_waits_ms = sum(max(0.0, s.data_wait_ms - typical_wait) for s in passes)
-    pass_work_ms = sum(max(0.0, s.loop_post_ms - typical_post) for s in passes)
+    pass_work_ms = _beyond(typical_post, (s.loop_post_ms for s in passes))
     # The GPU's idle through a pass is in the gap of the step after it, where that step was timed.
     after_pass = {s.step + 1 for s in passes}
     passes_timed = sum(1 for s in window if s.step in after_pass and s.gpu_gap_ms is not None)
@@ -458,6 +457,11 @@ def window_stats(
         between_share=_share(between_ms, wall_total_ms + between_ms),
         samples_per_step=sum(s.samples for s in window) / len(window),
     )
+
+
+def _beyond(typical: float, values: Iterable[float]) -> float:
+    """What ``values`` hold beyond ``typical`` each, summed: what a window's special steps cost it."""
+    return sum(max(0.0, value - typical) for value in values)
 
 
 def between_iterations_ms(step: StepRecord, previous: StepRecord | None) -> float:
