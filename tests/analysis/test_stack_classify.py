@@ -596,3 +596,16 @@ def test_the_batch_built_before_the_models_call_is_the_loops_own_work_not_the_mo
     assert rank.loop_host.top_lines[0] == ("train.py:12", 0.4), rank.loop_host
     verdict = sampled_verdict([(None, rank)])
     assert verdict.kind == "loop-bound", verdict.headline
+
+
+def test_a_step_py_spy_saw_on_the_emas_line_does_not_make_the_ema_the_models() -> None:
+    # A real window of the EMA job on a loaded machine: the EMA's line (263) holds 34 samples of its
+    # tensor maths and 2 of opt.step() that py-spy read with the loop's frame still there, 2 of the
+    # window's 14 model samples. Before, those 2 made line 263 the model step's last line, so the EMA
+    # was not "after the model" (CI failed on the attach test of that job once in a full run).
+    rank = summary("ema_loaded")
+    assert rank.loop_tensor_after_model is True, rank.loop_tensor
+    assert rank.loop_tensor.top_lines[0][0] == "train_cpu.py:263", rank.loop_tensor
+    verdict = sampled_verdict([(None, rank)])
+    assert verdict.kind == "loop-bound", verdict.headline
+    assert verdict.advice[0].startswith("Most of it is tensor maths on the loop's own lines after the model")

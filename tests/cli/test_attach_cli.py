@@ -441,7 +441,7 @@ def test_an_ema_after_the_step_through_a_progress_generator_reads_as_xfertop_run
     (rank,) = report["ranks"]
     verdict = report["verdict"]
     assert verdict["kind"] == run_verdict["kind"], (verdict["headline"], rank)
-    assert rank["loop_tensor_after_model"] is True, rank
+    assert rank["loop_tensor_after_model"] is True, json.dumps(rank)
     assert verdict["advice"][0].startswith(
         "Most of it is tensor maths on the loop's own lines after the model"
     ), verdict["advice"]

@@ -873,17 +873,26 @@ def _model_lines(loop: _Loop | None, stacks: list[ThreadStack]) -> tuple[int, in
     through a large loss. Anchoring it on the forward keeps out an ``optimizer.zero_grad()`` at the
     body's top (the batch's normalising after it is the loop's, not the model's) and a sample py-spy read
     with the loop's frame still on an earlier line (session 29's j49: one optimizer sample on the line
-    before the batch was built made that building the model's)."""
+    before the batch was built made that building the model's). A held line runs the step in at least half
+    of its own samples too: py-spy, reading a running thread, now and then names the loop's frame at a
+    line the thread left (an optimizer step seen on an EMA's line, 2 of that line's 36 samples and of the
+    window's 14 model samples on a loaded 2-core machine), and such a line is not the model's."""
     model_lines: dict[int, int] = {}
+    line_samples: dict[int, int] = {}
     forward_lines: set[int] = set()
     for stack in stacks:
-        line = _body_line(loop, stack) if any(_dispatches(f) for f in stack.frames) else None
-        if line is not None:
+        line = _body_line(loop, stack)
+        if line is None:
+            continue
+        line_samples[line] = line_samples.get(line, 0) + stack.count
+        if any(_dispatches(f) for f in stack.frames):
             model_lines[line] = model_lines.get(line, 0) + stack.count
             if any(_matches(f, _MODULE_CALL) for f in stack.frames):
                 forward_lines.add(line)
     total = sum(model_lines.values())
-    held = [line for line, count in model_lines.items() if count * 10 >= total]
+    held = [
+        line for line, count in model_lines.items() if count * 10 >= total and count * 2 >= line_samples[line]
+    ]
     if not held:
         return None
     last = max(held)
