@@ -263,13 +263,17 @@ def test_a_run_whose_model_is_seen_splits_the_host_step_in_six_parts(tmp_path: P
 
 
 def test_the_advice_names_the_workers_of_the_loader_whose_steps_wait(tmp_path: Path) -> None:
-    """The ring's workers count is the training loader's (2); the wait is the validation loader's."""
+    """The ring's workers count is the training loader's (2); the wait is the validation loader's, in
+    passes over it every 16 steps: the passes are named, and the advice is for their loader (before, a
+    "set persistent_workers=True" for the spikes too, on a loader without workers)."""
     wrapped = _run(tmp_path, SLOW_VALIDATION)
     assert wrapped.returncode == 0, wrapped.stderr
     last = _summary_json(wrapped.stderr.split("xfertop run: ", 1)[1])["last_verdict"]
-    assert last["kind"] == "input-bound" and last["headline"].endswith("(num_workers=0)"), last
-    assert "num_workers=0" in last["advice"][0] and "num_workers=2" in last["advice"][0], last["advice"]
+    assert last["kind"] == "input-bound", last
+    assert "(num_workers=0), mostly in passes over another DataLoader" in last["headline"], last
+    assert "about every 16 steps; its loader has num_workers=0" in last["advice"][0], last["advice"]
     assert any(line.startswith("num_workers=0: every batch is loaded") for line in last["advice"]), last
+    assert not any("persistent_workers" in line for line in last["advice"]), last["advice"]
 
 
 # `next(iter(loader))` in the loop: a new iterator, and a new worker, every step.

@@ -257,12 +257,38 @@ def another_loader_waits(workers: int, longest_loader_workers: int) -> str:
     )
 
 
+def passes_hold_the_wait(stats: WindowStats) -> bool:
+    """Most of the window's DataLoader wait falls in passes over another loader inside the training loop
+    (a validation pass every N steps over a slow loader), beyond what a typical step waits."""
+    share = stats.nested_pass_wait_share
+    return (
+        bool(stats.nested_pass_steps)
+        and share >= NESTED_PASS_WARN_SHARE
+        and share * 2 >= stats.data_wait_share
+    )
+
+
+def nested_pass_wait_advice(stats: WindowStats, workers: int | None) -> str:
+    """The input advice's first line where passes_hold_the_wait: which loader waits, and the passes' own
+    remedy; ``workers``: that loader's num_workers (the loader whose steps waited longest)."""
+    loader = f"; its loader has num_workers={workers}" if workers is not None else ""
+    return (
+        "Most of the wait is in passes over another DataLoader inside the training loop (validation, about "
+        f"every {stats.nested_pass_period} steps{loader}): they wait {pct(stats.nested_pass_wait_share)} of "
+        "the time beyond a typical step. The advice below is for that loader; validating less often or on "
+        "fewer batches (eval_steps, val_check_interval, limit_val_batches) cuts the wait too."
+    )
+
+
 def input_bound_advice(
     stats: WindowStats, dataloader_workers: int | None, context: Context | None = None
 ) -> list[str]:
+    """``dataloader_workers``: the num_workers of the loader whose steps waited longest."""
     context = context or Context()
-    advice: list[str] = []
-    spikes = has_spikes(stats)
+    in_passes = passes_hold_the_wait(stats)
+    advice: list[str] = [nested_pass_wait_advice(stats, dataloader_workers)] if in_passes else []
+    # Steps that wait far longer than the rest: the passes, where they hold the wait (named above).
+    spikes = has_spikes(stats) and not in_passes
     restarts = restarts_workers(stats)
     if new_iterator_every_step(stats):
         # Neither persistent workers nor more of them: each step asks a new iterator for its first batch.
@@ -286,7 +312,7 @@ def input_bound_advice(
             f"epoch ({stats.worker_start_steps} of {stats.steps} steps), where a DataLoader (training or "
             "validation) starts its workers again: set persistent_workers=True on it."
         )
-    elif spikes:
+    elif spikes and dataloader_workers != 0:  # without workers there are none to keep
         advice.append(
             f"A few steps hold most of the wait (longest {stats.data_wait_max_ms:.0f} ms, median "
             f"{stats.data_wait.p50_ms:.0f} ms): if they fall at epoch starts, set "

@@ -419,9 +419,15 @@ def _input_write(sig: Signals) -> RuleResult:
         headline = f"input-bound: {pct(sig.input)} of each step waits for the DataLoader"
     if sig.workers == 0:
         headline += " (num_workers=0)"
+    in_passes = advise.passes_hold_the_wait(sig.stats)
+    if in_passes:
+        headline += (
+            ", mostly in passes over another DataLoader inside the training loop (validation, about every "
+            f"{sig.stats.nested_pass_period} steps)"
+        )
     severity = _severity(sig.input, INPUT_CRITICAL_SHARE)
     advice = advise.input_bound_advice(sig.stats, sig.workers, sig.context)
-    if sig.longest_loader_workers is not None and sig.workers is not None:
+    if sig.longest_loader_workers is not None and sig.workers is not None and not in_passes:
         advice.insert(0, advise.another_loader_waits(sig.workers, sig.longest_loader_workers))
     return severity, headline, advice
 
