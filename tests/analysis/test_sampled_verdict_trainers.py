@@ -1,6 +1,7 @@
-"""What attach says of Trainers that validate inside their training run, against what `xfertop run` says of
-the same jobs: py-spy windows recorded from real CPU processes (fixtures/pyspy_trainers), judged with
-NVML's answers about a GPU (faked: the hardware boundary) where the case needs one.
+"""What attach says of Trainers (and plain loops) that validate inside their training run, against what
+`xfertop run` says of the same jobs: py-spy windows recorded from real CPU processes
+(fixtures/pyspy_trainers), judged with NVML's answers about a GPU (faked: the hardware boundary) where the
+case needs one.
 
 Under `xfertop run` the Hugging Face job (eval_steps=50) reads "loop-bound: passes over another
 DataLoader inside the training loop (validation, about every 50 steps) take 14% of the time" and the
@@ -23,13 +24,13 @@ from xfertop.model.stacks import AttachTarget, StacksState
 HF, LIGHTNING = "hf_eval_every_50", "lightning_val_every_50"
 
 
-def judged(name: str, busy_percent: float | None = None) -> tuple[RankStacks, Verdict]:
+def judged(name: str, busy_percent: float | None = None, seconds: float = 12.0) -> tuple[RankStacks, Verdict]:
     pid = phase_window(name, folder=TRAINERS).root_pid
     readings: list[GpuState] = [] if busy_percent is None else nvml_readings(pid, busy_percent)
     started_at = readings[0].timestamp - 1.0 if readings else 0.0
     on_gpu = True if readings else None
-    window = phase_window(name, started_at=started_at, uses_cuda=on_gpu, folder=TRAINERS, duration_s=12.0)
-    state = StacksState(timestamp=started_at + 12.0, targets=(AttachTarget(pid=pid),), windows=(window,))
+    window = phase_window(name, started_at=started_at, uses_cuda=on_gpu, folder=TRAINERS, duration_s=seconds)
+    state = StacksState(timestamp=started_at + seconds, targets=(AttachTarget(pid=pid),), windows=(window,))
     (rank,), verdict = judge_stacks(state, lambda _: phase_lines(name, TRAINERS), readings)
     return rank, verdict
 
@@ -80,3 +81,29 @@ def test_a_job_that_only_validates_has_no_training_loop_to_hold_up() -> None:
     ]
     only = summarise_window(replace(window, stacks=tuple(validating)), phase_lines(HF, TRAINERS))
     assert only.loop_validation.share == 0.0
+
+
+def test_a_plain_loops_evaluate_every_n_steps_is_the_loops_work_not_its_training_loop() -> None:
+    # plain_loops.py evaluate: `evaluate()` of the job's own every 20 steps, its forward passes over a
+    # 2-worker loader costing more than the steps between them (session 31's j74; `xfertop run`:
+    # "loop-bound: passes over another DataLoader inside the training loop (validation, about every 20
+    # steps) take 68% of the time"). Before, attach took evaluate()'s loop, whose model calls outnumber
+    # the training step's, for the training loop: "input-bound: 16% of each step waits".
+    rank, verdict = judged("plain_evaluate_every_20", seconds=8.0)
+    assert rank.loop_host.loop_line == "plain_loops.py:51", rank.loop_host
+    assert rank.loop_validation.share > 0.3 and rank.loop_validation.top_lines[0][0] == "plain_loops.py:45"
+    assert verdict.kind == "loop-bound", verdict.headline
+    assert "(mostly validation passes)" in verdict.headline
+    assert verdict.advice[0].startswith("Validation passes inside the training run (plain_loops.py:45")
+
+
+def test_a_validation_loop_written_in_the_training_loops_body_is_a_pass_not_the_training_loop() -> None:
+    # plain_loops.py inline: `for vx, vy in val:` in the body every 40 steps, its loader's 2 workers
+    # starting at each pass; the window holds more reads of that loader than of the training one. Before,
+    # its statement (line 62) was taken for the training loop; now it is a pass inside the loop at 51,
+    # whose forward (line 63) is the loop's work, and the job reads input-bound as `xfertop run` reads it.
+    rank, verdict = judged("plain_inline_val_every_40", seconds=8.0)
+    assert rank.loop_host.loop_line == "plain_loops.py:51", rank.loop_host
+    assert rank.loop_validation.share > 0.03 and rank.loop_validation.top_lines[0][0] == "plain_loops.py:63"
+    assert rank.loop_tensor.share < 0.01, rank.loop_tensor  # the pass's own maths are the pass's
+    assert verdict.kind == "input-bound", verdict.headline

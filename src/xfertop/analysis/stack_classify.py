@@ -502,11 +502,11 @@ class _Loop:
                 outer is not None
                 and line != self.line
                 and not self.in_body(line)
-                and self._holds(outer[0], outer[1], line)
+                and self.holds(outer[0], outer[1], line)
             )
         return self._outer[line]
 
-    def _holds(self, opener: int, depth: int, line: int) -> bool:
+    def holds(self, opener: int, depth: int, line: int) -> bool:
         """``line`` is in the body of the block opened at line ``opener`` (indented ``depth``)."""
         for number in range(opener + 1, line + 1) if line > opener else ():
             text = self.line_text(self.filename, number)
@@ -520,7 +520,7 @@ class _Loop:
 
     def in_body(self, line: int) -> bool:
         if line not in self._body:
-            self._body[line] = self._holds(self.line, self.depth, line)
+            self._body[line] = self.holds(self.line, self.depth, line)
         return self._body[line]
 
 
@@ -544,7 +544,7 @@ def _find_loop(
     # neither (a few large kernels: the host launches them in a blink, then waits in .item()), the one
     # whose loop body waits for the GPU.
     model_callers = _loop_callers(stacks, lambda frames: _caller_of(frames, _computes))
-    model_fn = max(model_callers, key=lambda k: sum(model_callers[k].values())) if model_callers else None
+    model_fn = _model_function(stacks, model_callers, line_text)
     callers = _loop_callers(stacks, lambda frames: _data_loop_frame(frames, model_fn))
     if callers and model_fn is not None:
         # A loader read through a generator of the job's own (``for batch in progress(loader)``) where
@@ -563,7 +563,92 @@ def _find_loop(
     found = _loop_statement(filename, max(lines, key=lambda n: lines[n]), line_text)
     if found is None:
         return None
-    return _Loop(filename, name, found[0], found[1], line_text)
+    return _training_loop(_Loop(filename, name, found[0], found[1], line_text), stacks)
+
+
+def _training_loop(loop: _Loop, stacks: list[ThreadStack]) -> _Loop:
+    """``loop``, or the loop around it whose body trains where ``loop``'s does not: a validation pass
+    written in the training loop's body (``for vx, vy in val_loader:``) whose reads outnumber the
+    training loader's in the window (session 31's j63)."""
+    trained = {
+        frame.line
+        for stack in stacks
+        if any(_trains(f) for f in stack.frames) and (frame := loop.frame_in(stack.frames)) is not None
+    }
+    outer: _Loop | None = loop
+    while outer is not None and trained and not any(outer.in_body(line) for line in trained):
+        above = _loop_above(outer.filename, outer.line, outer.depth, outer.line_text)
+        outer = _Loop(loop.filename, loop.name, above[0], above[1], loop.line_text) if above else None
+    return outer or loop
+
+
+def _trains(frame: Frame) -> bool:
+    return _matches(frame, _TRAINING) and not _matches(frame, _CONSTRUCTION)
+
+
+def _model_function(
+    stacks: list[ThreadStack], model_callers: dict[tuple[str, str], dict[int, int]], line_text: LineText
+) -> tuple[str, str] | None:
+    """The job's own function that calls the model most; but where that one never trains (no backward nor
+    optimizer step under it: an ``evaluate()`` of the job's own) and is called from inside a loop of the
+    function that does, that one: the training loop, which validates every N steps. Session 31's j74 (its
+    passes 66% of the time) read the evaluation's loop as the training loop: "input-bound 11%"."""
+    if not model_callers:
+        return None
+    most = max(model_callers, key=lambda k: sum(model_callers[k].values()))
+    trainers = _loop_callers(stacks, lambda frames: _caller_of(frames, _trains))
+    if not trainers or most in trainers:
+        return most
+    trainer = max(trainers, key=lambda k: sum(trainers[k].values()))
+    for stack in stacks:
+        caller = _caller_of(stack.frames, _computes)
+        if caller is None or (caller.filename, caller.name) != most:
+            continue
+        outer = next((f for f in stack.frames if (f.filename, f.name) == trainer), None)
+        if outer is not None and _loop_statement(outer.filename, outer.line, line_text) is not None:
+            return trainer
+    return most
+
+
+@dataclass(frozen=True)
+class _Passes:
+    """Where the training loop's body makes passes over another DataLoader (a validation pass every N
+    steps): the body's lines that call a function of the job's own reading that loader in a loop of its
+    own (``evaluate(model, val_loader)``), and the loops over it written in the body itself (``for vx, vy
+    in val_loader:``): (statement line, indentation)."""
+
+    calls: frozenset[int] = frozenset()
+    loops: tuple[tuple[int, int], ...] = ()
+
+    def hold(self, loop: _Loop | None, stack: ThreadStack) -> bool:
+        line = _body_line(loop, stack)
+        if loop is None or line is None:
+            return False
+        return line in self.calls or any(
+            line == at or loop.holds(at, depth, line) for at, depth in self.loops
+        )
+
+
+def _passes(loop: _Loop | None, stacks: Iterable[ThreadStack], line_text: LineText | None) -> _Passes:
+    """The loop body's passes over another DataLoader (_Passes). A loader read on a body line outside
+    any other loop (``next(aux_it)``, zipped inputs) is the step's input, not a pass."""
+    if loop is None or line_text is None:
+        return _Passes()
+    calls: set[int] = set()
+    loops: set[tuple[int, int]] = set()
+    for stack in stacks:
+        reader = _loop_frame(stack.frames)
+        line = _body_line(loop, stack)
+        if reader is None or line is None or line == loop.line:
+            continue
+        statement = _loop_statement(reader.filename, reader.line, line_text)
+        if statement is None:
+            continue
+        if reader.filename != loop.filename or reader.name != loop.name:
+            calls.add(line)
+        elif statement[0] != loop.line and loop.in_body(statement[0]):
+            loops.add(statement)
+    return _Passes(frozenset(calls), tuple(sorted(loops)))
 
 
 def _in_body(loop: _Loop | None, stack: ThreadStack) -> int | None:
@@ -668,10 +753,11 @@ def _validation_work(
         if cls in ("data_wait", "main_loading") or id(stack) not in validating:
             continue
         # Innermost first: a frame of the job's own inside the framework's pass (its validation_step),
-        # else the framework's outermost validation function (Trainer.evaluate).
-        passes = [i for i, f in enumerate(stack.frames) if _matches(f, _VALIDATING)]
+        # else the framework's outermost validation function (Trainer.evaluate); a pass of the job's own
+        # loop, its innermost own frame (the evaluate()'s line).
+        passes = [i for i, f in enumerate(stack.frames) if _matches(f, _VALIDATING)] or [len(stack.frames)]
         own = next((f for f in stack.frames[: passes[0]] if _is_own(f)), None)
-        outer = stack.frames[passes[-1]]
+        outer = stack.frames[passes[-1] if passes[-1] < len(stack.frames) else -1]
         label = (
             f"{_short(own.filename)}:{own.line}" if own else f"{outer.function} ({_short(outer.filename)})"
         )
@@ -1295,9 +1381,11 @@ def summarise_window(
     loop_seen = _loop_seen(classified, total, loop, line_text is not None)
     if loop_seen:
         classified = [(s, _placed_in_loop(loop, s, c)) for s, c in classified]
-    model_span = _model_lines(loop, main)
+    passes = _passes(loop, main, line_text) if loop_seen else _Passes()
+    in_pass = {id(s) for s in main if passes.hold(loop, s)} if passes.calls or passes.loops else set()
+    model_span = _model_lines(loop, [s for s in main if id(s) not in in_pass])
     placed, loop_maths = _place_own_maths(classified, loop, loop_seen, model_span)
-    validating = {id(s) for s, _ in placed if _validates(s)} if loop_seen else set()
+    validating = {id(s) for s, _ in placed if _validates(s) or id(s) in in_pass} if loop_seen else set()
     validation = _validation_work(placed, total, validating) if validating else LoopHost(0.0)
     if validation.share:
         # Its model calls are not the training step's compute: the loop's own work ("other"), apart.
@@ -1305,7 +1393,10 @@ def summarise_window(
             (s, "other" if cls not in ("data_wait", "main_loading") and id(s) in validating else cls)
             for s, cls in placed
         ]
-    loop_other = [s for s, cls in placed if cls == "other"]
+    # The loop's own work besides its validation passes (counted apart above).
+    if validation.share:
+        loop_maths = [s for s in loop_maths if id(s) not in validating]
+    loop_other = [s for s, cls in placed if cls == "other" and not (validation.share and id(s) in validating)]
     # Outside the phases: everything while the job starts up (as first classified: its tensor maths
     # builds data), else the "other" samples that are not the loop's own work (its body, its iterable,
     # a Trainer's validation passes).
