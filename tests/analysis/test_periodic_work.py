@@ -161,3 +161,21 @@ def test_slow_steps_without_workers_get_no_advice_about_keeping_workers() -> Non
     verdict = rank_verdict(steps, dataloader_workers=0)
     assert verdict.kind == "input-bound" and "passes" not in verdict.headline, verdict.headline
     assert "persistent_workers" not in advice_text(verdict), verdict.advice
+
+
+def test_a_window_that_is_not_whole_periods_gives_the_passes_spacing_or_none() -> None:
+    # Two passes 16 steps apart in the last 50 steps (too few for whole periods): every 16, not 50 / 2.
+    # Session 31: a 52-step window of such a job read "about every 26 steps".
+    def job(count: int, passes: tuple[int, ...]) -> list[StepRecord]:
+        return [
+            step_record(i, model_ms=1.0, wait_ms=300.0 if i in passes else 0.5, nested_pass=i in passes)
+            for i in range(count)
+        ]
+
+    stats = window_stats(job(60, (23, 39)))
+    assert stats is not None and (stats.steps, stats.nested_pass_steps) == (50, 2)
+    assert stats.nested_pass_period == 16
+    assert "about every 16 steps" in rank_verdict(job(60, (23, 39))).headline
+    # One pass in the window says no period.
+    verdict = rank_verdict(job(40, (20,)))
+    assert "(validation, one in the window's 35 steps)" in verdict.headline, verdict.headline  # past warm-up

@@ -271,7 +271,9 @@ def test_the_advice_names_the_workers_of_the_loader_whose_steps_wait(tmp_path: P
     last = _summary_json(wrapped.stderr.split("xfertop run: ", 1)[1])["last_verdict"]
     assert last["kind"] == "input-bound", last
     assert "(num_workers=0), mostly in passes over another DataLoader" in last["headline"], last
-    assert "about every 16 steps; its loader has num_workers=0" in last["advice"][0], last["advice"]
+    # (The last live verdict may be an early window's, with one pass: "one in the window's 26 steps".)
+    assert "(validation, " in last["advice"][0], last["advice"]
+    assert "steps; its loader has num_workers=0)" in last["advice"][0], last["advice"]
     assert any(line.startswith("num_workers=0: every batch is loaded") for line in last["advice"]), last
     assert not any("persistent_workers" in line for line in last["advice"]), last["advice"]
 

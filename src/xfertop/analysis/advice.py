@@ -257,6 +257,15 @@ def another_loader_waits(workers: int, longest_loader_workers: int) -> str:
     )
 
 
+def passes_when(stats: WindowStats) -> str:
+    """How often the window's passes over another loader came: "validation, about every 50 steps"; a
+    window with one pass says no period ("validation, one in the window's 26 steps": a live verdict
+    judged early in a short job)."""
+    if stats.nested_pass_steps < 2:
+        return f"validation, one in the window's {stats.steps} steps"
+    return f"validation, about every {stats.nested_pass_period} steps"
+
+
 def passes_hold_the_wait(stats: WindowStats) -> bool:
     """Most of the window's DataLoader wait falls in passes over another loader inside the training loop
     (a validation pass every N steps over a slow loader), beyond what a typical step waits."""
@@ -273,8 +282,8 @@ def nested_pass_wait_advice(stats: WindowStats, workers: int | None) -> str:
     remedy; ``workers``: that loader's num_workers (the loader whose steps waited longest)."""
     loader = f"; its loader has num_workers={workers}" if workers is not None else ""
     return (
-        "Most of the wait is in passes over another DataLoader inside the training loop (validation, about "
-        f"every {stats.nested_pass_period} steps{loader}): they wait {pct(stats.nested_pass_wait_share)} of "
+        "Most of the wait is in passes over another DataLoader inside the training loop "
+        f"({passes_when(stats)}{loader}): they wait {pct(stats.nested_pass_wait_share)} of "
         "the time beyond a typical step. The advice below is for that loader; validating less often or on "
         "fewer batches (eval_steps, val_check_interval, limit_val_batches) cuts the wait too."
     )
@@ -469,8 +478,7 @@ def nested_pass_advice(stats: WindowStats) -> list[str]:
     if stats.nested_pass_share < NESTED_PASS_WARN_SHARE or not stats.nested_pass_steps:
         return []
     return [
-        "A pass over another DataLoader inside the training loop (validation, about every "
-        f"{stats.nested_pass_period} steps) "
+        f"A pass over another DataLoader inside the training loop ({passes_when(stats)}) "
         f"took {pct(stats.nested_pass_share)} of the time beyond a typical step: {NESTED_PASS_REMEDY}"
     ]
 

@@ -190,6 +190,8 @@ class WindowStats:
     nested_pass_work_share: float = 0.0
     #: Passes whose GPU idle was measured: the step after them carries a gap.
     nested_pass_timed_steps: int = 0
+    #: Steps from one pass to the next, about (0: no pass in the window; _pass_period).
+    nested_pass_every: float = 0.0
     #: The loop's own work before the model and after it, and syncs: host shares of the wall.
     loop_pre_share: float = 0.0
     sync_share: float = 0.0
@@ -212,8 +214,8 @@ class WindowStats:
 
     @property
     def nested_pass_period(self) -> int:
-        """Steps per nested pass in the window, about (0: none)."""
-        return round(self.steps / self.nested_pass_steps) if self.nested_pass_steps else 0
+        """Steps per nested pass, about (0: none)."""
+        return round(self.nested_pass_every)
 
     @property
     def input_share(self) -> float:
@@ -447,6 +449,7 @@ def window_stats(
         nested_pass_wait_share=_share(pass_waits_ms, wall_total_ms),
         nested_pass_work_share=_share(pass_work_ms, wall_total_ms),
         nested_pass_timed_steps=passes_timed,
+        nested_pass_every=_pass_period(window, passes),
         loop_pre_share=_share(sum(s.loop_pre_ms for s in window), wall_total_ms),
         sync_share=_share(sum(s.sync_ms for s in window), wall_total_ms),
         loop_post_share=_share(sum(s.loop_post_ms for s in window), wall_total_ms),
@@ -457,6 +460,18 @@ def window_stats(
         between_share=_share(between_ms, wall_total_ms + between_ms),
         samples_per_step=sum(s.samples for s in window) / len(window),
     )
+
+
+def _pass_period(window: Sequence[StepRecord], passes: Sequence[StepRecord]) -> float:
+    """Steps from one nested pass to the next, about: the window's steps per pass where it is whole periods
+    (whole_periods ends it at a pass; a Lightning job's passes at 50 and 100 of each 128-step epoch are
+    every 64), else the passes' mean spacing (a window of the last 50 steps held 2 passes every 16 and
+    read "about every 26")."""
+    if not passes:
+        return 0.0
+    if window[-1].nested_pass or len(passes) < 2:
+        return len(window) / len(passes)
+    return (passes[-1].step - passes[0].step) / (len(passes) - 1)
 
 
 def _beyond(typical: float, values: Iterable[float]) -> float:

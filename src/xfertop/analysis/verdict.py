@@ -421,10 +421,8 @@ def _input_write(sig: Signals) -> RuleResult:
         headline += " (num_workers=0)"
     in_passes = advise.passes_hold_the_wait(sig.stats)
     if in_passes:
-        headline += (
-            ", mostly in passes over another DataLoader inside the training loop (validation, about every "
-            f"{sig.stats.nested_pass_period} steps)"
-        )
+        when = advise.passes_when(sig.stats)
+        headline += f", mostly in passes over another DataLoader inside the training loop ({when})"
     severity = _severity(sig.input, INPUT_CRITICAL_SHARE)
     advice = advise.input_bound_advice(sig.stats, sig.workers, sig.context)
     if sig.longest_loader_workers is not None and sig.workers is not None and not in_passes:
@@ -470,8 +468,8 @@ def _loop_write(sig: Signals) -> RuleResult:
         rest = advice if sig.loop - passes >= LOOP_WARN_SHARE else advice[-1:]
         advice = [*advise.nested_pass_advice(sig.stats), *rest]
         headline = (
-            f"loop-bound: passes over another DataLoader inside the training loop (validation, about every "
-            f"{sig.stats.nested_pass_period} steps) take {pct(passes)} of the time"
+            "loop-bound: passes over another DataLoader inside the training loop "
+            f"({advise.passes_when(sig.stats)}) take {pct(passes)} of the time"
         )
     else:
         headline = f"loop-bound: the loop's own work {_where_loop(sig)}{what} holds the step; {holds}"
