@@ -513,6 +513,45 @@ def test_a_loop_stepped_by_its_optimizer_counts_the_optimizer_step_as_the_models
     assert statistics.median(s.model_ms - truth["optimizer"][s.step + 1] for s in steps) >= 0, (truth, steps)
 
 
+ACCUMULATION_FETCHED_FIRST = _with_spin("""
+import time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+SPIN
+
+model = torch.nn.Linear(8, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+batches = iter(DataLoader(TensorDataset(torch.randn(4 * 4 * 20, 8)), batch_size=4))
+for cycle in range(20):
+    # As the Hugging Face Trainer does with gradient_accumulation_steps=4: the cycle's batches first.
+    fetched = [next(batches) for _ in range(4)]
+    for (x,) in fetched:
+        spin(0.002, "model")
+        model(x).square().mean().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+print("done")
+""")
+
+
+def test_steps_that_only_fetch_a_cycles_batches_are_partitioned_once_the_model_is_seen(
+    tmp_path: Path,
+) -> None:
+    # Three steps in four hold only their batch's wait (the next fetch follows at once); the fourth runs
+    # the cycle's four micro-steps. Before, only that fourth was flagged partitioned, and the window and
+    # the summary read "model and loop not told apart" for a job whose parts were all known.
+    result, (rank,) = run_under_xfertop(tmp_path, ACCUMULATION_FETCHED_FIRST, summary=True)
+    assert result.stdout == "done\n", result.stderr
+    steps = rank.steps[12:]
+    assert all(s.partitioned for s in steps), [(s.step, s.partitioned) for s in steps]
+    fetching = [s for s in steps if s.step % 4 != 3]
+    assert max(s.model_ms for s in fetching) < 1.0, [s.model_ms for s in fetching]
+    summary = json.loads((tmp_path / "rings" / "summaries").glob("*.json").__next__().read_text())
+    assert summary["shares"]["partitioned"] is True, summary["shares"]
+    assert "not told apart" not in result.stderr
+
+
 CAST_THEN_AUGMENT = _with_spin("""
 import time
 import torch

@@ -71,6 +71,9 @@ class StepClock:
         #: `xfertop run` sees the model's calls, backward and optimizer steps: the step's first work is its
         #: first copy or model call (else the batch's arrival, as far as anyone can tell).
         self.partitioning = False
+        #: A step's model has ended under partitioning: the watch sees this job's model, so a step with
+        #: no copy nor model call had none (_close).
+        self._model_seen = False
         self._main_thread = threading.main_thread().ident
         self.loader_off_thread = False  # a watched loader was read off the main thread (said once)
         #: The thread that read it, until an optimizer step says whether that thread is a prefetcher's
@@ -422,11 +425,20 @@ class StepClock:
             flags |= gap.step_closing(step, now)
         if work.h2d_bytes and not work.any_pageable:  # every host-to-device copy was from pinned memory
             flags |= _F_PINNED
+        loop_pre_ns, loop_post_ns = work.loop_ns(now)
         if self.partitioning and work.first_work_ns:
             flags |= _F_PARTITIONED
-            if not work.model_end_ns and self.on_step_without_model_end is not None:
+            if work.model_end_ns:
+                self._model_seen = True
+            elif self.on_step_without_model_end is not None:
                 self.on_step_without_model_end()
-        loop_pre_ns, loop_post_ns = work.loop_ns(now)
+        elif self._model_seen and self.partitioning:
+            # No copy nor model call in this step, where the watch has seen the model's: all of it after
+            # the wait is the loop's own (a Hugging Face Trainer with gradient accumulation fetches the
+            # cycle's batches first, steps that hold only their waits). Unflagged, three steps in four
+            # left a job's shares "model and loop not told apart" (session 30's j69).
+            flags |= _F_PARTITIONED
+            loop_pre_ns = max(0, now - self._start_ns - self._wait_ns - work.copy_cpu_ns - work.sync_ns)
         writer.write_step(
             step,
             self._start_ns,
