@@ -307,14 +307,7 @@ def input_bound_advice(
         )
         return [new_iterator_advice(seen, bool(stats.worker_start_steps))]
     if restarts and stats.sampled:
-        advice.append(
-            f"{stats.worker_start_steps} DataLoader worker{'s' if stats.worker_start_steps != 1 else ''} "
-            "ended during the window while the job ran on, and the main thread spent "
-            f"{pct(stats.worker_start_wait_share * stats.data_wait_share)} of its samples starting or "
-            "stopping workers: a loader (training or validation) restarts its workers every epoch "
-            "without persistent_workers, or is made anew. Set persistent_workers=True, then look again "
-            "before adding workers."
-        )
+        advice.append(sampled_restarts_advice(stats))
     elif restarts:
         advice.append(
             f"{pct(stats.worker_start_wait_share)} of the wait falls in the first step of each "
@@ -415,6 +408,18 @@ def new_iterator_advice(seen: str, starts_workers: bool) -> str:
         f"{seen} The loop calls iter(loader) every step (`next(iter(loader))`): each step pays iter()"
         f"{started} and uses one batch of what it prefetched. Make the iterator once, outside the loop "
         "(`it = iter(loader)`; `next(it)` each step; a new one at StopIteration)."
+    )
+
+
+def sampled_restarts_advice(stats: WindowStats) -> str:
+    """Attach saw workers end while the job ran on (restarts_workers on a sampled window)."""
+    return (
+        f"{stats.worker_start_steps} DataLoader worker{'s' if stats.worker_start_steps != 1 else ''} "
+        "ended during the window while the job ran on, and the main thread spent "
+        f"{pct(stats.worker_start_wait_share * stats.data_wait_share)} of its samples starting or "
+        "stopping workers: a loader (training or validation) restarts its workers every epoch "
+        "without persistent_workers, or is made anew. Set persistent_workers=True, then look again "
+        "before adding workers."
     )
 
 

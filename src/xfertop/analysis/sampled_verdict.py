@@ -25,6 +25,8 @@ from xfertop.analysis.advice import (
     host_bound_advice,
     new_iterator_advice,
     pct,
+    restarts_workers,
+    sampled_restarts_advice,
     sync_bound_advice,
 )
 from xfertop.analysis.evidence import CgroupCpuEvidence, Context, WorkersEvidence
@@ -404,7 +406,10 @@ def _judged(
             f"{verdict.headline}: the main thread unpacks the workers' tensors ({pct(rank.receive_share)} "
             "of samples)"
         )
-        verdict = replace(verdict, headline=headline, advice=(_receive_advice(rank),))
+        # Workers that ended while the job ran were started again meanwhile (a validation loader without
+        # persistent_workers at each pass): that first, as for any input-bound window.
+        restarts = [sampled_restarts_advice(stats)] if restarts_workers(stats) else []
+        verdict = replace(verdict, headline=headline, advice=(*restarts, _receive_advice(rank)))
     elif verdict.kind == "input-bound" and sampler.share * 2 >= stats.input_share:
         # The wait is the main thread's own work drawing indices: no worker runs a sampler, so neither
         # more workers nor cheaper samples shorten it.
@@ -535,9 +540,11 @@ def _receive_advice(rank: RankStacks) -> str:
         f"The main thread rebuilds the tensors of the workers' batches in {pct(rank.receive_share)} of "
         f"samples while the workers are busy {pct(busy)}: each tensor of a batch crosses from its worker "
         "as its own shared-memory handle, so a batch of many small tensors (lists of per-sample tensors "
-        "from a collate_fn that does not stack them) costs more to pass than to make. Return a few large "
-        "tensors per batch (stack or pad in collate_fn; concatenate variable-size fields with offsets), or "
-        "call torch.multiprocessing.set_sharing_strategy('file_system') before the loaders are made."
+        "from a collate_fn that does not stack them), or one that costs almost nothing to make (tensors "
+        "already in memory), costs more to pass than to make. Return a few large tensors per batch (stack "
+        "or pad in collate_fn; concatenate variable-size fields with offsets); for data already in "
+        "memory, num_workers=0 passes nothing; or call "
+        "torch.multiprocessing.set_sharing_strategy('file_system') before the loaders are made."
     )
 
 
