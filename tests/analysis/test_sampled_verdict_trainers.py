@@ -107,9 +107,12 @@ def test_a_validation_loop_written_in_the_training_loops_body_is_a_pass_not_the_
     assert rank.loop_validation.share > 0.03 and rank.loop_validation.top_lines[0][0] == "plain_loops.py:63"
     assert rank.loop_tensor.share < 0.01, rank.loop_tensor  # the pass's own maths are the pass's
     assert verdict.kind == "input-bound", verdict.headline
-    # The main thread unpacks the idle workers' batches (30% of samples), and the pass's loader starts its
-    # 2 workers at each pass (14%): both named, the restarts first as `xfertop run` names them. Before,
-    # the unpacking's advice alone, blaming "many small tensors" (a batch here holds two).
+    # Most of the wait is the passes' (their loader's workers starting and their batches unpacked), as
+    # `xfertop run` says; the main thread unpacks the idle workers' batches (30% of samples), and the
+    # pass's loader starts its 2 workers at each pass (14%): all named, the passes and the restarts first.
+    # Before, the unpacking's advice alone, blaming "many small tensors" (a batch here holds two).
+    assert "mostly in validation passes inside the training run" in verdict.headline, verdict.headline
     assert "the main thread unpacks the workers' tensors" in verdict.headline
-    assert "Set persistent_workers=True" in verdict.advice[0], verdict.advice
-    assert "costs almost nothing to make" in verdict.advice[1], verdict.advice
+    assert verdict.advice[0].startswith("Most of the wait is in validation passes"), verdict.advice
+    assert "Set persistent_workers=True" in verdict.advice[1], verdict.advice
+    assert "costs almost nothing to make" in verdict.advice[2], verdict.advice

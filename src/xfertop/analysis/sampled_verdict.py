@@ -391,6 +391,11 @@ def _judged(
     verdict = judge(stats, dataloader_workers=workers, context=context)
     extra = cpu_loop
     sampler = rank.sampler
+    passes = [_validation_wait_advice(rank)] if _passes_hold_the_wait(rank, stats) else []
+    if verdict.kind == "input-bound" and passes:
+        # As `xfertop run` says of the same job: the wait is the validation passes' loader's.
+        headline = f"{verdict.headline}, mostly in validation passes inside the training run"
+        verdict = replace(verdict, headline=headline, advice=(*passes, *verdict.advice))
     if verdict.kind == "input-bound" and rank.new_iterator_line and _iterators_hold_the_wait(rank, stats):
         seen = (
             f"The main thread starts and stops a loader's iterator in {pct(rank.worker_start_share)} of "
@@ -409,7 +414,7 @@ def _judged(
         # Workers that ended while the job ran were started again meanwhile (a validation loader without
         # persistent_workers at each pass): that first, as for any input-bound window.
         restarts = [sampled_restarts_advice(stats)] if restarts_workers(stats) else []
-        verdict = replace(verdict, headline=headline, advice=(*restarts, _receive_advice(rank)))
+        verdict = replace(verdict, headline=headline, advice=(*passes, *restarts, _receive_advice(rank)))
     elif verdict.kind == "input-bound" and sampler.share * 2 >= stats.input_share:
         # The wait is the main thread's own work drawing indices: no worker runs a sampler, so neither
         # more workers nor cheaper samples shorten it.
@@ -634,6 +639,22 @@ def _checkpoint_advice(saving: LoopHost) -> str:
     return (
         f"Checkpoints the loop writes (torch.save; {_top_lines_text(saving)}) hold the main thread "
         f"{pct(saving.share)} of samples: {CHECKPOINT_REMEDY}"
+    )
+
+
+def _passes_hold_the_wait(rank: RankStacks, stats: WindowStats) -> bool:
+    """Most of an input-bound window's wait is the validation passes' (advice.passes_hold_the_wait, for
+    samples)."""
+    share = rank.loop_validation_wait_share
+    return share >= NESTED_PASS_WARN_SHARE and share * 2 >= stats.input_share
+
+
+def _validation_wait_advice(rank: RankStacks) -> str:
+    return (
+        f"Most of the wait is in validation passes inside the training run "
+        f"({_top_lines_text(rank.loop_validation)}): {pct(rank.loop_validation_wait_share)} of samples wait "
+        "for their loader's batches. The advice below is for that loader; validating less often or on "
+        "fewer batches (eval_steps, val_check_interval, limit_val_batches) cuts the wait too."
     )
 
 

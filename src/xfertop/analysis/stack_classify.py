@@ -1049,6 +1049,8 @@ class RankStacks:
     #: A Trainer's validation passes inside its training run, besides their waits for data (part of
     #: "other"): Lightning's evaluation loop, the Hugging Face Trainer's evaluate().
     loop_validation: LoopHost = LoopHost(0.0)
+    #: ... and their waits for their loader's batches (part of "data_wait" and "main_loading").
+    loop_validation_wait_share: float = 0.0
     #: The loop's own iterable making its next batch in the main thread (``for x, y in batches():``, a
     #: generator; not a DataLoader; part of "other").
     loop_iterable: LoopHost = LoopHost(0.0)
@@ -1114,6 +1116,7 @@ class RankStacks:
             "loop_checkpoint_lines": _lines(self.loop_checkpoint),
             "loop_validation_share": round(self.loop_validation.share, 4),
             "loop_validation_lines": _lines(self.loop_validation),
+            "loop_validation_wait_share": round(self.loop_validation_wait_share, 4),
             "loop_iterable_share": round(self.loop_iterable.share, 4),
             "between_passes_share": round(self.between_passes.share, 4),
             "between_passes_lines": _lines(self.between_passes),
@@ -1397,6 +1400,11 @@ def summarise_window(
     if validation.share:
         loop_maths = [s for s in loop_maths if id(s) not in validating]
     loop_other = [s for s, cls in placed if cls == "other" and not (validation.share and id(s) in validating)]
+    validation_waits = (
+        sum(s.count for s, cls in placed if id(s) in validating and cls in ("data_wait", "main_loading"))
+        if validation.share
+        else 0
+    )
     # Outside the phases: everything while the job starts up (as first classified: its tensor maths
     # builds data), else the "other" samples that are not the loop's own work (its body, its iterable,
     # a Trainer's validation passes).
@@ -1437,6 +1445,7 @@ def summarise_window(
         loop_checkpoint=_loop_work(loop, loop_other, total, _checkpoint_line) if loop_seen else LoopHost(0.0),
         loop_iterable=_iterable_work(loop, loop_other, total) if loop_seen else LoopHost(0.0),
         loop_validation=validation,
+        loop_validation_wait_share=validation_waits / total if total else 0.0,
         between_passes=between,
         dispatch_share=_dispatch_share(placed, total),
         compiling_share=_compiling_share(main, total),
