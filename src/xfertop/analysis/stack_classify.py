@@ -736,11 +736,12 @@ def _validates(stack: ThreadStack) -> bool:
 def _validation_work(
     placed: list[tuple[ThreadStack, SampleClass]], total: int, validating: set[int]
 ) -> LoopHost:
-    """The share of ``total`` samples a Trainer's validation passes hold besides their waits for data (their
-    model calls, copies, syncs and Python), with the lines that hold most of them (the job's own innermost
-    frame: its validation_step; else the framework's). None of it where the window does not also train: a
-    job that only validates (trainer.validate(), trainer.evaluate()) has no training loop to hold up.
-    ``validating``: the ids of the stacks in a pass (``_validates``)."""
+    """The share of ``total`` samples validation passes hold besides their waits for data (their model
+    calls, copies, syncs and Python), with the lines that hold most of them (the job's own innermost
+    frame: a Trainer's validation_step, a plain loop's evaluate(); else the framework's). None of it
+    where the window does not also train: a job that only validates (trainer.validate(),
+    trainer.evaluate()) has no training loop to hold up. ``validating``: the ids of the stacks in a pass
+    (``_validates``, _Passes)."""
     trains = any(
         id(s) not in validating
         and any(_matches(f, _TRAINING) and not _matches(f, _CONSTRUCTION) for f in s.frames)
@@ -755,9 +756,9 @@ def _validation_work(
         # Innermost first: a frame of the job's own inside the framework's pass (its validation_step),
         # else the framework's outermost validation function (Trainer.evaluate); a pass of the job's own
         # loop, its innermost own frame (the evaluate()'s line).
-        passes = [i for i, f in enumerate(stack.frames) if _matches(f, _VALIDATING)] or [len(stack.frames)]
-        own = next((f for f in stack.frames[: passes[0]] if _is_own(f)), None)
-        outer = stack.frames[passes[-1] if passes[-1] < len(stack.frames) else -1]
+        passes = [i for i, f in enumerate(stack.frames) if _matches(f, _VALIDATING)]
+        own = next((f for f in (stack.frames[: passes[0]] if passes else stack.frames) if _is_own(f)), None)
+        outer = stack.frames[passes[-1] if passes else -1]
         label = (
             f"{_short(own.filename)}:{own.line}" if own else f"{outer.function} ({_short(outer.filename)})"
         )
@@ -1046,8 +1047,8 @@ class RankStacks:
     queue_wait_in: str = "a queue's get()"
     #: Checkpoints the training loop's body writes (torch.save every N steps; part of "other").
     loop_checkpoint: LoopHost = LoopHost(0.0)
-    #: A Trainer's validation passes inside its training run, besides their waits for data (part of
-    #: "other"): Lightning's evaluation loop, the Hugging Face Trainer's evaluate().
+    #: Validation passes inside the training run, besides their waits for data (part of "other"):
+    #: Lightning's evaluation loop, the Hugging Face Trainer's evaluate(), a plain loop's own (_Passes).
     loop_validation: LoopHost = LoopHost(0.0)
     #: ... and their waits for their loader's batches (part of "data_wait" and "main_loading").
     loop_validation_wait_share: float = 0.0
