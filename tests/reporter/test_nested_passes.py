@@ -163,3 +163,81 @@ def test_two_loaders_trained_in_turn_each_make_steps(tmp_path: Path) -> None:
     assert len(rank.steps) >= 58, len(rank.steps)
     assert sum(s.samples == 16 for s in rank.steps) >= 28
     assert sum(s.nested_pass for s in rank.steps) == 0
+
+
+# Validation at the top of the loop's body, before the step's model (the first step validates the
+# initial model): session 31's j76 read 4,041 steps where it trained 2,967, and 3.4x its samples/s, each
+# validation batch a step of its own and its forward the model's compute.
+VALIDATE_BEFORE_THE_MODEL = """
+import time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+train = DataLoader(TensorDataset(torch.randn(64 * 60, 256)), batch_size=64)
+val = DataLoader(TensorDataset(torch.randn(256 * 4, 256)), batch_size=256, num_workers=2)
+model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1))
+optimizer = torch.optim.SGD(model.parameters(), 0.1)
+for step, (batch,) in enumerate(train):
+    if step % 20 == 10:
+        with torch.no_grad():
+            for (v,) in val:
+                model(v).sum().item()
+                begun = time.perf_counter()
+                while time.perf_counter() - begun < 0.01:  # 10 ms of the pass's own work a batch
+                    pass
+    model(batch).pow(2).mean().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+print("trained", step + 1)
+"""
+
+
+def test_a_validation_pass_before_the_model_is_part_of_its_step(tmp_path: Path) -> None:
+    result, (rank,) = run_under_xfertop(tmp_path, VALIDATE_BEFORE_THE_MODEL)
+    assert result.stdout == "trained 60\n", result.stderr
+    steps = rank.steps
+    assert len(steps) == 60, len(steps)
+    assert all(s.samples == 64 for s in steps)  # no step of the validation loader's 256
+    validating = [s for s in steps if s.step % 20 == 10]
+    training = [s for s in steps if s.step % 20 != 10 and s.step > 0]
+    assert all(s.nested_pass for s in validating) and not any(s.nested_pass for s in training)
+    # The pass's 4 x 10 ms of work is the loop's own before the model; its waits (2 workers starting)
+    # are data wait; the model's marks start after it: the model part is a training step's.
+    assert all(s.loop_pre_ms >= 40.0 for s in validating), [s.loop_pre_ms for s in validating]
+    assert all(s.workers_started for s in validating)
+    model_ms = statistics.median(s.model_ms for s in training)
+    assert all(s.model_ms < 5 * model_ms + 5.0 for s in validating), (
+        [s.model_ms for s in validating],
+        model_ms,
+    )
+
+
+# A second input read before the model from a new iterator each step (`next(iter(aux))`): not a pass.
+# Its first read is taken for one until the optimizer steps; from then on its loader is the step's input.
+SECOND_INPUT_EACH_STEP = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+train = DataLoader(TensorDataset(torch.randn(64 * 40, 256)), batch_size=64)
+aux = DataLoader(TensorDataset(torch.randn(16 * 8, 256)), batch_size=16, shuffle=True)
+model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1))
+optimizer = torch.optim.SGD(model.parameters(), 0.1)
+for step, (batch,) in enumerate(train):
+    batch = batch + 0.0  # the loop's own work first: aux's fetch joins no zip
+    (extra,) = next(iter(aux))
+    model(torch.cat([batch, extra])).pow(2).mean().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+print("trained", step + 1)
+"""
+
+
+def test_a_second_input_read_before_the_model_is_no_pass(tmp_path: Path) -> None:
+    result, (rank,) = run_under_xfertop(tmp_path, SECOND_INPUT_EACH_STEP)
+    assert result.stdout == "trained 40\n", result.stderr
+    steps = rank.steps
+    # Each of aux's fetches joins its step: none split it in two (zip's 200 us window alone did, now and
+    # then: 41, 44 or 63 steps).
+    assert len(steps) == 40, len(steps)
+    assert not any(s.nested_pass for s in steps[2:])
+    assert all(s.partitioned and s.model_ms > 0 for s in steps[2:]), [(s.step, s.model_ms) for s in steps]

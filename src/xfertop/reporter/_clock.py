@@ -81,6 +81,7 @@ class StepClock:
         #: (optimizer_stepped_with_loader_off_thread).
         self.loader_thread = 0
         self._open_source = 0  # the iterator whose next() opened the open step
+        self._previous_source = 0  # ... and the one that opened the step before it
         self._open_loader = 0  # ... and the loader it iterates (0: not known)
         self._joining = False  # a next() on another loader joins the open step (ZippedFetches)
         self._joining_loader = 0  # ... and its workers flags: the step's loader if it waits longer
@@ -91,6 +92,13 @@ class StepClock:
         #: Iterators a pass over which trained (an optimizer stepped in it): the loop's own batches, never
         #: a pass inside another step again (two loaders trained in turn, ``next(it_a)``, ``next(it_b)``).
         self._training_sources: set[int] = set()
+        #: ... and their loaders, where a pass began before the step's model (``next(iter(loader_b))``
+        #: each step: a new iterator every time, a second input, not a pass).
+        self._training_loaders: set[int] = set()
+        #: The pass under way began before the open step's model (validation at the top of the loop's
+        #: body): the work's hooks are off until it ends (_end_pass_before_model).
+        self._pass_before_model = False
+        self._nested_loader = 0  # the loader of the pass under way (0: not known)
         self._nested_batches = 0  # the pass's batches so far (its waits: StepWork.waits_after_model)
         self._in_nested = False  # the next() under way is the nested pass's: its batch opens no step
         #: How long the last iteration's final next() took after its last step closed (a loader without
@@ -165,6 +173,8 @@ class StepClock:
         cost between epochs is that iteration's first wait, as its workers' start-up is, and the time the
         script's own code takes between them stays outside every step."""
         try:
+            if self._in_nested and self._pass_before_model:
+                self._end_pass_before_model()
             self._in_nested = False  # a nested pass's last next(): no batch comes
             if not self.is_open and self._last_close_ns:
                 self._teardown_ns = _now_ns() - self._last_close_ns
@@ -225,8 +235,10 @@ class StepClock:
                 and self.is_open
                 and self._open_source
                 and not self._block_depth
-                and not self.work.flags & wire.F_COPIED
-                and self.fetches.joins(now - self._opened_ns)
+                and (
+                    (not self.work.flags & wire.F_COPIED and self.fetches.joins(now - self._opened_ns))
+                    or self._second_input(source, loader)
+                )
             ):
                 self._joining = True
                 self._wait_began_ns = now
@@ -247,10 +259,13 @@ class StepClock:
                         self._tick(now)  # a long evaluation pass: the ring's heartbeat goes on
                     return
                 self.nested_source = 0  # the training loader's next(), or any other: the pass is over
+                self._pass_before_model = False
             # (A pass may end in another: a persistent validation iterator, exhausted, made anew.) The
             # cheap test first: a single loader's next() is never another iterator's.
-            if source != self._open_source and self._nests(source, loader, passed):
+            if source != self._open_source and self._nests(source, loader, passed, flags, iter_began_ns):
                 self.nested_source, self._nested_batches = source, 1
+                self._nested_loader = loader
+                self._pass_before_model = not self.work.model_end_ns
                 self._in_nested = True
                 # The pass's iter() (its workers starting) is its first wait.
                 self._wait_began_ns = min(iter_began_ns, now) if iter_began_ns else now
@@ -272,7 +287,7 @@ class StepClock:
                 self._close(boundary)
             self._wait_began_ns = boundary
             self._next_flags = flags
-            self._open_source = source
+            self._previous_source, self._open_source = self._open_source, source
             if loader:
                 self._open_loader = loader
         except Exception as exc:
@@ -313,12 +328,36 @@ class StepClock:
 
     def trained_in_nested_pass(self) -> None:
         """An optimizer stepped during a pass taken for a nested one: its loader is a training loader (the
-        loop left the other with a `break` for it), and its next next() is a step boundary."""
+        loop left the other with a `break` for it, or it was the step's second input, read before the
+        model), and its next next() is a step boundary."""
         self._training_sources.add(self.nested_source)
+        if self._pass_before_model:
+            if self._nested_loader:
+                self._training_loaders.add(self._nested_loader)
+            self._pass_before_model = False
+            self.work.open = True  # too late for this step's model marks; the steps after it are right
         self.nested_source = 0
         self._flags &= ~wire.F_NESTED_PASS
 
-    def _nests(self, source: int, loader: int, passed: int = 0) -> bool:
+    def _second_input(self, source: int, loader: int) -> bool:
+        """A next() before the open step's model on an iterator (or, at an iteration's first next(), a
+        loader) that trained in a pass taken for one: the step's second input, read apart from the first
+        (``x = x.to(device)`` between them, or ``next(iter(aux))``), joining the step whenever it comes. Left
+        to zip's 200 us window, such a fetch split its step in two now and then (44 or 63 steps for 40)."""
+        return not self.work.model_end_ns and (
+            source in self._training_sources or (loader != 0 and loader in self._training_loaders)
+        )
+
+    def _end_pass_before_model(self) -> None:
+        """The pass that began before the open step's model ran out (StopIteration): its waits are the
+        step's data wait, the rest of it the loop's own work before the model, whose marks start now."""
+        self._pass_before_model = False
+        self.nested_source = 0
+        self.work.pass_ended_before_model()
+
+    def _nests(
+        self, source: int, loader: int, passed: int = 0, flags: int = 0, iter_began_ns: int = 0
+    ) -> bool:
         """A next() on iterator ``source`` starts a pass inside the open step: the step came from another
         iterator, which has not ended (its last next() would have closed the step), and the step's model
         has run (`xfertop run` sees it: a pass before the model is a second input, zipped or not). Its
@@ -327,18 +366,35 @@ class StepClock:
         pass's batches made more steps than the job trained (session 29's j63; session 30's j70, two for
         each), and a 50-step window saw its periodic worker starts by its phase. Not a pass: a new iterator
         of the step's own loader (``next(iter(loader))`` every step), nor one over which an optimizer has
-        stepped before (``_training_sources``). ``passed``: a pass ran in the open step until this next()
-        (an exhausted validation iterator made anew: the new one's pass follows it; the step's work
-        stopped counting when the first began)."""
-        return bool(
+        stepped before (``_training_sources``), nor the one whose batch opened the step before (a second
+        input read apart from the first opened this one: the training loader's next() is no pass).
+        ``passed``: a pass ran in the open step until this next() (an exhausted validation iterator made
+        anew: the new one's pass follows it; the step's work stopped counting when the first began).
+
+        Before the step's model, a pass begins only at a new iteration's first next(), its iter() called
+        inside the open step (``flags``, ``iter_began_ns``): validation at the top of the loop's body
+        (`if step % 40 == 0: evaluate()`). Session 31's j76 read 4,041 steps for 2,967 trained, and 3.4x
+        its samples/s: each validation batch was a step. A pass that trains is a second input instead
+        (trained_in_nested_pass): its loader is never taken for one again."""
+        if not (
             source
             and self.is_open
             and self._open_source
             and source != self._open_source
+            and source != self._previous_source
             and source != passed
             and source not in self._training_sources
             and loader != self._open_loader
-            and (passed or (self.work.model_end_ns and self.work.open))  # after a pass: its model had run
+        ):
+            return False
+        work = self.work
+        if passed or (work.model_end_ns and work.open):  # after a pass: its model had run
+            return True
+        return bool(
+            work.open
+            and flags & _F_EPOCH_START
+            and iter_began_ns >= self._start_ns + self._wait_ns
+            and loader not in self._training_loaders
         )
 
     # -- step() blocks ----------------------------------------------------------------------------------

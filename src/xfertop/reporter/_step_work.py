@@ -70,6 +70,8 @@ class StepWork:
         self._copy_at_model_end = 0
         #: A nested pass's waits for its DataLoader in the open step (the clock's data wait, not loop work).
         self.waits_after_model = 0
+        #: ... of a pass that ran before the step's first work (and its copies): not the loop's work then.
+        self._before_work_ns = 0
 
     def waited_after_model(self, wait_ns: int) -> None:
         """A pass over another loader inside the step, after its model, waited ``wait_ns`` for a batch:
@@ -86,6 +88,7 @@ class StepWork:
         self.opened_ns = opened_ns
         self.first_work_ns = self.model_end_ns = self.sync_ns = self.waits_after_model = 0
         self._sync_at_first_work = self._sync_at_model_end = self._copy_at_model_end = 0
+        self._before_work_ns = 0
 
     def marks_from(self, opened_ns: int) -> None:
         """The host's marks start again at ``opened_ns`` (a step opens, or another loader's batch it waited
@@ -93,6 +96,14 @@ class StepWork:
         self.opened_ns = opened_ns
         self.first_work_ns = self.model_end_ns = self.sync_ns = self.waits_after_model = 0
         self._sync_at_first_work = self._sync_at_model_end = self._copy_at_model_end = 0
+        self._before_work_ns = 0
+
+    def pass_ended_before_model(self) -> None:
+        """A pass over another loader that began before the step's first work (its hooks off meanwhile)
+        ended: its waits are data wait, not the loop's work before the model; the hooks count again."""
+        self._before_work_ns += self.waits_after_model
+        self.waits_after_model = 0
+        self.open = self.awaits_first_work = True
 
     def closed(self) -> None:
         """The step closed (or the clock switched itself off): no hook counts towards it any more."""
@@ -102,7 +113,11 @@ class StepWork:
     def loop_ns(self, close_ns: int) -> tuple[int, int]:
         """The loop's own work before the model and after it, for a step that closes at ``close_ns``."""
         first_work_ns, model_end_ns = self.first_work_ns, self.model_end_ns
-        pre = max(0, first_work_ns - self.opened_ns - self._sync_at_first_work) if first_work_ns else 0
+        pre = (
+            max(0, first_work_ns - self.opened_ns - self._sync_at_first_work - self._before_work_ns)
+            if first_work_ns
+            else 0
+        )
         if not model_end_ns:
             return pre, 0
         post = (
