@@ -179,3 +179,25 @@ def test_a_window_that_is_not_whole_periods_gives_the_passes_spacing_or_none() -
     # One pass in the window says no period.
     verdict = rank_verdict(job(40, (20,)))
     assert "(validation, one in the window's 35 steps)" in verdict.headline, verdict.headline  # past warm-up
+
+
+def test_an_input_bound_job_still_names_passes_that_cost_it_apart_from_the_wait() -> None:
+    # Session 31's j76 shape: the training loader starves the loop (wait 6 of 10 ms a step), and a
+    # validation pass every 40 steps costs 100 ms of the loop's own work with little waiting.
+    steps = [
+        step_record(
+            i,
+            model_ms=4.0,
+            wait_ms=6.0,
+            loop_pre_ms=100.0 if i % 40 == 39 else 0.1,
+            nested_pass=i % 40 == 39,
+            partitioned=True,
+        )
+        for i in range(400)
+    ]
+    verdict = rank_verdict(steps, dataloader_workers=2)
+    assert verdict.kind == "input-bound", verdict.headline
+    assert "mostly in passes" not in verdict.headline
+    assert any(
+        line.startswith("A pass over another DataLoader inside the training loop") for line in verdict.advice
+    )
