@@ -2,6 +2,9 @@
 summary) and attached, both without the truth's syncs (TRUTH_SYNC=0).
 
     python docs/measurements/cpu-2026-12-05-s31/trial.py j67_hf_eval.py j68_lightning_val.py   # SEC=14 default
+
+A job is a file of jobs/ here, or another session's, named from here (``../cpu-2026-12-05-s26/jobs/j11_heavy_val.py``):
+jobs/common.py here is the one every job imports.
 """
 import json, os, re, subprocess, sys, time, tempfile
 from pathlib import Path
@@ -20,8 +23,8 @@ def verdicts(doc):
         out.append((v.get("kind"), v.get("headline"), parts or {k: ev.get(k) for k in ev if k.endswith("share")}))
     return out
 for name in sys.argv[1:]:
-    job = str(J / name)
-    print(f"===== {name}", flush=True)
+    job = str(J / name) if "/" not in name else str(J.parent / name)
+    print(f"===== {Path(name).name}", flush=True)
     p = subprocess.run([sys.executable, job, str(SEC)], env=env0, capture_output=True, text=True)
     t = truth_of(p.stdout); print("truth:", t and t["parts"], "steps", t and t["steps"], "rc", p.returncode)
     d = tempfile.mkdtemp(); env = {**env0, "XFERTOP_DIR": d, "TRUTH_SYNC": "0"}
