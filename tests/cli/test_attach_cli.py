@@ -268,7 +268,7 @@ def test_time_between_the_loaders_passes_is_loop_bound_as_run_reads_it(
     # Read "not in a training loop: ... mostly in evaluate_and_upload" before (run: loop-bound).
     report = attached_report(capsys, "between_passes")
     (rank,) = report["ranks"]
-    assert rank["between_passes_share"] >= 0.5, rank
+    assert rank["between_passes_share"] >= 0.5, json.dumps(rank)
     verdict = report["verdict"]
     assert verdict["kind"] == "loop-bound" and "between the loader's iterations" in verdict["headline"]
     assert "train_cpu.py:" in verdict["headline"], verdict["headline"]

@@ -239,5 +239,9 @@ def test_a_second_input_read_before_the_model_is_no_pass(tmp_path: Path) -> None
     # Each of aux's fetches joins its step: none split it in two (zip's 200 us window alone did, now and
     # then: 41, 44 or 63 steps).
     assert len(steps) == 40, len(steps)
-    assert not any(s.nested_pass for s in steps[2:])
-    assert all(s.partitioned and s.model_ms > 0 for s in steps[2:]), [(s.step, s.model_ms) for s in steps]
+    # aux's first fetch outside zip's window is taken for a pass until the optimizer steps in it: that one
+    # step's model reads as the loop's (its hooks were off), and aux is the step's input from then on. On
+    # a loaded machine that step need not be the first (a CI run: step 3).
+    unmarked = [s.step for s in steps if not (s.partitioned and s.model_ms > 0)]
+    assert len(unmarked) <= 1, [(s.step, s.model_ms) for s in steps]
+    assert sum(s.nested_pass for s in steps) <= 1
