@@ -266,14 +266,17 @@ def passes_when(stats: WindowStats) -> str:
     return f"validation, about every {stats.nested_pass_period} steps"
 
 
+def wait_mostly_in_passes(pass_wait_share: float, wait_share: float) -> bool:
+    """Passes over another loader inside the training loop wait ``pass_wait_share`` of the time, enough to
+    name and at least half of the whole ``wait_share``: the step clock's and attach's one bar."""
+    return pass_wait_share >= NESTED_PASS_WARN_SHARE and pass_wait_share * 2 >= wait_share
+
+
 def passes_hold_the_wait(stats: WindowStats) -> bool:
     """Most of the window's DataLoader wait falls in passes over another loader inside the training loop
     (a validation pass every N steps over a slow loader), beyond what a typical step waits."""
-    share = stats.nested_pass_wait_share
-    return (
-        bool(stats.nested_pass_steps)
-        and share >= NESTED_PASS_WARN_SHARE
-        and share * 2 >= stats.data_wait_share
+    return bool(stats.nested_pass_steps) and wait_mostly_in_passes(
+        stats.nested_pass_wait_share, stats.data_wait_share
     )
 
 

@@ -28,6 +28,7 @@ from xfertop.analysis.advice import (
     restarts_workers,
     sampled_restarts_advice,
     sync_bound_advice,
+    wait_mostly_in_passes,
 )
 from xfertop.analysis.evidence import CgroupCpuEvidence, Context, WorkersEvidence
 from xfertop.analysis.stack_classify import (
@@ -391,7 +392,8 @@ def _judged(
     verdict = judge(stats, dataloader_workers=workers, context=context)
     extra = cpu_loop
     sampler = rank.sampler
-    passes = [_validation_wait_advice(rank)] if _passes_hold_the_wait(rank, stats) else []
+    in_passes = wait_mostly_in_passes(rank.loop_validation_wait_share, stats.input_share)
+    passes = [_validation_wait_advice(rank)] if in_passes else []
     if verdict.kind == "input-bound" and passes:
         # As `xfertop run` says of the same job: the wait is the validation passes' loader's.
         headline = f"{verdict.headline}, mostly in validation passes inside the training run"
@@ -640,13 +642,6 @@ def _checkpoint_advice(saving: LoopHost) -> str:
         f"Checkpoints the loop writes (torch.save; {_top_lines_text(saving)}) hold the main thread "
         f"{pct(saving.share)} of samples: {CHECKPOINT_REMEDY}"
     )
-
-
-def _passes_hold_the_wait(rank: RankStacks, stats: WindowStats) -> bool:
-    """Most of an input-bound window's wait is the validation passes' (advice.passes_hold_the_wait, for
-    samples)."""
-    share = rank.loop_validation_wait_share
-    return share >= NESTED_PASS_WARN_SHARE and share * 2 >= stats.input_share
 
 
 def _validation_wait_advice(rank: RankStacks) -> str:

@@ -583,6 +583,7 @@ def _training_loop(loop: _Loop, stacks: list[ThreadStack]) -> _Loop:
 
 
 def _trains(frame: Frame) -> bool:
+    """A frame only a training step runs: backward, the optimizer's step (not its constructor)."""
     return _matches(frame, _TRAINING) and not _matches(frame, _CONSTRUCTION)
 
 
@@ -742,11 +743,7 @@ def _validation_work(
     where the window does not also train: a job that only validates (trainer.validate(),
     trainer.evaluate()) has no training loop to hold up. ``validating``: the ids of the stacks in a pass
     (``_validates``, _Passes)."""
-    trains = any(
-        id(s) not in validating
-        and any(_matches(f, _TRAINING) and not _matches(f, _CONSTRUCTION) for f in s.frames)
-        for s, _ in placed
-    )
+    trains = any(id(s) not in validating and any(_trains(f) for f in s.frames) for s, _ in placed)
     if not trains or not total:
         return LoopHost(0.0)
     by_line: dict[str, int] = {}

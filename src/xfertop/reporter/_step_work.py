@@ -70,7 +70,7 @@ class StepWork:
         self._copy_at_model_end = 0
         #: A nested pass's waits for its DataLoader in the open step (the clock's data wait, not loop work).
         self.waits_after_model = 0
-        #: ... of a pass that ran before the step's first work (and its copies): not the loop's work then.
+        #: ... of a pass that ran before the step's first work: data wait, not the loop's work before it.
         self._before_work_ns = 0
 
     def waited_after_model(self, wait_ns: int) -> None:
