@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from typing import get_args
 
@@ -866,3 +867,41 @@ def test_a_two_rank_stragglers_headline_compares_it_with_the_other_rank_not_with
         window_or_early(victim.steps).input_share, abs=1e-4
     )
     assert "the others' median" in verdict.headline
+
+
+def _percents(text: str) -> list[int]:
+    return [int(n) for n in re.findall(r"(?<![<\d])(\d+)%", text)]
+
+
+def test_a_healthy_headline_shows_the_hosts_parts_adding_up_and_the_gpus_busy_apart() -> None:
+    """fp16 with a GradScaler on the H100 (docs/measurements/h100-2026-12-05-s32): the scaler's .item()
+    waits for the backward inside every optimizer step, 45% of the host's step. The headline read "data
+    2%, loop 3%, copy 3%, model 39% of each step, the GPU is busy 81%": GPU idle shares beside a host
+    share, the sync unnamed, 47% in all. Now the host's parts on the host's clock, adding up to 100, and
+    the GPU's busy share labelled apart."""
+    steps = [
+        step_record(
+            i,
+            wait_ms=9.5,
+            loop_pre_ms=1.0,
+            copy_ms=2.0,
+            model_ms=42.5,
+            sync_ms=44.0,
+            loop_post_ms=1.0,
+            gap_ms=0.0,
+            h2d_bytes=4 << 20,
+            pinned=True,
+            partitioned=True,
+        )
+        for i in range(5, 45)
+    ]
+    verdict = rank_verdict(steps, gpu_busy_share=0.81)
+    assert (verdict.kind, verdict.rule) == ("healthy", "healthy"), verdict.headline
+    gpu, _, host = verdict.headline.partition("; the host's step: ")
+    assert gpu == "healthy: the GPU is busy 81% of each step", verdict.headline
+    assert "sync 44%" in host and sum(_percents(host)) == 100, verdict.headline
+    on_cpu = window_stats([replace(s, gpu_gap_ms=None, h2d_bytes=0) for s in steps])
+    assert on_cpu is not None
+    cpu = judge(on_cpu, context=Context(on_gpu=False))
+    assert cpu.headline.startswith("healthy: data 10%, loop 2%,"), cpu.headline
+    assert sum(_percents(cpu.headline)) == 100, cpu.headline

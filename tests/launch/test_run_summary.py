@@ -4,6 +4,7 @@ of the whole run, its verdicts over time and the advice; JSON beside the rings; 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -580,3 +581,16 @@ def test_the_text_names_the_six_parts_and_the_gpus_measured_idle() -> None:
         "(model and loop not told apart)"
     )
     assert not any("GPU idle" in line for line in lines)
+
+
+def test_the_hosts_parts_read_in_whole_percentages_that_add_up_to_100() -> None:
+    """Each part rounded on its own would read 10 + 3 + 3 + 43 + 43 + 0 = 102 here (9.5, 2.5, 2.5, 42.5,
+    42.6, 0.4: the shares of j75's kind of step); the last part, under half a percent, reads "<1%"."""
+    totals = PhaseTotals()
+    for n in range(10):
+        totals.add(
+            _part_step(n, data_wait_ms=9.5, loop_pre_ms=2.5, copy_cpu_ms=2.5, sync_ms=42.6, loop_post_ms=0.4)
+        )
+    line = render_text(_summary_of(totals), None).splitlines()[1]
+    shown = re.findall(r"(?<![<\d])(\d+)%", line)
+    assert sum(int(n) for n in shown) == 100 and line.endswith("loop after the step <1%"), line

@@ -7,7 +7,7 @@ pageable ones on an H200; non_blocking from pageable memory is synchronous).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from xfertop.analysis.evidence import CgroupCpuEvidence, Context, MemoryEvidence, WorkersEvidence
 from xfertop.analysis.placement import cpu_ranges
@@ -38,6 +38,19 @@ def pct(share: float) -> str:
     if 0 < share < 0.005:
         return "<1%"
     return f"{share * 100:.0f}%"
+
+
+def parts_pct(shares: Mapping[str, float]) -> dict[str, str]:
+    """Shares that make up a whole, as whole percentages that add up to 100 (largest remainder: rounded
+    one by one, 9.5 + 42.5 + 48 would read 10 + 43 + 48 = 101), "<1%" for a non-zero share rounded away."""
+    total = sum(shares.values())
+    scale = 100 / total if total > 0 else 0.0
+    exact = {name: share * scale for name, share in shares.items()}
+    whole = {name: int(value) for name, value in exact.items()}
+    by_remainder = sorted(exact, key=lambda name: exact[name] - whole[name], reverse=True)
+    for name in by_remainder[: round(sum(exact.values())) - sum(whole.values())]:
+        whole[name] += 1
+    return {name: "<1%" if not whole[name] and shares[name] > 0 else f"{whole[name]}%" for name in shares}
 
 
 def hidden_wait_note(wait_share: float) -> str:

@@ -9,6 +9,7 @@ import signal
 from typing import Any
 
 from xfertop import wire
+from xfertop.analysis.advice import parts_pct
 from xfertop.launch.keep import keep_json, kept_name
 from xfertop.launch.summary import SCHEMA, PhaseTotals, RunFollower
 from xfertop.sources.jobs.source import job_name
@@ -100,18 +101,27 @@ def _pct(share: float | None) -> str:
 
 
 def _host_text(shares: dict[str, Any]) -> str:
+    """The host's parts of the steps, in whole percentages that add up to 100 (advice.parts_pct)."""
     host = shares["host"]
     if not shares["partitioned"]:
-        return (
-            f"data wait {_pct(host['wait'])}, copy {_pct(host['copy'])}, sync {_pct(host['sync'])}, "
-            f"the rest {_pct(host['model'] + host['loop_pre'] + host['loop_post'])} "
-            "(model and loop not told apart)"
-        )
-    return (
-        f"data wait {_pct(host['wait'])}, loop before the model {_pct(host['loop_pre'])}, "
-        f"copy {_pct(host['copy'])}, model {_pct(host['model'])}, sync {_pct(host['sync'])}, "
-        f"loop after the step {_pct(host['loop_post'])}"
-    )
+        parts = {
+            "data wait": host["wait"],
+            "copy": host["copy"],
+            "sync": host["sync"],
+            "the rest": host["model"] + host["loop_pre"] + host["loop_post"],
+        }
+        shown = parts_pct(parts)
+        return ", ".join(f"{name} {shown[name]}" for name in parts) + " (model and loop not told apart)"
+    parts = {
+        "data wait": host["wait"],
+        "loop before the model": host["loop_pre"],
+        "copy": host["copy"],
+        "model": host["model"],
+        "sync": host["sync"],
+        "loop after the step": host["loop_post"],
+    }
+    shown = parts_pct(parts)
+    return ", ".join(f"{name} {shown[name]}" for name in parts)
 
 
 _IDLE_WHILE = {
