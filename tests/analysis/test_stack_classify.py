@@ -609,3 +609,24 @@ def test_a_step_py_spy_saw_on_the_emas_line_does_not_make_the_ema_the_models() -
     verdict = sampled_verdict([(None, rank)])
     assert verdict.kind == "loop-bound", verdict.headline
     assert verdict.advice[0].startswith("Most of it is tensor maths on the loop's own lines after the model")
+
+
+def test_a_scripts_module_level_is_described_by_what_its_busiest_line_does() -> None:
+    """H100 (docs/measurements/h100-2026-12-05-s32): a script attached during its start-up read "the main
+    thread is mostly importing modules at j75_amp_gradscaler.py:19 (module level)"; line 19 is the model's
+    `.to(dev)`, CUDA's first call. The imports on lines 8-9 held more samples between them than that one
+    line, and the description was the function's, not the line's."""
+    importing = (Frame("_find_and_load", "<frozen importlib._bootstrap>", 1000),)
+    cuda_init = (
+        Frame("_lazy_init", "/venv/lib/python3.12/site-packages/torch/cuda/__init__.py", 372),
+        Frame("_apply", "/venv/lib/python3.12/site-packages/torch/nn/modules/module.py", 900),
+        Frame("to", "/venv/lib/python3.12/site-packages/torch/nn/modules/module.py", 1300),
+    )
+    stacks = (
+        ThreadStack(10, 10, "MainThread", (*importing, Frame("<module>", "/job/train.py", 8)), 30),
+        ThreadStack(10, 10, "MainThread", (*importing, Frame("<module>", "/job/train.py", 9)), 25),
+        ThreadStack(10, 10, "MainThread", (*cuda_init, Frame("<module>", "/job/train.py", 19)), 40),
+    )
+    window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=stacks)
+    rank = summarise_window(window, lambda filename, line: "")
+    assert str(rank.outside_at) == "initialising CUDA at train.py:19 (module level)", rank.outside_at

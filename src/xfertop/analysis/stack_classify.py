@@ -829,6 +829,8 @@ _SETUP_DOINGS: tuple[tuple[tuple[_Rule, ...], str], ...] = (
         "building the model",
     ),
     ((_rule("torch/distributed/", "*"),), "setting up torch.distributed"),
+    # The first CUDA call: the driver's context, seconds on a GPU box (a module-level `.to("cuda")`).
+    ((_rule("torch/cuda/__init__.py", "_lazy_init"),), "initialising CUDA"),
 )
 _CLASS_DOINGS: dict[SampleClass, str] = {
     "compute": "building data",  # tensor maths on the job's own lines outside a training loop
@@ -871,9 +873,11 @@ def _doing(frames: tuple[Frame, ...], cls: SampleClass) -> str:
 
 def _main_thread_at(classified: Iterable[tuple[ThreadStack, SampleClass]], total: int) -> MainThreadAt | None:
     """Where ``classified`` samples (as classify_stack placed them) spend most of ``total``: the job's
-    own innermost function that holds most of them; None when none has a frame of the job's own."""
+    own innermost function that holds most of them, at its busiest line, doing what that line's samples
+    mostly do (a script's module level holds its imports and its first `.to("cuda")` alike: what the
+    imports did is not what its busiest line does); None when none has a frame of the job's own."""
     lines: dict[tuple[str, str], dict[int, int]] = {}
-    doings: dict[tuple[str, str], dict[str, int]] = {}
+    doings: dict[tuple[str, str, int], dict[str, int]] = {}
     for stack, cls in classified:
         frame = next((f for f in stack.frames if _is_own(f)), None)
         if frame is None:
@@ -881,18 +885,19 @@ def _main_thread_at(classified: Iterable[tuple[ThreadStack, SampleClass]], total
         key = (frame.filename, frame.name)
         at_line = lines.setdefault(key, {})
         at_line[frame.line] = at_line.get(frame.line, 0) + stack.count
-        by_doing = doings.setdefault(key, {})
+        by_doing = doings.setdefault((*key, frame.line), {})
         doing = _doing(stack.frames, cls)
         by_doing[doing] = by_doing.get(doing, 0) + stack.count
     if not lines or not total:
         return None
     key = max(lines, key=lambda k: sum(lines[k].values()))
     line = max(lines[key], key=lambda n: lines[key][n])
+    at = doings[(*key, line)]
     return MainThreadAt(
         function=key[1],
         location=f"{_short(key[0])}:{line}",
         share=sum(lines[key].values()) / total,
-        doing=max(doings[key], key=lambda d: doings[key][d]),
+        doing=max(at, key=lambda d: at[d]),
     )
 
 
