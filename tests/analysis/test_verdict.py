@@ -905,3 +905,52 @@ def test_a_healthy_headline_shows_the_hosts_parts_adding_up_and_the_gpus_busy_ap
     cpu = judge(on_cpu, context=Context(on_gpu=False))
     assert cpu.headline.startswith("healthy: data 10%, loop 2%,"), cpu.headline
     assert sum(_percents(cpu.headline)) == 100, cpu.headline
+
+
+def _epochs_of_32(*, workers_started: bool) -> list[StepRecord]:
+    """Epochs of 32 steps whose first step waits 40 ms for its first batch, the others 0.2 ms (a 6 ms
+    model step; the GPU drained during each wait)."""
+    steps = []
+    for i in range(5, 105):
+        first = i % 32 == 0
+        wait = 40.0 if first else 0.2
+        steps.append(
+            step_record(
+                i,
+                wait_ms=wait,
+                copy_ms=0.3,
+                model_ms=6.0,
+                gap_ms=wait,
+                h2d_bytes=6 << 20,
+                pinned=True,
+                partitioned=True,
+                epoch_start=first,
+                workers_started=first and workers_started,
+            )
+        )
+    return steps
+
+
+def test_epoch_start_spikes_with_persistent_workers_do_not_ask_for_persistent_workers() -> None:
+    """fp16 + GradScaler on the H100 (docs/measurements/h100-2026-12-05-s32): 4 persistent workers,
+    epochs of 32 steps, each epoch's first batch waited; the advice read "if they fall at epoch starts,
+    set persistent_workers=True". No step of the window started workers: they persist, and what waits is
+    the epoch's first batch, which PyTorch asks for only when the epoch begins."""
+    verdict = rank_verdict(_epochs_of_32(workers_started=False), dataloader_workers=4, gpu_busy_share=0.8)
+    advice = advice_text(verdict)
+    assert verdict.kind == "input-bound", verdict.headline
+    assert "set persistent_workers=True" not in advice, advice
+    assert "though the workers persist" in advice and "epochs of about 32 steps" in advice, advice
+    assert "Raise num_workers" not in advice, advice
+    restarted = rank_verdict(_epochs_of_32(workers_started=True), dataloader_workers=4, gpu_busy_share=0.8)
+    assert "persistent_workers=True" in advice_text(restarted), advice_text(restarted)
+
+
+def test_spikes_away_from_epoch_starts_ask_for_a_deeper_prefetch_not_persistent_workers() -> None:
+    """The same long waits on steps that begin no epoch (every 32nd batch is slow to read)."""
+    steps = [
+        replace(s, epoch_start=False, workers_started=False) for s in _epochs_of_32(workers_started=False)
+    ]
+    advice = advice_text(rank_verdict(steps, dataloader_workers=4, gpu_busy_share=0.8))
+    assert "not at the starts of epochs" in advice and "prefetch_factor" in advice, advice
+    assert "persistent_workers" not in advice, advice

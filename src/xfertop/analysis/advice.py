@@ -331,11 +331,7 @@ def input_bound_advice(
             "validation) starts its workers again: set persistent_workers=True on it."
         )
     elif spikes and dataloader_workers != 0:  # without workers there are none to keep
-        advice.append(
-            f"A few steps hold most of the wait (longest {stats.data_wait_max_ms:.0f} ms, median "
-            f"{stats.data_wait.p50_ms:.0f} ms): if they fall at epoch starts, set "
-            "persistent_workers=True so the workers are not restarted every epoch."
-        )
+        advice.append(spikes_advice(stats))
     # Sampled windows cannot tell a restart's first-batch wait from a steady one: with restarts seen,
     # none of the wait counts as steady (more workers would only be more to start each epoch).
     steady_wait = stats.input_share
@@ -436,6 +432,39 @@ def sampled_restarts_advice(stats: WindowStats) -> str:
         "stopping workers: a loader (training or validation) restarts its workers every epoch "
         "without persistent_workers, or is made anew. Set persistent_workers=True, then look again "
         "before adding workers."
+    )
+
+
+def spikes_advice(stats: WindowStats) -> str:
+    """A few steps hold most of a loader-with-workers' wait (has_spikes), its restarts not the cause
+    (restarts_workers): where they fall says which remedy fits. At the epochs' first steps with the workers
+    kept (no step of the window started them), each epoch's first batches are asked for only when it
+    begins (PyTorch's persistent workers resume then): longer epochs pay it less often. At epoch starts
+    that did start workers: keep them. Elsewhere: a few batches load far slower than the rest, which a
+    deeper prefetch lets the workers get ahead of. (Until session 32 the advice was always "if they fall at
+    epoch starts, set persistent_workers=True", to a job with persistent workers on the H100.)"""
+    spikes = f"longest {stats.data_wait_max_ms:.0f} ms, median {stats.data_wait.p50_ms:.0f} ms"
+    at_epoch_starts = stats.iteration_start_wait_share >= SPIKE_MIN_WAIT_FRACTION
+    if at_epoch_starts and not stats.worker_start_steps:
+        length = f" (epochs of about {stats.iteration_every:.0f} steps)" if stats.iteration_every else ""
+        return (
+            f"{pct(stats.iteration_start_wait_share)} of the wait falls in the first step of each epoch "
+            f"({stats.iteration_start_steps} of {stats.steps} steps; {spikes}), though the workers persist: "
+            f"each epoch's first batches are only asked for when it begins. Longer epochs{length} pay it "
+            "less often: a sampler that draws several epochs' samples in one pass, e.g. "
+            "RandomSampler(dataset, num_samples=k * len(dataset)). More workers do not help between those "
+            "steps."
+        )
+    if at_epoch_starts:
+        return (
+            f"{pct(stats.iteration_start_wait_share)} of the wait falls in the first step of each epoch "
+            f"({spikes}): set persistent_workers=True so the workers are not started again every epoch."
+        )
+    return (
+        f"A few steps hold most of the wait ({spikes}), not at the starts of epochs: a few batches load far "
+        "slower than the rest (large or slow-to-read samples, a recurring storage stall). Raise "
+        "prefetch_factor (default 2) so the workers get further ahead of them; more workers do not help "
+        "between those steps."
     )
 
 

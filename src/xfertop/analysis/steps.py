@@ -167,6 +167,11 @@ class WindowStats:
     #: Steps that began an iteration over a loader (iter(loader): an epoch, a validation pass). Most of a
     #: window's steps beginning one: a loop that makes a new iterator every step (``next(iter(loader))``).
     iteration_start_steps: int = 0
+    #: ... and the share of the window's data wait that fell in them (the first batch of each epoch, with
+    #: persistent workers too: theirs is only asked for when the epoch begins).
+    iteration_start_wait_share: float = 0.0
+    #: Steps from one iteration's start to the next, where the window holds two or more (0: not known).
+    iteration_every: float = 0.0
     #: Judged on fewer steps than a confident verdict needs (EARLY_MIN_STEPS <= steps < MIN_WINDOW_STEPS).
     early: bool = False
     #: Shares of py-spy samples, not of timed steps (`xfertop attach`): ``steps`` counts samples, and
@@ -390,6 +395,7 @@ def window_stats(
     wall_total_s = wall_total_ms / 1000.0
     wait_total_ms = sum(wait)
     worker_starts = [s for s in window if s.workers_started]
+    starts = [s for s in window if s.epoch_start]
     stall_ms, repeats = _longest_stall(steps, window, wait_total_ms, warmup_steps)
     saving = [s for s in window if s.checkpoint]
     # The time before each iteration's first step, the window's first included (the step before it is in
@@ -438,7 +444,9 @@ def window_stats(
         copied_step_fraction=sum(1 for s in window if s.copied or s.h2d_bytes > 0) / len(window),
         worker_start_steps=len(worker_starts),
         worker_start_wait_share=_share(sum(s.data_wait_ms for s in worker_starts), wait_total_ms),
-        iteration_start_steps=sum(1 for s in window if s.epoch_start),
+        iteration_start_steps=len(starts),
+        iteration_start_wait_share=_share(sum(s.data_wait_ms for s in starts), wait_total_ms),
+        iteration_every=(starts[-1].step - starts[0].step) / (len(starts) - 1) if len(starts) > 1 else 0.0,
         early=len(window) < MIN_WINDOW_STEPS,
         stall_wait_ms=stall_ms,
         stall_repeats=repeats,
