@@ -885,14 +885,14 @@ def _main_thread_at(classified: Iterable[tuple[ThreadStack, SampleClass]], total
         key = (frame.filename, frame.name)
         at_line = lines.setdefault(key, {})
         at_line[frame.line] = at_line.get(frame.line, 0) + stack.count
-        by_doing = doings.setdefault((*key, frame.line), {})
+        by_doing = doings.setdefault((key[0], key[1], frame.line), {})
         doing = _doing(stack.frames, cls)
         by_doing[doing] = by_doing.get(doing, 0) + stack.count
     if not lines or not total:
         return None
     key = max(lines, key=lambda k: sum(lines[k].values()))
     line = max(lines[key], key=lambda n: lines[key][n])
-    at = doings[(*key, line)]
+    at = doings[(key[0], key[1], line)]
     return MainThreadAt(
         function=key[1],
         location=f"{_short(key[0])}:{line}",
