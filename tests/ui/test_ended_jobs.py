@@ -61,6 +61,7 @@ async def test_an_ended_job_is_dimmed_says_how_it_ended_folds_and_goes() -> None
         await pilot.pause()
         # The live job first; the ended one after it, with how it ended and its last live verdict.
         assert table.row_keys == [f"new|{NEW}", f"old|{OLD}"]
+        assert table.row(f"old|{OLD}")["STATUS"] == "killed by SIGKILL", "how it ended, not 'finished'"
         rows = _verdict_rows(app)
         assert rows[0].startswith(f"train.py [{NEW}]: input-bound")
         [ended] = [row for row in rows if row.startswith(f"train.py [{OLD}]")]
@@ -92,3 +93,21 @@ async def test_at_80x24_the_live_jobs_verdict_shows_however_many_jobs_ended() ->
         rows = screen_text(app)
         assert any(row.startswith(" train.py: input-bound") for row in rows), "\n".join(rows)
         assert any("3 ended jobs: f shows them" in row for row in rows), "\n".join(rows)
+
+
+async def test_a_job_that_ended_before_the_viewer_started_folds_by_its_own_age() -> None:
+    """A second `xfertop demo`, started 25 s after the first, showed the first one's ended job as full rows
+    with its verdict 46 s after it ended: its age counted from when this viewer first saw it. Its ranks'
+    last heartbeat says how long ago it ended."""
+    app = XfertopApp(Sources(), start_sources=False, clock=lambda: FROZEN_TIME)
+    gone = _job("old", OLD, RankEnd(closed_ring=True, exit_code=0))
+    gone = dataclasses.replace(gone, ranks=(dataclasses.replace(gone.ranks[0], heartbeat_age_s=46.0),))
+    just = _job("recent", OLD + 1, RankEnd(closed_ring=True, exit_code=0))
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.jobs_pane.ended = EndedJobs(Clock())
+        app.post_message(GpuStateUpdated(gpu_state(1)))
+        app.post_message(JobsStateUpdated(_jobs(gone, just, _job("new", NEW))))
+        await pilot.pause()
+        table = app.jobs_pane.rank_table
+        assert table.row_keys == [f"new|{NEW}", f"recent|{OLD + 1}"], "the old one folded, the recent one not"
+        assert "1 ended job: f shows them" in _verdict_rows(app)

@@ -283,7 +283,8 @@ async def test_a_new_ranks_strip_shows_its_few_steps_and_a_rankless_job_by_pid()
     async with app.run_test(size=(80, 24)) as pilot:
         await _feed(app, pilot, gpu_state(1), jobs_state(young), step_history=False)
         rows = screen_text(app)
-        assert any("where each step went: train.py pid " in row for row in rows), "\n".join(rows)
+        # At 80 columns the title is short, its legend whole: "train.py pid N, a row per 1 s  W wait ...".
+        assert any(" train.py pid " in row and "S sync" in row for row in rows), "\n".join(rows)
         plot = _strip_rows(app)
         assert plot[-1].split()[:2] == ["now", "5"] and "W" in _bar(plot[-1]), "\n".join(rows)
         assert not any(row.strip() for row in plot[:-1]), "no rows before the history began"

@@ -99,7 +99,9 @@ async def test_a_live_job_shows_its_rank_verdict_and_detail(demo_job: DemoJob) -
         assert "copies free 3.50x" in detail and "pinned copies" not in detail
 
 
-async def test_a_job_that_ends_is_marked_finished(demo_job: DemoJob) -> None:
+async def test_a_job_that_ends_says_how_it_ended_in_its_row(demo_job: DemoJob) -> None:
+    """The STATUS column says how the rank ended, as the verdict line does: a new user's trial read
+    "finished" beside "(exited 3)" and "(exited 130)"."""
     sources = Sources(jobs=JobsSource(interval_s=0.1, ring_dir=str(demo_job.ring_dir)))
     app = XfertopApp(sources)
     waiter = MessageWaiter()
@@ -116,7 +118,7 @@ async def test_a_job_that_ends_is_marked_finished(demo_job: DemoJob) -> None:
         )
         await pilot.pause()
         table = app.query_one(RankTable)
-        assert table.row(table.row_keys[0])["STATUS"] == "finished"
+        assert table.row(table.row_keys[0])["STATUS"] == "ended"  # closed its ring: stopped cleanly
 
 
 async def test_until_a_job_steps_the_pane_says_what_it_was_told_to(tmp_path: Path) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from ui.sample_states import TRAIN_PID, gpu, gpu_state, host_state, jobs_state, rank
 from xfertop.analysis.steps import window_stats
 from xfertop.ui import chart, link_text
@@ -11,6 +13,7 @@ from xfertop.ui.format import human_bytes
 from xfertop.ui.gpu_area import rows_per_gpu
 from xfertop.ui.process_table import COLUMNS, process_rows
 from xfertop.ui.rank_row import rank_flags
+from xfertop.ui.step_strip import strip_title
 from xfertop.ui.view_state import REFRESH_STEPS_S, ViewState
 
 
@@ -30,6 +33,17 @@ def test_stacked_bar_fits_overlapping_shares_and_draws_each_part_in_its_letter()
     assert "".join(text for text, _ in pieces) == "IIIIIIIIXXXX"
     assert [style for _, style in pieces] == ["red", "green"]
     assert "".join(text for text, _ in chart.stacked([(0.25, "I", "red")], 8)) == "II······"
+
+
+def test_parts_that_make_up_the_whole_fill_the_bar() -> None:
+    """15.6 cells of model and 0.4 of loop rounded one by one left a "·" no legend explains; by largest
+    remainder the bar is full, and each part keeps the cells its share rounds to."""
+    bar = "".join(text for text, _ in chart.stacked([(0.025, "L", "red"), (0.975, "M", "green")], 16))
+    assert bar == "M" * 16
+    thirds = "".join(
+        text for text, _ in chart.stacked([(1 / 3, "W", "r"), (1 / 3, "L", "m"), (1 / 3, "M", "g")], 16)
+    )
+    assert len(thirds) == 16 and "·" not in thirds and thirds.count("W") in (5, 6), thirds
 
 
 def test_refresh_steps_stop_at_both_ends() -> None:
@@ -123,3 +137,12 @@ def test_pinned_of_a_cuda_process_without_reporter_is_read_from_proc() -> None:
     view.apply_jobs(jobs_state())
     cells = dict(zip(COLUMNS, dict(process_rows(view))[str(TRAIN_PID)], strict=True))
     assert cells["PINNED"] == "1.0G", "the reporter's figure still wins"
+
+
+@pytest.mark.parametrize("width", [200, 120, 100, 80, 60, 40])
+def test_the_strips_title_keeps_its_whole_legend_at_any_width(width: int) -> None:
+    """A new user's trial found the legend cut at every size ("W wait  L loop  C" at 120 columns) and the
+    title without its closing parenthesis at 80: the title now takes the longest wording that fits."""
+    title = strip_title("a_long_training_script_name.py rank 0/1", 2, width).plain
+    assert len(title) <= width and title.endswith("W wait  L loop  C copy  M model  S sync"), title
+    assert title.count("(") == title.count(")"), title

@@ -80,17 +80,23 @@ def stacked(shares: Sequence[tuple[float, str, str]], width: int) -> list[tuple[
     its cells are drawn with, style), in order. Each part is drawn in its own letter as well as its
     colour, so the bar reads the same without colour (a plain-text copy, a monochrome terminal).
 
-    Shares summing above 1 (CPU and GPU clocks overlap) are scaled down to fit; the rest is "·".
+    Cells go by largest remainder, so parts that make up the whole fill the bar (rounded one by one, a
+    bar of 15.6 model and 0.4 loop cells left one "·" that no legend explained). Shares summing above 1
+    are scaled down to fit; below 1, the rest is "·".
     """
     total = sum(max(share, 0.0) for share, _, _ in shares)
     scale = 1.0 / total if total > 1.0 else 1.0
-    pieces, used = [], 0
-    for share, letter, style in shares:
-        cells = round(max(share, 0.0) * scale * width)
-        cells = min(cells, width - used)
-        if cells > 0:
-            pieces.append((letter * cells, style))
-            used += cells
+    exact = [max(share, 0.0) * scale * width for share, _, _ in shares]
+    cells = [int(value) for value in exact]
+    filled = min(width, round(sum(exact)))
+    for index in sorted(range(len(exact)), key=lambda i: exact[i] - cells[i], reverse=True):
+        if sum(cells) >= filled:
+            break
+        cells[index] += 1
+    pieces = [
+        (letter * count, style) for count, (_, letter, style) in zip(cells, shares, strict=True) if count
+    ]
+    used = sum(cells)
     if used < width:
         pieces.append(("·" * (width - used), "dim"))
     return pieces

@@ -48,7 +48,9 @@ class ShownJobs:
 
 
 class EndedJobs:
-    """When each job was first seen ended (the viewer's clock): what folding and forgetting count from."""
+    """How long each job has been ended: since the viewer first saw it ended (its clock), or since its
+    ranks' last heartbeat where that is longer (a job that ended before this viewer started is as old as
+    it is: a second `xfertop demo` showed the first one's ended job whole for its first 30 s)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
@@ -65,7 +67,8 @@ class EndedJobs:
             if job.live:
                 self._ended_at.pop(job.job.job_key, None)
                 continue
-            age = now - self._ended_at.setdefault(job.job.job_key, now)
+            heartbeat_age = min((rank.heartbeat_age_s for rank in job.job.ranks), default=0.0)
+            age = max(now - self._ended_at.setdefault(job.job.job_key, now), heartbeat_age)
             if age >= forget_s:
                 continue
             if age >= fold_s and not show_folded:

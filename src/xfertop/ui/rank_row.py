@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from xfertop.analysis.advice import parts_pct
 from xfertop.analysis.steps import WindowStats
 from xfertop.model.jobs import RankState
 from xfertop.ui import chart
@@ -117,14 +118,14 @@ def rank_flags(rank: RankState, stats: WindowStats | None) -> list[str]:
     return flags
 
 
-def _share(value: float | None) -> str:
-    return NA if value is None else f"{100 * value:.0f}%"
-
-
 def _status(rank: RankState) -> Text:
-    style = {"live": "green", "stalled": "bold red", "finished": "dim"}[rank.status]
-    words = rank.status if rank.status != "stalled" else f"stalled {rank.heartbeat_age_s:.0f}s"
-    return Text(words, style=style)
+    """live, stalled (for how long), or how it ended where the ring says ("exited 3", "killed by SIGINT":
+    red where that is a failure); "finished" where it does not."""
+    if rank.status == "stalled":
+        return Text(f"stalled {rank.heartbeat_age_s:.0f}s", style="bold red")
+    if rank.status == "finished" and rank.end is not None:
+        return Text(rank.end.describe(), style="red" if rank.end.failed else "dim")
+    return Text(rank.status, style="green" if rank.status == "live" else "dim")
 
 
 def rank_label(rank: RankState) -> str:
@@ -163,7 +164,8 @@ def rank_cells(
         ms(stats.wall.p50_ms),
         step_history(rank),
         breakdown_bar(stats),
-        *(_share(share) for share in host_shares(stats)),
+        # Whole percentages that add up to 100, as the verdict and the summary give them.
+        *parts_pct(dict(zip([name for name, _, _ in SEGMENTS], host_shares(stats), strict=True))).values(),
         gpu_busy_text(gpu_busy, stats),
         samples_rate_text(stats.samples_per_s),
         rate_gb_per_s(stats.h2d_bytes_per_s),

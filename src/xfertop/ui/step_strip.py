@@ -87,6 +87,25 @@ def bucket_row(bucket: StepBucket | None, ago_s: int, width: int) -> Pieces:
     return ((label, "dim"), *chart.stacked(shares, bar_width))
 
 
+def strip_title(who: str, seconds: int, width: int) -> Text:
+    """The strip's title and its legend in ``width`` cells: the longest wording that fits whole, the
+    legend always (a new user's trial found the legend cut at every size: "W wait  L loop  C" at 120
+    columns, the title without its closing parenthesis at 80)."""
+    key = legend()
+    wordings = (
+        f"where each step went: {who}, a row per {seconds} s (how long ago, steps), newest at the bottom  ",
+        f"where each step went: {who}, a row per {seconds} s, newest last  ",
+        f"{who}, a row per {seconds} s  ",
+        "",
+    )
+    words = next((w for w in wordings if len(w) + key.cell_len <= width), "")
+    title = Text(words, style="bold")
+    title.append_text(key)
+    title.rstrip()
+    title.truncate(width)
+    return title
+
+
 @dataclass(frozen=True)
 class ShownBuckets:
     """What one drawing of the strip shows: its buckets, oldest first, and where they stand."""
@@ -183,11 +202,4 @@ class StepStrip(TextLines):
         if not framed:
             return list(strip_rows(shown, width))
         who = f"rank {rank_label(rank)}" if rank.rank is not None else f"pid {rank.pid}"
-        title = Text(
-            f"where each step went: {self.job_name} {who}, a row per {shown.seconds} s "
-            "(how long ago, steps), newest at the bottom  "
-        )
-        title.stylize("bold")
-        title.append_text(legend())
-        title.truncate(width)
-        return [title, *strip_rows(shown, width)]
+        return [strip_title(f"{self.job_name} {who}", shown.seconds, width), *strip_rows(shown, width)]
