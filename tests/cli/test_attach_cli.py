@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 import time
@@ -83,6 +84,13 @@ def test_once_text_diagnoses_a_compute_bound_job(capsys: pytest.CaptureFixture[s
         code = run_attach(str(job.pid), "--once", "--seconds", "2")
     out = capsys.readouterr().out
     assert code == 0 and out.startswith("compute-bound")
+    # Its rank's line: the sample classes in words, adding up to 100 (not every *_share field of --json,
+    # which overlap: "main_loading 3%, compute 94%, ..., dispatch 94%, receive 3%").
+    [line] = [line for line in out.splitlines() if line.startswith(f"pid {job.pid}")]
+    assert "the main thread's samples: " in line and "compute (forward/backward/optimizer) " in line, line
+    assert "_" not in line.split(": ", 1)[1], line
+    shares = [int(n) for n in re.findall(r"(?<![<\d])(\d+)%", line)]
+    assert sum(shares) == 100, line
 
 
 @needs_ptrace

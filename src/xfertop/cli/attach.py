@@ -16,7 +16,9 @@ from typing import Any
 
 import psutil
 
+from xfertop.analysis.advice import parts_pct
 from xfertop.analysis.sampled_verdict import judge_stacks
+from xfertop.analysis.stack_classify import CLASS_LABELS
 from xfertop.cli.viewer import is_terminal
 from xfertop.model.gpu import GpuState
 from xfertop.sources.base import PollingSource
@@ -158,13 +160,18 @@ def _once(sampler: StackSampler, as_json: bool) -> int:
     for advice in verdict["advice"]:
         print(f"  - {advice}")
     for rank in report["ranks"]:
-        shares = ", ".join(
-            f"{name[:-6]} {value * 100:.0f}%"
-            for name, value in rank.items()
-            if name.endswith("_share") and name != "pin_busy_share" and value
-        )
-        where = f" (the training loop's process: {rank['loop_process']})" if rank.get("loop_process") else ""
-        where += f" (the training loop's thread: {rank['loop_thread']})" if rank.get("loop_thread") else ""
-        busy = f"workers busy {rank['workers_busy']} of {len(rank['workers'])}"
-        print(f"pid {rank['pid']}{where}: {shares}; {busy}")
+        print(_rank_line(rank))
     return EXIT_OK
+
+
+def _rank_line(rank: dict[str, Any]) -> str:
+    """ "pid 4242: the main thread's samples: waiting for data 3%, compute (forward/backward/optimizer) 94%,
+    other 3%; workers busy 2 of 2": the sample classes, which add up to 100, in words (the finer shares,
+    which overlap them, are in --json). A new user's trial read "main_loading 3%, compute 94%, other 3%,
+    loop_host 1%, dispatch 94%, receive 3%": two breakdowns on one line, about 198%, in field names."""
+    shown = parts_pct({label: rank.get(f"{cls}_share") or 0.0 for cls, label in CLASS_LABELS.items()})
+    shares = ", ".join(f"{label} {share}" for label, share in shown.items() if share != "0%")
+    where = f" (the training loop's process: {rank['loop_process']})" if rank.get("loop_process") else ""
+    where += f" (the training loop's thread: {rank['loop_thread']})" if rank.get("loop_thread") else ""
+    busy = f"workers busy {rank['workers_busy']} of {len(rank['workers'])}"
+    return f"pid {rank['pid']}{where}: the main thread's samples: {shares}; {busy}"
