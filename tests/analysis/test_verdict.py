@@ -954,3 +954,14 @@ def test_spikes_away_from_epoch_starts_ask_for_a_deeper_prefetch_not_persistent_
     advice = advice_text(rank_verdict(steps, dataloader_workers=4, gpu_busy_share=0.8))
     assert "not at the starts of epochs" in advice and "prefetch_factor" in advice, advice
     assert "persistent_workers" not in advice, advice
+
+
+def test_a_cpu_jobs_num_workers_advice_counts_no_gpus() -> None:
+    """A new user's trial on a box without a GPU read "Set num_workers to 2-4 per GPU"."""
+    steps = [step_record(i, wait_ms=30.0, model_ms=10.0, partitioned=True) for i in range(5, 45)]
+    stats = window_stats(steps)
+    assert stats is not None
+    on_cpu = advice_text(judge(stats, dataloader_workers=0, context=Context(on_gpu=False)))
+    assert "Set num_workers to 2-4 and raise it" in on_cpu, on_cpu
+    on_gpu = advice_text(judge(stats, dataloader_workers=0, context=Context()))
+    assert "Set num_workers to 2-4 per GPU" in on_gpu, on_gpu

@@ -153,3 +153,10 @@ def test_no_color_means_no_colour_at_all_in_the_terminal() -> None:
         assert tui.wait(timeout_s=20) == 0
     finally:
         tui.close()
+
+
+def test_a_commands_failure_is_named_by_its_command(tmp_path: Path) -> None:
+    """A new user's `xfertop replay /nonexist` read "xfertop: /nonexist: no such file"."""
+    result = _run("replay", str(tmp_path / "nonexist"))
+    assert result.returncode == 2
+    assert result.stderr == f"xfertop replay: {tmp_path / 'nonexist'}: no such file\n", result.stderr

@@ -129,6 +129,19 @@ def test_a_missing_command_is_a_clear_sentence(tmp_path: Path) -> None:
     assert "xfertop run: no-such-command-xyz: command not found" in result.stderr
 
 
+def test_a_directory_as_the_command_says_it_is_one(tmp_path: Path) -> None:
+    """A new user's `xfertop run -- /tmp/nu` read "permission denied"."""
+    result = subprocess.run(
+        [sys.executable, "-m", "xfertop.cli.run", "--", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=child_env(tmp_path / "rings"),
+        timeout=60,
+    )
+    assert result.returncode == 126
+    assert result.stderr == f"xfertop run: {tmp_path}: is a directory\n"
+
+
 def test_file_descriptors_the_job_inherits_stay_open(tmp_path: Path) -> None:
     # `xfertop run -- cmd 3>log`: the job writes to fd 3 as it would without xfertop.
     log = tmp_path / "fd3.log"

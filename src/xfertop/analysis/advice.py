@@ -353,9 +353,10 @@ def input_bound_advice(
     if dataloader_workers == 0 and context.cgroup_cpu is not None and context.cgroup_cpu.throttled:
         advice += _no_workers_on_a_used_up_quota(context.cgroup_cpu)
     elif dataloader_workers == 0:
+        per_gpu = " per GPU" if context.on_gpu else ""  # a CPU job has none to count by
         advice.append(
             "num_workers=0: every batch is loaded and decoded inside the training loop. "
-            "Set num_workers to 2-4 per GPU and raise it until samples/s stops improving."
+            f"Set num_workers to 2-4{per_gpu} and raise it until samples/s stops improving."
         )
         advice.append(
             "Move decoding and augmentation off the main process: into DataLoader workers, "

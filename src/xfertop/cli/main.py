@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="show the jobs of every node Prometheus scrapes (`xfertop export` on each), "
         "read from Prometheus at URL, e.g. http://localhost:9090; GPU panes stay local",
     )
-    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", dest="command_name")
     for module in (demo, run, probe, bench, attach, export, record, replay, compare):
         module.register(subparsers)
     return parser
@@ -95,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()  # a write error surfaces here, not as "Exception ignored" at exit
         return code
     except ViewerError as exc:
-        print(f"xfertop: {exc}", file=sys.stderr)
+        # Named by its command, as the commands' own lines are ("xfertop replay: /x: no such file").
+        name = getattr(args, "command_name", None)
+        print(f"{'xfertop ' + name if name else 'xfertop'}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

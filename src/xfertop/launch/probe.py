@@ -35,6 +35,7 @@ from xfertop.launch.run import (
     _signal_child,
     _terminal_delivers_it,
     child_environment,
+    not_executable,
     signals_to_forward,
 )
 from xfertop.launch.summary_report import ended_how
@@ -236,7 +237,7 @@ def run_probe(
             print(f"xfertop probe: {command[0]}: command not found", file=sys.stderr)
             return EXIT_NOT_FOUND
         except PermissionError:
-            print(f"xfertop probe: {command[0]}: permission denied", file=sys.stderr)
+            print(f"xfertop probe: {command[0]}: {not_executable(command[0])}", file=sys.stderr)
             return EXIT_NOT_EXECUTABLE
         status = _wait(started[0], result_dir, keep_going, grace_s)
         return _report(command, result_dir, status, as_json, bool(interrupted), keep_going)

@@ -88,6 +88,12 @@ def signals_to_forward() -> tuple[signal.Signals, ...]:
     return tuple(sig for sig in FORWARDED_SIGNALS if signal.getsignal(sig) != signal.SIG_IGN)
 
 
+def not_executable(program: str) -> str:
+    """Why ``program`` could not be started where exec said permission denied: a directory says so (as
+    bash does), not "permission denied" (a new user ran `xfertop run -- /tmp/nu`)."""
+    return "is a directory" if os.path.isdir(program) else "permission denied"
+
+
 def _die_with_the_launcher() -> Callable[[], None] | None:
     """What the child runs before exec: SIGKILL when the launcher dies (see the module docstring).
 
@@ -205,7 +211,7 @@ def run_command(command: list[str], copy_timing: bool = True, summary: bool = Tr
             print(f"xfertop run: {command[0]}: command not found", file=sys.stderr)
             return EXIT_NOT_FOUND
         except PermissionError:
-            print(f"xfertop run: {command[0]}: permission denied", file=sys.stderr)
+            print(f"xfertop run: {command[0]}: {not_executable(command[0])}", file=sys.stderr)
             return EXIT_NOT_EXECUTABLE
         status = _wait_and_record(started[0], token)
         _print_summary(follower, command, status)  # while signals are still forwarded (to no one now)
