@@ -95,6 +95,8 @@ async def test_without_a_gpu_the_demo_job_fills_the_screen(size: tuple[int, int]
         rows = screen_text(app)
         assert blank_rows(rows) <= MAX_BLANK_ROWS, "\n".join(rows)
         assert any("where each step went" in row for row in rows), "\n".join(rows)
+        # Said once, by the GPU area's line with the reason; the header said it too.
+        assert sum("no NVIDIA driver" in row for row in rows) == 1, "\n".join(rows)
 
 
 async def test_at_80x24_the_advice_wraps_instead_of_being_cut() -> None:

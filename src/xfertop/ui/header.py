@@ -33,7 +33,7 @@ class HeaderBar(TextLines):
         line = [(" xfertop ", "bold reverse"), (f" {hostname}", "bold")]
         if view.gpu is not None and view.gpu.driver_version:
             line.append((f"  driver {view.gpu.driver_version}", ""))
-        elif view.gpu is not None:
+        elif view.gpu is not None and not view.gpu.error:  # else the GPU area's line says why, once
             line.append(("  no NVIDIA driver", "yellow"))
         line.append((f"  {time.strftime('%H:%M:%S', time.localtime(self._clock()))}", ""))
         line.append((f"  every {view.interval_s:g} s", ""))
