@@ -80,6 +80,10 @@ def test_flags_name_pageable_non_blocking_and_few_workers() -> None:
     assert rank_flags(starved, window_stats(starved.steps)) == ["pageable non_blocking", "few workers"]
     fed = rank(workers=8)
     assert "few workers" not in rank_flags(fed, window_stats(fed.steps))
+    # The ring's loader (its longest iteration) has none, the window's steps come from one with 2: the
+    # demo's second phase read "no workers" beside a header saying num_workers=2.
+    switched = replace(rank(workers=0), steps=tuple(replace(s, loader_workers=2) for s in rank().steps))
+    assert not {"no workers", "few workers"} & set(rank_flags(switched, window_stats(switched.steps)))
 
 
 def test_sampled_figures_are_marked_and_missing_ones_say_na() -> None:

@@ -105,7 +105,11 @@ def rank_flags(rank: RankState, stats: WindowStats | None) -> list[str]:
         flags.append("pageable non_blocking")
     elif stats is not None and stats.pinned_step_fraction is not None and stats.pinned_step_fraction < 1:
         flags.append("pageable copies")
+    # The loader whose steps waited in the window (the demo's second phase read "no workers" from the
+    # first phase's loader, the ring's longest-iterated, after its new loader with 2 workers took over).
     workers = rank.dataloader_workers
+    if stats is not None and stats.waiting_loader_workers is not None:
+        workers = stats.waiting_loader_workers
     if (
         workers is not None
         and workers < _FEW_WORKERS
