@@ -42,7 +42,7 @@ for name in sys.argv[1:]:
     print("  summary:", "\n    ".join(l for l in summ.splitlines()[:14]))
     # attach
     plain = subprocess.Popen([sys.executable, job, str(SEC)], env={**env0, "TRUTH_SYNC": "0"}, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    time.sleep(SEC * 0.45)
+    time.sleep(SEC * float(os.environ.get("ATTACH_AT", "0.45")))  # a share of SEC: later on a GPU (CUDA init)
     a = subprocess.run(XT + ["attach", str(plain.pid), "--once", "--json", "--seconds", "3"], env=env0, capture_output=True, text=True)
     try:
         doc = json.loads(a.stdout)
