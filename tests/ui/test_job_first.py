@@ -178,6 +178,16 @@ async def test_a_job_seen_for_under_a_minute_fills_the_strip_with_rows_of_a_seco
         assert plot[-1].split()[0] == "now" and plot[-2].split()[0] == "-1s", "\n".join(plot)
 
 
+async def test_an_ended_jobs_strip_counts_back_from_its_end_not_from_now() -> None:
+    """A new user's trial: an ended job's strip still labelled its last row "now"."""
+    ended = dataclasses.replace(rank(status="finished"), steps=_timed_steps(0, 450, 1000.0, wait_ms=60.0))
+    app = _app()
+    async with app.run_test(size=(200, 50)) as pilot:
+        await _feed(app, pilot, no_driver_state(), jobs_state(ended), step_history=False)
+        plot = _strip_rows(app)
+        assert plot[-1].split()[0] == "end" and plot[-2].split()[0] == "-1s", "\n".join(plot)
+
+
 @pytest.mark.parametrize(("history_s", "seconds"), [(1, 1), (45, 1), (70, 2), (159, 2), (160, 5), (3600, 5)])
 def test_rows_grow_longer_as_the_history_does_until_they_cover_the_minute_and_a_half(
     history_s: int, seconds: int

@@ -60,10 +60,11 @@ def bucket_seconds(rows: int, history_s: int | None = None) -> int:
     return filled[-1] if filled else BUCKET_STEPS_S[0]
 
 
-def ago_text(seconds: int) -> str:
-    """How long before the newest bucket a bucket began: "now", "-35s", "-2m05"."""
+def ago_text(seconds: int, newest: str = "now") -> str:
+    """How long before the newest bucket a bucket began: "now" (``newest``: "end" for a job that ended,
+    whose newest bucket is its last, not now), "-35s", "-2m05"."""
     if seconds <= 0:
-        return "now"
+        return newest
     if seconds < 60:
         return f"-{seconds}s"
     return f"-{seconds // 60}m{seconds % 60:02d}"
@@ -74,10 +75,12 @@ def count_text(count: int) -> str:
     return str(count) if count < 10_000 else f"{count // 1000}k"
 
 
-def bucket_row(bucket: StepBucket | None, ago_s: int, width: int) -> Pieces:
+def bucket_row(bucket: StepBucket | None, ago_s: int, width: int, newest: str = "now") -> Pieces:
     """One row ``width`` cells wide: the label (how long ago, steps), then the bucket's parts stacked
     left to right; "no step began" for a bucket without steps."""
-    label = f"{ago_text(ago_s):>{_AGO_CELLS}}{count_text(bucket.steps if bucket else 0):>{_COUNT_CELLS}} "
+    label = (
+        f"{ago_text(ago_s, newest):>{_AGO_CELLS}}{count_text(bucket.steps if bucket else 0):>{_COUNT_CELLS}} "
+    )
     bar_width = max(width - len(label), 0)
     if bucket is None:
         return ((label, "dim"), ("no step began".ljust(bar_width)[:bar_width], "dim"))
@@ -127,8 +130,9 @@ def shown_buckets(timeline: StepTimeline, rows: int) -> ShownBuckets | None:
     return ShownBuckets(seconds, newest - newest % seconds, oldest, buckets)
 
 
-def strip_rows(shown: ShownBuckets, width: int) -> list[Pieces]:
-    """One row per bucket, newest at the bottom; blank rows for buckets before the first second kept."""
+def strip_rows(shown: ShownBuckets, width: int, newest: str = "now") -> list[Pieces]:
+    """One row per bucket, newest at the bottom (labelled ``newest``); blank rows for buckets before the
+    first second kept."""
     seconds, count = shown.seconds, len(shown.buckets)
     lines: list[Pieces] = []
     for index, bucket in enumerate(shown.buckets):
@@ -136,7 +140,7 @@ def strip_rows(shown: ShownBuckets, width: int) -> list[Pieces]:
         if start + seconds <= shown.oldest_s:
             lines.append(())  # before the history began
         else:
-            lines.append(bucket_row(bucket, shown.last_start - start, width))
+            lines.append(bucket_row(bucket, shown.last_start - start, width, newest))
     return lines
 
 
@@ -196,10 +200,14 @@ class StepStrip(TextLines):
         if rank is None or rows <= 0 or width <= 0:
             return []
         framed = rows >= _FRAMED_ROWS  # a few rows still show where the time went, without a title
+        newest = "end" if rank.status == "finished" else "now"  # an ended job's last second is not now
         shown = self._buckets(rows - 1 if framed else rows)
         if shown is None:
             return []
         if not framed:
-            return list(strip_rows(shown, width))
+            return list(strip_rows(shown, width, newest))
         who = f"rank {rank_label(rank)}" if rank.rank is not None else f"pid {rank.pid}"
-        return [strip_title(f"{self.job_name} {who}", shown.seconds, width), *strip_rows(shown, width)]
+        return [
+            strip_title(f"{self.job_name} {who}", shown.seconds, width),
+            *strip_rows(shown, width, newest),
+        ]
