@@ -946,6 +946,19 @@ def test_epoch_start_spikes_with_persistent_workers_do_not_ask_for_persistent_wo
     assert "persistent_workers=True" in advice_text(restarted), advice_text(restarted)
 
 
+def test_a_validation_loaders_restarts_beside_persistent_epochs_do_not_turn_the_advice() -> None:
+    """The training loader's workers persist and its epoch starts hold the long waits; a small validation
+    pass starting its workers every 25 steps waits a little: the long waits are the kept workers'."""
+    steps = [
+        replace(s, epoch_start=True, workers_started=True, data_wait_ms=5.0, wall_ms=s.wall_ms + 4.8)
+        if s.step % 25 == 0 and not s.epoch_start
+        else s
+        for s in _epochs_of_32(workers_started=False)
+    ]
+    advice = advice_text(rank_verdict(steps, dataloader_workers=4, gpu_busy_share=0.8))
+    assert "though the workers persist" in advice and "set persistent_workers=True" not in advice, advice
+
+
 def test_spikes_away_from_epoch_starts_ask_for_a_deeper_prefetch_not_persistent_workers() -> None:
     """The same long waits on steps that begin no epoch (every 32nd batch is slow to read)."""
     steps = [

@@ -438,18 +438,22 @@ def sampled_restarts_advice(stats: WindowStats) -> str:
 
 def spikes_advice(stats: WindowStats) -> str:
     """A few steps hold most of a loader-with-workers' wait (has_spikes), its restarts not the cause
-    (restarts_workers): where they fall says which remedy fits. At the epochs' first steps with the workers
-    kept (no step of the window started them), each epoch's first batches are asked for only when it
-    begins (PyTorch's persistent workers resume then): longer epochs pay it less often. At epoch starts
-    that did start workers: keep them. Elsewhere: a few batches load far slower than the rest, which a
-    deeper prefetch lets the workers get ahead of. (Until session 32 the advice was always "if they fall at
-    epoch starts, set persistent_workers=True", to a job with persistent workers on the H100.)"""
+    (restarts_workers): where they fall says which remedy fits. At the epochs' first steps with the
+    workers kept (most of that wait in starts that started no workers), each epoch's first batches are
+    asked for only when it begins (PyTorch's persistent workers resume then): longer epochs pay it less
+    often. At epoch starts that did start workers: keep them. Elsewhere: a few batches load far slower
+    than the rest, which a deeper prefetch lets the workers get ahead of. (Until session 32 the advice was
+    always "if they fall at epoch starts, set persistent_workers=True", to a job with persistent workers
+    on the H100.)"""
     spikes = f"longest {stats.data_wait_max_ms:.0f} ms, median {stats.data_wait.p50_ms:.0f} ms"
     at_epoch_starts = stats.iteration_start_wait_share >= SPIKE_MIN_WAIT_FRACTION
-    if at_epoch_starts and not stats.worker_start_steps:
+    # Of the epoch starts' wait, what fell in starts whose workers were kept (another loader's restarts,
+    # a validation pass's, may sit beside them).
+    kept = stats.iteration_start_wait_share - stats.worker_start_wait_share
+    if at_epoch_starts and kept >= stats.worker_start_wait_share:
         length = f" (epochs of about {stats.iteration_every:.0f} steps)" if stats.iteration_every else ""
         return (
-            f"{pct(stats.iteration_start_wait_share)} of the wait falls in the first step of each epoch "
+            f"{pct(kept)} of the wait falls in the first step of each epoch "
             f"({stats.iteration_start_steps} of {stats.steps} steps; {spikes}), though the workers persist: "
             f"each epoch's first batches are only asked for when it begins. Longer epochs{length} pay it "
             "less often: a sampler that draws several epochs' samples in one pass, e.g. "
