@@ -212,6 +212,22 @@ def test_the_gpu_busy_share_is_the_processs_own_only_when_it_is_the_gpus_only_us
     assert gpu_busy_share(4242, later, readings) is None, "readings before the window do not describe it"
 
 
+def test_a_gpu_the_host_holds_back_below_run_s_bar_reads_launch_bound_as_run_reads_it() -> None:
+    """H200 (docs/measurements/h100-2026-12-05-s32, j83: a tiny MLP, clip_grad_norm_, AdamW): `xfertop run`
+    read launch-bound with the GPU 48-55% busy; attached with it 55% busy, the dispatch rule waited for
+    busy under 50% and 16% of samples on the .to() line made it "copy-bound". Run's bar, 70%, for both."""
+    rank = RankStacks(
+        pid=1,
+        shares=ClassShares(counts={"compute": 76, "copy": 16, "data_wait": 8}),
+        placement=WindowPlacement((), (), uses_cuda=True),
+        dispatch_share=0.7,
+        gpu_busy_share=0.55,
+    )
+    verdict = sampled_verdict([(None, rank)])
+    assert verdict.kind == "launch-bound", verdict.headline
+    assert sampled_verdict([(None, replace(rank, gpu_busy_share=0.75))]).kind != "launch-bound"
+
+
 def test_a_launch_bound_loops_item_does_not_make_it_sync_bound() -> None:
     # The H200 job called loss.item() every step: on a GPU busy 15% that wait is short beside the
     # dispatch, and the verdict names the dispatch.

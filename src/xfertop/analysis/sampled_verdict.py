@@ -342,12 +342,16 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         # A GPU job whose busy share is unknown: checkpoints or the loop's own iterable building its
         # batches hold the loop (a CPU job's were judged above, with the rest of the loop's own work).
         return _labelled(_loop_bound(rank, None), rank, ranks, [])
+    # Launch-bound by `xfertop run`'s bar for a GPU the host holds back (busy under 70%), not the 50% one
+    # above: on the H200 a job with clip_grad_norm_ and a tiny MLP, busy 48-55%, read launch-bound under run
+    # and, attached with its GPU 55% busy, "copy-bound" from 16% of samples on its .to() line.
+    starved_busy = busy if on_gpu and busy is not None and busy < SYNC_GPU_BUSY_WARN_SHARE else None
     if (
-        waiting_busy is not None
+        starved_busy is not None
         and rank.dispatch_share >= LAUNCH_DISPATCH_SHARE
         and rank.dispatch_share > own
     ):
-        return _labelled(_launch_bound(rank, waiting_busy), rank, ranks, [])
+        return _labelled(_launch_bound(rank, starved_busy), rank, ranks, [])
     copy_share = stats.copy_share
     if copy_share >= COPY_WARN_SHARE and (
         stats.input_share < INPUT_WARN_SHARE or copy_share > stats.input_share
