@@ -244,7 +244,7 @@ def test_a_damaged_recording_is_one_clear_line(tmp_path: Path, damage: str, expe
     result = _replay(path)
     assert result.returncode == 2
     assert result.stdout == "" and result.stderr.count("\n") == 1, result.stderr
-    assert result.stderr.startswith("xfertop: ") and expected in result.stderr, result.stderr
+    assert result.stderr.startswith("xfertop replay: ") and expected in result.stderr, result.stderr
 
 
 def test_a_recording_cut_before_its_first_frame_does_not_suggest_partial(tmp_path: Path) -> None:
