@@ -95,6 +95,7 @@ def strip_title(who: str, seconds: int, width: int) -> Text:
     legend always (a new user's trial found the legend cut at every size: "W wait  L loop  C" at 120
     columns, the title without its closing parenthesis at 80)."""
     key = legend()
+    key.rstrip()  # its trailing gap, which the width need not hold
     wordings = (
         f"where each step went: {who}, a row per {seconds} s (how long ago, steps), newest at the bottom  ",
         f"where each step went: {who}, a row per {seconds} s, newest last  ",
