@@ -19,8 +19,10 @@
   search hook's removal recompiled its model). While the search hook is on, torch.compile's warning about
   global module hooks is filtered out: the hook is ours, and the job's stderr stays its own (where the
   hook stays for good, so does the filter, and a global hook of the job's own warns no more).
-- ``Tensor.item``, ``.tolist``, ``.cpu`` of a CUDA tensor and ``torch.cuda.synchronize`` are syncs: host
-  time blocked until the GPU catches up.
+- ``Tensor.item``, ``.tolist``, ``.cpu``, ``float()``, ``bool()`` and ``int()`` of a CUDA tensor and
+  ``torch.cuda.synchronize`` are syncs: host time blocked until the GPU catches up. (The three built-ins
+  were found in session 32: a job's ``bool(torch.isfinite(norm))`` each step, 4% of its step on the H200,
+  read as the model's time.)
 
 Every wrapper calls the original with the same arguments and returns its result unchanged; inside code
 that torch.compile traces they step aside (no hook body runs while compiling). A hook's own error never
@@ -290,7 +292,8 @@ def install_step_parts(torch: Any) -> None:
     watch = ModelWatch(torch)
     _model_watches.append(watch)
     _wrap(torch.Tensor, "backward", backward)
-    for name in ("item", "tolist", "cpu"):
+    # float(loss), `if torch.isfinite(norm):` and int(mask.sum()) wait for the GPU as .item() does.
+    for name in ("item", "tolist", "cpu", "__float__", "__bool__", "__int__"):
         _wrap(torch.Tensor, name, tensor_sync)
     _wrap(torch.cuda, "synchronize", synchronize)
     partitioning_installed()
