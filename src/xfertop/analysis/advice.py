@@ -7,7 +7,7 @@ pageable ones on an H200; non_blocking from pageable memory is synchronous).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from xfertop.analysis.evidence import CgroupCpuEvidence, Context, MemoryEvidence, WorkersEvidence
 from xfertop.analysis.placement import cpu_ranges
@@ -40,17 +40,29 @@ def pct(share: float) -> str:
     return f"{share * 100:.0f}%"
 
 
+def largest_remainder(exact: Sequence[float], total: int) -> list[int]:
+    """``exact`` (non-negative) as whole numbers that add up to ``total`` where they can: each rounded
+    down, then one more for the largest remainders (ties in order) until ``total``. Rounded one by one,
+    9.5 + 42.5 + 48 would read 10 + 43 + 48 = 101. Percentages (parts_pct) and a bar's cells (the UI's
+    chart.stacked) both."""
+    whole = [int(value) for value in exact]
+    by_remainder = sorted(range(len(exact)), key=lambda i: exact[i] - whole[i], reverse=True)
+    for index in by_remainder[: max(0, total - sum(whole))]:
+        whole[index] += 1
+    return whole
+
+
 def parts_pct(shares: Mapping[str, float]) -> dict[str, str]:
-    """Shares that make up a whole, as whole percentages that add up to 100 (largest remainder: rounded
-    one by one, 9.5 + 42.5 + 48 would read 10 + 43 + 48 = 101), "<1%" for a non-zero share rounded away."""
+    """Shares that make up a whole, as whole percentages that add up to 100 (largest_remainder), "<1%"
+    for a non-zero share rounded away."""
     total = sum(shares.values())
     scale = 100 / total if total > 0 else 0.0
-    exact = {name: share * scale for name, share in shares.items()}
-    whole = {name: int(value) for name, value in exact.items()}
-    by_remainder = sorted(exact, key=lambda name: exact[name] - whole[name], reverse=True)
-    for name in by_remainder[: round(sum(exact.values())) - sum(whole.values())]:
-        whole[name] += 1
-    return {name: "<1%" if not whole[name] and shares[name] > 0 else f"{whole[name]}%" for name in shares}
+    exact = [share * scale for share in shares.values()]
+    whole = largest_remainder(exact, round(sum(exact)))
+    return {
+        name: "<1%" if not percent and share > 0 else f"{percent}%"
+        for (name, share), percent in zip(shares.items(), whole, strict=True)
+    }
 
 
 def hidden_wait_note(wait_share: float) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from xfertop.analysis.advice import largest_remainder
+
 _BLOCKS = " ▁▂▃▄▅▆▇█"
 _LEVELS = len(_BLOCKS) - 1
 
@@ -87,12 +89,7 @@ def stacked(shares: Sequence[tuple[float, str, str]], width: int) -> list[tuple[
     total = sum(max(share, 0.0) for share, _, _ in shares)
     scale = 1.0 / total if total > 1.0 else 1.0
     exact = [max(share, 0.0) * scale * width for share, _, _ in shares]
-    cells = [int(value) for value in exact]
-    filled = min(width, round(sum(exact)))
-    for index in sorted(range(len(exact)), key=lambda i: exact[i] - cells[i], reverse=True):
-        if sum(cells) >= filled:
-            break
-        cells[index] += 1
+    cells = largest_remainder(exact, min(width, round(sum(exact))))
     pieces = [
         (letter * count, style) for count, (_, letter, style) in zip(cells, shares, strict=True) if count
     ]
