@@ -63,6 +63,10 @@ STATE_PROFILER = 32
 STATE_TRACED = 64
 STATE_LAUNCH_BLOCKING = 128
 STATE_NO_CACHING_ALLOCATOR = 256
+#: An optimizer of the job steps parameters held in host memory (a hand-made CPU offload, FSDP's or
+#: DeepSpeed's optimizer offload; every optimizer of a CPU job): its step is host arithmetic, not kernel
+#: launches. Set once, at the first step of such an optimizer.
+STATE_CPU_OPTIMIZER = 512
 DEBUG_SWITCHES: dict[int, str] = {
     STATE_ANOMALY_DETECTION: "anomaly_detection",
     STATE_PROFILER: "profiler",

@@ -521,6 +521,24 @@ def test_under_watch_a_gpu_held_back_by_the_host_is_host_bound_not_launch_bound(
     assert verdict.kind == "host-bound", verdict.headline
 
 
+def test_idle_inside_the_model_of_a_job_whose_optimizer_steps_host_memory_is_the_cpu_step() -> None:
+    """A hand-made CPU offload of AdamW on the GPU machine (docs/measurements/cpu-2026-12-05-s33/jobs/
+    j85_cpu_offload_adam.py): the GPU idles while the host is in the model's step, as with many small
+    kernels, but the host is doing the optimizer's arithmetic. Without the flag the same window is
+    launch-bound."""
+    fixture = load_window("launch_bound_small_kernels")
+    steps, busy = list(fixture.ranks[0].steps), fixture.context.get("gpu_busy_share")
+    offloaded = judge(window_stats(steps), gpu_busy_share=busy, context=Context(cpu_optimizer=True))
+    assert (offloaded.kind, offloaded.rule) == ("host-bound", "cpu-optimizer"), offloaded.headline
+    assert "an optimizer steps parameters held in host memory" in offloaded.headline
+    advice = advice_text(offloaded)
+    assert "runs on the CPU while the GPU waits" in advice and "torch.compile" not in advice
+    assert judge(window_stats(steps), gpu_busy_share=busy, context=Context()).rule == "launch-bound"
+    # A CPU job's optimizer always steps host memory: it says nothing there.
+    on_cpu = judge(window_stats(steps), context=Context(on_gpu=False, cpu_optimizer=True))
+    assert on_cpu.rule != "cpu-optimizer"
+
+
 # -- every rule ---------------------------------------------------------------------------------------
 def _window_for(rule: str) -> tuple[list[StepRecord], float | None, Context]:
     """A window built for ``rule``: its steps, NVML's busy share, the context."""
@@ -545,6 +563,12 @@ def _window_for(rule: str) -> tuple[list[StepRecord], float | None, Context]:
             for i in range(5, 45)
         ]
         return steps, 0.65, Context()
+    if rule == "cpu-optimizer":
+        # The small kernels' window (GPU idle inside the model's step) of a job whose optimizer steps
+        # parameters held in host memory.
+        fixture = load_window("launch_bound_small_kernels")
+        busy = fixture.context.get("gpu_busy_share")
+        return list(fixture.ranks[0].steps), busy, Context(cpu_optimizer=True)
     name = {
         "input-bound": "input_bound_gpu",
         "sync-then-host-work": "sync_bound",
@@ -579,6 +603,7 @@ def test_the_rules_are_ordered_as_documented() -> None:
         "loop-work",
         "copy-bound",
         "untimed-copies",
+        "cpu-optimizer",
         "launch-bound",
         "gpu-starved",
         "compute-bound",

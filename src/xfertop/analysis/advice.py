@@ -699,6 +699,19 @@ def launch_bound_advice() -> list[str]:
     ]
 
 
+def cpu_optimizer_advice() -> list[str]:
+    return [
+        "The optimizer's parameters are in host memory, so each optimizer step (its arithmetic over every "
+        "parameter) runs on the CPU while the GPU waits. Where the GPU has the memory, keep the optimizer "
+        "and its state there.",
+        "Where the offload must stay: a vectorised CPU optimizer (DeepSpeed's DeepSpeedCPUAdam, torch's "
+        "foreach=True), more threads for it (torch.set_num_threads), pinned host buffers for the gradient "
+        "and parameter copies, or the CPU step overlapped with the next forward (ZeRO-Offload's delayed "
+        "parameter update).",
+        "The input pipeline is not the cause: more workers or pinning the batches will not help.",
+    ]
+
+
 #: What each debugging switch (wire.DEBUG_SWITCHES) costs a step, and what to do about it. The CUDA ones
 #: matter only to a job on a GPU (debug_switch_advice).
 _DEBUG_SWITCH_ADVICE = {

@@ -178,6 +178,8 @@ class Context:
     #: The rank steps now (its last step ended moments ago): host and GPU figures describe its work. A
     #: rank that stopped stepping (ending, stalled) has workers gone and a GPU gone quiet.
     stepping: bool = True
+    #: An optimizer of the rank steps parameters held in host memory (RankState.cpu_optimizer).
+    cpu_optimizer: bool = False
 
     @property
     def rx_link_share(self) -> float | None:
@@ -342,4 +344,5 @@ def rank_context(
         cgroup_cpu=cgroup_cpu,
         memory=memory,
         stepping=stepping,
+        cpu_optimizer=rank.cpu_optimizer,
     )

@@ -564,6 +564,27 @@ def _launch_applies(sig: Signals) -> bool:
     )
 
 
+def _cpu_optimizer_applies(sig: Signals) -> bool:
+    """The GPU idles inside the model's step (what launch-bound reads) and an optimizer steps parameters
+    held in host memory: that idle is the CPU's optimizer arithmetic, not the dispatch of small kernels.
+    Under watch() (the host's step not partitioned) the model's share also holds the loop's own work."""
+    return (
+        sig.context.cpu_optimizer
+        and _gpu_starved(sig)
+        and sig.dispatch >= INPUT_WARN_SHARE
+        and sig.largest() == "dispatch"
+    )
+
+
+def _cpu_optimizer_write(sig: Signals) -> RuleResult:
+    assert sig.busy is not None
+    headline = (
+        f"host-bound: the GPU is busy only {pct(sig.busy)} of each step while the host is in the model's "
+        f"step (idle {pct(sig.dispatch)} inside it): an optimizer steps parameters held in host memory"
+    )
+    return _busy_severity(sig), headline, advise.cpu_optimizer_advice()
+
+
 def _busy_severity(sig: Signals) -> Severity:
     return "critical" if sig.busy is not None and sig.busy < SYNC_GPU_BUSY_CRITICAL_SHARE else "warn"
 
@@ -710,6 +731,7 @@ RULES: tuple[Rule, ...] = (
     Rule("loop-work", "loop-bound", _loop_applies, _loop_write),
     Rule("copy-bound", "copy-bound", _copy_applies, _copy_write),
     Rule("untimed-copies", "copy-bound", lambda s: _untimed_copy(s) is not None, _untimed_copy_write),
+    Rule("cpu-optimizer", "host-bound", _cpu_optimizer_applies, _cpu_optimizer_write),
     Rule("launch-bound", "launch-bound", _launch_applies, _launch_write),
     Rule("gpu-starved", "host-bound", _gpu_starved, _host_write),
     Rule("compute-bound", "compute-bound", _compute_applies, _compute_write),
@@ -1000,4 +1022,5 @@ def _job_context(contexts: Sequence[Context | None]) -> Context | None:
         workers=known[0].workers,
         memory=known[0].memory,
         stepping=any(c.stepping for c in known),
+        cpu_optimizer=any(c.cpu_optimizer for c in known),
     )

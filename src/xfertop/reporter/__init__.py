@@ -461,7 +461,11 @@ def partitioning_installed() -> None:
 
 
 # -- optimizer steps -------------------------------------------------------------------------------------
-def note_optimizer_step() -> None:
+#: Optimizers seen stepping, by id: whether their parameters are in host memory (asked once each).
+_optimizers_on_cpu: dict[int, bool] = {}
+
+
+def note_optimizer_step(optimizer: Any = None) -> None:
     """For `xfertop run`: an optimizer finished a step. In a loop that iterates no DataLoader (data already
     on the device, sliced per step) this is the step boundary; once a loader is watched, its next() calls
     are the boundaries and this does nothing. Every optimizer counts: two of them in one loop (a GAN)
@@ -475,6 +479,8 @@ def note_optimizer_step() -> None:
             return
     if clock.disabled:
         return
+    if optimizer is not None and id(optimizer) not in _optimizers_on_cpu:
+        _note_optimizer_device(clock, optimizer)
     # A watched loader's next() calls mark the steps (asked first: the usual loop, one call less).
     if clock.loaders.longest_iteration or clock.has_loop_boundaries():
         clock.work.model_ended()
@@ -489,6 +495,18 @@ def note_optimizer_step() -> None:
         clock.after_next(None)
     except Exception as exc:
         clock.fail(exc)
+
+
+def _note_optimizer_device(clock: StepClock, optimizer: Any) -> None:
+    """Whether ``optimizer`` steps parameters held in host memory, said once per optimizer
+    (wire.STATE_CPU_OPTIMIZER): on a GPU job its step is then host arithmetic that the GPU waits for,
+    not kernel launches, which the GPU's idle inside the model's step would otherwise be read as."""
+    on_cpu = False
+    with contextlib.suppress(Exception):  # not torch's param_groups (a wrapper of its own): nothing said
+        on_cpu = any(param.is_cpu for group in optimizer.param_groups for param in group["params"])
+    _optimizers_on_cpu[id(optimizer)] = on_cpu
+    if on_cpu:
+        clock.set_state_flag(wire.STATE_CPU_OPTIMIZER)
 
 
 # -- step() --------------------------------------------------------------------------------------------

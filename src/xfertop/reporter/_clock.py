@@ -138,7 +138,7 @@ class StepClock:
             if self.writer is not None:
                 self.writer.set_word(wire.H_ERRORS, self.errors)
                 if self.disabled:
-                    self._set_state_flag(wire.STATE_DISABLED)
+                    self.set_state_flag(wire.STATE_DISABLED)
         except Exception:  # the ring itself may be what broke
             self.disabled = self.errors >= MAX_ERRORS
 
@@ -153,16 +153,16 @@ class StepClock:
             print(f"xfertop: {exc}; the step clock is off for this process.", file=sys.stderr)
             return False
         if self.copy_timing:
-            self._set_state_flag(wire.STATE_COPY_TIMING)
+            self.set_state_flag(wire.STATE_COPY_TIMING)
         return True
 
     def mark_copy_timing(self) -> None:
         try:
-            self._set_state_flag(wire.STATE_COPY_TIMING)
+            self.set_state_flag(wire.STATE_COPY_TIMING)
         except Exception as exc:
             self.fail(exc)
 
-    def _set_state_flag(self, flag: int) -> None:
+    def set_state_flag(self, flag: int) -> None:
         writer = self.writer
         if writer is not None:
             writer.set_word(wire.H_STATE_FLAGS, writer.words[wire.H_STATE_FLAGS] | flag)
@@ -228,7 +228,7 @@ class StepClock:
             if flags & _F_EPOCH_START and not self.loader_off_thread and _thread_id() != self._main_thread:
                 self.loader_off_thread = True  # a prefetch thread of the job's own: its waits, not the loop's
                 self.loader_thread = _thread_id()
-                self._set_state_flag(wire.STATE_LOADER_OFF_THREAD)
+                self.set_state_flag(wire.STATE_LOADER_OFF_THREAD)
             if (
                 source != self._open_source  # first: false at every step of a single loader
                 and source

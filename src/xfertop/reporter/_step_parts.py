@@ -315,8 +315,8 @@ def watch_optimizer_steps(torch: Any) -> None:
     if register is None:  # torch < 2.0: no global hook; such loops go unobserved
         return
 
-    def after_optimizer_step(_optimizer: Any, _args: Any, _kwargs: Any) -> None:
-        note_optimizer_step()
+    def after_optimizer_step(optimizer: Any, _args: Any, _kwargs: Any) -> None:
+        note_optimizer_step(optimizer)
         for watch in _model_watches:  # none under --no-copy-timing; one otherwise
             if watch.learning:  # (a retired watch asks at backward: a step's work started by then)
                 watch.ended_after_the_model()

@@ -450,6 +450,7 @@ def _rank_state(
         reporter_disabled=bool(counters.state_flags & wire.STATE_DISABLED),
         copy_timing=bool(counters.state_flags & wire.STATE_COPY_TIMING),
         loader_off_thread=bool(counters.state_flags & wire.STATE_LOADER_OFF_THREAD),
+        cpu_optimizer=bool(counters.state_flags & wire.STATE_CPU_OPTIMIZER),
         debug_switches=wire.debug_switches_of(counters.state_flags),
         busy_thread=counters.busy_thread,
         busy_thread_share=counters.busy_thread_permille / 1000,
