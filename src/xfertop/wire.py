@@ -67,12 +67,17 @@ STATE_NO_CACHING_ALLOCATOR = 256
 #: DeepSpeed's optimizer offload; every optimizer of a CPU job): its step is host arithmetic, not kernel
 #: launches. Set once, at the first step of such an optimizer.
 STATE_CPU_OPTIMIZER = 512
+#: torch.cuda.empty_cache() called in at least a third of the steps (`xfertop run` watches it; the reporter
+#: judges once a second): the caching allocator's blocks go back to the driver each step, as with the
+#: variable above.
+STATE_EMPTY_CACHE_EVERY_STEP = 1024
 DEBUG_SWITCHES: dict[int, str] = {
     STATE_ANOMALY_DETECTION: "anomaly_detection",
     STATE_PROFILER: "profiler",
     STATE_TRACED: "python_tracer",
     STATE_LAUNCH_BLOCKING: "cuda_launch_blocking",
     STATE_NO_CACHING_ALLOCATOR: "no_cuda_caching_allocator",
+    STATE_EMPTY_CACHE_EVERY_STEP: "empty_cache_every_step",
 }
 STATE_DEBUG_SWITCHES = sum(DEBUG_SWITCHES)
 

@@ -369,3 +369,28 @@ def test_switches_and_a_busy_thread_on_a_cuda_job(tmp_path: Path, monkeypatch: p
     assert any(line.startswith('A Python thread of the job\'s own ("metrics")') for line in advice), advice
     summary = result.stderr[result.stderr.index("xfertop run: ") :]
     assert "CUDA_LAUNCH_BLOCKING=1 is set" in summary, summary
+
+
+EMPTY_CACHE_JOB = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+model = torch.nn.Linear(256, 256).cuda()
+optimizer = torch.optim.SGD(model.parameters(), 0.1)
+loader = DataLoader(TensorDataset(torch.randn(20_000, 256)), batch_size=16, pin_memory=True)
+for step, (batch,) in enumerate(loader):
+    model(batch.cuda(non_blocking=True)).square().mean().backward()
+    optimizer.step()
+    torch.cuda.empty_cache()  # "to avoid fragmentation", every step
+print("done")
+"""
+
+
+def test_empty_cache_every_step_on_a_cuda_job_leads_the_advice(tmp_path: Path) -> None:
+    result, (rank,) = run_under_xfertop(tmp_path, EMPTY_CACHE_JOB)
+    switches = list(rank.debug_switches)
+    write_result("reporter_gpu_empty_cache", {"switches": switches, "steps": len(rank.steps)})
+    assert result.stdout == "done\n" and rank.device.startswith("cuda")
+    assert "empty_cache_every_step" in rank.debug_switches, rank.debug_switches
+    advice = job_verdict([rank]).advice
+    assert advice[0].startswith("torch.cuda.empty_cache() runs every step or nearly"), advice

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ring_test_tools import run_under_xfertop
+from xfertop.analysis.advice import debug_switch_advice
 from xfertop.analysis.verdict import job_verdict
 
 SWITCHED_ON = """
@@ -89,3 +90,39 @@ def test_a_switch_turned_off_is_cleared(tmp_path: Path) -> None:
     assert result.stdout.splitlines()[-2:] == ["flagged", "done"]
     assert rank.debug_switches == ()
     assert not any("anomaly" in line for line in job_verdict([rank]).advice)
+
+
+# torch.cuda.empty_cache() every `every` steps of a loop that runs 1.5 s past its first ring tick. This
+# machine has no GPU: CUDA says it is initialised (the hardware boundary), and torch's own empty_cache,
+# which asks its module's own binding, still does nothing.
+EMPTY_CACHE = """
+import time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.cuda.is_initialized = lambda: True
+model = torch.nn.Linear(8, 1)
+optimizer = torch.optim.SGD(model.parameters(), 0.1)
+began = time.monotonic()
+for index, (batch,) in enumerate(DataLoader(TensorDataset(torch.randn(1_000_000, 8)), batch_size=4)):
+    model(batch).sum().backward()
+    optimizer.step()
+    if index % {every} == 0:
+        torch.cuda.empty_cache()
+    if time.monotonic() - began > 2.5:
+        break
+print("done")
+"""
+
+
+@pytest.mark.parametrize(("every", "flagged"), [(1, True), (2, True), (50, False)])
+def test_empty_cache_in_most_steps_is_a_switch_of_its_own(tmp_path: Path, every: int, flagged: bool) -> None:
+    result, (rank,) = run_under_xfertop(tmp_path, EMPTY_CACHE.format(every=every))
+    assert result.stdout.splitlines()[-1] == "done"
+    assert len(rank.steps) > 100
+    assert ("empty_cache_every_step" in rank.debug_switches) is flagged, rank.debug_switches
+    # A CPU job's empty_cache does nothing: no advice. On a GPU it leads the advice as the others do.
+    assert not any("empty_cache" in line for line in job_verdict([rank]).advice)
+    gpu_advice = debug_switch_advice(rank.debug_switches, on_gpu=True)
+    named = any(line.startswith("torch.cuda.empty_cache() runs every step or nearly") for line in gpu_advice)
+    assert named is flagged

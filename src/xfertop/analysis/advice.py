@@ -738,8 +738,14 @@ _DEBUG_SWITCH_ADVICE = {
         "PYTORCH_NO_CUDA_MEMORY_CACHING=1 is set: every CUDA allocation calls cudaMalloc and every free "
         "synchronises the device. Unset it outside debugging."
     ),
+    "empty_cache_every_step": (
+        "torch.cuda.empty_cache() runs every step or nearly: each call waits for the GPU and hands the "
+        "caching allocator's free blocks back to the driver, so the next step allocates them again with "
+        "cudaMalloc. It frees no memory for this process's own use: call it only where memory must go back "
+        "to another process (between phases, not every step)."
+    ),
 }
-_CUDA_SWITCHES = ("cuda_launch_blocking", "no_cuda_caching_allocator")
+_CUDA_SWITCHES = ("cuda_launch_blocking", "no_cuda_caching_allocator", "empty_cache_every_step")
 
 
 def debug_switch_advice(switches: Iterable[str], on_gpu: bool) -> list[str]:

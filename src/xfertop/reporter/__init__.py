@@ -443,6 +443,14 @@ def note_sync(sync_ns: int) -> None:
         clock.work.synced(sync_ns)
 
 
+def note_empty_cache() -> None:
+    """For `xfertop run`: the job called torch.cuda.empty_cache() (counted: wire.STATE_EMPTY_CACHE_EVERY_STEP
+    where it runs in most steps)."""
+    clock = _clock
+    if clock is not None and not clock.disabled:
+        clock.empty_cache_calls += 1
+
+
 def note_mark_failed(exc: BaseException) -> None:
     """For `xfertop run`'s model watch: its own bookkeeping raised inside the job's call. Counted as the
     clock's errors are (and shown as they are); never passed on to the job."""

@@ -65,6 +65,10 @@ class StepClock:
         self.pinned = PinnedMemo()
         self.work = StepWork(self.gap, self.fail, self._learn_device, self.pinned)
         self.copy_timing = False  # set by `xfertop run`'s copy timing before the first step
+        #: torch.cuda.empty_cache() calls seen (`xfertop run`), and the calls and steps at the last tick.
+        self.empty_cache_calls = 0
+        self._tick_empty_cache_calls, self._tick_steps = 0, 0
+        self._empty_cache_every_step = False
         #: Called where a step closes whose work started but whose model's end was not seen (the model
         #: watch, once it has taken its hooks off the model: _step_parts.ModelWatch).
         self.on_step_without_model_end: Callable[[], None] | None = None
@@ -540,7 +544,12 @@ class StepClock:
         self.pinned.clear()
         assert self.writer is not None
         _refresh_header(self.writer, self.loaders.workers, self._ticks % LINK_CHECK_EVERY_TICKS == 0)
-        _refresh_debug_switches(self.writer)
+        calls = self.empty_cache_calls - self._tick_empty_cache_calls
+        steps = self.steps_written - self._tick_steps
+        if steps >= EMPTY_CACHE_MIN_STEPS:  # fewer: one call more or less decides, so the last answer stands
+            self._empty_cache_every_step = calls * EMPTY_CACHE_EVERY_STEPS >= steps
+            self._tick_empty_cache_calls, self._tick_steps = self.empty_cache_calls, self.steps_written
+        _refresh_debug_switches(self.writer, empty_cache_every_step=self._empty_cache_every_step)
         busy = _busy_thread(self._thread_cpu_ns, now - self._last_tick_ns if self._last_tick_ns else 0)
         self._last_tick_ns = now
         if busy != self._busy_thread:
@@ -588,10 +597,12 @@ def _refresh_header(writer: RingWriter, workers: int | None, check_link: bool) -
         writer.recreate_if_unlinked()
 
 
-def _refresh_debug_switches(writer: RingWriter) -> None:
+def _refresh_debug_switches(writer: RingWriter, empty_cache_every_step: bool = False) -> None:
     """The header's debugging-switch flags (wire.DEBUG_SWITCHES) as the process has them now: each makes
-    every step slower, and a job left with one on after a debugging session cannot tell why."""
-    switches = 0
+    every step slower, and a job left with one on after a debugging session cannot tell why.
+    ``empty_cache_every_step``: torch.cuda.empty_cache() ran in at least half the steps since the last
+    tick."""
+    switches = wire.STATE_EMPTY_CACHE_EVERY_STEP if empty_cache_every_step else 0
     torch = sys.modules.get("torch")
     if torch is not None:
         if torch.is_anomaly_enabled():
@@ -608,6 +619,12 @@ def _refresh_debug_switches(writer: RingWriter) -> None:
     flags = writer.words[wire.H_STATE_FLAGS]
     if flags & wire.STATE_DEBUG_SWITCHES != switches:
         writer.set_word(wire.H_STATE_FLAGS, flags & ~wire.STATE_DEBUG_SWITCHES | switches)
+
+
+#: torch.cuda.empty_cache() counts as called every step where it ran at least once in this many steps, judged
+#: over at least EMPTY_CACHE_MIN_STEPS steps (a second's worth, or more where steps are slow).
+EMPTY_CACHE_EVERY_STEPS = 3
+EMPTY_CACHE_MIN_STEPS = 12
 
 
 #: CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED: the low bits of a thread's CPU clock id on Linux.

@@ -44,6 +44,7 @@ from typing import Any
 
 from xfertop.reporter import (
     call_at_steps_without_model_end,
+    note_empty_cache,
     note_mark_failed,
     note_model_ended,
     note_optimizer_step,
@@ -289,6 +290,20 @@ def install_step_parts(torch: Any) -> None:
 
         return wrapper
 
+    def empty_cache(original: Any) -> Callable[..., Any]:
+        # It waits for the device (cudaFree synchronises) and hands the allocator's free blocks back: a
+        # sync, and counted (STATE_EMPTY_CACHE_EVERY_STEP). A no-op before CUDA is initialised.
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if not torch.cuda.is_initialized():
+                return original(*args, **kwargs)
+            began = now_ns()
+            result = original(*args, **kwargs)
+            note_sync(now_ns() - began)
+            note_empty_cache()
+            return result
+
+        return wrapper
+
     watch = ModelWatch(torch)
     _model_watches.append(watch)
     _wrap(torch.Tensor, "backward", backward)
@@ -296,6 +311,7 @@ def install_step_parts(torch: Any) -> None:
     for name in ("item", "tolist", "cpu", "__float__", "__bool__", "__int__"):
         _wrap(torch.Tensor, name, tensor_sync)
     _wrap(torch.cuda, "synchronize", synchronize)
+    _wrap(torch.cuda, "empty_cache", empty_cache)
     partitioning_installed()
 
 
