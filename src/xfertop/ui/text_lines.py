@@ -1,9 +1,10 @@
 """Panes drawn line by line on Textual's Line API: only the rows whose text changed are rendered again.
 
 A ``TextLines`` widget shows ``build_lines(width)``, one Rich ``Text`` per row. ``update_lines()`` builds
-them again, compares them with the rows shown and refreshes only the regions of the rows that differ
-(``refresh(Region)``); ``render_line`` turns a row into a ``Strip`` once and keeps it, keyed by the row's
-text and the widget's width and style (Toolong's way: textual:docs/guide/widgets.md "Line API"). A row
+them again, compares them with the rows shown and refreshes only the cells of the rows that differ
+(``refresh(Region)``; changed_cells, since Textual writes each refreshed region to the terminal whole);
+``render_line`` turns a row into a ``Strip`` once and keeps it, keyed by the row's text and the widget's
+width and style (Toolong's way: textual:docs/guide/widgets.md "Line API"). A row
 longer than the widget is cut, never wrapped. A row may also be ``Pieces``, (text, style) pairs turned
 into a strip's segments directly (charts: tens of rows that all change each period, where going through
 Rich's Text rendering costs most of a frame). Textual's ANSI-to-truecolour filter is applied here, once
@@ -85,6 +86,71 @@ def text_key(text: Text) -> Hashable:
     return (text.plain, tuple(text.spans), str(text.style))
 
 
+def changed_cells(old: Row, new: Row) -> tuple[int, int] | None:
+    """The cells ``[first, end)`` in which row ``new`` differs from row ``old``; None where that cannot be
+    told cheaply (a wide character, a base style that changed, styles that differ outside the changed
+    text). Only those cells are refreshed: Textual sends each refreshed region's span to the terminal whole,
+    and a clock's seconds or one figure of a table row then cost a few cells, not the row's width."""
+    if isinstance(old, tuple) and isinstance(new, tuple):
+        return _changed_pieces(old, new)
+    if isinstance(old, tuple) or isinstance(new, tuple) or old.style != new.style:
+        return None
+    before, after = old.plain, new.plain
+    if cell_len(before) != len(before) or cell_len(after) != len(after):
+        return None
+    first = _common_prefix(before, after)
+    if len(before) != len(after):  # what follows the change moved: every cell from it on
+        end = max(len(before), len(after))
+    else:
+        end = len(after) - _common_prefix(before[first:][::-1], after[first:][::-1])
+    if _spans_within(old, 0, first) != _spans_within(new, 0, first):
+        return None
+    if _spans_within(old, end, len(before)) != _spans_within(new, end, len(after)):
+        return None
+    return first, max(end, first + 1)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    limit = min(len(a), len(b))
+    index = 0
+    while index < limit and a[index] == b[index]:
+        index += 1
+    return index
+
+
+def _spans_within(text: Text, start: int, end: int) -> list[tuple[int, int, object]]:
+    """``text``'s spans cut to ``[start, end)``, as offsets from ``start``."""
+    return [
+        (max(span.start, start) - start, min(span.end, end) - start, span.style)
+        for span in text.spans
+        if span.start < end and span.end > start
+    ]
+
+
+def _changed_pieces(old: Pieces, new: Pieces) -> tuple[int, int] | None:
+    """changed_cells of two rows of pieces: equal pieces from either end, then the text both ends share
+    within the first and last pieces that differ where their style is the same."""
+    for text, _ in (*old, *new):
+        if cell_len(text) != len(text):
+            return None
+    first = index = 0
+    while index < min(len(old), len(new)) and old[index] == new[index]:
+        first += len(old[index][0])
+        index += 1
+    if index < len(old) and index < len(new) and old[index][1] == new[index][1]:
+        first += _common_prefix(old[index][0], new[index][0])
+    length_old, length_new = sum(len(t) for t, _ in old), sum(len(t) for t, _ in new)
+    if length_old != length_new:
+        return first, max(length_old, length_new, first + 1)
+    end, back = length_new, 1
+    while back <= min(len(old), len(new)) - index and old[-back] == new[-back]:
+        end -= len(new[-back][0])
+        back += 1
+    if back <= min(len(old), len(new)) - index and old[-back][1] == new[-back][1]:
+        end -= _common_prefix(old[-back][0][::-1], new[-back][0][::-1])
+    return first, max(end, first + 1)
+
+
 class TextLines(Widget):
     """A widget showing ``build_lines(width)``: one Text per row, repainted row by row."""
 
@@ -152,14 +218,23 @@ class TextLines(Widget):
         if self.AUTO_HEIGHT and len(self._lines) != old_count:
             self.refresh(layout=True)
         elif changed:
-            self.refresh(*(Region(0, y, width, 1) for y in changed))
+            self.refresh(
+                *(Region(x0, y, min(x1, width) - x0, 1) for y, x0, x1 in changed if x0 < min(x1, width))
+            )
 
-    def _set_lines(self, lines: Sequence[Row], width: int) -> list[int]:
+    def _set_lines(self, lines: Sequence[Row], width: int) -> list[tuple[int, int, int]]:
+        """Take ``lines`` as the rows shown: the rows that changed, each with the cells that did
+        (``(y, first, end)``: the whole width where a span cannot be told)."""
         keys = [row_key(line) for line in lines]
-        old = self._keys if width == self._built_width else []
-        changed = [
-            y for y in range(max(len(old), len(keys))) if y >= len(old) or y >= len(keys) or old[y] != keys[y]
-        ]
+        same_width = width == self._built_width
+        old_lines, old_keys = (self._lines, self._keys) if same_width else ([], [])
+        changed = []
+        for y in range(max(len(old_keys), len(keys))):
+            if y >= len(old_keys) or y >= len(keys):
+                changed.append((y, 0, width))
+            elif old_keys[y] != keys[y]:
+                first, end = changed_cells(old_lines[y], lines[y]) or (0, width)
+                changed.append((y, first, end))
         self._lines, self._keys, self._built_width = list(lines), keys, width
         return changed
 
