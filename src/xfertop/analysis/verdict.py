@@ -565,15 +565,11 @@ def _launch_applies(sig: Signals) -> bool:
 
 
 def _cpu_optimizer_applies(sig: Signals) -> bool:
-    """The GPU idles inside the model's step (what launch-bound reads) and an optimizer steps parameters
-    held in host memory: that idle is the CPU's optimizer arithmetic, not the dispatch of small kernels.
-    Under watch() (the host's step not partitioned) the model's share also holds the loop's own work."""
-    return (
-        sig.context.cpu_optimizer
-        and _gpu_starved(sig)
-        and sig.dispatch >= INPUT_WARN_SHARE
-        and sig.largest() == "dispatch"
-    )
+    """Where launch-bound would read the GPU's idle inside the model's step as the dispatch of small
+    kernels, an optimizer that steps parameters held in host memory says it is the CPU's optimizer
+    arithmetic (partitioned windows only, as launch-bound: under watch() the model's share also holds
+    the loop's own work, and the GPU-starved rule speaks)."""
+    return sig.context.cpu_optimizer and _launch_applies(sig)
 
 
 def _cpu_optimizer_write(sig: Signals) -> RuleResult:

@@ -143,7 +143,7 @@ class RankState:
     cpu_optimizer: bool = False
     #: Debugging switches the process runs with, each a slowdown of every step (wire.DEBUG_SWITCHES'
     #: names: "anomaly_detection", "profiler", "python_tracer", "cuda_launch_blocking",
-    #: "no_cuda_caching_allocator").
+    #: "no_cuda_caching_allocator", "empty_cache_every_step").
     debug_switches: tuple[str, ...] = ()
     #: The busiest Python thread of the job's own other than the training loop's, where it used 30% of
     #: a core or more over the reporter's last second ("" otherwise), and that share of a core: threads take

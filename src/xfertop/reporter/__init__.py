@@ -445,7 +445,7 @@ def note_sync(sync_ns: int) -> None:
 
 def note_empty_cache() -> None:
     """For `xfertop run`: the job called torch.cuda.empty_cache() (counted: wire.STATE_EMPTY_CACHE_EVERY_STEP
-    where it runs in most steps)."""
+    where it runs in a third of the steps or more)."""
     clock = _clock
     if clock is not None and not clock.disabled:
         clock.empty_cache_calls += 1
@@ -512,6 +512,8 @@ def _note_optimizer_device(clock: StepClock, optimizer: Any) -> None:
     on_cpu = False
     with contextlib.suppress(Exception):  # not torch's param_groups (a wrapper of its own): nothing said
         on_cpu = any(param.is_cpu for group in optimizer.param_groups for param in group["params"])
+    if len(_optimizers_on_cpu) >= 4096:  # a loop that makes a new optimizer each step: asked again
+        _optimizers_on_cpu.clear()
     _optimizers_on_cpu[id(optimizer)] = on_cpu
     if on_cpu:
         clock.set_state_flag(wire.STATE_CPU_OPTIMIZER)

@@ -600,8 +600,8 @@ def _refresh_header(writer: RingWriter, workers: int | None, check_link: bool) -
 def _refresh_debug_switches(writer: RingWriter, empty_cache_every_step: bool = False) -> None:
     """The header's debugging-switch flags (wire.DEBUG_SWITCHES) as the process has them now: each makes
     every step slower, and a job left with one on after a debugging session cannot tell why.
-    ``empty_cache_every_step``: torch.cuda.empty_cache() ran in at least half the steps since the last
-    tick."""
+    ``empty_cache_every_step``: torch.cuda.empty_cache() ran in a third of the steps or more
+    (EMPTY_CACHE_EVERY_STEPS)."""
     switches = wire.STATE_EMPTY_CACHE_EVERY_STEP if empty_cache_every_step else 0
     torch = sys.modules.get("torch")
     if torch is not None:
