@@ -63,9 +63,9 @@ STATE_PROFILER = 32
 STATE_TRACED = 64
 STATE_LAUNCH_BLOCKING = 128
 STATE_NO_CACHING_ALLOCATOR = 256
-#: An optimizer of the job steps parameters held in host memory (a hand-made CPU offload, FSDP's or
-#: DeepSpeed's optimizer offload; every optimizer of a CPU job): its step is host arithmetic, not kernel
-#: launches. Set once, at the first step of such an optimizer.
+#: The job's optimizers step mostly host memory (half their parameter bytes or more: a hand-made CPU
+#: offload, FSDP's or DeepSpeed's optimizer offload; any CPU job): their step is host arithmetic, not
+#: kernel launches. Weighed at each optimizer's first step.
 STATE_CPU_OPTIMIZER = 512
 #: torch.cuda.empty_cache() called in at least a third of the steps (`xfertop run` watches it; the reporter
 #: judges once a second): the caching allocator's blocks go back to the driver each step, as with the

@@ -403,8 +403,14 @@ def test_a_busy_gpu_held_by_the_model_names_the_model_and_its_syncs_as_the_row_g
     ]
     verdict = rank_verdict(steps, gpu_busy_share=0.79)
     assert verdict.kind == "compute-bound"
-    assert "the model takes 82% and its syncs 9% of each step, the GPU is busy 79%" in verdict.headline
+    assert "the model takes 82% and the syncs 9% of each step, the GPU is busy 79%" in verdict.headline
     assert "91%" not in verdict.headline
+    # Under watch() the model's calls are not seen: the model and the loop are one part.
+    unseen = [replace(step, partitioned=False) for step in steps]
+    watched = rank_verdict(unseen, gpu_busy_share=0.79)
+    assert "the model and the loop take 84% and the syncs 9% of each step" in watched.headline, (
+        watched.headline
+    )
 
 
 def test_the_small_kernels_window_is_launch_bound_by_its_nvml_busy_share() -> None:
@@ -449,7 +455,7 @@ def test_compute_bound_on_a_gpu_needs_nvml_busy_where_nvml_measures_it() -> None
     # model, not a healthy balance (issue 20: no "healthy" with the GPU idle). Below 70%: launch-bound.
     busy_85 = rank_verdict(steps, gpu_busy_share=0.85)
     assert (busy_85.kind, busy_85.rule) == ("compute-bound", "compute-bound"), busy_85.headline
-    assert "model takes 95% and its syncs 2%" in busy_85.headline and "busy 85%" in busy_85.headline
+    assert "model takes 95% and the syncs 2%" in busy_85.headline and "busy 85%" in busy_85.headline
     assert "torch.compile" in advice_text(busy_85)
 
 
@@ -530,12 +536,14 @@ def test_idle_inside_the_model_of_a_job_whose_optimizer_steps_host_memory_is_the
     steps, busy = list(fixture.ranks[0].steps), fixture.context.get("gpu_busy_share")
     offloaded = judge(window_stats(steps), gpu_busy_share=busy, context=Context(cpu_optimizer=True))
     assert (offloaded.kind, offloaded.rule) == ("host-bound", "cpu-optimizer"), offloaded.headline
-    assert "an optimizer steps parameters held in host memory" in offloaded.headline
+    assert "its optimizers step parameters held in host memory" in offloaded.headline
     advice = advice_text(offloaded)
     assert "runs on the CPU while the GPU waits" in advice and "torch.compile" not in advice
     assert judge(window_stats(steps), gpu_busy_share=busy, context=Context()).rule == "launch-bound"
-    # A CPU job's optimizer always steps host memory: it says nothing there.
-    on_cpu = judge(window_stats(steps), context=Context(on_gpu=False, cpu_optimizer=True))
+    # A CPU job's optimizer always steps host memory: it says nothing there, whatever the busy share.
+    on_cpu = judge(
+        window_stats(steps), gpu_busy_share=busy, context=Context(on_gpu=False, cpu_optimizer=True)
+    )
     assert on_cpu.rule != "cpu-optimizer"
 
 

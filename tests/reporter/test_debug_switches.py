@@ -115,6 +115,36 @@ print("done")
 """
 
 
+#: A job that empties the cache twenty times over in one step of ten (a maintenance step): the steps that
+#: pay for it are one in ten, however many calls they make.
+MANY_IN_FEW_STEPS = """
+import time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.cuda.is_initialized = lambda: True
+model = torch.nn.Linear(8, 1)
+optimizer = torch.optim.SGD(model.parameters(), 0.1)
+began = time.monotonic()
+for index, (batch,) in enumerate(DataLoader(TensorDataset(torch.randn(1_000_000, 8)), batch_size=4)):
+    model(batch).sum().backward()
+    optimizer.step()
+    if index % 10 == 0:
+        for _ in range(20):
+            torch.cuda.empty_cache()
+    if time.monotonic() - began > 2.5:
+        break
+print("done")
+"""
+
+
+def test_many_calls_in_few_steps_are_not_every_step(tmp_path: Path) -> None:
+    result, (rank,) = run_under_xfertop(tmp_path, MANY_IN_FEW_STEPS)
+    assert result.stdout.splitlines()[-1] == "done"
+    assert len(rank.steps) > 100
+    assert "empty_cache_every_step" not in rank.debug_switches, rank.debug_switches
+
+
 @pytest.mark.parametrize(("every", "flagged"), [(1, True), (2, True), (50, False)])
 def test_empty_cache_in_most_steps_is_a_switch_of_its_own(tmp_path: Path, every: int, flagged: bool) -> None:
     result, (rank,) = run_under_xfertop(tmp_path, EMPTY_CACHE.format(every=every))

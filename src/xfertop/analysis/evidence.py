@@ -178,7 +178,7 @@ class Context:
     #: The rank steps now (its last step ended moments ago): host and GPU figures describe its work. A
     #: rank that stopped stepping (ending, stalled) has workers gone and a GPU gone quiet.
     stepping: bool = True
-    #: An optimizer of the rank steps parameters held in host memory (RankState.cpu_optimizer).
+    #: The rank's optimizers step mostly host memory (RankState.cpu_optimizer).
     cpu_optimizer: bool = False
 
     @property

@@ -576,7 +576,7 @@ def _cpu_optimizer_write(sig: Signals) -> RuleResult:
     assert sig.busy is not None
     headline = (
         f"host-bound: the GPU is busy only {pct(sig.busy)} of each step while the host is in the model's "
-        f"step (idle {pct(sig.dispatch)} inside it): an optimizer steps parameters held in host memory"
+        f"step (idle {pct(sig.dispatch)} inside it): its optimizers step parameters held in host memory"
     )
     return _busy_severity(sig), headline, advise.cpu_optimizer_advice()
 
@@ -681,14 +681,14 @@ def _host_parts_shown(stats: WindowStats) -> dict[str, str]:
 
 def _model_text(sig: Signals) -> str:
     """The model's share of the host's step and the syncs' beside it, as host_step_text gives them:
-    "the model takes 81% and its syncs 10%" (one sum of the two read "the model takes 91%" above a
+    "the model takes 81% and the syncs 10%" (one sum of the two read "the model takes 91%" above a
     summary and a jobs row that gave the model 81%: session 33's clip + isfinite job)."""
     shown = _host_parts_shown(sig.stats)
-    model = shown.get("model", shown.get("model and loop"))
-    subject = "the model" if "model" in shown else "the model and the loop"
-    if shown["sync"] == "0%":
-        return f"{subject} takes {model}"
-    return f"{subject} takes {model} and its syncs {shown['sync']}"
+    if "model" in shown:
+        subject = f"the model takes {shown['model']}"
+    else:  # the model's calls not seen (watch()): one part with the loop's own work
+        subject = f"the model and the loop take {shown['model and loop']}"
+    return subject if shown["sync"] == "0%" else f"{subject} and the syncs {shown['sync']}"
 
 
 def host_step_text(stats: WindowStats, copies_measured: bool) -> str:

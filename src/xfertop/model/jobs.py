@@ -138,8 +138,8 @@ class RankState:
     #: A watched loader is read on a thread other than the main one (the job's own prefetcher): the
     #: step clock's data waits are that thread's, not the training loop's.
     loader_off_thread: bool = False
-    #: An optimizer of the process steps parameters held in host memory (wire.STATE_CPU_OPTIMIZER): on a
-    #: GPU job, its step is host arithmetic the GPU waits for, not kernel launches.
+    #: The process's optimizers step mostly host memory (wire.STATE_CPU_OPTIMIZER): on a GPU job, their
+    #: step is host arithmetic the GPU waits for, not kernel launches.
     cpu_optimizer: bool = False
     #: Debugging switches the process runs with, each a slowdown of every step (wire.DEBUG_SWITCHES'
     #: names: "anomaly_detection", "profiler", "python_tracer", "cuda_launch_blocking",

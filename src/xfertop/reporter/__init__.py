@@ -106,6 +106,7 @@ def _after_fork_in_child() -> None:
     # referenced for the child's whole life, past interpreter shutdown too (see _keep_forever).
     global _clock, _in_forked_child
     _in_forked_child = True
+    _optimizers_on_cpu.clear()  # a forked rank's clock is its own: it asks again
     inherited = _clock
     if inherited is not None:
         inherited.disabled = True
@@ -448,7 +449,7 @@ def note_empty_cache() -> None:
     where it runs in a third of the steps or more)."""
     clock = _clock
     if clock is not None and not clock.disabled:
-        clock.empty_cache_calls += 1
+        clock.note_empty_cache()
 
 
 def note_mark_failed(exc: BaseException) -> None:
@@ -469,7 +470,7 @@ def partitioning_installed() -> None:
 
 
 # -- optimizer steps -------------------------------------------------------------------------------------
-#: Optimizers seen stepping, by id: whether their parameters are in host memory (asked once each).
+#: Optimizers seen stepping, by id (their parameters' place is asked once each).
 _optimizers_on_cpu: dict[int, bool] = {}
 
 
@@ -506,17 +507,24 @@ def note_optimizer_step(optimizer: Any = None) -> None:
 
 
 def _note_optimizer_device(clock: StepClock, optimizer: Any) -> None:
-    """Whether ``optimizer`` steps parameters held in host memory, said once per optimizer
-    (wire.STATE_CPU_OPTIMIZER): on a GPU job its step is then host arithmetic that the GPU waits for,
-    not kernel launches, which the GPU's idle inside the model's step would otherwise be read as."""
-    on_cpu = False
-    with contextlib.suppress(Exception):  # not torch's param_groups (a wrapper of its own): nothing said
-        on_cpu = any(param.is_cpu for group in optimizer.param_groups for param in group["params"])
+    """How many of ``optimizer``'s parameter bytes are in host memory, told to the clock once per optimizer
+    (StepClock.note_optimizer_bytes): on a GPU job whose optimizers step mostly host memory, the step is
+    host arithmetic that the GPU waits for, not kernel launches, which the GPU's idle inside the model's
+    step would otherwise be read as."""
     if len(_optimizers_on_cpu) >= 4096:  # a loop that makes a new optimizer each step: asked again
         _optimizers_on_cpu.clear()
-    _optimizers_on_cpu[id(optimizer)] = on_cpu
-    if on_cpu:
-        clock.set_state_flag(wire.STATE_CPU_OPTIMIZER)
+    _optimizers_on_cpu[id(optimizer)] = True
+    host = total = 0
+    try:
+        for group in optimizer.param_groups:
+            for param in group["params"]:
+                size = param.numel() * param.element_size()
+                total += size
+                if param.is_cpu:
+                    host += size
+    except Exception:  # not torch's param_groups (a wrapper of its own): nothing said
+        return
+    clock.note_optimizer_bytes(host, total)
 
 
 # -- step() --------------------------------------------------------------------------------------------

@@ -65,10 +65,15 @@ class StepClock:
         self.pinned = PinnedMemo()
         self.work = StepWork(self.gap, self.fail, self._learn_device, self.pinned)
         self.copy_timing = False  # set by `xfertop run`'s copy timing before the first step
-        #: torch.cuda.empty_cache() calls seen (`xfertop run`), and the calls and steps at the last tick.
+        #: Steps in which torch.cuda.empty_cache() was called (`xfertop run`; note_empty_cache), and the
+        #: count and the steps written at the last tick.
         self.empty_cache_calls = 0
         self._tick_empty_cache_calls, self._tick_steps = 0, 0
         self._empty_cache_every_step = False
+        self._empty_cache_step = -1  # the step in which a call was last counted: one a step
+        #: Parameter bytes of the optimizers seen, and those in host memory (note_optimizer_bytes).
+        self._optimizer_bytes, self._optimizer_host_bytes = 0, 0
+        self.cpu_optimizer = False
         #: Called where a step closes whose work started but whose model's end was not seen (the model
         #: watch, once it has taken its hooks off the model: _step_parts.ModelWatch).
         self.on_step_without_model_end: Callable[[], None] | None = None
@@ -158,13 +163,43 @@ class StepClock:
             return False
         if self.copy_timing:
             self.set_state_flag(wire.STATE_COPY_TIMING)
+        if self.cpu_optimizer:
+            self.set_state_flag(wire.STATE_CPU_OPTIMIZER)
         return True
+
+    def note_optimizer_bytes(self, host_bytes: int, total_bytes: int) -> None:
+        """An optimizer seen for the first time steps ``total_bytes`` of parameters, ``host_bytes`` of them
+        in host memory. Its step is the CPU's arithmetic where host memory holds at least half of the
+        bytes of every optimizer seen (wire.STATE_CPU_OPTIMIZER; written when the ring opens if it is not
+        open yet): a small optimizer of its own on the CPU (SAC's temperature, say) beside a GPU model's
+        is not the job's optimizer step."""
+        self._optimizer_host_bytes += host_bytes
+        self._optimizer_bytes += total_bytes
+        cpu = self._optimizer_bytes > 0 and 2 * self._optimizer_host_bytes >= self._optimizer_bytes
+        if cpu == self.cpu_optimizer:
+            return
+        self.cpu_optimizer = cpu
+        try:
+            writer = self.writer
+            if writer is not None:
+                flags = writer.words[wire.H_STATE_FLAGS]
+                flags = flags | wire.STATE_CPU_OPTIMIZER if cpu else flags & ~wire.STATE_CPU_OPTIMIZER
+                writer.set_word(wire.H_STATE_FLAGS, flags)
+        except Exception as exc:
+            self.fail(exc)
 
     def mark_copy_timing(self) -> None:
         try:
             self.set_state_flag(wire.STATE_COPY_TIMING)
         except Exception as exc:
             self.fail(exc)
+
+    def note_empty_cache(self) -> None:
+        """torch.cuda.empty_cache() was called: counted once for the open step (calls outside the steps, or
+        many in one, say nothing of how often the steps pay for it)."""
+        if self.is_open and self._empty_cache_step != self.steps_written:
+            self._empty_cache_step = self.steps_written
+            self.empty_cache_calls += 1
 
     def set_state_flag(self, flag: int) -> None:
         writer = self.writer

@@ -87,10 +87,11 @@ def text_key(text: Text) -> Hashable:
 
 
 def changed_cells(old: Row, new: Row) -> tuple[int, int] | None:
-    """The cells ``[first, end)`` in which row ``new`` differs from row ``old``; None where that cannot be
-    told cheaply (a wide character, a base style that changed, styles that differ outside the changed
-    text). Only those cells are refreshed: Textual sends each refreshed region's span to the terminal whole,
-    and a clock's seconds or one figure of a table row then cost a few cells, not the row's width."""
+    """The cells ``[first, end)`` in which row ``new`` differs from row ``old`` (the row object shown before:
+    a pane must build new rows, not change a shown one in place); None where that cannot be told cheaply
+    (a wide character, a base style that changed, styles that differ outside the changed text). Only those
+    cells are refreshed: Textual sends each refreshed region's span to the terminal whole, and a clock's
+    seconds or one figure of a table row then cost a few cells, not the row's width."""
     if isinstance(old, tuple) and isinstance(new, tuple):
         return _changed_pieces(old, new)
     if isinstance(old, tuple) or isinstance(new, tuple) or old.style != new.style:
