@@ -201,3 +201,32 @@ def test_an_input_bound_job_still_names_passes_that_cost_it_apart_from_the_wait(
     assert any(
         line.startswith("A pass over another DataLoader inside the training loop") for line in verdict.advice
     )
+
+
+def epochs_with_a_slow_first_batch(
+    count: int, epoch: int = 32, first_wait_ms: float = 25.0
+) -> list[StepRecord]:
+    """Persistent workers: each epoch's first batch is only asked for when the epoch begins, so it waits
+    (session 33's j83 on the H100: 64-step epochs; j75: 32)."""
+    return [
+        step_record(
+            i,
+            model_ms=10.0,
+            wait_ms=first_wait_ms if i % epoch == 0 else 0.5,
+            partitioned=True,
+            epoch_start=i % epoch == 0,
+        )
+        for i in range(count)
+    ]
+
+
+def test_epochs_are_whole_periods_too() -> None:
+    steps = epochs_with_a_slow_first_batch(600)
+    kinds = {rank_verdict(steps[:end]).kind for end in range(200, 600)}
+    assert len(kinds) == 1, kinds
+    stats = window_stats(steps)
+    assert stats is not None and stats.steps == 64 and stats.iteration_start_steps == 2
+    # The same steps without their epochs marked: a 50-step window holds one epoch start or two, and the
+    # verdict follows the window's phase (a check that this test can fail).
+    plain = [step_record(s.step, model_ms=10.0, wait_ms=s.data_wait_ms, partitioned=True) for s in steps]
+    assert len({rank_verdict(plain[:end]).kind for end in range(200, 600)}) == 2

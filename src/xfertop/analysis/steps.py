@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -272,7 +272,11 @@ def select_window(
             recent.append(step)
             if len(recent) == PERIODIC_WINDOW_MAX_STEPS:
                 break
-    recent = whole_periods(recent, window_steps) or recent[:window_steps]
+    recent = (
+        whole_periods(recent, window_steps)
+        or whole_periods(recent, window_steps, _starts_an_iteration)
+        or recent[:window_steps]
+    )
     recent.reverse()
     gapped = sum(1 for s in recent if s.gpu_gap_ms is not None)
     if gapped >= min(min_steps, len(recent)) and gapped:
@@ -287,15 +291,28 @@ def _periodic(step: StepRecord) -> bool:
     return step.nested_pass or step.checkpoint
 
 
-def whole_periods(newest_first: Sequence[StepRecord], window_steps: int) -> list[StepRecord] | None:
-    """The steps of whole periods of the loop's periodic work (``_periodic``), newest first: from just
-    after one such step through the newest such step (the steps after it wait for the next period), at
-    least ``window_steps`` steps and two periods. A window of
-    the last 50 steps held one validation pass of a job that validated every 50 steps, two or none of one
-    whose 128-step epochs held passes at 50 and 100: its verdict flipped between loop-bound and
-    compute-bound by the window's phase (session 30's Lightning job). None where the steps after the newest
-    such step outlast its period (the job stopped doing it), or where too few are within reach."""
-    marks = [index for index, step in enumerate(newest_first) if _periodic(step)]
+def _starts_an_iteration(step: StepRecord) -> bool:
+    """A step that began an iteration over its loader: an epoch's first batch (not a pass's, inside a
+    training step: _periodic's)."""
+    return step.epoch_start and not step.nested_pass
+
+
+def whole_periods(
+    newest_first: Sequence[StepRecord],
+    window_steps: int,
+    marks_a_period: Callable[[StepRecord], bool] = _periodic,
+) -> list[StepRecord] | None:
+    """The steps of whole periods of the loop's periodic work (``_periodic``; select_window also tries
+    epochs, ``_starts_an_iteration``, where there is none), newest first: from just after one such step
+    through the newest such step (the steps after it wait for the next period), at least ``window_steps``
+    steps and two periods. A window of the last 50 steps held one validation pass of a job that validated
+    every 50 steps, two or none of one whose 128-step epochs held passes at 50 and 100: its verdict flipped
+    between loop-bound and compute-bound by the window's phase (session 30's Lightning job). Epochs do the
+    same where each one's first batch waits: session 33's j83 (64-step epochs, persistent workers) read
+    compute-bound, healthy and launch-bound in turn on the H100 as 50-step windows held an epoch start or
+    not. None where the steps after the newest such step outlast its period (the job stopped doing it), or
+    where too few are within reach."""
+    marks = [index for index, step in enumerate(newest_first) if marks_a_period(step)]
     if len(marks) < 3:
         return None
     for k in range(2, len(marks)):
