@@ -106,7 +106,7 @@ def _after_fork_in_child() -> None:
     # referenced for the child's whole life, past interpreter shutdown too (see _keep_forever).
     global _clock, _in_forked_child
     _in_forked_child = True
-    _optimizers_on_cpu.clear()  # a forked rank's clock is its own: it asks again
+    _optimizers_seen.clear()  # a forked rank's clock is its own: it asks again
     inherited = _clock
     if inherited is not None:
         inherited.disabled = True
@@ -471,7 +471,7 @@ def partitioning_installed() -> None:
 
 # -- optimizer steps -------------------------------------------------------------------------------------
 #: Optimizers seen stepping, by id (their parameters' place is asked once each).
-_optimizers_on_cpu: dict[int, bool] = {}
+_optimizers_seen: set[int] = set()
 
 
 def note_optimizer_step(optimizer: Any = None) -> None:
@@ -488,7 +488,7 @@ def note_optimizer_step(optimizer: Any = None) -> None:
             return
     if clock.disabled:
         return
-    if optimizer is not None and id(optimizer) not in _optimizers_on_cpu:
+    if optimizer is not None and id(optimizer) not in _optimizers_seen:
         _note_optimizer_device(clock, optimizer)
     # A watched loader's next() calls mark the steps (asked first: the usual loop, one call less).
     if clock.loaders.longest_iteration or clock.has_loop_boundaries():
@@ -511,9 +511,9 @@ def _note_optimizer_device(clock: StepClock, optimizer: Any) -> None:
     (StepClock.note_optimizer_bytes): on a GPU job whose optimizers step mostly host memory, the step is
     host arithmetic that the GPU waits for, not kernel launches, which the GPU's idle inside the model's
     step would otherwise be read as."""
-    if len(_optimizers_on_cpu) >= 4096:  # a loop that makes a new optimizer each step: asked again
-        _optimizers_on_cpu.clear()
-    _optimizers_on_cpu[id(optimizer)] = True
+    if len(_optimizers_seen) >= 4096:  # a loop that makes a new optimizer each step: asked again
+        _optimizers_seen.clear()
+    _optimizers_seen.add(id(optimizer))
     host = total = 0
     try:
         for group in optimizer.param_groups:
