@@ -177,7 +177,13 @@ def test_rings_read_back_from_prometheus_get_the_local_verdict_advice_and_end(no
     # The same epochs with 1.5 s of the script's own code between them (an evaluation, an upload).
     between = Ring(node.rings, "parity-between", "cpu")
     between.writer.set_word(wire.H_WORKERS, 2)
-    rings = [timed, epochs, bursty, between]
+    # A job's own prefetching thread reads the loader (its waits are not the loop's), and its optimizers
+    # step host memory: facts of the state word, not of the steps.
+    prefetched = Ring(node.rings, "parity-prefetched", "cuda:0")
+    prefetched.writer.set_word(
+        wire.H_STATE_FLAGS, wire.STATE_COPY_TIMING | wire.STATE_LOADER_OFF_THREAD | wire.STATE_CPU_OPTIMIZER
+    )
+    rings = [timed, epochs, bursty, between, prefetched]
     _wait_scraped(node.prometheus, rings)  # 0 steps: every later step falls in a scraped interval
     for burst in (5, 8, 11, 8, 8):
         for _ in range(burst):
@@ -192,6 +198,7 @@ def test_rings_read_back_from_prometheus_get_the_local_verdict_advice_and_end(no
             # Persistent workers that mostly keep up: every fifth batch takes 30 ms, the others 2 ms.
             wait_ms = 30.0 if bursty.steps % 5 == 4 else 2.0
             bursty.step(20.0 + wait_ms, wait_ms)
+            prefetched.step(12.0, 6.0, wire.F_PARTITIONED, gap_ms=0.5, parts_ms=(0.2, 0.3, 0.1))
         _epoch(epochs, burst)
         _epoch(between, burst, between_ms=1500.0 if between.steps else 0.0)
         _wait_scraped(node.prometheus, rings)
@@ -214,7 +221,7 @@ def test_rings_read_back_from_prometheus_get_the_local_verdict_advice_and_end(no
     local_state = JobsSource(ring_dir=str(node.rings)).sample_once()
     remote_state = PrometheusJobsSource(node.prometheus.url, window_s=120).sample()
     assert remote_state.error is None
-    for key in ("run:parity-copy-timing", "run:parity-epochs", "run:parity-between"):
+    for key in ("run:parity-copy-timing", "run:parity-epochs", "run:parity-between", "run:parity-prefetched"):
         local, remote = _job(local_state, key), _job(remote_state, key)
         assert remote.verdict.to_dict() == local.verdict.to_dict(), key
         assert (remote.ended_how, remote.failed) == (local.ended_how, local.failed), key
@@ -245,6 +252,9 @@ def test_rings_read_back_from_prometheus_get_the_local_verdict_advice_and_end(no
     assert epochs_job.verdict.kind == "input-bound"
     assert "set persistent_workers=True" in epochs_job.verdict.advice[0]
     assert (epochs_job.ended_how, epochs_job.failed) == (("exited 3",), True)
+    (prefetched_rank,) = _job(remote_state, "run:parity-prefetched").ranks
+    assert prefetched_rank.rank.loader_off_thread and prefetched_rank.rank.cpu_optimizer
+    assert _job(remote_state, "run:parity-prefetched").verdict.evidence.get("loader_off_thread") is True
     between_job = _job(remote_state, "run:parity-between")
     assert between_job.verdict.kind == "loop-bound", between_job.verdict.headline
     assert "between the loader's iterations" in between_job.verdict.headline

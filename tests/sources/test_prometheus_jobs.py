@@ -250,6 +250,15 @@ def test_copy_timing_and_how_a_rank_ended_come_from_their_gauges() -> None:
     assert _rank_from(_gauge("xfertop_rank_copy_timing", 0)).end is None  # still live
 
 
+def test_a_prefetching_thread_and_a_cpu_optimizer_come_from_their_gauges() -> None:
+    rank = _rank_from(_gauge("xfertop_rank_loader_off_thread", 1), _gauge("xfertop_rank_cpu_optimizer", 1))
+    assert rank.loader_off_thread and rank.cpu_optimizer
+    cleared = _rank_from(_gauge("xfertop_rank_loader_off_thread", 0), _gauge("xfertop_rank_cpu_optimizer", 0))
+    assert not cleared.loader_off_thread and not cleared.cpu_optimizer
+    older = _rank_from(_gauge("xfertop_rank_copy_timing", 1))  # an exporter from before these gauges
+    assert not older.loader_off_thread and not older.cpu_optimizer
+
+
 def test_debug_switches_come_from_their_state_set() -> None:
     rank = _rank_from(
         _gauge("xfertop_rank_debug_switches", 1, xfertop_rank_debug_switches="python_tracer"),

@@ -383,6 +383,8 @@ class _RankFamilies:
     workers: GaugeMetricFamily
     data_wait: HistogramMetricFamily
     copy_timing: GaugeMetricFamily
+    loader_off_thread: GaugeMetricFamily
+    cpu_optimizer: GaugeMetricFamily
     busy_thread: GaugeMetricFamily
     heartbeat: GaugeMetricFamily
     process_cpu: GaugeMetricFamily
@@ -417,6 +419,19 @@ class _RankFamilies:
             "xfertop_rank_copy_timing",
             "1 when `xfertop run` times every Tensor.to/.cuda of the rank (a step that shows no copy "
             "copied nothing), else 0",
+            RANK_LABELS,
+        )
+        # Facts of the rank's state word the verdict reads beside the steps (remote and local alike).
+        loader_off_thread = _gauge(
+            "xfertop_rank_loader_off_thread",
+            "1 when the rank's DataLoader is read on a thread of the job's own (a prefetcher), so the step "
+            "clock's data waits are that thread's, not the training loop's; else 0",
+            RANK_LABELS,
+        )
+        cpu_optimizer = _gauge(
+            "xfertop_rank_cpu_optimizer",
+            "1 when the rank's optimizers step parameters held mostly in host memory (their step is host "
+            "arithmetic the GPU waits for), else 0",
             RANK_LABELS,
         )
         busy_thread = _gauge(
@@ -472,6 +487,8 @@ class _RankFamilies:
             workers,
             data_wait,
             copy_timing,
+            loader_off_thread,
+            cpu_optimizer,
             busy_thread,
             heartbeat,
             process_cpu,
@@ -494,6 +511,8 @@ class _RankFamilies:
             self.workers.add_metric(labels, rank.dataloader_workers)
         self.data_wait.add_metric(labels, _cumulative_buckets(totals), totals.data_wait_seconds)
         self.copy_timing.add_metric(labels, 1.0 if rank.copy_timing else 0.0)
+        self.loader_off_thread.add_metric(labels, 1.0 if rank.loader_off_thread else 0.0)
+        self.cpu_optimizer.add_metric(labels, 1.0 if rank.cpu_optimizer else 0.0)
         if rank.busy_thread:
             self.busy_thread.add_metric([*labels, rank.busy_thread], rank.busy_thread_share)
         self.heartbeat.add_metric(labels, rank.heartbeat_age_s)
@@ -513,6 +532,8 @@ class _RankFamilies:
             self.pinned,
             self.workers,
             self.copy_timing,
+            self.loader_off_thread,
+            self.cpu_optimizer,
             self.busy_thread,
             self.heartbeat,
             self.process_cpu,

@@ -13,8 +13,9 @@ epoch starts and the steps whose iter(loader) started the workers are flagged on
 their interval, evenly spaced; the worker-start records hold those steps' own wall time and data wait
 (the persistent_workers rule weighs that wait), the other records the rest of the interval's, so every
 interval's sums and shares are those of its steps. Whether `xfertop run` timed every copy
-(``xfertop_rank_copy_timing``), how a finished rank ended (``xfertop_rank_end``) and the heartbeat's age
-now (``HEARTBEAT_QUERY``) come from gauges.
+(``xfertop_rank_copy_timing``), whether the loader is read off the loop's thread and the optimizers step
+host memory (``xfertop_rank_loader_off_thread``, ``xfertop_rank_cpu_optimizer``), how a finished rank
+ended (``xfertop_rank_end``) and the heartbeat's age now (``HEARTBEAT_QUERY``) come from gauges.
 
 Ranks group into jobs across hosts by the ``job_id`` label: a torchelastic run id or a MASTER_ADDR:PORT
 names one job on every node; a parent pid or a pid (``ppid:``/``pid:`` keys) names one only on its own
@@ -43,7 +44,7 @@ RANK_KEY_LABELS = ("host", "job_id", "pid", "rank")
 DATA_WAIT_BUCKET = "xfertop_rank_step_data_wait_seconds_bucket"
 COUNTERS_QUERY = '{{__name__=~"xfertop_rank_.+_total|' + DATA_WAIT_BUCKET + '"}}[{window}s]'
 GAUGES_QUERY = (
-    '{__name__=~"xfertop_rank_(info|end_info|status|debug_switches|copy_timing|busy_thread_cpu_cores|pinned_host_bytes|dataloader_workers'
+    '{__name__=~"xfertop_rank_(info|end_info|status|debug_switches|copy_timing|loader_off_thread|cpu_optimizer|busy_thread_cpu_cores|pinned_host_bytes|dataloader_workers'
     '|heartbeat_age_seconds)"}'
 )
 #: The heartbeat's age now: its age at the last scrape plus the time since that scrape (a rank that stopped
@@ -191,6 +192,14 @@ def _jobs(
     return tuple(jobs)
 
 
+#: 0/1 gauges of the rank's state word, by the RankState field each sets.
+_FLAG_GAUGES = {
+    "xfertop_rank_copy_timing": "copy_timing",
+    "xfertop_rank_loader_off_thread": "loader_off_thread",
+    "xfertop_rank_cpu_optimizer": "cpu_optimizer",
+}
+
+
 def _note_gauge(facts: dict[str, Any], series: _Series) -> None:
     labels, value = series.labels, series.samples[-1][1]
     name = labels.get("__name__", "")
@@ -203,8 +212,8 @@ def _note_gauge(facts: dict[str, Any], series: _Series) -> None:
         facts["end"] = rank_end_of(labels)
     elif name == "xfertop_rank_debug_switches" and value == 1:
         facts.setdefault("debug_switches", set()).add(labels.get("xfertop_rank_debug_switches"))
-    elif name == "xfertop_rank_copy_timing":
-        facts["copy_timing"] = value == 1
+    elif name in _FLAG_GAUGES:
+        facts[_FLAG_GAUGES[name]] = value == 1
     elif name == "xfertop_rank_busy_thread_cpu_cores":
         facts["busy_thread"] = (labels.get("thread", ""), value)
     elif name == "xfertop_rank_pinned_host_bytes":
@@ -261,6 +270,8 @@ def _rank_state(series: dict[str, _Series], facts: dict[str, Any]) -> tuple[Rank
         ring_path=f"prometheus:{host}/{job_id}/pid{pid}/rank{labels.get('rank', '')}",
         steps_lost=int(unseen.samples[-1][1]) if unseen is not None and unseen.samples else 0,
         copy_timing=facts.get("copy_timing", False),
+        loader_off_thread=facts.get("loader_off_thread", False),
+        cpu_optimizer=facts.get("cpu_optimizer", False),
         busy_thread=facts.get("busy_thread", ("", 0.0))[0],
         busy_thread_share=facts.get("busy_thread", ("", 0.0))[1],
         debug_switches=tuple(n for n in wire.DEBUG_SWITCHES.values() if n in facts.get("debug_switches", ())),
