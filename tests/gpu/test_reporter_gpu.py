@@ -210,9 +210,11 @@ def test_a_loop_that_copies_by_itself_gets_gpu_timing_within_a_second(clock: Ste
 
 
 #: Under `xfertop run`: 10 ms of augmenting on the CPU before the copy, a model on the GPU (about 5 ms of
-#: kernels), loss.item(), 3 ms of logging after it. The GPU idles through the augmenting, the logging and
-#: the wait; the host's parts say which is which.
+#: kernels, their GPU time printed: on the H200 of session 34 a sleep calibrated on a GPU still ramping its
+#: clock ran ~4 ms), loss.item(), 3 ms of logging after it. The GPU idles through the augmenting, the
+#: logging and the wait; the host's parts say which is which.
 XFERTOP_RUN_PARTS_JOB = """
+import statistics
 import time
 import torch
 from torch.utils.data import DataLoader, TensorDataset
@@ -223,22 +225,26 @@ def spin(seconds):
         pass
 
 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-start.record(); torch.cuda._sleep(50_000_000); end.record(); torch.cuda.synchronize()
+for _ in range(3):  # the last of three: the GPU's clock has ramped up by then
+    start.record(); torch.cuda._sleep(50_000_000); end.record(); torch.cuda.synchronize()
 cycles_per_ms = 50_000_000 / start.elapsed_time(end)
 model = torch.nn.Linear(64, 64).cuda()
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 loader = DataLoader(TensorDataset(torch.ones(80 * 8, 64)), batch_size=8, pin_memory=True)
+kernel_ms = []
 for (batch,) in loader:
     spin(0.010)  # augmenting on the CPU
     batch = batch.to("cuda", non_blocking=True)
     loss = model(batch).square().mean()
-    torch.cuda._sleep(int(5 * cycles_per_ms))
+    start.record(); torch.cuda._sleep(int(5 * cycles_per_ms)); end.record()
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
     loss.item()  # the loop waits for the GPU
+    kernel_ms.append(start.elapsed_time(end))  # done: the .item() drained the stream
     spin(0.003)  # logging
 print("done; hooks on the model:", len(model._forward_pre_hooks) + len(model._forward_hooks))
+print("kernel_ms", statistics.median(kernel_ms))
 """
 
 
@@ -251,7 +257,9 @@ def test_xfertop_run_splits_a_cuda_step_and_measures_the_gpus_idle_around_it(tmp
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     # The copy comes before the model's call and a backward after it: the model's hooks came off (from
     # about step 20), and the parts below, most of them measured without, stay right.
-    assert result.returncode == 0 and result.stdout == "done; hooks on the model: 0\n", result.stderr
+    done, kernel = result.stdout.splitlines()
+    assert result.returncode == 0 and done == "done; hooks on the model: 0", result.stderr
+    kernel_ms = float(kernel.removeprefix("kernel_ms "))
     [rank] = ranks(JobsSource(ring_dir=str(rings)))
     steps = [s for s in rank.steps[5:] if s.gpu_gap_ms is not None]
     medians = {
@@ -259,11 +267,15 @@ def test_xfertop_run_splits_a_cuda_step_and_measures_the_gpus_idle_around_it(tmp
         for name in ("data_wait_ms", "loop_pre_ms", "copy_cpu_ms", "model_ms", "sync_ms", "loop_post_ms")
     }
     gap = statistics.median(s.gpu_gap_ms for s in steps)  # type: ignore[misc]
-    write_result("reporter_gpu_xfertop_run_parts", {**medians, "gpu_gap_ms": gap, "steps": len(steps)})
+    write_result(
+        "reporter_gpu_xfertop_run_parts",
+        {**medians, "gpu_gap_ms": gap, "kernel_ms": kernel_ms, "steps": len(steps)},
+    )
     assert len(steps) >= 40 and all(s.partitioned and s.synced for s in steps)
     assert _within(medians["loop_pre_ms"], 10.0, 0.1), medians
     assert _within(medians["loop_post_ms"], 3.0, 0.2, floor_ms=0.5), medians
-    assert 3.0 <= medians["sync_ms"] <= 6.0, medians  # the .item() waits for most of the 5 ms of kernels
+    # The .item() waits for the kernels' time less the host's model calls issued after them (~1.5 ms).
+    assert 0.4 * kernel_ms <= medians["sync_ms"] <= kernel_ms, (kernel_ms, medians)
     # The GPU drained at the .item(): it idled through the logging, the wait and the augmenting.
     truth = medians["loop_post_ms"] + medians["data_wait_ms"] + medians["loop_pre_ms"]
     assert _within(gap, truth, 0.1), (gap, medians)
