@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Session 34's second GPU call: the CUDA parts test with its kernel time measured (it failed in call 1 on
 # an H200: a sleep calibrated while the clock ramped ran ~4 ms, not 5), then j83 and j75 against their
-# truth (does the whole-epochs window of 54efd80 stop the summary's verdict flips?), then layers.py again
-# with 5 rounds (call 1's 3 rounds moved by 20-30 us between rounds). Logs in $OUT.
+# truth (does the whole-epochs window of 54efd80 stop the summary's verdict flips?). Logs in $OUT.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
   > /dev/null 2>&1
@@ -15,6 +14,3 @@ S=../cpu-2026-12-05-s32/jobs
 SEC=16 TRIAL_LIBS=/tmp/site ATTACH_AT=0.7 timeout 300 python3 docs/measurements/cpu-2026-12-05-s31/trial.py \
   j75_amp_gradscaler.py $S/j83_clip_skip.py > "$OUT/trial.txt" 2>&1
 echo "trial rc=$? at ${SECONDS}s"
-XFERTOP_DIR=/tmp/layers-rings timeout 150 python3 docs/measurements/h100-2026-12-06-s34/layers.py 5000 cuda 5 \
-  > "$OUT/layers.txt" 2>&1
-echo "layers rc=$? at ${SECONDS}s"; grep -v Warn "$OUT/layers.txt"
