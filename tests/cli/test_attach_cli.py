@@ -365,6 +365,31 @@ def test_a_loop_waiting_in_item_for_a_busy_gpu_is_not_sync_bound() -> None:
     assert "the GPU is busy 96%, the host waiting for it in .item()-like calls in" in verdict["headline"]
 
 
+@needs_ptrace
+def test_an_optimizer_stepping_host_memory_is_named_in_the_launch_bound_verdict() -> None:
+    # An AdamW over 4M parameters in host memory beside a small model (an offloaded optimizer, as ZeRO-
+    # Offload's), NVML (faked) listing the job alone on a GPU 3% busy. On the H200 attach read such a job
+    # (session 34's j85) "dispatching the model's many small kernels": the optimizer's step it is.
+    with training_job("offload_optimizer") as job:
+        rank, verdict = once_beside_nvml(job.pid, busy_percent=3, window_s=2)
+    assert rank["optimizer_share"] >= 0.75 * rank["dispatch_share"] > 0, rank
+    assert verdict["kind"] == "launch-bound", verdict["headline"]
+    assert "samples in the optimizer's step" in verdict["headline"], verdict["headline"]
+    assert verdict["advice"][0].startswith("A foreach or fused optimizer"), verdict["advice"]
+    assert "If the optimizer's parameters are in host memory" in verdict["advice"][1], verdict["advice"]
+
+
+@needs_ptrace
+def test_a_model_of_many_small_layers_stays_the_models_dispatch() -> None:
+    # The contrast: a model step whose time is the model's calls, not the optimizer's (SGD over a
+    # four-layer 2048-wide model): the headline names the model's kernels.
+    with training_job("compute") as job:
+        rank, verdict = once_beside_nvml(job.pid, busy_percent=3, window_s=2)
+    assert rank["optimizer_share"] < 0.75 * rank["dispatch_share"], rank
+    assert verdict["kind"] == "launch-bound", verdict["headline"]
+    assert "dispatching the model's many small kernels" in verdict["headline"], verdict["headline"]
+
+
 def run_then_attach(tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str) -> tuple[dict, str, dict]:
     """train_cpu.py ``mode`` under the real `xfertop run` for 300 steps (its summary's last verdict and its
     stderr), then a plain one attached for 2 s (the report): one job read by both."""

@@ -699,16 +699,37 @@ def launch_bound_advice() -> list[str]:
     ]
 
 
+_KEEP_OPTIMIZER_ON_GPU = "Where the GPU has the memory, keep the optimizer and its state there."
+_OFFLOAD_REMEDIES = (
+    "Where the offload must stay: a vectorised CPU optimizer (DeepSpeed's DeepSpeedCPUAdam, torch's "
+    "foreach=True), more threads for it (torch.set_num_threads), pinned host buffers for the gradient and "
+    "parameter copies, or the CPU step overlapped with the next forward (ZeRO-Offload's delayed parameter "
+    "update)."
+)
+#: A GPU optimizer's step in a few kernels, not several per parameter.
+FOREACH_OPTIMIZER_REMEDY = (
+    "A foreach or fused optimizer (foreach=True; fused=True for Adam, AdamW, SGD) updates all parameters "
+    "in a few kernels instead of several per parameter."
+)
+
+
 def cpu_optimizer_advice() -> list[str]:
     return [
         "The optimizer's parameters are in host memory, so each optimizer step (its arithmetic over every "
-        "parameter) runs on the CPU while the GPU waits. Where the GPU has the memory, keep the optimizer "
-        "and its state there.",
-        "Where the offload must stay: a vectorised CPU optimizer (DeepSpeed's DeepSpeedCPUAdam, torch's "
-        "foreach=True), more threads for it (torch.set_num_threads), pinned host buffers for the gradient "
-        "and parameter copies, or the CPU step overlapped with the next forward (ZeRO-Offload's delayed "
-        "parameter update).",
+        f"parameter) runs on the CPU while the GPU waits. {_KEEP_OPTIMIZER_ON_GPU}",
+        _OFFLOAD_REMEDIES,
         "The input pipeline is not the cause: more workers or pinning the batches will not help.",
+    ]
+
+
+def optimizer_step_advice() -> list[str]:
+    """Where the host's time in the model step is mostly an optimizer's and where its parameters live is
+    not known (attach): kernels launched per parameter, or an offloaded optimizer's CPU arithmetic."""
+    return [
+        FOREACH_OPTIMIZER_REMEDY,
+        "If the optimizer's parameters are in host memory (offloaded to the CPU), its step is the CPU's own "
+        f"arithmetic while the GPU waits. {_KEEP_OPTIMIZER_ON_GPU} {_OFFLOAD_REMEDIES}",
+        "The input pipeline is not the cause: more workers or pinning will not help.",
     ]
 
 

@@ -18,12 +18,14 @@ from typing import Any
 
 from xfertop.analysis.advice import (
     CHECKPOINT_REMEDY,
+    FOREACH_OPTIMIZER_REMEDY,
     NESTED_PASS_REMEDY,
     between_iterations_advice,
     copy_bound_advice,
     hidden_wait_note,
     host_bound_advice,
     new_iterator_advice,
+    optimizer_step_advice,
     pct,
     restarts_workers,
     sampled_restarts_advice,
@@ -51,6 +53,7 @@ from xfertop.analysis.thresholds import (
     INPUT_WARN_SHARE,
     LOOP_WARN_SHARE,
     NESTED_PASS_WARN_SHARE,
+    OPTIMIZER_LEADS_SHARE,
     STRAGGLER_CRITICAL_EXCESS_SHARE,
     STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE,
     STRAGGLER_WARN_EXCESS_SHARE,
@@ -718,6 +721,8 @@ def _loop_bound(rank: RankStacks, busy: float | None) -> Verdict:
 
 
 def _launch_bound(rank: RankStacks, busy: float) -> Verdict:
+    if rank.optimizer_share >= OPTIMIZER_LEADS_SHARE * rank.dispatch_share:
+        return _optimizer_bound(rank, busy)
     headline = (
         f"launch-bound: the GPU is busy only {pct(busy)}; the host spends {pct(rank.dispatch_share)} of "
         "samples dispatching the model's many small kernels"
@@ -727,11 +732,23 @@ def _launch_bound(rank: RankStacks, busy: float) -> Verdict:
         "and wider layers, fused ops.",
         'torch.compile(model) fuses small ops; mode="reduce-overhead" also captures the step as CUDA '
         "graphs, launched as one.",
-        "A foreach or fused optimizer (foreach=True; fused=True for Adam, AdamW, SGD) updates all "
-        "parameters in a few kernels instead of several per parameter.",
+        FOREACH_OPTIMIZER_REMEDY,
         "The input pipeline is not the cause: more workers or pinning will not help.",
     )
     return Verdict("launch-bound", "critical", headline, advice=advice, rule="launch-bound")
+
+
+def _optimizer_bound(rank: RankStacks, busy: float) -> Verdict:
+    """Most of the host's model step is an optimizer's step: kernels launched per parameter, or, where its
+    parameters live in host memory (an offloaded optimizer), the CPU's own arithmetic. Samples cannot tell
+    the two apart (`xfertop run` can: its cpu-optimizer rule); the advice covers both, the launches first."""
+    headline = (
+        f"launch-bound: the GPU is busy only {pct(busy)}; the host spends {pct(rank.optimizer_share)} of "
+        f"samples in the optimizer's step ({pct(rank.dispatch_share)} in the model's step in all)"
+    )
+    return Verdict(
+        "launch-bound", "critical", headline, advice=tuple(optimizer_step_advice()), rule="launch-bound"
+    )
 
 
 def _straggler(ranks: Sequence[tuple[int | None, RankStacks]]) -> Verdict | None:

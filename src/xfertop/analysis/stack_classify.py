@@ -139,6 +139,8 @@ _MODULE_CALL = (_CALL_IMPL, _ANY_FORWARD)
 #: Building an optimizer or one of torch's modules is start-up, not a step (Adam's constructor imports
 #: torch._dynamo for seconds on a first run).
 _CONSTRUCTION = (_rule("torch/optim/", "__init__"), _rule("torch/nn/modules/", "__init__"))
+#: An optimizer's step: its arithmetic over every parameter (a constructor is _CONSTRUCTION's).
+_OPTIMIZER_STEP = (_rule("torch/optim/", "*"),)
 #: Frames that only torch.compile's compilation runs: tracing a frame (dynamo), lowering the graph and
 #: generating its code (inductor, AOT autograd's backward). A compiled model's calls once compiled pass
 #: through none of them (torch/_dynamo/eval_frame.py and the generated code), so these are a first
@@ -1063,6 +1065,8 @@ class RankStacks:
     between_passes: LoopHost = LoopHost(0.0)
     #: Share of the main thread's samples in the model step: module calls, autograd, the optimizer.
     dispatch_share: float = 0.0
+    #: The part of ``dispatch_share`` in an optimizer's step (torch/optim/, not its constructor).
+    optimizer_share: float = 0.0
     #: Share of the main thread's samples in torch.compile's compilation (_COMPILING), wherever it was
     #: called from: a model's first calls in the loop compile before they run.
     compiling_share: float = 0.0
@@ -1125,6 +1129,7 @@ class RankStacks:
             "between_passes_lines": _lines(self.between_passes),
             "loop_iterable_lines": _lines(self.loop_iterable),
             "dispatch_share": round(self.dispatch_share, 4),
+            "optimizer_share": round(self.optimizer_share, 4),
             "compiling_share": round(self.compiling_share, 4),
             "loop_seen": self.loop_seen,
             "loop_thread": self.loop_thread,
@@ -1451,6 +1456,7 @@ def summarise_window(
         loop_validation_wait_share=validation_waits / total if total else 0.0,
         between_passes=between,
         dispatch_share=_dispatch_share(placed, total),
+        optimizer_share=_dispatch_share(placed, total, _OPTIMIZER_STEP),
         compiling_share=_compiling_share(main, total),
         loop_seen=loop_seen,
         loop_thread=None if loop_tid == root else _thread_label(main, loop_tid),
@@ -1504,9 +1510,16 @@ def _compiling_share(main: list[ThreadStack], total: int) -> float:
     return compiling / total if total else 0.0
 
 
-def _dispatch_share(placed: list[tuple[ThreadStack, SampleClass]], total: int) -> float:
-    """Share of the samples computing inside the model step (a module call, autograd, the optimizer)."""
+def _dispatch_share(
+    placed: list[tuple[ThreadStack, SampleClass]], total: int, within: tuple[_Rule, ...] = ()
+) -> float:
+    """Share of the samples computing inside the model step (a module call, autograd, the optimizer);
+    with ``within``, only those also inside one of its frames."""
     dispatching = sum(
-        s.count for s, cls in placed if cls == "compute" and any(_dispatches(f) for f in s.frames)
+        s.count
+        for s, cls in placed
+        if cls == "compute"
+        and any(_dispatches(f) for f in s.frames)
+        and (not within or any(_matches(f, within) for f in s.frames))
     )
     return dispatching / total if total else 0.0

@@ -200,3 +200,9 @@ PREFETCHER_STARVED_SHARE = 0.9
 TINY_BATCH_MAX_SAMPLES = 4
 #: ... and whose median wait is this short (ms): a batch's fixed cost, not its samples' (j41: ~0.6 ms).
 TINY_BATCH_MAX_WAIT_MS = 2.0
+
+#: Attach's launch-bound names the optimizer's step where it holds at least this share of the host's
+#: samples in the model step: an offloaded optimizer's CPU arithmetic reads as dispatch to the samples
+#: (a CPU AdamW over 4M parameters: 96-98%). 120 tiny layers with a per-parameter optimizer on the H200
+#: (fixtures/pyspy_phases launch) held 55% there: the model's many kernels, which the advice leads with.
+OPTIMIZER_LEADS_SHARE = 0.75
