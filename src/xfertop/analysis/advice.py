@@ -690,12 +690,16 @@ def sync_then_host_work_advice() -> list[str]:
     ]
 
 
+#: Where the host's model step holds the GPU back: the DataLoader's settings are not what to change.
+INPUT_NOT_THE_CAUSE = "The input pipeline is not the cause: more workers or pinning will not help."
+
+
 def launch_bound_advice() -> list[str]:
     return [
         "The host dispatches the model's kernels more slowly than the GPU runs them: many small kernels. "
         "Give the GPU fewer, bigger ones: a larger batch, torch.compile (mode='reduce-overhead' adds CUDA "
         "graphs), fused or foreach optimizers (foreach=True, fused=True).",
-        "The input pipeline is not the cause: more workers or pinning will not help.",
+        INPUT_NOT_THE_CAUSE,
     ]
 
 
@@ -729,7 +733,7 @@ def optimizer_step_advice() -> list[str]:
         FOREACH_OPTIMIZER_REMEDY,
         "If the optimizer's parameters are in host memory (offloaded to the CPU), its step is the CPU's own "
         f"arithmetic while the GPU waits. {_KEEP_OPTIMIZER_ON_GPU} {_OFFLOAD_REMEDIES}",
-        "The input pipeline is not the cause: more workers or pinning will not help.",
+        INPUT_NOT_THE_CAUSE,
     ]
 
 

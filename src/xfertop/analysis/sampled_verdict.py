@@ -19,6 +19,7 @@ from typing import Any
 from xfertop.analysis.advice import (
     CHECKPOINT_REMEDY,
     FOREACH_OPTIMIZER_REMEDY,
+    INPUT_NOT_THE_CAUSE,
     NESTED_PASS_REMEDY,
     between_iterations_advice,
     copy_bound_advice,
@@ -733,7 +734,7 @@ def _launch_bound(rank: RankStacks, busy: float) -> Verdict:
         'torch.compile(model) fuses small ops; mode="reduce-overhead" also captures the step as CUDA '
         "graphs, launched as one.",
         FOREACH_OPTIMIZER_REMEDY,
-        "The input pipeline is not the cause: more workers or pinning will not help.",
+        INPUT_NOT_THE_CAUSE,
     )
     return Verdict("launch-bound", "critical", headline, advice=advice, rule="launch-bound")
 

@@ -180,11 +180,7 @@ class StepClock:
             return
         self.cpu_optimizer = cpu
         try:
-            writer = self.writer
-            if writer is not None:
-                flags = writer.words[wire.H_STATE_FLAGS]
-                flags = flags | wire.STATE_CPU_OPTIMIZER if cpu else flags & ~wire.STATE_CPU_OPTIMIZER
-                writer.set_word(wire.H_STATE_FLAGS, flags)
+            self.set_state_flag(wire.STATE_CPU_OPTIMIZER, cpu)
         except Exception as exc:
             self.fail(exc)
 
@@ -201,10 +197,12 @@ class StepClock:
             self._empty_cache_step = self.steps_written
             self.empty_cache_calls += 1
 
-    def set_state_flag(self, flag: int) -> None:
+    def set_state_flag(self, flag: int, on: bool = True) -> None:
+        """The ring header's state ``flag`` set (or, ``on`` false, cleared); nothing before the ring opens."""
         writer = self.writer
         if writer is not None:
-            writer.set_word(wire.H_STATE_FLAGS, writer.words[wire.H_STATE_FLAGS] | flag)
+            flags = writer.words[wire.H_STATE_FLAGS]
+            writer.set_word(wire.H_STATE_FLAGS, flags | flag if on else flags & ~flag)
 
     def loader_ended(self) -> None:
         """A watched loader's next() raised StopIteration. Its time after the last step closed (the
