@@ -173,7 +173,7 @@ class WatchedIterator(Iterator[T]):
             return next(self._iterator)
         try:
             if steps:
-                clock.before_next(0, self._step_flags, 0, source)
+                clock.next_in_iteration(self._step_flags, source)
             else:
                 clock.before_next(
                     self._iter_began_ns, self._first_flags, self._iter_ns, source, self._loader_id

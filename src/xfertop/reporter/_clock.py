@@ -247,6 +247,24 @@ class StepClock:
             self.writer.set_word(wire.H_WORKERS, self.loaders.workers or 0)
 
     # -- loader boundaries --------------------------------------------------------------------------------
+    def next_in_iteration(self, flags: int, source: int) -> None:
+        """before_next for an iteration's second and later next() calls: where the open step came from
+        the same iterator and no pass runs inside it (the usual step of a single loader), only the step
+        closes; anything else takes before_next's whole path."""
+        if not self.is_open or source != self._open_source or self.nested_source:
+            self.before_next(0, flags, 0, source)
+            return
+        now = _now_ns()
+        try:
+            self._joining = self._in_nested = False
+            self._teardown_ns = 0
+            self._close(now)
+            self._wait_began_ns = now
+            self._next_flags = flags
+            self._previous_source = source
+        except Exception as exc:
+            self.fail(exc)
+
     def before_next(
         self, iter_began_ns: int = 0, flags: int = 0, iter_ns: int = 0, source: int = 0, loader: int = 0
     ) -> None:
