@@ -838,6 +838,11 @@ _IDLE_PARTS = ("wait", "loop_pre", "copy", "loop_post", "model")
 def median_window(windows: Sequence[WindowStats]) -> WindowStats:
     """The typical rank: every number is the median across ranks (so one bad rank cannot hide or fake
     a job-wide bottleneck)."""
+    if len(windows) == 1:  # one rank (the usual job): its own numbers, without a median of each
+        only = windows[0]
+        if only.clock == "cpu" or only.idle is None:
+            return replace(only, gpu_idle_share=None, gpu_idle=None, idle=None)
+        return only
     values: dict[str, Any] = {}
     for f in fields(WindowStats):
         column = [getattr(w, f.name) for w in windows]
