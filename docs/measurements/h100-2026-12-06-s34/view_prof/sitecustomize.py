@@ -22,7 +22,7 @@ def _wrap(modname, qual):
             if _t0[0] is None: _t0[0] = (time.thread_time_ns(), time.monotonic(), time.process_time())
             depth[0] += 1
             t = time.thread_time_ns()
-            prof = _profs.get(qual)
+            prof = _profs.get(modname + ":" + qual)
             if prof is not None and depth[0] == 1: prof.enable()
             try:
                 return orig(*a, **k)
