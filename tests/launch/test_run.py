@@ -83,6 +83,56 @@ def test_run_watches_the_dataloader_and_passes_exit_status_and_output_through(tm
     assert rank.dataloader_workers is None or rank.dataloader_workers == 0
 
 
+WARNS = """
+import sys, warnings
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+if sys.argv[1] == "ignore-main":
+    warnings.filterwarnings("ignore", module="__main__")
+weight = torch.ones(4, requires_grad=True)
+for (batch,) in DataLoader(TensorDataset(torch.ones(32, 4)), batch_size=8):
+    batch = batch.to("meta", non_blocking=True)
+    loss = (weight * 2).sum()
+    loss.backward()
+    value = float(loss)  # torch warns: the tensor requires grad
+print("done", value, flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("how", "copy_timing", "env"),
+    [
+        ("default", True, {}),
+        ("default", False, {}),
+        ("ignore-main", True, {}),
+        ("default", True, {"PYTHONWARNINGS": "error:Converting a tensor:UserWarning"}),
+    ],
+)
+def test_warnings_inside_wrapped_calls_name_the_jobs_line_as_without_xfertop(
+    tmp_path: Path, how: str, copy_timing: bool, env: dict[str, str]
+) -> None:
+    # float() of a tensor that requires grad warns inside the sync wrapper: the job's file and line, its
+    # registry and its module's filter decide, not xfertop's (the message named xfertop's wrapper).
+    wrapped = _xfertop_run(tmp_path, WARNS, how, copy_timing=copy_timing, **env)
+    out, err = wrapped.communicate(timeout=120)
+    direct = subprocess.run(
+        [sys.executable, str(tmp_path / "train.py"), how],
+        capture_output=True,
+        text=True,
+        env=child_env(tmp_path / "other-rings", **env),
+        timeout=120,
+    )
+    assert wrapped.returncode == direct.returncode
+    assert "xfertop" not in err.split("Traceback")[0]
+    if direct.returncode == 0:
+        assert (out, err) == (direct.stdout, direct.stderr)
+        assert ("to a scalar" in err) == (how != "ignore-main")  # (torch says it once a process)
+    else:  # an error filter: the same warning raised (its traceback passes through the wrapper)
+        assert direct.returncode == 1 and err.splitlines()[-2:] == direct.stderr.splitlines()[-2:]
+        assert "to a scalar" in err.splitlines()[-2]
+
+
 def test_a_signal_to_xfertop_reaches_the_job_and_xfertop_dies_the_same_way(tmp_path: Path) -> None:
     wrapped = _xfertop_run(tmp_path, WAITS_FOR_SIGNAL)
     assert wrapped.stdout is not None

@@ -54,6 +54,7 @@ from xfertop.reporter import (
     partitioning_installed,
     step_work_started,
 )
+from xfertop.reporter._job_warnings import install as install_job_warnings
 from xfertop.reporter._timed_copies import install_copy_timing
 
 #: Steps in which the same module must come first before it is taken for the model.
@@ -343,7 +344,9 @@ def watch_optimizer_steps(torch: Any) -> None:
 def install_step_marks(torch: Any, copy_timing: bool = True) -> None:
     """What splits a step into its parts, the same for `xfertop run` (by default) and `xfertop.watch`:
     copy timing, the model's calls, backward and syncs, and optimizer steps. Without ``copy_timing``
-    (`--no-copy-timing`) only the optimizer steps, the boundaries of a loop with no DataLoader."""
+    (`--no-copy-timing`) only the optimizer steps, the boundaries of a loop with no DataLoader. Warnings
+    torch raises inside a wrapped call keep naming the job's line (_job_warnings.py)."""
+    install_job_warnings()
     if copy_timing:
         install_copy_timing(torch)
         install_step_parts(torch)
