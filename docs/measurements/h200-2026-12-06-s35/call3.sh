@@ -8,6 +8,6 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   > /dev/null 2>&1
 export PYTHONPATH=/tmp/site:$PWD/src PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 XFERTOP_DIR=/tmp/layers-rings
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git log -1 --format=%H 2>/dev/null; } > "$OUT/machine.txt" 2>&1
-timeout ${LIMIT:-240} taskset -c "${CORES:-4-7}" python3 docs/measurements/h100-2026-12-06-s34/layers.py 5000 cuda "${ROUNDS:-5}" \
+timeout ${LIMIT:-240} taskset -c "${CORES:-4-7}" python3 ${LAYERS:-docs/measurements/h100-2026-12-06-s34/layers.py} 5000 cuda "${ROUNDS:-5}" \
   > "$OUT/layers.txt" 2>&1
 echo "layers rc=$? at ${SECONDS}s"; grep -v Warn "$OUT/layers.txt" | tail -n 6
