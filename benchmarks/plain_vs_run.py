@@ -6,8 +6,11 @@ a whole process varies by more than the 2% to resolve: the part of scenario h's 
 runs in moved 13% between five processes (docs/measurements/h200-2026-12-04-s24/). One pair says little;
 the median of the pairs' ratios, and their spread, is the figure.
 
-    python benchmarks/plain_vs_run.py --pairs 3 [--json OUT] \
+    python benchmarks/plain_vs_run.py --pairs 3 [--json OUT] [--cores 4-7] \
         -- python benchmarks/scenarios/sync_every_step.py --seconds 30
+
+``--cores`` pins every process to the same cores (benchmarks/cores.py): pinned, plain's own spread fell
+from 16% to 4.7% on the H100 (docs/measurements/h100-2026-12-06-s35/).
 
 The command must print a line with ``samples_per_s=N`` (the corpus's scenarios print one as their
 ``result`` line). `xfertop run` is given ``--no-summary``: the job's own cost, not the summary's.
@@ -22,6 +25,7 @@ import subprocess
 import sys
 from typing import Any
 
+from cores import add_cores_argument, pin
 from score_scenarios import samples_per_s as rate_in_line  # the corpus's reading of a result line
 
 
@@ -38,11 +42,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--json", help="also write the result here")
+    add_cores_argument(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the job's command")
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command or args.pairs < 1:
         parser.error("give --pairs >= 1 and a command after --")
+    pin(args.cores)
     instrumented = [sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", *command]
     pairs: list[dict[str, Any]] = []
     for index in range(args.pairs):

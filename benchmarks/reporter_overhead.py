@@ -18,6 +18,7 @@ reporter_overhead.json to OUT_DIR.
 
     python benchmarks/reporter_overhead.py OUT_DIR            # about a minute
     python benchmarks/reporter_overhead.py OUT_DIR --quick    # a few seconds
+    python benchmarks/reporter_overhead.py OUT_DIR --cores 4-7  # every process on four cores (cores.py)
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from cores import add_cores_argument, pin
 from torch.utils.data import DataLoader, TensorDataset
 
 import xfertop
@@ -352,7 +354,9 @@ def main() -> int:
         default=None,
         help="rounds of the `xfertop run` processes (default 5, 3 with --quick; each starts torch)",
     )
+    add_cores_argument(parser)
     args = parser.parse_args()
+    pin(args.cores)
     steps, rounds = (5_000, 3) if args.quick else (50_000, 7)
     os.environ.setdefault("XFERTOP_DIR", tempfile.mkdtemp(prefix="xfertop-overhead-rings-"))
     result: dict[str, Any] = {
