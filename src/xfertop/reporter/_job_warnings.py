@@ -2,8 +2,8 @@
 
 `xfertop run` (and ``xfertop.watch``) wrap torch functions in Python: copy timing's ``.to()``, the syncs'
 ``float()``/``.item()``, ``backward``, the DataLoader's iterator. A warning torch raises inside one of them
-(``float(loss)`` of a loss that requires grad warns every time) is attributed by Python to the innermost
-Python frame, the wrapper's. Left so, the job's stderr would name xfertop's file and line, the
+(``float(loss)`` of a loss that requires grad: session 34's user job) is attributed by Python to the
+innermost Python frame, the wrapper's. Left so, the job's stderr would name xfertop's file and line, the
 once-per-line registry would be xfertop's (two of the job's lines warning the same message would show it
 once), and a filter on the job's module would miss it.
 
@@ -58,7 +58,6 @@ def install() -> None:
             job_globals,
         )
 
-    showwarning._xfertop_previous = previous  # type: ignore[attr-defined]
     warnings.showwarning = showwarning
     _installed.append(showwarning)
 
