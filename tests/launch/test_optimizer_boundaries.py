@@ -1,5 +1,6 @@
 """A loop with no DataLoader under the real `xfertop run`: optimizer steps are its step boundaries; a loop
-with a DataLoader keeps the loader's boundaries (one step per batch, not two)."""
+with a DataLoader keeps the loader's boundaries (one step per batch, not two), until it trains on past the
+loader's end without asking it again (itertools.cycle)."""
 
 from __future__ import annotations
 
@@ -91,3 +92,57 @@ def test_the_step_a_break_leaves_open_is_counted(tmp_path: Path) -> None:
     assert len(rank.steps) == 23
     last = rank.steps[-1]
     assert last.partitioned and last.wall_ms < 1000, last
+
+
+CYCLES = """
+import itertools, time, torch
+from torch.utils.data import DataLoader
+model = torch.nn.Linear(8, 8)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+loader = DataLoader(torch.randn(5 * 4, 8), batch_size=4)
+for step, batch in zip(range(25), itertools.cycle(loader)):  # the first epoch's 5 batches, replayed
+    loss = model(batch).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    spin = time.perf_counter()
+    while time.perf_counter() - spin < 0.003:
+        pass
+print("done")
+"""
+
+
+def test_a_loop_that_replays_its_loaders_batches_is_stepped_by_its_optimizer_past_the_loaders_end(
+    tmp_path: Path,
+) -> None:
+    """itertools.cycle asks the loader for one epoch only: session 35's j89 showed those 5 steps (here)
+    and none of the rest. Past the loader's end, optimizer steps mark the steps, from the second on (the
+    first may be an epoch's closing flush): 5 loader steps, then one from each optimizer step to the
+    next (the 7th to the 25th), each with the loader's batch size."""
+    (rank,) = _run(tmp_path, CYCLES)
+    assert len(rank.steps) == 5 + 18
+    replayed = rank.steps[5:]
+    assert all(s.samples == 4 and s.wall_ms >= 3.0 and s.data_wait_ms < 1.0 for s in replayed), replayed
+
+
+FLUSHES = """
+import torch
+from torch.utils.data import DataLoader
+model = torch.nn.Linear(8, 8)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+loader = DataLoader(torch.randn(6 * 4, 8), batch_size=4)
+for epoch in range(3):
+    for index, batch in enumerate(loader):
+        model(batch).square().mean().backward()
+        if index % 4 == 3:
+            optimizer.step()
+            optimizer.zero_grad()
+    optimizer.step()  # the epoch's last two batches' gradients, after its loader ran out
+    optimizer.zero_grad()
+print("done")
+"""
+
+
+def test_an_epochs_closing_optimizer_step_is_no_step_of_its_own(tmp_path: Path) -> None:
+    (rank,) = _run(tmp_path, FLUSHES)
+    assert len(rank.steps) == 3 * 6

@@ -490,9 +490,17 @@ def note_optimizer_step(optimizer: Any = None) -> None:
         return
     if optimizer is not None and id(optimizer) not in _optimizers_seen:
         _note_optimizer_device(clock, optimizer)
-    # A watched loader's next() calls mark the steps (asked first: the usual loop, one call less).
+    # A watched loader's next() calls mark the steps (asked first: the usual loop, one call less), unless
+    # the loop trains on past its loader's end without asking it again (itertools.cycle).
     if clock.loaders.longest_iteration or clock.has_loop_boundaries():
         clock.work.model_ended()
+        if clock.past_loader_end:
+            try:
+                if clock.optimizer_step_past_loader_end():
+                    return
+            except Exception as exc:
+                clock.fail(exc)
+                return
         if clock.nested_source:  # no validation pass trains: the loop moved on to another loader
             clock.trained_in_nested_pass()
         if clock.loader_thread:  # a loader read off the main thread, and whose thread it is undecided

@@ -110,6 +110,9 @@ class StepClock:
         self._nested_loader = 0  # the loader of the pass under way (0: not known)
         self._nested_batches = 0  # the pass's batches so far (its waits: StepWork.waits_after_model)
         self._in_nested = False  # the next() under way is the nested pass's: its batch opens no step
+        #: The last watched iteration ran out and no watched next() came since: 1, plus the optimizer steps
+        #: since (0: an iteration is under way, or none ended). See optimizer_step_past_loader_end.
+        self.past_loader_end = 0
         #: How long the last iteration's final next() took after its last step closed (a loader without
         #: persistent workers shuts them down there): the next iteration's first wait, not loop time.
         self._teardown_ns = 0
@@ -212,6 +215,8 @@ class StepClock:
         try:
             if self._in_nested and self._pass_before_model:
                 self._end_pass_before_model()
+            elif not self._in_nested:
+                self.past_loader_end = 1  # the loop's own loader ran out (not a pass inside a step)
             self._in_nested = False  # a nested pass's last next(): no batch comes
             if not self.is_open and self._last_close_ns:
                 self._teardown_ns = _now_ns() - self._last_close_ns
@@ -240,6 +245,24 @@ class StepClock:
         """A watched loader's next() calls, or step() blocks, mark this process's steps."""
         return bool(self.loaders.longest_iteration or self._block_depth or self._blocks_seen)
 
+    def optimizer_step_past_loader_end(self) -> bool:
+        """An optimizer step after the watched loader's last iteration ran out, with no watched next() since:
+        whether it is a step boundary. A loop that trains on without asking its loader again
+        (``itertools.cycle(loader)`` replays the first epoch's batches) marks its steps by its optimizer
+        steps, as a loop without a DataLoader does: session 35's j89 showed its first epoch's 32 steps and
+        none of the 3,000 after, with that epoch's worker start-up for its verdict. Not the first
+        PAST_END_OPTIMIZER_STEPS of them: an epoch's closing optimizer step (gradient accumulation's
+        flush) comes between epochs. Nor where step() blocks mark the steps. Each such step carries the
+        last batch's samples."""
+        self.past_loader_end += 1
+        if self.past_loader_end <= 1 + PAST_END_OPTIMIZER_STEPS or self._blocks_seen:
+            return False
+        samples = self._samples  # the step that opens has no batch of its own: the loader's last size
+        self.before_next()
+        self.after_next(None)
+        self._samples = samples
+        return True
+
     def count_iteration_step(self, steps: int, workers: int | None, source: int = 0, wait: int = 0) -> None:
         """An iteration reached ``steps`` steps, ``wait`` ns waited (_loader_workers.py); a new workers
         count goes to the ring at once, not at the next tick (a short job may see none)."""
@@ -257,7 +280,7 @@ class StepClock:
         now = _now_ns()
         try:
             self._joining = self._in_nested = False
-            self._teardown_ns = 0
+            self._teardown_ns = self.past_loader_end = 0
             self._close(now)
             self._wait_began_ns = now
             self._next_flags = flags
@@ -279,6 +302,8 @@ class StepClock:
         try:
             if not self.started and not self._start():
                 return
+            if source:  # a watched loader's next() (an optimizer step's boundary passes none)
+                self.past_loader_end = 0
             # Asked at an iteration's first next(), where a prefetch thread shows itself.
             if flags & _F_EPOCH_START and not self.loader_off_thread and _thread_id() != self._main_thread:
                 self.loader_off_thread = True  # a prefetch thread of the job's own: its waits, not the loop's
@@ -671,6 +696,9 @@ def _refresh_debug_switches(writer: RingWriter, empty_cache_every_step: bool = F
     if flags & wire.STATE_DEBUG_SWITCHES != switches:
         writer.set_word(wire.H_STATE_FLAGS, flags & ~wire.STATE_DEBUG_SWITCHES | switches)
 
+
+#: Optimizer steps after a watched loader ran out that mark no step yet (optimizer_step_past_loader_end).
+PAST_END_OPTIMIZER_STEPS = 1
 
 #: torch.cuda.empty_cache() counts as called every step where it ran at least once in this many steps, judged
 #: over at least EMPTY_CACHE_MIN_STEPS steps (a second's worth, or more where steps are slow).

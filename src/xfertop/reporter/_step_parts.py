@@ -6,7 +6,8 @@
   calls (augmentation modules have none); once the same module has come first in ``AGREEING_STEPS``
   steps, the global hook is removed and hooks on that one module remain (a global hook would put every
   module call of the job on nn.Module's slow path, ~1 us each).
-- ``Tensor.backward``, optimizer steps (a global post hook: ``watch_optimizer_steps``) and that module's
+- ``Tensor.backward`` and ``torch.autograd.grad``, optimizer steps (a global post hook:
+  ``watch_optimizer_steps``) and that module's
   forward end mark where the model's work for the step ends: what follows is the loop's own work after it.
 - The model's two hooks cost every step: torch leaves nn.Module's fast call path for a module with hooks
   (~5-8 us a hook on a small model, docs/measurements/cpu-2026-12-04-s21). Where they tell nothing the
@@ -260,9 +261,13 @@ def install_step_parts(torch: Any) -> None:
     compiling = _compiling_check(torch)
     now_ns = time.perf_counter_ns
 
-    def backward(original: Any) -> Callable[..., Any]:
-        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-            result = original(self, *args, **kwargs)
+    def ends_the_model(original: Any) -> Callable[..., Any]:
+        # Tensor.backward, and torch.autograd.grad: backward by another name (torch.func.grad's per-sample
+        # gradients, gradient penalties, meta-learning). Session 35's j90 (vmap over torch.func.grad, a
+        # hand-written update) read loop-bound at 66-79% while its truth put 80% in the model: its model
+        # seemed to end with the forward.
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
             if not compiling():
                 note_model_ended()
                 if watch.learning or watch.retired:
@@ -307,7 +312,8 @@ def install_step_parts(torch: Any) -> None:
 
     watch = ModelWatch(torch)
     _model_watches.append(watch)
-    _wrap(torch.Tensor, "backward", backward)
+    _wrap(torch.Tensor, "backward", ends_the_model)
+    _wrap(torch.autograd, "grad", ends_the_model)
     # float(loss), `if torch.isfinite(norm):` and int(mask.sum()) wait for the GPU as .item() does.
     for name in ("item", "tolist", "cpu", "__float__", "__bool__", "__int__"):
         _wrap(torch.Tensor, name, tensor_sync)
