@@ -116,11 +116,11 @@ def test_a_loop_that_replays_its_loaders_batches_is_stepped_by_its_optimizer_pas
     tmp_path: Path,
 ) -> None:
     """itertools.cycle asks the loader for one epoch only: session 35's j89 showed those 5 steps (here)
-    and none of the rest. Past the loader's end, optimizer steps mark the steps, from the second on (the
-    first may be an epoch's closing flush): 5 loader steps, then one from each optimizer step to the
-    next (the 7th to the 25th), each with the loader's batch size."""
+    and none of the rest. Past the loader's end, optimizer steps mark the steps, from the third on (the
+    first two may be an epoch's closing flush, or a prefetched last batch's): 5 loader steps, then one
+    from each optimizer step to the next (the 8th to the 25th), each with the loader's batch size."""
     (rank,) = _run(tmp_path, CYCLES)
-    assert len(rank.steps) == 5 + 18
+    assert len(rank.steps) == 5 + 17
     replayed = rank.steps[5:]
     assert all(s.samples == 4 and s.wall_ms >= 3.0 and s.data_wait_ms < 1.0 for s in replayed), replayed
 
@@ -138,6 +138,7 @@ for epoch in range(3):
             optimizer.step()
             optimizer.zero_grad()
     optimizer.step()  # the epoch's last two batches' gradients, after its loader ran out
+    optimizer.step()  # (a second optimizer's, as a GAN's)
     optimizer.zero_grad()
 print("done")
 """

@@ -252,8 +252,9 @@ class StepClock:
         steps, as a loop without a DataLoader does: session 35's j89 showed its first epoch's 32 steps and
         none of the 3,000 after, with that epoch's worker start-up for its verdict. Not the first
         PAST_END_OPTIMIZER_STEPS of them: an epoch's closing optimizer step (gradient accumulation's
-        flush) comes between epochs. Nor where step() blocks mark the steps. Each such step carries the
-        last batch's samples."""
+        flush) comes between epochs, and a loader read one batch ahead (Lightning's prefetching fetcher)
+        runs out before the last batch's optimizer steps (two for a GAN). Nor where step() blocks mark
+        the steps. Each such step carries the last batch's samples."""
         self.past_loader_end += 1
         if self.past_loader_end <= 1 + PAST_END_OPTIMIZER_STEPS or self._blocks_seen:
             return False
@@ -698,7 +699,7 @@ def _refresh_debug_switches(writer: RingWriter, empty_cache_every_step: bool = F
 
 
 #: Optimizer steps after a watched loader ran out that mark no step yet (optimizer_step_past_loader_end).
-PAST_END_OPTIMIZER_STEPS = 1
+PAST_END_OPTIMIZER_STEPS = 2
 
 #: torch.cuda.empty_cache() counts as called every step where it ran at least once in this many steps, judged
 #: over at least EMPTY_CACHE_MIN_STEPS steps (a second's worth, or more where steps are slow).
