@@ -7,8 +7,8 @@
   steps, the global hook is removed and hooks on that one module remain (a global hook would put every
   module call of the job on nn.Module's slow path, ~1 us each).
 - ``Tensor.backward`` and ``torch.autograd.grad``, optimizer steps (a global post hook:
-  ``watch_optimizer_steps``) and that module's
-  forward end mark where the model's work for the step ends: what follows is the loop's own work after it.
+  ``watch_optimizer_steps``) and that module's forward end mark where the model's work for the step
+  ends: what follows is the loop's own work after it.
 - The model's two hooks cost every step: torch leaves nn.Module's fast call path for a module with hooks
   (~5-8 us a hook on a small model, docs/measurements/cpu-2026-12-04-s21). Where they tell nothing the
   step does not say otherwise (its copy comes before the model's call, and a backward or optimizer step
