@@ -230,11 +230,7 @@ class StepClock:
         if _thread_id() == self.loader_thread:
             self.loader_off_thread = False
             self._main_thread = self.loader_thread  # the loop's thread: later epochs' reads are not off it
-            writer = self.writer
-            if writer is not None:
-                writer.set_word(
-                    wire.H_STATE_FLAGS, writer.words[wire.H_STATE_FLAGS] & ~wire.STATE_LOADER_OFF_THREAD
-                )
+            self.set_state_flag(wire.STATE_LOADER_OFF_THREAD, on=False)
         self.loader_thread = 0  # decided either way
 
     def flag_next_step(self, flag: int) -> None:
