@@ -506,11 +506,13 @@ def _beyond(typical: float, values: Iterable[float]) -> float:
 
 def between_iterations_ms(step: StepRecord, previous: StepRecord | None) -> float:
     """The time before ``step``, the first of a loader's iteration, in which no step ran since
-    ``previous`` ended: the code between epochs. A step's own iter() time is already its wait."""
+    ``previous`` ended: the code between epochs. A step's own iter() time is already its wait.
+    ``previous`` must be the step just before (steps overwritten unread between them ran in that time)."""
     if step.between_before_ms is not None:
         return step.between_before_ms
     if (
         previous is None
+        or previous.step != step.step - 1
         or not step.epoch_start
         or not (step.start_monotonic_ns and previous.start_monotonic_ns)
     ):

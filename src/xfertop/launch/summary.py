@@ -2,15 +2,16 @@
 over time and the advice, printed on stderr after the job's own output and kept as JSON.
 
 A daemon thread in the launcher (never in the job) reads the rings of its own command (those carrying its
-launch token) every ``interval_s``: each read folds the steps it has not counted yet into running totals
-and notes the job's verdict, so a run far longer than a ring holds (1024 steps) is still summed whole and
-its verdicts over time survive the ring's wrap-around. Its advice rests on the host evidence the live
-view's does (where the ranks' DataLoader workers may run, how busy those cores are, the cgroup's CPU quota,
-memory), sampled on the same thread at each read from /proc, and on the GPU's busy share from NVML
-(utilisation and processes only: no PCIe measurement, whose byte counters need a polling thread before
-Hopper), so the summary and the live view judge the same evidence. A step is folded once it is
-``SETTLE_STEPS`` behind its rank's newest (its GPU gap, resolved lazily, is in by then), and every step
-at the end.
+launch token) and folds the steps it has not counted yet into running totals, so a run far longer than a
+ring holds (1024 steps) is still summed whole; every ``interval_s`` it also notes the job's verdict, so its
+verdicts over time survive the ring's wrap-around. A fast job's rings are read more often than that
+(``next_read_s``): a quarter of a ring between two reads, so a job of up to ~9,000 steps/s loses none.
+Its advice rests on the host evidence the live view's does (where the ranks' DataLoader workers may run,
+how busy those cores are, the cgroup's CPU quota, memory), sampled on the same thread at each verdict
+from /proc, and on the GPU's busy share from NVML (utilisation and processes only: no PCIe measurement,
+whose byte counters need a polling thread before Hopper), so the summary and the live view judge the
+same evidence. A step is folded once it is ``SETTLE_STEPS`` behind its rank's newest (its GPU gap,
+resolved lazily, is in by then), and every step at the end.
 The launcher's exit waits for the thread ``JOIN_TIMEOUT_S`` at most.
 """
 
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from xfertop import wire
 from xfertop.analysis.steps import between_iterations_ms, split_gap
 from xfertop.model.jobs import JobsState, RankState, StepRecord
 
@@ -30,6 +32,13 @@ from xfertop.model.jobs import JobsState, RankState, StepRecord
 SETTLE_STEPS = 128
 #: The most the launcher's exit waits for the thread's last read.
 JOIN_TIMEOUT_S = 1.0
+#: The rings are read at least this often (between verdicts, a read only counts steps), and at most as
+#: often as ``FASTEST_READ_S``: a read takes ~0.3 ms plus ~2 us a step folded.
+SLOWEST_READ_S = 0.5
+FASTEST_READ_S = 0.1
+#: The share of a ring a job may fill between two reads: with SETTLE_STEPS held back and a read that comes
+#: late on a loaded machine, a quarter leaves room to spare.
+RING_SHARE_PER_READ = 0.25
 SCHEMA = "xfertop.run-summary/1"
 
 
@@ -127,6 +136,16 @@ class PhaseTotals:
         }
 
 
+def next_read_s(new_steps: int, elapsed_s: float, verdict_interval_s: float) -> float:
+    """How long to wait before the next read of the rings, after one that found ``new_steps`` steps (the
+    most of any rank) written over the ``elapsed_s`` since the read before it."""
+    slowest = min(SLOWEST_READ_S, verdict_interval_s)
+    if new_steps <= 0 or elapsed_s <= 0:
+        return slowest
+    filling_s = RING_SHARE_PER_READ * wire.DEFAULT_CAPACITY * elapsed_s / new_steps
+    return max(min(FASTEST_READ_S, slowest), min(slowest, filling_s))
+
+
 def _same_span(span: VerdictSpan, kind: str, headline: str) -> bool:
     """One span per run of a verdict kind; "not measured" (kind warming-up) is a span of its own."""
     return span.kind == kind and span.headline.startswith("not measured") == headline.startswith(
@@ -164,11 +183,12 @@ class RankTotals:
             return
         newest = rank.steps[-1].step
         limit = newest + 1 if final or rank.status == "finished" else newest + 1 - SETTLE_STEPS
-        if rank.steps[0].step > self.next_step:  # the ring wrapped between two reads
-            self.steps_lost += rank.steps[0].step - self.next_step
-            self.next_step = rank.steps[0].step
         for index, step in enumerate(rank.steps):
             if self.next_step <= step.step < limit:
+                # Steps between the last one counted and this one were overwritten before they were read:
+                # the ring wrapped between two reads. The reader keeps what it read before the wrap, so the
+                # hole may be anywhere in ``rank.steps``, not only before its first step.
+                self.steps_lost += step.step - self.next_step
                 self.totals.add(step, rank.steps[index - 1] if index else None)
                 self.next_step = step.step + 1
 
@@ -226,23 +246,36 @@ class RunFollower:
                 from xfertop.sources.gpu.source import GpuSource
 
                 self._gpu = GpuSource(pcie="off", first_window_s=0.0)
+            judged_s = read_s = -float("inf")
             while not self._stop.is_set():
-                self.read(final=False)
-                self._stop.wait(self.interval_s)
+                now_s = self._clock()
+                judge = now_s - judged_s >= self.interval_s
+                judged_s = now_s if judge else judged_s
+                counted = self._counted()
+                self.read(final=False, judge=judge)
+                wait_s = next_read_s(self._counted() - counted, now_s - read_s, self.interval_s)
+                read_s = now_s
+                self._stop.wait(wait_s)
 
-    def read(self, final: bool) -> None:
-        """One read of the rings: fold new steps, note the verdict. Never raises."""
+    def _counted(self) -> int:
+        """The most steps any rank has had counted (or lost) so far."""
+        return max((known.next_step for known in list(self.ranks.values())), default=0)
+
+    def read(self, final: bool, judge: bool = True) -> None:
+        """One read of the rings: fold new steps and, if ``judge``, note the verdict. Never raises."""
         with self._lock, contextlib.suppress(Exception):
             if self._source is None:
                 return
             # The GPU before the rings: a rank's heartbeat then tells whether it still stepped when NVML
             # was read (analysis/evidence.py, read_while_stepping).
-            gpu = None if final else _sample(self._gpu)
+            gpu = _sample(self._gpu) if judge and not final else None
             state: JobsState = self._source.sample()
+            self._fold(state, final)
+            if not judge:
+                return
             if self._host is not None:
                 live = {rank.pid for job in state.jobs for rank in job.ranks if rank.status != "finished"}
                 self._host.watch_pids(live)
-            self._fold(state, final)
             self._note_verdict(state, _sample(self._host), gpu)
 
     def _fold(self, state: JobsState, final: bool) -> None:
