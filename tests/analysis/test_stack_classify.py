@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pyspy_support import fixture_lines, fixture_window
 from xfertop.analysis.sampled_verdict import sampled_verdict
 from xfertop.analysis.stack_classify import classify_stack, summarise_window
-from xfertop.model.stacks import Frame, StackWindow, ThreadStack
+from xfertop.model.stacks import Frame, StackWindow, ThreadStack, WindowPlacement
 
 
 def summary(name: str):
@@ -596,6 +598,60 @@ def test_the_batch_built_before_the_models_call_is_the_loops_own_work_not_the_mo
     assert rank.loop_host.top_lines[0] == ("train.py:12", 0.4), rank.loop_host
     verdict = sampled_verdict([(None, rank)])
     assert verdict.kind == "loop-bound", verdict.headline
+
+
+_PER_SAMPLE_SOURCE = {
+    20: "for x, y in loader:",
+    21: "    x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)",
+    22: "    grads = per_sample(params, x, y)",
+    23: "    norms = torch.sqrt(sum(g.flatten(1).pow(2).sum(1) for g in grads.values()))",
+    24: "    params = {k: p - 0.05 * g for k, p in params.items()}",
+}
+
+
+def test_per_sample_gradients_through_torch_func_are_the_models_step() -> None:
+    """docs/measurements/h100-2026-12-06-s36 (j90): per-sample gradients, vmap over torch.func.grad of a
+    functional_call, a hand-written update. No backward() and no module call sits above vmap's own work,
+    which read as the loop's; on the H100, its GPU 5% busy, attach said "input-bound: 19%" where `xfertop
+    run` said launch-bound."""
+
+    def stack(count: int, line: int, *inner: tuple[str, str]) -> ThreadStack:
+        at = (*frames(*inner), Frame("<module>", "/job/train.py", line))
+        return ThreadStack(pid=10, tid=10, thread_name="MainThread", count=count, frames=at)
+
+    vmap = [("_flat_vmap", "torch/_functorch/vmap.py"), ("wrapped", "torch/_functorch/apis.py")]
+    stacks = (
+        stack(19, 20, ("__next__", "torch/utils/data/dataloader.py")),
+        stack(3, 21),
+        stack(24, 22, *vmap),  # vmap and grad's own Python: batching rules, pytrees, levels
+        stack(16, 22, ("Module._call_impl", "torch/nn/modules/module.py"), *vmap),
+        stack(
+            14,
+            22,
+            ("grad", "torch/autograd/__init__.py"),
+            ("grad_impl", "torch/_functorch/eager_transforms.py"),
+            *vmap,
+        ),
+        stack(12, 23),
+        stack(12, 24),
+    )
+    window = StackWindow(root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=stacks)
+    rank = summarise_window(
+        window, lambda f, n: _PER_SAMPLE_SOURCE.get(n, "") if f == "/job/train.py" else ""
+    )
+    assert rank.loop_seen
+    assert rank.dispatch_share == 0.54, rank.to_dict()
+    assert rank.loop_tensor.share + rank.loop_host.share == 0.24, (rank.loop_tensor, rank.loop_host)
+    on_idle_gpu = replace(rank, gpu_busy_share=0.05, placement=WindowPlacement((), (), uses_cuda=True))
+    verdict = sampled_verdict([(None, on_idle_gpu)])
+    assert verdict.kind == "launch-bound", verdict.headline
+    # Under run's 50% dispatch bar but ahead of the input and the loop's own work on a GPU that waits for
+    # the host: still launch-bound, as `xfertop run` names the largest part.
+    less = replace(on_idle_gpu, dispatch_share=0.35)
+    assert sampled_verdict([(None, less)]).kind == "launch-bound"
+    # Behind the loop's own work, or on a GPU busy 60% (not waiting for the host), it is not.
+    assert sampled_verdict([(None, replace(less, dispatch_share=0.2))]).kind != "launch-bound"
+    assert sampled_verdict([(None, replace(less, gpu_busy_share=0.6))]).kind != "launch-bound"
 
 
 def test_a_step_py_spy_saw_on_the_emas_line_does_not_make_the_ema_the_models() -> None:

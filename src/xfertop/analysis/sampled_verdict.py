@@ -349,12 +349,20 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     # Launch-bound by `xfertop run`'s bar for a GPU the host holds back (busy under 70%), not the 50% one
     # above: on the H200 a job with clip_grad_norm_ and a tiny MLP, busy 48-55%, read launch-bound under run
     # and, attached with its GPU 55% busy, "copy-bound" from 16% of samples on its .to() line.
+    # Where the GPU waits for the host (busy under 50%), whatever the host does is the GPU's idle, and
+    # `xfertop run` names the largest part past its 10% bar: a dispatch ahead of the input, the copies and
+    # the loop's own work is launch-bound too (on the H100 a torch.func job, GPU 5% busy, read
+    # launch-bound under run and input-bound attached, from 19% of samples in the loader).
     starved_busy = busy if on_gpu and busy is not None and busy < SYNC_GPU_BUSY_WARN_SHARE else None
-    if (
-        starved_busy is not None
-        and rank.dispatch_share >= LAUNCH_DISPATCH_SHARE
-        and rank.dispatch_share > own
-    ):
+    dispatch_leads = rank.dispatch_share > own and (
+        rank.dispatch_share >= LAUNCH_DISPATCH_SHARE
+        or (
+            waiting_busy is not None
+            and rank.dispatch_share >= INPUT_WARN_SHARE
+            and rank.dispatch_share > host_waits
+        )
+    )
+    if starved_busy is not None and dispatch_leads:
         return _labelled(_launch_bound(rank, starved_busy), rank, ranks, [])
     copy_share = stats.copy_share
     if copy_share >= COPY_WARN_SHARE and (

@@ -129,10 +129,13 @@ _COMPUTE = (
     _rule("torch/optim/", "*"),
     _CALL_IMPL,
     _rule("torch/nn/modules/", "forward"),
+    # torch.func's transforms (vmap, grad, jacrev, functional_call): per-sample gradients and
+    # meta-learning run the model and its gradients through them, no backward() or module call above.
+    _rule("torch/_functorch/", "*"),
 )
 #: The model step as the host runs it: a module call (torch's own modules and any ``forward``, the job's
-#: own nn.Module subclasses included), autograd's backward, the optimizer. Tensor maths outside these
-#: frames is the loop's own (or start-up's) work, not the model's.
+#: own nn.Module subclasses included), autograd's backward or grad, torch.func's transforms, the optimizer.
+#: Tensor maths outside these frames is the loop's own (or start-up's) work, not the model's.
 _DISPATCH = (*_COMPUTE, _ANY_FORWARD)
 #: A call of the model itself (any module's, the job's own forward methods included).
 _MODULE_CALL = (_CALL_IMPL, _ANY_FORWARD)
@@ -372,10 +375,11 @@ _VALIDATING = (
     _rule("pytorch_lightning/loops/epoch/evaluation_epoch_loop.py", "*"),
     _rule("transformers/trainer.py", "evaluate", "_evaluate", "evaluation_loop", "prediction_loop"),
 )
-#: Frames only a training step runs: backward, the optimizer (not its constructor).
+#: Frames only a training step runs: backward (or autograd.grad, as torch.func.grad and gradient
+#: penalties call it), the optimizer (not its constructor).
 _TRAINING = (
     _rule("torch/_tensor.py", "backward"),
-    _rule("torch/autograd/__init__.py", "backward"),
+    _rule("torch/autograd/__init__.py", "backward", "grad"),
     _rule("torch/autograd/graph.py", "_engine_run_backward"),
     _rule("torch/optim/", "*"),
 )
