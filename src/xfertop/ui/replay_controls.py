@@ -61,7 +61,9 @@ class ReplayStatus(Static):
         status = self._player.status()
         if status != self._shown:  # a paused replay repaints nothing
             self._shown = status
-            self.update(status)
+            # One docked row whatever it says: no layout of the screen (by default each update laid it
+            # out again, 30% of a replay's main thread at 1 Hz: docs/ui.md).
+            self.update(status, layout=False)
 
 
 class ReplayApp(XfertopApp):
