@@ -37,7 +37,7 @@ for name in sys.argv[1:]:
         except Exception as e: print("  live err", e, o.stderr[-300:])
     out, err = proc.communicate()
     tr = truth_of(out)
-    print("  run rc", proc.returncode, "run truth:", tr and tr["parts"])
+    print("  run rc", proc.returncode, "run truth:", tr and tr["parts"], "steps", tr and tr["steps"])
     summ = err[err.find("xfertop"):] if "xfertop" in err else err[-1500:]
     print("  summary:", "\n    ".join(l for l in summ.splitlines()[:14]))
     # attach
@@ -48,5 +48,9 @@ for name in sys.argv[1:]:
         doc = json.loads(a.stdout)
         v = doc.get("verdict") or doc
         print("  attach:", v.get("kind"), "|", v.get("headline"))
+        ev = v.get("evidence") or {}
+        keys = ("data_wait_share", "main_loading_share", "compute_share", "dispatch_share", "loop_host_share",
+                "loop_tensor_share", "gpu_sync_share", "other_share", "gpu_busy_share")
+        print("    attach shares:", {k.removesuffix("_share"): ev.get(k) for k in keys if k in ev})
     except Exception as e: print("  attach err", e, a.stdout[-300:], a.stderr[-300:])
     plain.communicate()
