@@ -160,3 +160,30 @@ async def test_at_periods_over_a_second_the_clock_moves_between_samples_and_noth
             await pilot.pause(0.05)  # the tick's second is what is awaited
         assert app.header_bar.render_line(0).text != shown, "the clock did not move within the period"
         assert app.view.jobs.timestamp == 1.0, "the jobs were drawn before the period's sample"
+
+
+async def test_at_slow_periods_the_tick_leaves_the_repaint_to_the_next_gpu_sample() -> None:
+    # At --interval 4 the tick (each second, for the clock) found the last repaint 3 s old in the
+    # period's last quarter and drew the dirty panes, 40 ms before the GPU sample drew them again: two
+    # full screen updates a period. With a 5 s period the 1 s tick always falls in that last quarter.
+    gpu, host = _Manual(5.0), _Manual(5.0)
+    app = XfertopApp(
+        Sources(gpu=gpu, host=host), interval_s=5.0, start_sources=False, clock=lambda: FROZEN_TIME
+    )
+    waiter = MessageWaiter()
+    async with app.run_test(size=(160, 48), message_hook=waiter) as pilot:
+        host.publish(_at(host_state(), 1.0))
+        await _sampled(gpu, waiter, pilot)
+        drawn: list[float] = []
+        update = app.host_pane.update_lines
+
+        def host_drawn() -> None:
+            drawn.append(app.view.host.timestamp)
+            update()
+
+        app.host_pane.update_lines = host_drawn  # type: ignore[method-assign]
+        host.publish(_at(dataclasses.replace(host_state(), cpu_percent=88.0), 2.0))  # inbox: no message
+        await asyncio.sleep(4.8)  # time passing is what is tested: a tick falls in 3.75-4.8 s
+        assert drawn == [], "a tick drew the panes the next GPU sample draws"
+        await _sampled(gpu, waiter, pilot)
+        assert drawn == [2.0]

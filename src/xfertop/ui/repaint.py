@@ -63,13 +63,18 @@ class Repainter:
             self._tick.stop()
 
     def _on_tick(self) -> None:
-        """Repaint when the pulse is missing. With a GPU source at periods up to 1 s its samples repaint,
-        and the clock moves with them: a tick between two samples drew the header's new second in a
-        screen update of its own (2.4 screen updates a second at 1 Hz where 1.7 do), so it repaints only
-        once a sample is a whole tick late. At periods over a second the clock still moves every second."""
+        """Repaint when the pulse is missing. With a GPU source its samples repaint, and the clock moves
+        with them: a tick between two samples drew the header's new second in a screen update of its own
+        (2.4 screen updates a second at 1 Hz where 1.7 do), so it repaints only once a sample is a whole
+        tick late. At periods over a second the clock still moves every second, and a tick in the last
+        quarter of the period does not draw what the sample due next would draw again (at 4 s: two full
+        screen updates 40 ms apart, every period)."""
         app, view = self._app, self._app.view
         slow = view.interval_s > 1.0
-        late_s = 0.75 * view.interval_s if app.sources.gpu is None or slow else self._tick_s
+        if app.sources.gpu is None:
+            late_s = 0.75 * view.interval_s
+        else:
+            late_s = view.interval_s + self._tick_s if slow else self._tick_s
         if time.monotonic() - self._last_repaint >= late_s:
             self.repaint_dirty()
         elif slow and self.mounted and not view.paused:
