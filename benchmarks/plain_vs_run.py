@@ -10,7 +10,12 @@ the median of the pairs' ratios, and their spread, is the figure.
         -- python benchmarks/scenarios/sync_every_step.py --seconds 30
 
 ``--cores`` pins every process to the same cores (benchmarks/cores.py): pinned, plain's own spread fell
-from 16% to 4.7% on the H100 (docs/measurements/h100-2026-12-06-s35/).
+from 16% to 4.7% on the H100 (docs/measurements/h100-2026-12-06-s35/). ``--warmup N`` runs the plain
+command N times first and keeps nothing of them: on the H200 a fresh machine's plain samples/s rose ~40%
+over its first nine minutes (docs/measurements/h100-2026-12-06-s36/), which a pair's order then carried.
+Beside the median, ``by_order`` gives the geometric mean of the ratios of each order and
+``order_balanced`` the geometric mean of those two: a drift that favours whichever runs second weighs
+on both orders alike and cancels there.
 
 The command must print a line with ``samples_per_s=N`` (the corpus's scenarios print one as their
 ``result`` line). `xfertop run` is given ``--no-summary``: the job's own cost, not the summary's.
@@ -42,6 +47,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--json", help="also write the result here")
+    parser.add_argument("--warmup", type=int, default=0, help="plain runs first, not counted")
     add_cores_argument(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the job's command")
     args = parser.parse_args()
@@ -49,6 +55,8 @@ def main() -> int:
     if not command or args.pairs < 1:
         parser.error("give --pairs >= 1 and a command after --")
     pin(args.cores)
+    for index in range(args.warmup):
+        print(f"warm-up {index + 1}: plain {samples_per_s(command):,.1f} samples/s (not counted)", flush=True)
     instrumented = [sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", *command]
     pairs: list[dict[str, Any]] = []
     for index in range(args.pairs):
@@ -62,17 +70,27 @@ def main() -> int:
             flush=True,
         )
     ratios = [p["ratio"] for p in pairs]
+    by_order = {
+        first: statistics.geometric_mean(mine)
+        for first in ("plain", "run")
+        if (mine := [p["ratio"] for p in pairs if p["order"][0] == first])
+    }
     result = {
         "command": command,
         "pairs": pairs,
         "median_ratio": statistics.median(ratios),
         "min_ratio": min(ratios),
         "max_ratio": max(ratios),
+        "by_order": by_order,
+        "order_balanced": statistics.geometric_mean(by_order.values()) if len(by_order) == 2 else None,
     }
     print(
         f"run/plain: median {result['median_ratio']:.4f} over {len(ratios)} pairs"
         f" (min {result['min_ratio']:.4f}, max {result['max_ratio']:.4f})"
     )
+    orders = ", ".join(f"{first} first {mean:.4f}" for first, mean in by_order.items())
+    balanced = result["order_balanced"]
+    print(f"geometric means: {orders}" + (f"; order-balanced {balanced:.4f}" if balanced else ""))
     if args.json:
         with open(args.json, "w") as out:
             json.dump(result, out, indent=1)

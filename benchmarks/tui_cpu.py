@@ -13,7 +13,9 @@ both tools have a busy GPU and a job to show.
 
 With ``--before TREE`` (a checkout of an older commit, e.g. ``git worktree add /tmp/xt_before OLD``) an
 "xfertop-before" row runs that tree's xfertop (``PYTHONPATH=TREE/src``) beside this one and nvitop, each
-rate in turn, in the same run.
+rate in turn, in the same run. With ``--floor``, two bare Textual apps of benchmarks/textual_floor.py (one
+clock row; xfertop's panes with the rows it changes each period) run beside them too: what any Textual
+app of the view's shape pays, the floor under xfertop's figure.
 """
 
 from __future__ import annotations
@@ -111,7 +113,9 @@ def gpu_context() -> dict:
     }
 
 
-def commands(interval_s: float, include_nvitop: bool, xfertop_args: str = "") -> dict[str, list[str]]:
+def commands(
+    interval_s: float, include_nvitop: bool, xfertop_args: str = "", floor: bool = False
+) -> dict[str, list[str]]:
     found = {
         "xfertop": [
             sys.executable,
@@ -125,6 +129,10 @@ def commands(interval_s: float, include_nvitop: bool, xfertop_args: str = "") ->
     nvitop = shutil.which("nvitop")
     if include_nvitop and nvitop:
         found["nvitop"] = [nvitop, "--interval", str(interval_s)]
+    if floor:
+        script = str(Path(__file__).resolve().parent / "textual_floor.py")
+        for shape in ("clock", "panes"):
+            found[f"textual-floor-{shape}"] = [sys.executable, script, shape, "--interval", str(interval_s)]
     return found
 
 
@@ -139,6 +147,7 @@ def main() -> int:
     parser.add_argument("--xfertop-args", default="", help="more xfertop options, e.g. '--pcie counters'")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--before", type=Path, help="an older tree whose xfertop runs beside this one")
+    parser.add_argument("--floor", action="store_true", help="also the bare Textual apps of textual_floor.py")
     args = parser.parse_args()
     columns, rows = (int(part) for part in args.size.split("x"))
     load = (
@@ -157,10 +166,8 @@ def main() -> int:
     try:
         for rate_hz in (float(rate) for rate in args.rates_hz.split(",")):
             row: dict = {"rate_hz": rate_hz}
-            runs = [
-                (name, argv, None)
-                for name, argv in commands(1.0 / rate_hz, not args.no_nvitop, args.xfertop_args).items()
-            ]
+            found = commands(1.0 / rate_hz, not args.no_nvitop, args.xfertop_args, args.floor)
+            runs = [(name, argv, None) for name, argv in found.items()]
             if args.before is not None:
                 # The older tree's src first, this tree's taken out; the rest (installed wheels) kept.
                 here = str(Path(__file__).resolve().parents[1] / "src")
@@ -181,6 +188,11 @@ def main() -> int:
             if mine is not None and theirs:
                 row["ratio_xfertop_over_nvitop"] = mine / theirs
                 print(f"{rate_hz:g} Hz  xfertop / nvitop CPU: {mine / theirs:.2f}")
+                for name in ("textual-floor-clock", "textual-floor-panes"):
+                    floor = row.get(name, {}).get("cpu_percent_of_one_core")
+                    if floor is not None:
+                        row[f"ratio_{name}_over_nvitop"] = floor / theirs
+                        print(f"{rate_hz:g} Hz  {name} / nvitop CPU: {floor / theirs:.2f}")
             results.append(row)
     finally:
         if load is not None:
