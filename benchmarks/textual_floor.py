@@ -32,18 +32,6 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
-#: Each pane of ``panes``: (id, rows, rows changed each period, CSS height).
-PANES = (
-    ("header", 1, 1, "1"),
-    ("gpu", 10, 9, "10"),
-    ("ranks", 3, 1, "3"),
-    ("verdicts", 3, 0, "3"),
-    ("strip", 20, 1, "1fr"),
-    ("host", 3, 2, "5"),
-    ("processes", 4, 2, "4"),
-    ("keys", 1, 0, "1"),
-)
-
 
 class Rows(Widget):
     """Rows of text, each drawn as a strip once and kept until its text changes."""
@@ -72,6 +60,24 @@ class Rows(Widget):
         return strip
 
 
+#: Each pane of ``panes`` by id: (rows, rows changed each period, CSS height).
+PANES = {
+    "header": (1, 1, "1"),
+    "gpu": (10, 9, "10"),
+    "ranks": (3, 1, "3"),
+    "verdicts": (3, 0, "3"),
+    "strip": (20, 1, "1fr"),
+    "host": (3, 2, "5"),
+    "processes": (4, 2, "4"),
+    "keys": (1, 0, "1"),
+}
+
+
+def pane(name: str) -> Rows:
+    rows, changing, _ = PANES[name]
+    return Rows(rows, changing, id=name)
+
+
 class Floor(App[None]):
     def __init__(self, shape: str, interval_s: float, quiet_driver: bool = True) -> None:
         self._shape, self._interval_s, self._quiet_driver = shape, interval_s, quiet_driver
@@ -88,19 +94,19 @@ class Floor(App[None]):
         if self._shape == "clock":
             yield Rows(1, 1, id="clock")
             return
-        yield Rows(1, 1, id="header")
-        yield Rows(10, 9, id="gpu")
+        yield pane("header")
+        yield pane("gpu")
         with Horizontal(id="middle"):
             with Vertical(id="jobs"):
-                yield Rows(3, 1, id="ranks")
-                yield Rows(3, 0, id="verdicts")
-                yield Rows(20, 1, id="strip")
-            yield Rows(3, 2, id="host")
-        yield Rows(4, 2, id="processes")
-        yield Rows(1, 0, id="keys")
+                yield pane("ranks")
+                yield pane("verdicts")
+                yield pane("strip")
+            yield pane("host")
+        yield pane("processes")
+        yield pane("keys")
 
     CSS = (
-        "\n".join(f"#{name} {{ height: {height}; }}" for name, _, _, height in PANES)
+        "\n".join(f"#{name} {{ height: {height}; }}" for name, (_, _, height) in PANES.items())
         + """
     #middle { height: 1fr; }
     #jobs { width: 3fr; }
