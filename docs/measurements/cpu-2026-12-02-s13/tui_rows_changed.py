@@ -15,6 +15,8 @@ counts = collections.Counter(); calls = collections.Counter(); heights = {}
 orig = text_lines.TextLines._set_lines
 def _set_lines(self, lines, width):
     changed = orig(self, lines, width)
+    if time.time() - t0 < COUNT_FROM_S:
+        return changed
     name = type(self).__name__ + "#" + str(self.id)
     counts[name] += len(changed); calls[name] += 1; heights[name] = len(lines)
     return changed
@@ -23,6 +25,8 @@ text_lines.TextLines._set_lines = _set_lines
 from textual.app import App
 _display = App._display
 def _counted_display(self, screen, renderable):
+    if time.time() - t0 < COUNT_FROM_S:
+        return _display(self, screen, renderable)
     calls["(screen updates)"] += 1
     return _display(self, screen, renderable)
 App._display = _counted_display
@@ -41,12 +45,17 @@ _trace(App, "_display"); _trace(App, "refresh_bindings")
 from textual.widget import Widget
 _render_lines = Widget.render_lines
 def _counted_render_lines(self, crop):
+    if time.time() - t0 < COUNT_FROM_S:
+        return _render_lines(self, crop)
     calls["render_lines " + type(self).__name__ + "#" + str(self.id)] += 1
     counts["render_lines " + type(self).__name__ + "#" + str(self.id)] += crop.height
     return _render_lines(self, crop)
 Widget.render_lines = _counted_render_lines
 spent = collections.Counter()
-WARMUP_S = 5.0
+# WARM=S (session 37): count rows and time only from S seconds on (steady state); unset, the counts
+# cover the whole run and the times start at 5 s, as in session 13.
+COUNT_FROM_S = float(os.environ.get("WARM", "0"))
+WARMUP_S = COUNT_FROM_S or 5.0
 def _timed(cls, name):
     orig_m = getattr(cls, name)
     def wrapped(self, *a, **k):
@@ -70,12 +79,13 @@ def dump():
     if prof is not None:
         prof.disable(); prof.dump_stats("/tmp/diag/cprofile.out")
     with open("/tmp/diag/counts.txt", "w") as f:
-        dt = time.time() - t0
+        elapsed = time.time() - t0
+        dt = elapsed - COUNT_FROM_S
         for k, v in counts.most_common():
             f.write(f"{k:40} rows changed/s {v/dt:6.1f}  calls/s {calls[k]/dt:5.2f} height {heights.get(k, '-')}\n")
         f.write(f"screen updates/s {calls['(screen updates)']/dt:5.2f}\n")
         for k, v in spent.most_common():
-            f.write(f"time {k:40} {1000 * v / (dt - WARMUP_S):7.2f} ms a second after {WARMUP_S:g} s\n")
+            f.write(f"time {k:40} {1000 * v / (elapsed - WARMUP_S):7.2f} ms a second after {WARMUP_S:g} s\n")
         if os.environ.get("TRACE"):
             for t, what in events[-60:]:
                 f.write(f"{t - t0:8.3f} {what}\n")
