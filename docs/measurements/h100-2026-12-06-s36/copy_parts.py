@@ -1,4 +1,5 @@
-"""Copy timing's cost per `.to()`, part by part, in one process (session 36).
+"""Copy timing's cost per `.to()`, part by part, in one process (session 36; session 37 added `bare` and
+`attrs`).
 
 Run's hooks are installed with copy timing; a DataLoader loop (8x64 pageable batches, one `.to(device)` and an
 `add_` a step, as benchmarks/reporter_overhead.py's child) runs passes in turn with `Tensor.to` as:
@@ -7,6 +8,9 @@ Run's hooks are installed with copy timing; a DataLoader loop (8x64 pageable bat
   no-book    the wrapper, with StepWork.tensor_moved a no-op (what booking the copy costs)
   no-start   the wrapper, with StepWork.starting a no-op (the first-work mark and GPU gap query)
   memo-off   the wrapper, the pinned memo forgotten before each step (what a miss costs: is_pinned())
+  bare       the wrapper with both of them no-ops: its own frame and two clock reads
+  attrs      the wrapper with tensor_moved only reading what it reads of the tensors (is_cpu twice,
+             nbytes, data_ptr()): the tensors' attributes against the booking's own Python
 Rounds interleave the modes; the figure is each mode's median added us/step over plain.
 
     python copy_parts.py [steps] [device] [rounds]
@@ -36,10 +40,18 @@ if device.type == "cuda":
 real_moved, real_starting = _step_work.StepWork.tensor_moved, _step_work.StepWork.starting
 
 
+def attrs_only(self, source, moved, non_blocking, copy_cpu_ns) -> None:
+    if moved.is_cpu or not source.is_cpu or not source.nbytes:
+        return
+    source.data_ptr()
+
+
 def one_pass(mode: str) -> float:
     torch.Tensor.to = plain_to if mode == "plain" else timed_to
-    _step_work.StepWork.tensor_moved = (lambda *a: None) if mode == "no-book" else real_moved
-    _step_work.StepWork.starting = (lambda *a: None) if mode == "no-start" else real_starting
+    _step_work.StepWork.tensor_moved = (
+        (lambda *a: None) if mode in ("no-book", "bare") else attrs_only if mode == "attrs" else real_moved
+    )
+    _step_work.StepWork.starting = (lambda *a: None) if mode in ("no-start", "bare") else real_starting
     forget = mode == "memo-off"
     began = time.perf_counter_ns()
     for (batch,) in loader:
@@ -52,7 +64,7 @@ def one_pass(mode: str) -> float:
     return (time.perf_counter_ns() - began) / steps / 1000
 
 
-modes = ["plain", "timed", "no-book", "no-start", "memo-off"]
+modes = ["plain", "timed", "no-book", "no-start", "memo-off", "bare", "attrs"]
 one_pass("plain")  # warm-up: workers, CUDA context, first allocations
 per = {mode: [] for mode in modes}
 for _ in range(rounds):

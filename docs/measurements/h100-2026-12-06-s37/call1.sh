@@ -13,7 +13,7 @@ timeout 250 python3 benchmarks/tui_cpu.py --seconds 20 --warmup 3 --floor --out 
 echo "tui_cpu rc=$? at ${SECONDS}s"; grep -E "Hz" "$OUT/tui_cpu.txt"
 timeout 90 python3 docs/measurements/h100-2026-12-06-s37/spy_tools.py "$OUT/spy" 20 > "$OUT/spy.txt" 2>&1
 echo "spy rc=$? at ${SECONDS}s"; cat "$OUT/spy.txt"
-timeout 120 taskset -c 4-7 python3 docs/measurements/h100-2026-12-06-s37/copy_parts.py 5000 cuda 15 \
+timeout 120 taskset -c 4-7 python3 docs/measurements/h100-2026-12-06-s36/copy_parts.py 5000 cuda 15 \
   > "$OUT/copy_parts.txt" 2>&1
 echo "copy_parts rc=$? at ${SECONDS}s"; grep -v Warning "$OUT/copy_parts.txt"
 left=$((560 - SECONDS))
