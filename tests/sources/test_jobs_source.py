@@ -172,6 +172,31 @@ def test_a_reused_pid_counts_as_finished_and_its_file_is_removed_after_grace(tmp
     assert not os.path.exists(writer.path)
 
 
+def test_a_ring_filling_faster_than_its_reads_keep_up_with_is_read_sooner(tmp_path: Path) -> None:
+    """Read once a second, a ring of 1024 steps loses steps above 1024 steps/s: where a read finds more
+    than half the ring newly written, the next read comes sooner; when the job slows, the interval is back."""
+    now_s = [time.monotonic()]
+    writer = _writer(tmp_path, steps=10)
+    source = JobsSource(ring_dir=str(tmp_path), interval_s=1.0, monotonic=lambda: now_s[0])
+    source.sample_once()
+    assert source.next_interval_s() == 1.0, "a ring's first read (its history) tells no rate"
+    capacity = writer.capacity
+    start_ns = time.perf_counter_ns()
+
+    def steps_in(seconds: float, count: int, first: int) -> None:
+        now_s[0] += seconds
+        for i in range(count):
+            write_step(writer, first + i, start_ns + i * 1000, 1000, 0, 0, 0, 1, 0)
+
+    steps_in(1.0, capacity * 3 // 4, first=10)  # 768 steps/s: 0.75 of the ring a read
+    state = source.sample_once()
+    assert state.jobs[0].ranks[0].steps[-1].step == 10 + capacity * 3 // 4 - 1
+    assert source.next_interval_s() == pytest.approx(0.5 / 0.75, rel=0.01)
+    steps_in(0.5, 100, first=10 + capacity * 3 // 4)  # 200 steps/s: the interval again
+    source.sample_once()
+    assert source.next_interval_s() == 1.0
+
+
 def test_a_slot_left_half_written_by_a_dead_writer_does_not_block_the_rest(tmp_path: Path) -> None:
     writer = _writer(tmp_path, steps=5)
     writer.words[wire.slot_word(writer.capacity, 2) + wire.R_SEQ] |= 1  # died between odd and even

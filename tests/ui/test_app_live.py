@@ -157,23 +157,25 @@ async def test_palette_offers_the_same_actions_as_the_keys() -> None:
             assert wanted in titles
 
 
-async def test_jobs_read_rings_twice_a_second_whatever_the_display_period(tmp_path: Path) -> None:
-    """Rings hold 1024 steps: reading every 0.5 s loses none below 2048 steps/s; the jobs pane's figures
-    are window statistics, no fresher for faster reads."""
+async def test_jobs_read_rings_at_least_once_a_second_whatever_the_display_period(tmp_path: Path) -> None:
+    """The jobs pane's figures are window statistics, no fresher for reads faster than the display's;
+    but a job that starts or ends is drawn within a second, whatever the period (and a ring filling
+    fast is read sooner: test_jobs_source)."""
     jobs = JobsSource(ring_dir=str(tmp_path / "rings"))
     sources = Sources(gpu=fake_gpu_source(FakePynvml.h200s(1)), host=HostSource(), jobs=jobs)
     app = XfertopApp(sources, interval_s=1.0)
     reads: list[float] = []
     jobs.subscribe(lambda _state: reads.append(time.monotonic()))
     async with app.run_test(size=(80, 24)) as pilot:
-        assert jobs.interval_s == 0.5 and sources.gpu is not None and sources.gpu.interval_s == 1.0
+        assert jobs.interval_s == 1.0 and sources.gpu is not None and sources.gpu.interval_s == 1.0
         await pilot.press("minus", "minus")
-        assert sources.gpu.interval_s == 5.0 and jobs.interval_s == 0.5
+        assert sources.gpu.interval_s == 5.0 and jobs.interval_s == 1.0
         await pilot.press("plus", "plus", "plus", "plus")
         assert sources.gpu.interval_s == 0.25 and jobs.interval_s == 0.5
         await pilot.press("minus", "minus", "minus", "minus")
         started = time.monotonic()
-        await asyncio.sleep(2.0)  # a measuring window: count the reads in it
+        await asyncio.sleep(3.0)  # a measuring window: count the reads in it
         recent = [t for t in reads if t >= started]
-        # ~4 in 2 s; at least 2 on a loaded machine, where a 5 s period would give at most 1.
-        assert len(recent) >= 2, f"{len(recent)} ring reads in 2 s"
+        # ~3 in 3 s at a 5 s display period; at least 2 on a loaded machine, where reads at the display's
+        # period would give at most 1.
+        assert len(recent) >= 2, f"{len(recent)} ring reads in 3 s"

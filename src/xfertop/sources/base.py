@@ -44,6 +44,11 @@ class PollingSource(Generic[T]):
     def close(self) -> None:
         """Release resources (called on the source thread after the loop ends)."""
 
+    def next_interval_s(self) -> float:
+        """How long after the last sample's start the next one starts: ``interval_s``; a source whose
+        data may be lost when read too seldom (the jobs' rings) shortens it."""
+        return self._interval_s
+
     # -- public ---------------------------------------------------------------------------------
     @property
     def interval_s(self) -> float:
@@ -125,7 +130,7 @@ class PollingSource(Generic[T]):
         at once would close a window of a few ms (the GPU source then has no PCIe interval to report:
         "RX n/a" after the app sets its interval at start-up; docs/gpu-source.md). poke() samples now."""
         while not self._stop.is_set() and not self._poked:
-            remaining = self._interval_s - (time.monotonic() - started)
+            remaining = self.next_interval_s() - (time.monotonic() - started)
             if remaining <= 0:
                 break
             self._wake.wait(remaining)

@@ -24,11 +24,14 @@ from xfertop.sources.jobs.source import JobsSource
 from xfertop.sources.stacks.source import StackSampler
 from xfertop.sources.topology.source import TopologySource
 
-#: The jobs source reads rings every 0.5 s whatever the display's period. A ring holds 1024 steps
-#: (wire.DEFAULT_CAPACITY), so a job may run 2048 steps/s before a step is overwritten unread; what the
-#: jobs pane shows are statistics over a window of steps, which a faster read would not make fresher.
-#: (Reading at 10 Hz would cost 0.4-0.7% of a core for frames nobody sees: docs/ui.md.)
+#: The jobs source reads rings at the display's period, but no faster than every JOBS_INTERVAL_S and no
+#: slower than every JOBS_SLOWEST_S (a job that starts or ends is drawn at once, whatever the period).
+#: What the jobs pane shows are statistics over a window of steps, which faster reads would not make
+#: fresher: at 1 Hz that halves the reads of 0.5 s (the jobs source's thread took 1.13 of the view's
+#: 10.0 ms of CPU a second on an H100, docs/ui.md). A ring filling faster than its reads keep up with is
+#: read sooner (JobsSource.next_interval_s).
 JOBS_INTERVAL_S = 0.5
+JOBS_SLOWEST_S = 1.0
 #: Host figures (CPU per core and per process, memory) refresh at most this often: the kernel counts CPU
 #: time in 10 ms ticks (USER_HZ 100), so over a 0.25 s period a core's or a process's CPU% moves in
 #: 4-point steps of noise; over 0.5 s in 2-point ones. At 4 Hz this halves the host sampler's and the
@@ -38,6 +41,10 @@ HOST_MIN_INTERVAL_S = 0.5
 
 def host_interval_s(display_interval_s: float) -> float:
     return max(display_interval_s, HOST_MIN_INTERVAL_S)
+
+
+def jobs_interval_s(display_interval_s: float) -> float:
+    return min(max(display_interval_s, JOBS_INTERVAL_S), JOBS_SLOWEST_S)
 
 
 @dataclass(frozen=True)
@@ -63,14 +70,14 @@ class Sources:
 
     def set_interval_s(self, interval_s: float) -> None:
         """Change how often the sources sample (the +/- keys): the GPU at the display's period, the host
-        at it but no faster than HOST_MIN_INTERVAL_S, the jobs source at JOBS_INTERVAL_S whatever it is;
-        topology keeps its slow pace."""
+        at it but no faster than HOST_MIN_INTERVAL_S, the rings at it within JOBS_INTERVAL_S and
+        JOBS_SLOWEST_S; Prometheus and topology keep their slow paces."""
         if self.gpu is not None:
             self.gpu.interval_s = interval_s
         if self.host is not None:
             self.host.interval_s = host_interval_s(interval_s)
-        if self.jobs is not None:
-            self.jobs.interval_s = JOBS_INTERVAL_S
+        if isinstance(self.jobs, JobsSource):  # Prometheus keeps its own pace (PROMETHEUS_INTERVAL_S)
+            self.jobs.interval_s = jobs_interval_s(interval_s)
 
     def start(self) -> None:
         for source in (self.gpu, self.host, self.jobs):
@@ -120,7 +127,7 @@ def build_sources(
     if prometheus_url is not None:
         jobs = PrometheusJobsSource(prometheus_url, interval_s=PROMETHEUS_INTERVAL_S)
     else:
-        jobs = JobsSource(interval_s=JOBS_INTERVAL_S, ring_dir=ring_dir)
+        jobs = JobsSource(interval_s=jobs_interval_s(interval_s), ring_dir=ring_dir)
     topology = TopologySource(nvml=NvmlApi(), start_nvml=True)
     watch_interesting_pids(gpu, host, jobs, topology)
     return Sources(gpu=gpu, host=host, jobs=jobs, topology=topology)

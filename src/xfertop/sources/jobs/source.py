@@ -61,6 +61,11 @@ LISTING_SETTLED_NS = 3_000_000_000
 #: for the exit status its launcher records: that is written once the launcher's own child has ended,
 #: which for torchrun's ranks (grandchildren of the launcher) comes after their own end.
 LAUNCH_EXIT_GRACE_S = 10.0
+#: A read should find at most this share of a ring's slots newly written: a ring filling faster than its
+#: interval allows is read sooner (next_interval_s), down to READ_FLOOR_S, so that no step is overwritten
+#: unread. A ring holds 1024 steps: at a 1 s interval, a job of over 512 steps/s is read faster.
+FILL_SHARE_PER_READ = 0.5
+READ_FLOOR_S = 0.05
 
 
 def job_key(header: wire.RingHeader) -> str:
@@ -117,6 +122,8 @@ class _Ring:
         self.typical_step_s = 0.0
         #: When (the source's clock) this source found the writer gone, whether or not it saw it run.
         self.found_dead_at_s = 0.0
+        #: When (the source's clock) the ring was last polled, and its write index then (None: never).
+        self.polled_at: tuple[float, int] | None = None
 
     def awaits_launch_exit(self, now_s: float) -> bool:
         """Ended, started by `xfertop run`, and its launcher has not recorded how the command ended yet:
@@ -168,6 +175,18 @@ class JobsSource(PollingSource[JobsState]):
         #: False once the kernel (or a sandbox) refused a pidfd: then /proc is asked on every read.
         self._pidfds_work = hasattr(os, "pidfd_open")
         self._probes = ProbeShelf()
+        #: The largest share of a ring's slots written per second, over the rings of the last read.
+        self._fill_per_s = 0.0
+        self._filling = 0.0
+
+    def next_interval_s(self) -> float:
+        """The interval, or less where the last read found a ring filling so fast that the next read at
+        the interval would find more than FILL_SHARE_PER_READ of it new."""
+        interval = self._interval_s
+        fill_per_s = self._fill_per_s
+        if fill_per_s * interval <= FILL_SHARE_PER_READ:
+            return interval
+        return max(FILL_SHARE_PER_READ / fill_per_s, READ_FLOOR_S)
 
     def sample(self) -> JobsState:
         problems: list[str] = []
@@ -192,6 +211,7 @@ class JobsSource(PollingSource[JobsState]):
                 f"{len(self._passed_over)} more finished ranks are not shown: only the {MAX_ENDED_RINGS} "
                 f"that ended last are kept (rings are removed {self.finished_grace_s:g} s after they end)"
             )
+        self._fill_per_s, self._filling = self._filling, 0.0
         probes = self._probes.read(self.ring_dir)
         return JobsState(time.time(), _group(ranks), self.ring_dir, tuple(problems), error, probes)
 
@@ -277,15 +297,28 @@ class JobsSource(PollingSource[JobsState]):
             if not self._alive(ring) and not was_dead and not self._keep_ended(path, ring):
                 return None
             reader.poll()
+            counters = reader.counters()
+            self._note_fill(ring, counters.write_index)
             done = reader.caught_up() or reader.damage
             if ring.dead and done and not ring.awaits_launch_exit(self._monotonic()):
                 ring.frozen = True
                 reader.release()
+        else:
+            counters = reader.counters()
         if reader.damage:
             problems.append(reader.damage)
-        counters = reader.counters()
         status = self._status(ring, counters, not ring.dead)
         return _rank_state(reader, ring.job_key, reader.device(), counters, status)
+
+    def _note_fill(self, ring: _Ring, write_index: int) -> None:
+        """Keep the fastest rate at which a ring's slots were written since its last poll (next_interval_s):
+        its write index counts every step written, read or overwritten."""
+        now_s = self._monotonic()
+        if ring.polled_at is not None and now_s > ring.polled_at[0]:
+            then_s, then_index = ring.polled_at
+            share_per_s = (write_index - then_index) / ring.reader.header.capacity / (now_s - then_s)
+            self._filling = max(self._filling, share_per_s)
+        ring.polled_at = (now_s, write_index)
 
     def _alive(self, ring: _Ring) -> bool:
         """process_alive for the ring's writer, asking /proc only when its pidfd (if any) says it exited."""
