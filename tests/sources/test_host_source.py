@@ -107,17 +107,28 @@ def test_a_process_without_an_nvidiactl_mapping_gets_no_cuda_host_alloc_figure(t
 # SIMULATED CUDA process, for machines without a GPU: it maps a stand-in file where a CUDA process maps
 # /dev/nvidiactl (the test points HostSource's nvidia_control_device at that file), and holds MAP_SHARED
 # anonymous memory, which Linux names "/dev/zero (deleted)" as it does cudaHostAlloc's buffers (measured on
-# the H200, docs/host-memory.md). It touches 4 MiB, says "ready", and touches 12 MiB on each stdin line.
+# the H200, docs/host-memory.md). It touches 4 MiB, says "ready", and touches 12 MiB on a "grow" line. On
+# a "batch" line it touches 1 MiB more of a memfd, as a DataLoader worker's batch in /dev/shm moves the
+# process's RssShmem but not its cudaHostAlloc figure.
 CUDA_LIKE = r"""
-import mmap, sys
+import mmap, os, sys
 with open(sys.argv[1], "r+b") as stand_in:
     control = mmap.mmap(stand_in.fileno(), 4096, flags=mmap.MAP_SHARED)
 pinned = mmap.mmap(-1, 16 << 20, flags=mmap.MAP_SHARED)
 pinned[:4 << 20:4096] = b"p" * ((4 << 20) // 4096)
+batches_fd = os.memfd_create("batches")
+os.ftruncate(batches_fd, 64 << 20)
+batches = mmap.mmap(batches_fd, 64 << 20, flags=mmap.MAP_SHARED)
+touched = 0
 print("ready", flush=True)
 for line in sys.stdin:
-    pinned[:12 << 20:4096] = b"p" * ((12 << 20) // 4096)
-    print("grown", flush=True)
+    if line == "batch\n":
+        batches[touched : touched + (1 << 20) : 4096] = b"b" * ((1 << 20) // 4096)
+        touched += 1 << 20
+        print("batched", flush=True)
+    else:
+        pinned[:12 << 20:4096] = b"p" * ((12 << 20) // 4096)
+        print("grown", flush=True)
 """
 
 
@@ -178,6 +189,45 @@ def _grow(process: subprocess.Popen[str]) -> None:
     process.stdin.write("grow\n")
     process.stdin.flush()
     assert process.stdout.readline() == "grown\n"
+
+
+def _batch(process: subprocess.Popen[str]) -> None:
+    """Make the CUDA-like process touch 1 MiB more of its memfd: RssShmem moves, its pinned figure not."""
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write("batch\n")
+    process.stdin.flush()
+    assert process.stdout.readline() == "batched\n"
+
+
+def test_simulated_cuda_process_whose_other_shared_memory_keeps_moving_is_re_read_less_and_less_often(
+    stand_in, cuda_like
+) -> None:
+    """A DataLoader's workers hand batches over in shared memory: the rank's RssShmem moves at every
+    sample while its pinned memory stays. Each read that finds the figure unchanged doubles the wait
+    (2, 4, 8 s here, up to the max age); a changed figure brings the interval back."""
+    [process] = cuda_like(1)
+    clock = ManualClock()
+    source = HostSource(
+        nvidia_control_device=stand_in, smaps_interval_s=2.0, smaps_max_age_s=10.0, monotonic=clock
+    )
+    source.watch_pids([process.pid])
+    read_at = []
+    for _ in range(26):
+        stats = _watched(source.sample_once(), process.pid)
+        assert stats.cuda_host_alloc_bytes == 4 * MIB
+        if stats.cuda_host_alloc_age_s == 0.0:
+            read_at.append(clock.now - 1000.0)
+        _batch(process)
+        clock.now += 1.0
+    assert read_at == [0.0, 2.0, 6.0, 14.0, 24.0], "waits of 2, 4 and 8 s, then the max age"
+    _grow(process)
+    for _ in range(10):  # the next read finds the figure changed
+        if _watched(source.sample_once(), process.pid).cuda_host_alloc_bytes == 12 * MIB:
+            break
+        clock.now += 1.0
+    clock.now += 2.0
+    _batch(process)
+    assert _watched(source.sample_once(), process.pid).cuda_host_alloc_age_s == 0.0, "2 s again"
 
 
 def test_simulated_cuda_process_figure_is_reused_with_its_age_until_the_smaps_interval_passes(
