@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -263,18 +263,15 @@ def select_window(
     periodic work where it has some: ``whole_periods``) and whether enough of them carry the GPU's
     measured gap ("gpu") to attribute its idle time, else "cpu" (the host's clock alone)."""
 
-    def usable(step: StepRecord) -> bool:  # past warm-up, timed, and the job's own batch (not a replay)
-        return step.step >= warmup_steps and step.wall_ms > 0 and not step.probe_replay
-
-    recent: list[StepRecord] = []
-    for step in reversed(steps):
-        if usable(step):
-            recent.append(step)
-            if len(recent) == PERIODIC_WINDOW_MAX_STEPS:
-                break
+    recent = _newest_usable(steps, PERIODIC_WINDOW_MAX_STEPS, warmup_steps)
+    # Where a period of the loop's periodic work ends (newest first): a step holding work the loop does
+    # every N steps (a validation pass, a checkpoint); else a step that began an iteration over its
+    # loader (an epoch's first batch; not a pass's, inside a training step).
+    periodic = [index for index, step in enumerate(recent) if step.nested_pass or step.checkpoint]
+    starts = [index for index, step in enumerate(recent) if step.epoch_start and not step.nested_pass]
     recent = (
-        whole_periods(recent, window_steps)
-        or whole_periods(recent, window_steps, _starts_an_iteration)
+        whole_periods(recent, window_steps, periodic)
+        or whole_periods(recent, window_steps, starts)
         or recent[:window_steps]
     )
     recent.reverse()
@@ -282,37 +279,42 @@ def select_window(
     if gapped >= min(min_steps, len(recent)) and gapped:
         return "gpu", recent
     # Sampled gaps (one step in k): the window is wide enough when the ring's history holds enough.
-    timed = sum(1 for s in steps if s.gpu_gap_ms is not None and usable(s))
+    timed = sum(
+        1
+        for s in steps
+        if s.gpu_gap_ms is not None and s.step >= warmup_steps and s.wall_ms > 0 and not s.probe_replay
+    )
     return ("gpu" if timed >= min_steps else "cpu"), recent
 
 
-def _periodic(step: StepRecord) -> bool:
-    """A step that holds work the loop does every N steps: a validation pass, a checkpoint."""
-    return step.nested_pass or step.checkpoint
-
-
-def _starts_an_iteration(step: StepRecord) -> bool:
-    """A step that began an iteration over its loader: an epoch's first batch (not a pass's, inside a
-    training step: _periodic's)."""
-    return step.epoch_start and not step.nested_pass
+def _newest_usable(steps: Sequence[StepRecord], count: int, warmup_steps: int) -> list[StepRecord]:
+    """The newest ``count`` steps past warm-up, timed, and the job's own batches (not replays), newest
+    first. Tried first on the newest ``count`` steps (where nearly all are usable), then on all: the
+    analysis runs at each repaint, and one call per step made this a third of its time."""
+    for reach in (count, len(steps)):
+        usable = [
+            step
+            for step in itertools.islice(reversed(steps), reach)
+            if step.step >= warmup_steps and step.wall_ms > 0 and not step.probe_replay
+        ]
+        if len(usable) >= count or reach >= len(steps):
+            return usable[:count]
+    return usable[:count]  # not reached: the second reach is the whole sequence
 
 
 def whole_periods(
-    newest_first: Sequence[StepRecord],
-    window_steps: int,
-    marks_a_period: Callable[[StepRecord], bool] = _periodic,
+    newest_first: Sequence[StepRecord], window_steps: int, marks: Sequence[int]
 ) -> list[StepRecord] | None:
-    """The steps of whole periods of the loop's periodic work (``_periodic``; select_window also tries
-    epochs, ``_starts_an_iteration``, where there is none), newest first: from just after one such step
-    through the newest such step (the steps after it wait for the next period), at least ``window_steps``
-    steps and two periods. A window of the last 50 steps held one validation pass of a job that validated
-    every 50 steps, two or none of one whose 128-step epochs held passes at 50 and 100: its verdict flipped
-    between loop-bound and compute-bound by the window's phase (session 30's Lightning job). Epochs do the
-    same where each one's first batch waits: session 33's j83 (64-step epochs, persistent workers) read
-    compute-bound, healthy and launch-bound in turn on the H100 as 50-step windows held an epoch start or
-    not. None where the steps after the newest such step outlast its period (the job stopped doing it), or
-    where too few are within reach."""
-    marks = [index for index, step in enumerate(newest_first) if marks_a_period(step)]
+    """The steps of whole periods of the loop's periodic work (``marks``: the indices in ``newest_first`` of
+    the steps that hold it; select_window also tries epochs where there is none), newest first: from just
+    after one such step through the newest such step (the steps after it wait for the next period), at least
+    ``window_steps`` steps and two periods. A window of the last 50 steps held one validation pass of a job
+    that validated every 50 steps, two or none of one whose 128-step epochs held passes at 50 and 100: its
+    verdict flipped between loop-bound and compute-bound by the window's phase (session 30's Lightning job).
+    Epochs do the same where each one's first batch waits: session 33's j83 (64-step epochs, persistent
+    workers) read compute-bound, healthy and launch-bound in turn on the H100 as 50-step windows held an epoch
+    start or not. None where the steps after the newest such step outlast its period (the job stopped doing
+    it), or where too few are within reach."""
     if len(marks) < 3:
         return None
     for k in range(2, len(marks)):
