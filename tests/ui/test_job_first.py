@@ -208,6 +208,7 @@ async def test_between_buckets_only_the_newest_row_changes_and_a_closed_bucket_k
     from xfertop.ui import step_strip
 
     monkeypatch.setattr(step_strip, "DRAW_PERIOD_S", 0.0)  # every snapshot is drawn
+    monkeypatch.setattr(step_strip, "YOUNG_DRAW_PERIOD_S", 0.0)  # the first, young, strip's too
     starved = _timed_steps(0, 380, 1000.0, wait_ms=60.0)  # 1000.0-1037.9 s
     app = _app()
 
@@ -271,6 +272,37 @@ async def test_the_strip_takes_new_steps_at_most_once_a_period_and_catches_up(mo
         # The steps' 6.2 s: the first bucket closed with 49 steps, the newest holds the other 11.
         rows = _strip_rows(app)
         assert [row.split()[:2] for row in rows[-2:]] == [["-5s", "49"], ["now", "11"]], "\n".join(rows)
+
+
+async def test_a_young_strip_whose_rows_all_move_each_second_is_drawn_every_few_seconds(monkeypatch) -> None:
+    """Rows of a second (a history under a minute) move up one at every new second: each drawing repaints
+    every row. Such a strip takes new steps only every YOUNG_DRAW_PERIOD_S, then catches up without
+    another snapshot, as a strip of covering rows does every DRAW_PERIOD_S."""
+    from xfertop.ui import step_strip
+
+    monkeypatch.setattr(step_strip, "DRAW_PERIOD_S", 0.0)  # covering rows: every snapshot is drawn
+    monkeypatch.setattr(step_strip, "YOUNG_DRAW_PERIOD_S", 2.0)
+    first = _timed_steps(0, 100, 1000.0, wait_ms=60.0)  # 10 s of steps: rows of a second
+    app = _app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _feed(
+            app, pilot, gpu_state(1), jobs_state(dataclasses.replace(rank(), steps=first)), step_history=False
+        )
+        drawn = _strip_rows(app)
+        assert "a row per 1 s" in str(app.jobs_pane.strip.lines[0])
+        assert drawn[-1].split()[:2] == ["now", "10"], "\n".join(drawn)
+        more = first + _timed_steps(100, 10, 1010.0, wait_ms=60.0)  # the next second's
+        app.post_message(JobsStateUpdated(jobs_state(dataclasses.replace(rank(), steps=more))))
+        app.post_message(GpuStateUpdated(gpu_state(1)))  # the pulse that repaints what is dirty
+        await pilot.pause()
+        await pilot.pause()
+        assert len(app.view.jobs.jobs[0].ranks[0].steps) == 110, "the new steps reached the view"
+        assert _strip_rows(app) == drawn, "a young strip is not drawn again within its period"
+        deadline = time.monotonic() + 10.0
+        while _strip_rows(app) == drawn and time.monotonic() < deadline:
+            await pilot.pause(0.1)
+        rows = _strip_rows(app)
+        assert [row.split()[:2] for row in rows[-2:]] == [["-1s", "10"], ["now", "10"]], "\n".join(rows)
 
 
 async def test_eight_gpus_on_a_small_terminal_leave_the_rows_to_the_ranks_and_the_verdict() -> None:

@@ -9,8 +9,10 @@ bar stacks the host's step parts (rank_row.SEGMENTS: wait, loop, copy, model, sy
 time of the steps that began in it, each in its letter as well as its colour, like the jobs table's bar.
 The row's label says how long before the newest bucket it began and how many steps it holds. The sums
 come from the app's ViewState (analysis.step_timeline.StepTimeline, one per rank). Between two drawings
-only the newest bucket's row changes; when a bucket closes every row moves up one. The strip takes the
-rows the jobs pane leaves (xfertop.tcss) and shows the rank under the jobs table's cursor.
+only the newest bucket's row changes; when a bucket closes every row moves up one, which the strip's
+shorter rows of its first minutes would do every second or two: it is then drawn every few seconds. The
+strip takes the rows the jobs pane leaves (xfertop.tcss) and shows the rank under the jobs table's
+cursor.
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ _FRAMED_ROWS = 4
 #: The strip is drawn at most this often, however fast the view refreshes: its newest row changes with
 #: each snapshot's steps.
 DRAW_PERIOD_S = 1.0
+#: While the rows are shorter than those that cover ``COVER_S`` (a history of under two minutes: rows of 1
+#: or 2 s), a new bucket opens every second or two and every row moves up one: the strip is then drawn at
+#: most this often. On an H100 at 1 Hz the view's main thread took 8.24 ms of CPU a second 15 s after
+#: its start and 6.02 from 130 s (session 37, docs/ui.md): that difference is the young strip's.
+YOUNG_DRAW_PERIOD_S = 5.0
 #: The view repaints once a period, a few ms early or late: a repaint from this share of the strip's
 #: period on draws it (waiting for the exact period drew it on a timer a moment after the repaint, a
 #: screen update of its own: ~1.5 drawings a second at 1 Hz). The timer, at the later share, draws new
@@ -160,18 +167,25 @@ class StepStrip(TextLines):
 
     def show(self, rank: RankState | None, job_name: str) -> None:
         """Show ``rank``: at once for another rank, else with the view's first repaint from
-        ``_EARLY_SHARE`` of ``DRAW_PERIOD_S`` after the last drawing (until then a resize redraws what
-        was shown), or by a timer when no repaint comes."""
+        ``_EARLY_SHARE`` of the strip's period (``_draw_period_s``) after the last drawing (until then a
+        resize redraws what was shown), or by a timer when no repaint comes."""
         same = rank is not None and self.rank is not None and rank.ring_path == self.rank.ring_path
         self._next = (rank, job_name)
         now = time.monotonic()
-        if same and now - self._drawn_at < _EARLY_SHARE * DRAW_PERIOD_S:
+        period_s = self._draw_period_s()
+        if same and now - self._drawn_at < _EARLY_SHARE * period_s:
             if self._catch_up is None:
-                self._catch_up = self.set_timer(
-                    self._drawn_at + _CATCH_UP_SHARE * DRAW_PERIOD_S - now, self._draw
-                )
+                self._catch_up = self.set_timer(self._drawn_at + _CATCH_UP_SHARE * period_s - now, self._draw)
             return
         self._draw()
+
+    def _draw_period_s(self) -> float:
+        """DRAW_PERIOD_S, or YOUNG_DRAW_PERIOD_S while the last drawing's rows were shorter than the
+        covering ones."""
+        shown = self._shown
+        if shown is not None and shown.seconds < bucket_seconds(len(shown.buckets)):
+            return max(DRAW_PERIOD_S, YOUNG_DRAW_PERIOD_S)
+        return DRAW_PERIOD_S
 
     def _draw(self) -> None:
         if self._catch_up is not None:
