@@ -37,9 +37,10 @@ _CLOCK_SM, _CLOCK_MEM, _TEMPERATURE_GPU = 1, 2, 0
 PCIE_CHOICES = ("auto", "counters", "off")
 #: Facts that change rarely are read at most this often: the PCIe error counters (replay counter and
 #: field 173, 0.17 ms of driver time each on the H200) and the enforced power limit. Read every period
-#: at 4 Hz they would be a fifth of the sampler's NVML time (docs/gpu-source.md); an error shows up
-#: within 2 s instead of within one period.
-SLOW_FACTS_INTERVAL_S = 2.0
+#: at 4 Hz they would be a fifth of the sampler's NVML time (docs/gpu-source.md); read every 2 s they
+#: were still a fifth of the GPU thread's CPU at 1 Hz on an H100 (session 38, py-spy). An error shows up
+#: within 5 s.
+SLOW_FACTS_INTERVAL_S = 5.0
 
 
 @dataclass
