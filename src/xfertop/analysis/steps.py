@@ -66,6 +66,12 @@ def split_gap(step: StepRecord, previous: StepRecord | None) -> IdleShares:
     explain (time that was no step's: between epochs, a checkpoint outside the loop) is left out, so no
     share of the steps' wall ever exceeds it. ``previous``: the step before, if it is the one just before
     and this step does not start an epoch."""
+    return IdleShares(*_gap_parts_ms(step, previous))
+
+
+def _gap_parts_ms(step: StepRecord, previous: StepRecord | None) -> tuple[float, float, float, float, float]:
+    """split_gap's figures as a tuple in IdleShares' order: attribute_idle sums them for each of up to
+    hundreds of steps at every repaint, where building an IdleShares each was most of its time."""
     gap = step.gpu_gap_ms or 0.0
     pre = min(gap, step.loop_pre_ms)
     left = gap - pre
@@ -84,7 +90,7 @@ def split_gap(step: StepRecord, previous: StepRecord | None) -> IdleShares:
         model = min(left, previous.model_ms + previous.sync_ms)
     # The stream had drained: its copy calls were all the GPU had to do.
     copy = step.copy_cpu_ms if gap > 0 else 0.0
-    return IdleShares(wait, pre, copy, post, model)
+    return wait, pre, copy, post, model
 
 
 def attribute_idle(
@@ -109,14 +115,14 @@ def attribute_idle(
         if step.gpu_gap_ms is None or step.step < warmup_steps or step.wall_ms <= 0 or step.probe_replay:
             continue
         wall += step.wall_ms
-        ms = split_gap(step, steps[index - 1] if index else None)
-        wait, pre, copy, post, model = (
-            wait + ms.wait,
-            pre + ms.loop_pre,
-            copy + ms.copy,
-            post + ms.loop_post,
-            model + ms.model,
+        step_wait, step_pre, step_copy, step_post, step_model = _gap_parts_ms(
+            step, steps[index - 1] if index else None
         )
+        wait += step_wait
+        pre += step_pre
+        copy += step_copy
+        post += step_post
+        model += step_model
         counted += 1
         if counted == newest:
             break
