@@ -12,15 +12,20 @@ both tools have a busy GPU and a job to show.
         --load "python -m xfertop.launch.demo_job --phase-seconds 600 --device cuda"
 
 With ``--before TREE`` (a checkout of an older commit, e.g. ``git worktree add /tmp/xt_before OLD``) an
-"xfertop-before" row runs that tree's xfertop (``PYTHONPATH=TREE/src``) beside this one and nvitop, each
-rate in turn, in the same run. With ``--floor``, two bare Textual apps of benchmarks/textual_floor.py (one
-clock row; xfertop's panes with the rows it changes each period) run beside them too: what any Textual
-app of the view's shape pays, the floor under xfertop's figure.
+"xfertop-before" row runs that tree's xfertop (``PYTHONPATH=TREE/src``) beside this one and nvitop, each rate
+in turn, in the same run. With ``--together`` a rate's tools run at once, each in its own terminal, over the
+same seconds: a machine whose speed drifts between runs (an H100 box's did by 15% within minutes, session 37)
+then weighs on every tool alike, and none measures the load's start-up alone (in turn, the first tool did:
+``--load-age S`` also starts the load S seconds ahead). ``--repeat N`` measures each rate N times. With
+``--floor``, two bare Textual apps of benchmarks/textual_floor.py (one clock row; xfertop's panes with the
+rows it changes each period) run beside them too: what any Textual app of the view's shape pays, the floor
+under xfertop's figure.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import shlex
@@ -69,6 +74,7 @@ def measure(
     rows: int,
     env: dict[str, str] | None = None,
 ) -> dict:
+    """One tool's CPU over ``seconds`` after ``warmup_s``."""
     tui = PtyProcess(argv, columns=columns, rows=rows, env=env)
     try:
         tui.read_for(warmup_s)
@@ -148,6 +154,18 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--before", type=Path, help="an older tree whose xfertop runs beside this one")
     parser.add_argument("--floor", action="store_true", help="also the bare Textual apps of textual_floor.py")
+    parser.add_argument(
+        "--together",
+        action="store_true",
+        help="run a rate's tools at once, each in its own terminal, over the same seconds (not in turn)",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="measure each rate this many times")
+    parser.add_argument(
+        "--load-age",
+        type=float,
+        default=0.0,
+        help="seconds the load runs before the first tool starts (its start-up out of every window)",
+    )
     args = parser.parse_args()
     columns, rows = (int(part) for part in args.size.split("x"))
     load = (
@@ -160,11 +178,14 @@ def main() -> int:
         if args.load
         else None
     )
+    if load is not None:
+        time.sleep(args.load_age)
     results: list[dict] = []
     context = gpu_context()
     print(f"GPUs: {context.get('gpus') or context}")
     try:
-        for rate_hz in (float(rate) for rate in args.rates_hz.split(",")):
+        rates = [float(rate) for rate in args.rates_hz.split(",")]
+        for rate_hz in [rate for rate in rates for _ in range(args.repeat)]:
             row: dict = {"rate_hz": rate_hz}
             found = commands(1.0 / rate_hz, not args.no_nvitop, args.xfertop_args, args.floor)
             runs = [(name, argv, None) for name, argv in found.items()]
@@ -179,11 +200,24 @@ def main() -> int:
                 path = os.pathsep.join([str(args.before.resolve() / "src"), *kept])
                 before_env = {**os.environ, "PYTHONPATH": path}
                 runs.insert(1, ("xfertop-before", runs[0][1], before_env))
+            if args.together:
+                # Every tool at once, each in its own thread and terminal: the same seconds of the machine.
+                with concurrent.futures.ThreadPoolExecutor(len(runs)) as pool:
+                    started = {
+                        name: pool.submit(measure, argv, args.seconds, args.warmup, columns, rows, env)
+                        for name, argv, env in runs
+                    }
+                    row.update((name, future.result()) for name, future in started.items())
             for name, argv, env in runs:
-                row[name] = measure(argv, args.seconds, args.warmup, columns, rows, env)
+                if not args.together:
+                    row[name] = measure(argv, args.seconds, args.warmup, columns, rows, env)
                 figure = row[name].get("cpu_percent_of_one_core", row[name].get("error"))
                 print(f"{rate_hz:g} Hz  {name:8s} CPU % of one core: {figure}")
             mine = row["xfertop"].get("cpu_percent_of_one_core")
+            older = row.get("xfertop-before", {}).get("cpu_percent_of_one_core")
+            if mine is not None and older:
+                row["ratio_xfertop_over_before"] = mine / older
+                print(f"{rate_hz:g} Hz  xfertop / xfertop-before CPU: {mine / older:.2f}")
             theirs = row.get("nvitop", {}).get("cpu_percent_of_one_core")
             if mine is not None and theirs:
                 row["ratio_xfertop_over_nvitop"] = mine / theirs
