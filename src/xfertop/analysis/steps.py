@@ -297,15 +297,18 @@ def _newest_usable(steps: Sequence[StepRecord], count: int, warmup_steps: int) -
     """The newest ``count`` steps past warm-up, timed, and the job's own batches (not replays), newest
     first. Tried first on the newest ``count`` steps (where nearly all are usable), then on all: the
     analysis runs at each repaint, and one call per step made this a third of its time."""
-    for reach in (count, len(steps)):
-        usable = [
+
+    def newest_first(reach: int) -> list[StepRecord]:
+        return [
             step
             for step in itertools.islice(reversed(steps), reach)
             if step.step >= warmup_steps and step.wall_ms > 0 and not step.probe_replay
         ]
-        if len(usable) >= count or reach >= len(steps):
-            return usable[:count]
-    return usable[:count]  # not reached: the second reach is the whole sequence
+
+    usable = newest_first(count)
+    if len(usable) < count < len(steps):
+        usable = newest_first(len(steps))
+    return usable[:count]
 
 
 def whole_periods(

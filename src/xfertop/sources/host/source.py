@@ -16,7 +16,7 @@ figure is published with its age. A process whose other shared memory keeps movi
 hand batches over in /dev/shm) moves RssShmem at every sample while its pinned memory stays: each read
 that finds the figure unchanged doubles the wait before the next (5, 10, 20 s, then every
 ``SMAPS_MAX_AGE_S``), and a changed figure brings it back to ``SMAPS_INTERVAL_S``. Read every 5 s, the
-CUDA demo job's smaps was 0.7 of the view's 10 ms of CPU a second on an H100 (docs/ui.md).
+CUDA demo job's smaps took 0.7 of the view's 10.6 ms of CPU a second on an H100 (docs/ui.md).
 
 Each watched process also gets its cgroup's CPU quota and throttled share (sources/host/cgroup_cpu.py): its
 cgroup and the quota files up its path are read every QUOTA_REFRESH_S, and on each sample only the
