@@ -243,6 +243,23 @@ async def test_between_buckets_only_the_newest_row_changes_and_a_closed_bucket_k
         assert "no step began" in last[-2], "\n".join(last)
 
 
+async def _pulse_with_steps(app: XfertopApp, pilot, history: tuple) -> None:
+    """A jobs snapshot whose rank holds ``history``, then the GPU sample that repaints what is dirty."""
+    app.post_message(JobsStateUpdated(jobs_state(dataclasses.replace(rank(), steps=history))))
+    app.post_message(GpuStateUpdated(gpu_state(1)))
+    await pilot.pause()
+    await pilot.pause()
+    assert len(app.view.jobs.jobs[0].ranks[0].steps) == len(history), "the new steps reached the view"
+
+
+async def _strip_redrawn(app: XfertopApp, pilot, drawn: list[str]) -> list[str]:
+    """The strip's rows once they differ from ``drawn`` (its catch-up timer; 10 s at most)."""
+    deadline = time.monotonic() + 10.0
+    while _strip_rows(app) == drawn and time.monotonic() < deadline:
+        await pilot.pause(0.1)
+    return _strip_rows(app)
+
+
 async def test_the_strip_takes_new_steps_at_most_once_a_period_and_catches_up(monkeypatch) -> None:
     """At 4 Hz the strip's newest row would change four times a second: new steps of the same rank wait
     for the strip's period, then are drawn without another snapshot coming (the job may have ended)."""
@@ -260,17 +277,10 @@ async def test_the_strip_takes_new_steps_at_most_once_a_period_and_catches_up(mo
         )
         drawn = _strip_rows(app)
         assert drawn[-1].split()[:2] == ["now", "30"], "\n".join(drawn)
-        app.post_message(JobsStateUpdated(jobs_state(dataclasses.replace(rank(), steps=more))))
-        app.post_message(GpuStateUpdated(gpu_state(1)))  # the pulse that repaints what is dirty
-        await pilot.pause()
-        await pilot.pause()
-        assert len(app.view.jobs.jobs[0].ranks[0].steps) == 60, "the new steps reached the view"
+        await _pulse_with_steps(app, pilot, more)
         assert _strip_rows(app) == drawn, "drawn again within the period"
-        deadline = time.monotonic() + 10.0
-        while _strip_rows(app) == drawn and time.monotonic() < deadline:
-            await pilot.pause(0.1)
         # The steps' 6.2 s: the first bucket closed with 49 steps, the newest holds the other 11.
-        rows = _strip_rows(app)
+        rows = await _strip_redrawn(app, pilot, drawn)
         assert [row.split()[:2] for row in rows[-2:]] == [["-5s", "49"], ["now", "11"]], "\n".join(rows)
 
 
@@ -291,17 +301,9 @@ async def test_a_young_strip_whose_rows_all_move_each_second_is_drawn_every_few_
         drawn = _strip_rows(app)
         assert "a row per 1 s" in str(app.jobs_pane.strip.lines[0])
         assert drawn[-1].split()[:2] == ["now", "10"], "\n".join(drawn)
-        more = first + _timed_steps(100, 10, 1010.0, wait_ms=60.0)  # the next second's
-        app.post_message(JobsStateUpdated(jobs_state(dataclasses.replace(rank(), steps=more))))
-        app.post_message(GpuStateUpdated(gpu_state(1)))  # the pulse that repaints what is dirty
-        await pilot.pause()
-        await pilot.pause()
-        assert len(app.view.jobs.jobs[0].ranks[0].steps) == 110, "the new steps reached the view"
+        await _pulse_with_steps(app, pilot, first + _timed_steps(100, 10, 1010.0, wait_ms=60.0))
         assert _strip_rows(app) == drawn, "a young strip is not drawn again within its period"
-        deadline = time.monotonic() + 10.0
-        while _strip_rows(app) == drawn and time.monotonic() < deadline:
-            await pilot.pause(0.1)
-        rows = _strip_rows(app)
+        rows = await _strip_redrawn(app, pilot, drawn)
         assert [row.split()[:2] for row in rows[-2:]] == [["-1s", "10"], ["now", "10"]], "\n".join(rows)
 
 
