@@ -64,6 +64,102 @@ def test_zipped_loaders_make_one_step_per_iteration_and_the_slow_one_names_the_w
     assert [s.loader_workers for s in steady] == [0] * len(steady)
 
 
+# Zipped with a generator of the job's own between the two loaders (augmentation parameters drawn per
+# batch: 1 ms of CPU) that runs inside zip's one call: nothing of the loop's runs between the fetches, so
+# they are one step however long the time between them (a garbage collection there split CI's steps).
+ZIPPED_WITH_WORK_BETWEEN = """
+import json, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Slow(Dataset):
+    def __len__(self):
+        return 60
+    def __getitem__(self, index):
+        time.sleep(0.004)
+        return torch.ones(4)
+
+def parameters():
+    while True:
+        spin = time.perf_counter()
+        while time.perf_counter() - spin < 0.001:
+            pass
+        yield 0.5
+
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+fast = DataLoader(torch.zeros(60, 4), batch_size=2, num_workers=2)
+slow = DataLoader(Slow(), batch_size=2, num_workers=0)
+iterations, waited = 0, 0.0
+pairs = zip(fast, parameters(), slow)
+first = time.perf_counter()
+while True:
+    asked = time.perf_counter()
+    try:
+        a, p, b = next(pairs)
+    except StopIteration:
+        break
+    waited += time.perf_counter() - asked
+    iterations += 1
+    loss = model(a * p + b).sum()
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    spin = time.perf_counter()
+    while time.perf_counter() - spin < 0.004:
+        pass
+print(json.dumps({"iterations": iterations, "data_share": waited / (time.perf_counter() - first)}))
+"""
+
+
+def test_zipped_loaders_with_the_jobs_own_work_inside_zip_are_still_one_step(tmp_path: Path) -> None:
+    result, (rank,) = run_under_xfertop(tmp_path, ZIPPED_WITH_WORK_BETWEEN)
+    truth = json.loads(result.stdout.splitlines()[-1])
+    assert truth["iterations"] == 30
+    assert len(rank.steps) == 30, "one step per iteration: the loop never ran between the fetches"
+    steady = rank.steps[2:]
+    # The time inside zip is the loop's wait for data, as the job's own clock around next() has it.
+    share = sum(s.data_wait_ms for s in steady) / sum(s.wall_ms for s in steady)
+    assert abs(share - truth["data_share"]) < 0.04, (share, truth)
+    # The slow loader's 2 samples (>= 8 ms of sleep) and the 1 ms generator between the fetches.
+    assert statistics.median(s.data_wait_ms for s in steady) >= 9.0
+
+
+# Two loaders asked in turns from one call site (multi-task training), a tiny model step on each batch:
+# each fetch is a step of its own. The model's call is what tells it from zip, not the time between (a
+# tiny model's step can take less CPU than zip's window).
+IN_TURNS = """
+import json, time
+import torch
+from torch.utils.data import DataLoader
+
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+loaders = [DataLoader(torch.full((40, 4), float(k)), batch_size=2) for k in range(2)]
+iterators = [iter(loader) for loader in loaders]
+fetches = 0
+for step in range(40):
+    batch = next(iterators[step % 2])
+    fetches += 1
+    model(batch).sum().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+print(json.dumps({"fetches": fetches}))
+"""
+
+
+def test_loaders_asked_in_turns_from_one_call_with_a_model_between_are_steps_of_their_own(
+    tmp_path: Path,
+) -> None:
+    result, (rank,) = run_under_xfertop(tmp_path, IN_TURNS)
+    assert json.loads(result.stdout.splitlines()[-1]) == {"fetches": 40}
+    # Every fetch is a step (the last, left open by the loop's end, is written at exit: its model ran),
+    # but maybe the second loader's first: a new iterator's first next() after the open step's model reads
+    # as a validation pass until its batch trains (StepClock._nests), and stays inside that step.
+    assert len(rank.steps) in (39, 40)
+    assert all(step.samples == 2 for step in rank.steps)
+
+
 def test_a_loop_preempted_between_zipped_fetches_still_joins_them(monkeypatch) -> None:
     """On a busy machine the loop can lose the CPU for a scheduler slice between zip's two next() calls:
     4 ms of wall time with 50 us of the loop's own CPU time is still one step; 500 us of CPU is the

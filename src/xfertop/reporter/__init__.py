@@ -172,6 +172,8 @@ class WatchedIterator(Iterator[T]):
         if clock is None or clock.disabled:
             return next(self._iterator)
         try:
+            if clock.fetches.watching:  # early steps, or zipped loaders: which call asks (ZippedFetches)
+                clock.fetches.asked_from(sys._getframe(1))
             if steps:
                 clock.next_in_iteration(self._step_flags, source)
             else:

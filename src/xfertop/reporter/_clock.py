@@ -313,12 +313,19 @@ class StepClock:
                 and self._open_source
                 and not self._block_depth
                 and (
-                    (not self.work.flags & wire.F_COPIED and self.fetches.joins(now - self._opened_ns))
+                    (
+                        fetched := not self.work.flags & wire.F_COPIED
+                        and self.fetches.joins(
+                            now - self._opened_ns, self.partitioning, bool(self.work.first_work_ns)
+                        )
+                    )
                     or self._second_input(source, loader)
                 )
             ):
                 self._joining = True
-                self._wait_began_ns = now
+                # One fetch as the loop sees it (zip asks its loaders in one call, before any work of the
+                # step's): the time since the first batch arrived is the step's data wait too.
+                self._wait_began_ns = self._opened_ns if fetched else now
                 self._flags |= flags & _F_NOT_LOADER_WORKERS
                 self._joining_loader = flags & _F_LOADER_WORKERS
                 return

@@ -10,6 +10,7 @@ tests/reporter/test_zipped_loaders.py).
 from __future__ import annotations
 
 import time
+from types import FrameType
 
 #: A next() on another loader that begins this soon after the open step's batch arrived, with no copy in
 #: between, fetches part of the same step: ``for a, b in zip(loader_a, loader_b)``, Lightning's
@@ -60,14 +61,20 @@ class LoaderWorkers:
 
 
 class ZippedFetches:
-    """Whether a next() on another loader right after the open step's batch arrived joins that step: within
-    ``JOINED_FETCH_NS`` of the batch on the wall clock, or of the loop thread's CPU time. On a busy machine
-    the loop can be preempted between the two fetches (a scheduler slice, ~4 ms, while the loaders' worker
-    processes start): wall time passes, its CPU time does not. The thread's CPU clock is a system call
-    (~0.7 us), read at a step's batch only for the first steps (where zip shows itself) and for jobs where
-    a second loader's fetch has joined a step (tests/reporter/test_zipped_loaders.py)."""
+    """Whether a next() on another loader right after the open step's batch arrived joins that step.
 
-    __slots__ = ("_early", "_opened_cpu_ns", "watching", "zipped")
+    Asked from the same call (``zip``'s one instruction in the loop's frame, Lightning's CombinedLoader
+    asking each iterator in turn) before the step has done any work the watch sees: the loop has not moved
+    on, so it joins however long it took. ``for a, b in zip(fast, slow)`` split a step in two now and then
+    where a garbage collection, or interrupt time the kernel books to the loop's thread, fell between the
+    two fetches (31 steps for 30 in CI). Otherwise by time: within ``JOINED_FETCH_NS`` of the batch on the
+    wall clock, or of the loop thread's CPU time (on a busy machine the loop can be preempted between the
+    two fetches, a scheduler slice of ~4 ms while the loaders' workers start: wall time passes, its CPU time
+    does not). The call site and the thread's CPU clock (a system call, ~0.7 us) are read at a step's batch
+    only for the first steps (where zip shows itself) and for jobs where a second loader's fetch has joined
+    a step (tests/reporter/test_zipped_loaders.py)."""
+
+    __slots__ = ("_early", "_opened_cpu_ns", "_opened_site", "site", "watching", "zipped")
 
     def __init__(self) -> None:
         self.zipped = False
@@ -76,20 +83,37 @@ class ZippedFetches:
         #: ``opened`` has something to do (early steps, or zipped loaders seen): the clock asks this first,
         #: so that a single loader's steps make no call.
         self.watching = True
+        #: Where the next() being asked was called from, while watching (``asked_from``); None: not read.
+        self.site: tuple[int, int] | None = None
+        self._opened_site: tuple[int, int] | None = None  # the call that fetched the open step's batch
+
+    def asked_from(self, frame: FrameType) -> None:
+        """A watched next() is asked from ``frame`` (its caller's): the frame and its instruction, never a
+        reference (the loop's frame holds its batches)."""
+        self.site = (id(frame), frame.f_lasti)
 
     def opened(self) -> None:
         """The open step's (last) batch arrived."""
+        self._opened_site, self.site = self.site, None
         if self.zipped or self._early:
             self._early = max(self._early - 1, 0)
             self._opened_cpu_ns = _thread_ns()
         else:
             self._opened_cpu_ns = 0
+            self._opened_site = None
             self.watching = False
 
-    def joins(self, since_batch_ns: int) -> bool:
-        """Another loader asks ``since_batch_ns`` after the open step's batch arrived, no copy between."""
-        if since_batch_ns <= JOINED_FETCH_NS or (
-            self._opened_cpu_ns and _thread_ns() - self._opened_cpu_ns <= JOINED_FETCH_NS
+    def joins(self, since_batch_ns: int, model_watched: bool = False, worked: bool = False) -> bool:
+        """Another loader asks ``since_batch_ns`` after the open step's batch arrived, no copy between.
+        ``model_watched``: the watch sees the job's model calls; ``worked``: the step has made one, so the
+        loop has moved on (loaders asked in turns, ``next(iterators[step % 2])``, a tiny model between)."""
+        if worked:
+            return False
+        site = self.site
+        if (
+            since_batch_ns <= JOINED_FETCH_NS
+            or (model_watched and site is not None and site == self._opened_site)
+            or (self._opened_cpu_ns and _thread_ns() - self._opened_cpu_ns <= JOINED_FETCH_NS)
         ):
             # Zipped: from now on every step reads the CPU clock. Only a fetch that joins counts: a new
             # epoch's first next() also asks inside the step before it, and must not cost every step a
