@@ -157,6 +157,8 @@ def test_loaders_asked_in_turns_from_one_call_with_a_model_between_are_steps_of_
     # but maybe the second loader's first: a new iterator's first next() after the open step's model reads
     # as a validation pass until its batch trains (StepClock._nests), and stays inside that step.
     assert len(rank.steps) in (39, 40)
+    # Its wait counts from its next(), not from its iter() at setup, before the step began.
+    assert all(step.data_wait_ms <= step.wall_ms for step in rank.steps)
     assert all(step.samples == 2 for step in rank.steps)
 
 

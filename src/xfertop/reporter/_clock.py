@@ -351,8 +351,9 @@ class StepClock:
                 self._nested_loader = loader
                 self._pass_before_model = not self.work.model_end_ns
                 self._in_nested = True
-                # The pass's iter() (its workers starting) is its first wait.
-                self._wait_began_ns = min(iter_began_ns, now) if iter_began_ns else now
+                # The pass's iter() (its workers starting) is its first wait, where it was called in this
+                # step: an iterator made before it (at setup) has waited for nothing of the step's.
+                self._wait_began_ns = iter_began_ns if self._opened_ns <= iter_began_ns < now else now
                 # Its first step's flags (an iteration's start, workers started) are the open step's too.
                 self._flags |= flags & _F_NOT_LOADER_WORKERS | wire.F_NESTED_PASS
                 self._joining_loader = flags & _F_LOADER_WORKERS
