@@ -29,7 +29,7 @@ from textual.screen import Screen
 from xfertop import startup_trace
 from xfertop.analysis.job_analysis import Analysis
 from xfertop.sources.bundle import Sources
-from xfertop.ui import app_commands
+from xfertop.ui import app_commands, gc_pace
 from xfertop.ui.gpu_area import GpuArea
 from xfertop.ui.header import HeaderBar
 from xfertop.ui.help_screen import HelpScreen
@@ -91,6 +91,7 @@ class XfertopApp(App[int]):
         self.sources = sources
         self.view = ViewState(interval_s=interval_s)
         self._start_sources = start_sources
+        self._gc_undo: Callable[[], None] | None = None  # gc_pace.settle, undone at unmount
         self._clock = clock
         self._no_jobs_text = no_jobs_text
         self._note = note
@@ -165,11 +166,16 @@ class XfertopApp(App[int]):
 
     def _after_first_frame(self) -> None:
         startup_trace.mark("app: first frame written to the terminal")
+        if not self.is_headless and self._gc_undo is None:  # the live view's own process (gc_pace)
+            self._gc_undo = gc_pace.settle()
         if self._start_sources and self.painter.mounted:
             self.sources.start()
             startup_trace.mark("app: source threads started")
 
     def on_unmount(self) -> None:
+        if self._gc_undo is not None:
+            self._gc_undo()
+            self._gc_undo = None
         self.painter.mounted = False
         self.painter.stop_tick()
         if self._start_sources:

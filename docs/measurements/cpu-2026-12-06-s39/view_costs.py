@@ -1,0 +1,104 @@
+"""What the live view's main thread spends its CPU on, measured inside it: per function, per widget, and
+Python's garbage collector (CPU VM, fake NVML from the recorded H200, the CPU demo job, a 160x48 pty).
+
+    python view_costs.py TREE WARMUP SECONDS [--gc default|freeze|thr=N|freeze,thr=N|asis]
+                         [--wrap module:Class:method,...] [--widgets]
+
+TREE's src runs the view. After WARMUP s the counters start (and --gc sets the collector: `default` is
+Python's 700/10/10 with nothing frozen, what the view ran with before gc_pace; `asis` leaves what the
+view chose). Prints ms of the thread's CPU a second for each wrapped method (outermost call only), for
+Textual's StylesCache.render_widget per widget with --widgets (W: CPU, L: lines asked, D: lines rendered
+anew), and the collector's count, total and longest pass per generation (gc.callbacks, thread CPU time).
+"""
+import os, subprocess, sys, tempfile
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
+sys.path.insert(0, REPO + "/benchmarks")
+from pty_run import PtyProcess
+from tui_cpu_fake_gpu import LAUNCHER
+
+tree, warm, secs = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+gc_mode = sys.argv[sys.argv.index("--gc") + 1] if "--gc" in sys.argv else "asis"
+wrap = sys.argv[sys.argv.index("--wrap") + 1] if "--wrap" in sys.argv else ""
+out = tempfile.mktemp(suffix=".txt")
+PATCH = '''
+import atexit, gc, importlib, threading, time as _t
+_st, _on, _gc = {}, [False], {}
+def _wrap(modname, clsname, meth):
+    cls = getattr(importlib.import_module(modname), clsname)
+    orig, name, depth = getattr(cls, meth), clsname + "." + meth, [0]
+    def w(*a, **k):
+        if not _on[0] or depth[0]:
+            return orig(*a, **k)
+        depth[0] += 1
+        t0 = _t.thread_time_ns()
+        try:
+            return orig(*a, **k)
+        finally:
+            depth[0] -= 1
+            n, tot = _st.get(name, (0, 0)); _st[name] = (n + 1, tot + _t.thread_time_ns() - t0)
+    setattr(cls, meth, w)
+for spec in filter(None, WRAP.split(",")):
+    _wrap(*spec.split(":"))
+if WIDGETS:
+    from textual import _styles_cache as _sc
+    _orw, _orl, _cur = _sc.StylesCache.render_widget, _sc.StylesCache.render_line, [""]
+    def _rw(self, widget, crop):
+        if not _on[0]:
+            return _orw(self, widget, crop)
+        key = type(widget).__name__ + "#" + str(widget.id)
+        _cur[0] = key
+        t0 = _t.thread_time_ns()
+        r = _orw(self, widget, crop)
+        n, tot = _st.get("W " + key, (0, 0)); _st["W " + key] = (n + 1, tot + _t.thread_time_ns() - t0)
+        _st["L " + key] = (_st.get("L " + key, (0, 0))[0] + crop.height, 0)
+        return r
+    def _rl(self, *a, **k):
+        if _on[0]:
+            _st["D " + _cur[0]] = (_st.get("D " + _cur[0], (0, 0))[0] + 1, 0)
+        return _orl(self, *a, **k)
+    _sc.StylesCache.render_widget, _sc.StylesCache.render_line = _rw, _rl
+_began = [0]
+def _cb(phase, info):
+    if not _on[0]:
+        return
+    if phase == "start":
+        _began[0] = _t.thread_time_ns()
+    else:
+        g, d = info["generation"], _t.thread_time_ns() - _began[0]
+        n, tot, mx = _gc.get(g, (0, 0, 0)); _gc[g] = (n + 1, tot + d, max(mx, d))
+gc.callbacks.append(_cb)
+def _start():
+    for part in GC_MODE.split(","):
+        if part == "default":
+            gc.unfreeze(); gc.set_threshold(700, 10, 10)
+        elif part == "freeze":
+            gc.freeze()
+        elif part.startswith("thr="):
+            gc.set_threshold(int(part[4:]), 10, 10)
+    _on[0] = True
+threading.Timer(WARM, _start).start()
+def _dump():
+    lines = [f"{k}: {n} calls, {tot / 1e6 / SECS:.3f} ms/s" if tot else f"{k}: {n}"
+             for k, (n, tot) in sorted(_st.items(), key=lambda kv: (kv[0][:2], -kv[1][1], kv[0]))]
+    total = sum(tot for _, tot, _ in _gc.values())
+    lines.append(f"gc: {total / 1e6 / SECS:.3f} ms/s; per generation (passes, total ms, longest ms): "
+                 + repr({g: (n, round(tot / 1e6, 1), round(mx / 1e6, 1)) for g, (n, tot, mx) in sorted(_gc.items())}))
+    open(OUT, "w").write(chr(10).join(lines) + chr(10))
+atexit.register(_dump)
+'''
+settings = f"WRAP, WIDGETS, WARM, SECS, GC_MODE, OUT = {wrap!r}, {'--widgets' in sys.argv}, {warm}, {secs}, {gc_mode!r}, {out!r}\n"
+launcher = LAUNCHER.replace("from xfertop.cli import main", settings + PATCH + "\nfrom xfertop.cli import main")
+env = dict(os.environ, XFERTOP_FAKE_TESTS_DIR=REPO + "/tests", PYTHONPATH=os.path.abspath(tree) + "/src",
+           XFERTOP_DIR=tempfile.mkdtemp(prefix="xfertop-costs-"))
+job = subprocess.Popen([sys.executable, "-m", "xfertop.launch.demo_job", "--phase-seconds", "600"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+env["XFERTOP_FAKE_GPU_PIDS"] = str(job.pid)
+t = PtyProcess([sys.executable, "-c", launcher, "--interval", "1"], columns=160, rows=48, env=env)
+try:
+    t.read_for(warm + secs)
+    t.send(b"q")
+    t.wait(10)
+finally:
+    t.close()
+    job.kill()
+print(open(out).read() if os.path.exists(out) else "no figures: " + bytes(t.output[-800:]).decode(errors="replace"))
