@@ -188,3 +188,34 @@ def test_a_loop_preempted_between_zipped_fetches_still_joins_them(monkeypatch) -
     for _ in range(10):
         plain.opened()
     assert len(reads) == 3
+
+
+def test_the_call_site_joins_only_a_fetch_from_the_same_call_before_the_model(monkeypatch) -> None:
+    """Past both time windows (500 us of the loop's CPU between the fetches), a fetch joins where it is
+    asked from the frame and instruction that fetched the step's batch, the watch seeing the model and no
+    model call made since; a next() no Python code called (no frame) joins by time alone."""
+    import sys
+
+    from xfertop.reporter import _loader_workers
+    from xfertop.reporter._loader_workers import JOINED_FETCH_NS, ZippedFetches
+
+    def fetched(fetches: ZippedFetches, frame, *, model_watched: bool = True, worked: bool = False) -> bool:
+        cpu = iter([1_000_000, 1_500_000])
+        monkeypatch.setattr(_loader_workers, "_thread_ns", lambda: next(cpu))
+        fetches.asked_from(frame)
+        fetches.opened()
+        fetches.asked_from(frame)
+        return fetches.joins(20 * JOINED_FETCH_NS, model_watched, worked)
+
+    here = sys._getframe()
+    assert fetched(ZippedFetches(), here) is True
+    assert fetched(ZippedFetches(), here, worked=True) is False, "the model ran between: a step of its own"
+    assert fetched(ZippedFetches(), here, model_watched=False) is False, "nothing tells the loop's work"
+    assert fetched(ZippedFetches(), None) is False
+    elsewhere = ZippedFetches()
+    elsewhere.asked_from(here)
+    monkeypatch.setattr(_loader_workers, "_thread_ns", lambda: 1_000_000)
+    elsewhere.opened()
+    monkeypatch.setattr(_loader_workers, "_thread_ns", lambda: 1_500_000)
+    elsewhere.asked_from(sys._getframe(1))  # another frame: the loop moved on
+    assert elsewhere.joins(20 * JOINED_FETCH_NS, True, False) is False

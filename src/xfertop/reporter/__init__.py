@@ -173,7 +173,7 @@ class WatchedIterator(Iterator[T]):
             return next(self._iterator)
         try:
             if clock.fetches.watching:  # early steps, or zipped loaders: which call asks (ZippedFetches)
-                clock.fetches.asked_from(sys._getframe(1))
+                clock.fetches.asked_from(sys._getframe().f_back)
             if steps:
                 clock.next_in_iteration(self._step_flags, source)
             else:

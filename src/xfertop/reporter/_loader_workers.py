@@ -87,10 +87,10 @@ class ZippedFetches:
         self.site: tuple[int, int] | None = None
         self._opened_site: tuple[int, int] | None = None  # the call that fetched the open step's batch
 
-    def asked_from(self, frame: FrameType) -> None:
-        """A watched next() is asked from ``frame`` (its caller's): the frame and its instruction, never a
-        reference (the loop's frame holds its batches)."""
-        self.site = (id(frame), frame.f_lasti)
+    def asked_from(self, frame: FrameType | None) -> None:
+        """A watched next() is asked from ``frame`` (its caller's; None where no Python code called it): the
+        frame and its instruction, never a reference (the loop's frame holds its batches)."""
+        self.site = (id(frame), frame.f_lasti) if frame is not None else None
 
     def opened(self) -> None:
         """The open step's (last) batch arrived."""
