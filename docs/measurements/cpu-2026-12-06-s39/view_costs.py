@@ -8,7 +8,8 @@ TREE's src runs the view. After WARMUP s the counters start (and --gc sets the c
 Python's 700/10/10 with nothing frozen, what the view ran with before gc_pace; `asis` leaves what the
 view chose). Prints ms of the thread's CPU a second for each wrapped method (outermost call only), for
 Textual's StylesCache.render_widget per widget with --widgets (W: CPU, L: lines asked, D: lines rendered
-anew), and the collector's count, total and longest pass per generation (gc.callbacks, thread CPU time).
+anew), the collector's count, total and longest pass per generation (gc.callbacks, thread CPU time), and
+the whole process's CPU over the same seconds (os.times, every thread; at exit, so a little of the quit).
 """
 import os, subprocess, sys, tempfile
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
@@ -58,6 +59,8 @@ if WIDGETS:
         return _orl(self, *a, **k)
     _sc.StylesCache.render_widget, _sc.StylesCache.render_line = _rw, _rl
 _began = [0]
+import os as _os
+_cpu0 = [0.0]
 def _cb(phase, info):
     if not _on[0]:
         return
@@ -75,6 +78,7 @@ def _start():
             gc.freeze()
         elif part.startswith("thr="):
             gc.set_threshold(int(part[4:]), 10, 10)
+    _cpu0[0] = sum(_os.times()[:2])
     _on[0] = True
 threading.Timer(WARM, _start).start()
 def _dump():
@@ -83,6 +87,7 @@ def _dump():
     total = sum(tot for _, tot, _ in _gc.values())
     lines.append(f"gc: {total / 1e6 / SECS:.3f} ms/s; per generation (passes, total ms, longest ms): "
                  + repr({g: (n, round(tot / 1e6, 1), round(mx / 1e6, 1)) for g, (n, tot, mx) in sorted(_gc.items())}))
+    lines.append(f"process: {(sum(_os.times()[:2]) - _cpu0[0]) * 1e3 / SECS:.2f} ms/s of CPU, every thread")
     open(OUT, "w").write(chr(10).join(lines) + chr(10))
 atexit.register(_dump)
 '''
