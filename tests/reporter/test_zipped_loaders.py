@@ -10,10 +10,8 @@ from pathlib import Path
 
 from ring_test_tools import run_under_xfertop
 
-# A fast loader with 2 workers (in memory) zipped with a slow one read in the loop (num_workers=0, 4 ms of
-# sleep a sample: storage latency), then 4 ms of busy compute. The job times its own truth: the wait in
-# next() of both, over the loop's wall time.
-ZIPPED = """
+# Both zipped jobs' slow loader: 4 ms of sleep a sample (storage latency), read in the loop.
+SLOW_DATASET = """
 import json, time
 import torch
 from torch.utils.data import DataLoader, Dataset
@@ -24,7 +22,14 @@ class Slow(Dataset):
     def __getitem__(self, index):
         time.sleep(0.004)
         return torch.ones(4)
+"""
 
+# A fast loader with 2 workers (in memory) zipped with a slow one read in the loop (num_workers=0, 4 ms of
+# sleep a sample: storage latency), then 4 ms of busy compute. The job times its own truth: the wait in
+# next() of both, over the loop's wall time.
+ZIPPED = (
+    SLOW_DATASET
+    + """
 fast = DataLoader(torch.zeros(60, 4), batch_size=2, num_workers=2)
 slow = DataLoader(Slow(), batch_size=2, num_workers=0)
 iterations, waited = 0, 0.0
@@ -43,6 +48,7 @@ while True:
         pass
 print(json.dumps({"iterations": iterations, "data_share": waited / (time.perf_counter() - first)}))
 """
+)
 
 
 def test_zipped_loaders_make_one_step_per_iteration_and_the_slow_one_names_the_workers(
@@ -67,18 +73,9 @@ def test_zipped_loaders_make_one_step_per_iteration_and_the_slow_one_names_the_w
 # Zipped with a generator of the job's own between the two loaders (augmentation parameters drawn per
 # batch: 1 ms of CPU) that runs inside zip's one call: nothing of the loop's runs between the fetches, so
 # they are one step however long the time between them (a garbage collection there split CI's steps).
-ZIPPED_WITH_WORK_BETWEEN = """
-import json, time
-import torch
-from torch.utils.data import DataLoader, Dataset
-
-class Slow(Dataset):
-    def __len__(self):
-        return 60
-    def __getitem__(self, index):
-        time.sleep(0.004)
-        return torch.ones(4)
-
+ZIPPED_WITH_WORK_BETWEEN = (
+    SLOW_DATASET
+    + """
 def parameters():
     while True:
         spin = time.perf_counter()
@@ -110,6 +107,7 @@ while True:
         pass
 print(json.dumps({"iterations": iterations, "data_share": waited / (time.perf_counter() - first)}))
 """
+)
 
 
 def test_zipped_loaders_with_the_jobs_own_work_inside_zip_are_still_one_step(tmp_path: Path) -> None:
