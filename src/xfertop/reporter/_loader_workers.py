@@ -15,8 +15,9 @@ from types import FrameType
 #: A next() on another loader that begins this soon after the open step's batch arrived, with no copy in
 #: between, fetches part of the same step: ``for a, b in zip(loader_a, loader_b)``, Lightning's
 #: CombinedLoader, a second (unlabelled) iterator read right after the first. Its wait joins the step's
-#: instead of closing a step that did no work. A training step's own host work (forward, backward,
-#: optimizer step) takes longer than this even for a tiny model on a GPU, where it only queues kernels.
+#: instead of closing a step that did no work. Most training steps' host work (forward, backward,
+#: optimizer step) takes longer than this, but a tiny model's may not: where the watch sees the model, a
+#: model call between the two fetches ends the join whatever the time (ZippedFetches.joins).
 JOINED_FETCH_NS = 200_000
 _thread_ns = time.thread_time_ns
 
