@@ -1,11 +1,13 @@
 """The host clock's six parts (issue 20) against each job's own measured truth, on a CPU.
 
-Each case runs one script of benchmarks/scenarios/ twice, one after the other: with ``--truth`` (every
-phase timed by the script itself: its ``parts``, fractions of the loop's wall) and under
-``python -m xfertop run`` with a private ring directory and no poller, whose end-of-run summary (the JSON
-`xfertop run` keeps in ``<XFERTOP_DIR>/summaries/``) carries ``host_shares``: wait, loop_pre, copy, model,
-sync and loop_post, fractions of the whole run's step wall. Every part must be within 10 points of the
-truth's, and the summary's last verdict one of the kinds the scenario expects on a CPU
+Each case runs one script of benchmarks/scenarios/ once, under ``python -m xfertop run`` with a private
+ring directory and no poller, and with ``--truth``: the script times every phase itself (its ``parts``,
+fractions of the loop's wall; on a CPU the truth's synchronisations are no-ops, so the job is the plain
+one) while xfertop's end-of-run summary (the JSON `xfertop run` keeps in ``<XFERTOP_DIR>/summaries/``)
+carries ``host_shares``: wait, loop_pre, copy, model, sync and loop_post, fractions of the whole run's step
+wall. Two clocks on the same steps: a loaded machine moves both alike. (Run apart, one after the other, the
+truth alone once read h's wait at 11.8% in CI, where it reads 3% on an idle box.) Every part must be within
+10 points of the truth's, and the summary's last verdict one of the kinds the scenario expects on a CPU
 (benchmarks/scenarios/expectations.py), with the six parts and its rule in the verdict.
 
 The scenarios cover every part a CPU has: a (wait), h (sync and loop_post beside a big model), r
@@ -55,23 +57,19 @@ def _percent(parts: dict[str, float]) -> str:
 def test_summary_host_shares_match_the_truth(scenario_id: str) -> None:
     scenario = scorer.SCENARIOS[scenario_id]
     expect = scenario.expect("cpu")
-    truth_run = scorer.run_job(
-        scenario, "truth", SECONDS, omp_threads=_omp(), extra_args=JOB_ARGS, poll=False
+    run = scorer.run_job(
+        scenario, "run", SECONDS, omp_threads=_omp(), extra_args=(*JOB_ARGS, "--truth"), poll=False
     )
-    assert truth_run.exit_code == 0, truth_run.stderr_tail
-    measured = truth_run.truth
-    assert measured is not None and "parts" in measured.get("truth", {}), truth_run.stdout_tail
+    assert run.exit_code == 0, _explain(run)
+    measured = run.truth
+    assert measured is not None and "parts" in measured.get("truth", {}), _explain(run)
+    assert (measured["scenario"], measured["device"]) == (scenario_id, "cpu"), measured
     truth = scorer.truth_parts(measured["truth"])
     assert abs(sum(truth.values()) - 1.0) <= 0.002, truth
-    kind = scorer.truth_kind(measured, "cpu", expect)
-    assert kind in expect.kinds, (
-        f"expectation wrong on this machine: the truth ({_percent(truth)}) reads {kind}, "
-        f"expected {'/'.join(expect.kinds)}"
-    )
+    # The kinds the verdict may name: the scenario's, and the one its truth reads where a loaded machine
+    # moved the job past a rule's bar (xfertop, timing the same steps, may then rightly say so too).
+    kinds = {*expect.kinds, scorer.truth_kind(measured, "cpu", expect)}
 
-    run = scorer.run_job(scenario, "run", SECONDS, omp_threads=_omp(), extra_args=JOB_ARGS, poll=False)
-    assert run.exit_code == 0, _explain(run)
-    assert run.result_line.startswith(f"result scenario={scenario_id} device=cpu "), _explain(run)
     summary = run.summary
     assert summary is not None, f"no summary JSON in XFERTOP_DIR/summaries: {_explain(run)}"
     assert summary.get("steps"), f"the summary saw no step: {_explain(run)}"
@@ -86,8 +84,9 @@ def test_summary_host_shares_match_the_truth(scenario_id: str) -> None:
     )
 
     verdict = summary.get("last_verdict") or {}
-    assert verdict.get("kind") in expect.kinds, (
-        f"expected {'/'.join(expect.kinds)}, got {verdict.get('kind')}: {_explain(run)}"
+    assert verdict.get("kind") in kinds, (
+        f"expected {'/'.join(sorted(kinds))} (truth: {_percent(truth)}), got {verdict.get('kind')}: "
+        f"{_explain(run)}"
     )
     assert isinstance(verdict.get("rule"), str) and verdict["rule"], f"no rule in the verdict: {verdict}"
     evidence = scorer.host_parts(verdict.get("evidence"))
