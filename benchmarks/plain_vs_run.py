@@ -19,6 +19,10 @@ on both orders alike and cancels there.
 
 The command must print a line with ``samples_per_s=N`` (the corpus's scenarios print one as their
 ``result`` line). `xfertop run` is given ``--no-summary``: the job's own cost, not the summary's.
+It may exit with any code: every run's exit code is kept, and every run's stdout less the lines that
+hold ``samples_per_s=``; ``same_exit_code`` and ``same_output`` say whether all runs, plain and
+instrumented, agree (a deterministic job, e.g. benchmarks/epochs_job.py, must: xfertop never changes
+what a job does).
 """
 
 from __future__ import annotations
@@ -34,13 +38,15 @@ from cores import add_cores_argument, pin
 from score_scenarios import samples_per_s as rate_in_line  # the corpus's reading of a result line
 
 
-def samples_per_s(command: list[str]) -> float:
+def run_once(command: list[str]) -> tuple[float, int, list[str]]:
+    """One process: its samples/s, exit code, and stdout less the lines holding its rate."""
     done = subprocess.run(command, capture_output=True, text=True, check=False)
-    rates = [rate for line in done.stdout.splitlines() if (rate := rate_in_line(line)) is not None]
-    if done.returncode != 0 or not rates:
+    lines = done.stdout.splitlines()
+    rates = [rate for line in lines if (rate := rate_in_line(line)) is not None]
+    if not rates:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         raise SystemExit(f"plain_vs_run: {command[0]} exited {done.returncode} with no samples_per_s: {tail}")
-    return float(rates[-1])
+    return float(rates[-1]), done.returncode, [line for line in lines if rate_in_line(line) is None]
 
 
 def main() -> int:
@@ -56,12 +62,16 @@ def main() -> int:
         parser.error("give --pairs >= 1 and a command after --")
     pin(args.cores)
     for index in range(args.warmup):
-        print(f"warm-up {index + 1}: plain {samples_per_s(command):,.1f} samples/s (not counted)", flush=True)
+        print(f"warm-up {index + 1}: plain {run_once(command)[0]:,.1f} samples/s (not counted)", flush=True)
     instrumented = [sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", *command]
     pairs: list[dict[str, Any]] = []
+    outputs: dict[tuple[int, tuple[str, ...]], list[str]] = {}  # (exit code, stdout) -> the runs
     for index in range(args.pairs):
         order = ("plain", "run") if index % 2 == 0 else ("run", "plain")
-        rates = {mode: samples_per_s(command if mode == "plain" else instrumented) for mode in order}
+        rates: dict[str, float] = {}
+        for mode in order:
+            rates[mode], code, lines = run_once(command if mode == "plain" else instrumented)
+            outputs.setdefault((code, tuple(lines)), []).append(f"{mode} {index + 1}")
         pair = {"order": list(order), **rates, "ratio": rates["run"] / rates["plain"]}
         pairs.append(pair)
         print(
@@ -83,6 +93,13 @@ def main() -> int:
         "max_ratio": max(ratios),
         "by_order": by_order,
         "order_balanced": statistics.geometric_mean(by_order.values()) if len(by_order) == 2 else None,
+        "exit_codes": sorted({code for code, _ in outputs}),
+        "same_exit_code": len({code for code, _ in outputs}) == 1,
+        "same_output": len(outputs) == 1,
+        "outputs": [
+            {"runs": runs, "exit_code": code, "stdout": list(lines)}
+            for (code, lines), runs in outputs.items()
+        ],
     }
     print(
         f"run/plain: median {result['median_ratio']:.4f} over {len(ratios)} pairs"
@@ -91,6 +108,10 @@ def main() -> int:
     orders = ", ".join(f"{first} first {mean:.4f}" for first, mean in by_order.items())
     balanced = result["order_balanced"]
     print(f"geometric means: {orders}" + (f"; order-balanced {balanced:.4f}" if balanced else ""))
+    groups = "; ".join(
+        f"exit {code}, {len(lines)} lines: {', '.join(runs)}" for (code, lines), runs in outputs.items()
+    )
+    print(f"exit codes {result['exit_codes']}; same output in every run: {result['same_output']} ({groups})")
     if args.json:
         with open(args.json, "w") as out:
             json.dump(result, out, indent=1)
