@@ -9,9 +9,12 @@ Then the same loops on CPU against the fake CUDA of tests/fakes with the H200's 
 of the CUDA rows made on a CPU machine. Then ``as_run_*``: the watched loop with copy timing's ``.to()``
 wrapper on, as `xfertop run` times a step, beside ``plain`` in one process (issue 20's <= 10 us a step
 with copy timing on), its batches from ``itertools.repeat`` and from a real DataLoader, between whose
-steps the reporter's code runs cold (see ``as_run_loops``). Then the cost of ``xfertop run
---no-copy-timing`` (automatic DataLoader wrapping) and ``xfertop run`` (copy timing on, the default)
-against the same script run directly, one process each (these move by tens of us between processes).
+steps the reporter's code runs cold (see ``as_run_loops``). Then ``run_hooks_in_one_process``: a
+DataLoader loop timed, `xfertop run`'s own hooks put on in the same process, the loop timed again: the
+figure to hold to issue 20's 10 us (the side-by-side rows read about half of it on the CPU VM, session
+40). Then the cost of ``xfertop run --no-copy-timing`` (automatic DataLoader wrapping) and ``xfertop run``
+(copy timing on, the default) against the same script run directly, one process each (these move by tens
+of us between processes).
 Each CUDA or fake row also reports the sampling: ``gpu_every`` (k), ``gpu_timed_fraction`` and
 ``gpu_cost_ns`` (the host time a timed step spends in CUDA calls, as the clock measured it). Writes
 reporter_overhead.json to OUT_DIR.
@@ -288,6 +291,68 @@ print(json.dumps({"ns_per_step": min(passes)}))
 """
 
 
+#: CHILD's loop timed, then `xfertop run`'s own hooks installed in the same process (as
+#: ``autopatch.install(copy_timing=True)`` puts them on at torch's import), then timed again.
+HOOKS_CHILD = """
+import json, sys, time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+steps, device = int(sys.argv[1]), torch.device(sys.argv[2])
+loader = DataLoader(TensorDataset(torch.ones(steps * 8, 64)), batch_size=8)
+if device.type == "cuda":
+    torch.ones(1, device=device)
+
+def fastest():
+    passes = []
+    for _ in range(3):
+        began = time.perf_counter_ns()
+        for (batch,) in loader:
+            moved = batch.to(device, non_blocking=True)
+            moved.add_(1.0)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        passes.append((time.perf_counter_ns() - began) / steps)
+    return min(passes)
+
+before = fastest()
+from xfertop.launch import autopatch
+autopatch.install(copy_timing=True)  # torch is imported: the hooks go on now
+print(json.dumps({"before_ns": before, "after_ns": fastest()}))
+"""
+
+
+def run_hooks_in_one_process(steps: int, rounds: int, device: str) -> dict[str, Any]:
+    """HOOKS_CHILD's loop before and after `xfertop run`'s hooks go on, in one process a round: the cost
+    of run's own hooks without the spread between processes of ``run_modes`` (tens of us) and without the
+    side-by-side rows' stand-in (``xfertop.watch`` for run's DataLoader hook), which read about half of it
+    on the CPU VM (docs/measurements/cpu-2026-12-06-s40/)."""
+    script = Path(tempfile.mkdtemp(prefix="xfertop-overhead-")) / "hooks.py"
+    script.write_text(HOOKS_CHILD)
+    before: list[float] = []
+    added: list[float] = []
+    for _ in range(rounds):
+        out = subprocess.run(
+            [sys.executable, str(script), str(steps), device], capture_output=True, text=True, check=True
+        ).stdout
+        times = json.loads(out.strip().splitlines()[-1])
+        before.append(times["before_ns"])
+        added.append(times["after_ns"] - times["before_ns"])
+    base, median = statistics.median(before), statistics.median(added)
+    return {
+        "steps": steps,
+        "rounds": rounds,
+        "device": device,
+        "before": {"ns_per_step": base, "added_ns_per_step": 0.0, "ratio_to_direct": 1.0},
+        "run's hooks on": {
+            "ns_per_step": base + median,
+            "added_ns_per_step": median,
+            "ratio_to_direct": (base + median) / base,
+            "added_ns_per_round": added,
+        },
+    }
+
+
 def run_modes(steps: int, rounds: int, device: str) -> dict[str, Any]:
     """The same DataLoader script: direct, under `xfertop run --no-copy-timing`, under `xfertop run` (which
     times copies by default)."""
@@ -393,6 +458,8 @@ def main() -> int:
         print_section(section, result[section])
     child_device = "cuda" if torch.cuda.is_available() else "meta"
     run_rounds = args.run_rounds or (3 if args.quick else 5)
+    result["run_hooks_in_one_process"] = run_hooks_in_one_process(steps // 5, run_rounds, child_device)
+    print_section("run_hooks_one_process", result["run_hooks_in_one_process"])
     result["xfertop_run"] = run_modes(steps // 5, run_rounds, child_device)
     print_section("xfertop_run", result["xfertop_run"])
     result["reporter_status"] = xfertop.reporter.status()
