@@ -278,34 +278,10 @@ steps, device = int(sys.argv[1]), torch.device(sys.argv[2])
 loader = DataLoader(TensorDataset(torch.ones(steps * 8, 64)), batch_size=8)
 if device.type == "cuda":
     torch.ones(1, device=device)
-passes = []
-for _ in range(3):  # the fastest of three passes: less noise from other work on the machine
-    began = time.perf_counter_ns()
-    for (batch,) in loader:
-        moved = batch.to(device, non_blocking=True)
-        moved.add_(1.0)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    passes.append((time.perf_counter_ns() - began) / steps)
-print(json.dumps({"ns_per_step": min(passes)}))
-"""
-
-
-#: CHILD's loop timed, then `xfertop run`'s own hooks installed in the same process (as
-#: ``autopatch.install(copy_timing=True)`` puts them on at torch's import), then timed again.
-HOOKS_CHILD = """
-import json, sys, time
-import torch
-from torch.utils.data import DataLoader, TensorDataset
-
-steps, device = int(sys.argv[1]), torch.device(sys.argv[2])
-loader = DataLoader(TensorDataset(torch.ones(steps * 8, 64)), batch_size=8)
-if device.type == "cuda":
-    torch.ones(1, device=device)
 
 def fastest():
     passes = []
-    for _ in range(3):
+    for _ in range(3):  # the fastest of three passes: less noise from other work on the machine
         began = time.perf_counter_ns()
         for (batch,) in loader:
             moved = batch.to(device, non_blocking=True)
@@ -315,29 +291,35 @@ def fastest():
         passes.append((time.perf_counter_ns() - began) / steps)
     return min(passes)
 
-before = fastest()
-from xfertop.launch import autopatch
-autopatch.install(copy_timing=True)  # torch is imported: the hooks go on now
-print(json.dumps({"before_ns": before, "after_ns": fastest()}))
+times = {"ns_per_step": fastest()}
+if sys.argv[3:] == ["--then-hooks"]:
+    # `xfertop run`'s own hooks, as autopatch.install puts them on at torch's import (torch is in: now)
+    from xfertop.launch import autopatch
+    autopatch.install(copy_timing=True)
+    times["with_hooks_ns_per_step"] = fastest()
+print(json.dumps(times))
 """
 
 
 def run_hooks_in_one_process(steps: int, rounds: int, device: str) -> dict[str, Any]:
-    """HOOKS_CHILD's loop before and after `xfertop run`'s hooks go on, in one process a round: the cost
+    """CHILD's loop before and after `xfertop run`'s hooks go on, in one process a round: the cost
     of run's own hooks without the spread between processes of ``run_modes`` (tens of us) and without the
     side-by-side rows' stand-in (``xfertop.watch`` for run's DataLoader hook), which read about half of it
     on the CPU VM (docs/measurements/cpu-2026-12-06-s40/)."""
-    script = Path(tempfile.mkdtemp(prefix="xfertop-overhead-")) / "hooks.py"
-    script.write_text(HOOKS_CHILD)
+    script = Path(tempfile.mkdtemp(prefix="xfertop-overhead-")) / "loop.py"
+    script.write_text(CHILD)
     before: list[float] = []
     added: list[float] = []
     for _ in range(rounds):
         out = subprocess.run(
-            [sys.executable, str(script), str(steps), device], capture_output=True, text=True, check=True
+            [sys.executable, str(script), str(steps), device, "--then-hooks"],
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout
         times = json.loads(out.strip().splitlines()[-1])
-        before.append(times["before_ns"])
-        added.append(times["after_ns"] - times["before_ns"])
+        before.append(times["ns_per_step"])
+        added.append(times["with_hooks_ns_per_step"] - times["ns_per_step"])
     base, median = statistics.median(before), statistics.median(added)
     return {
         "steps": steps,

@@ -9,7 +9,12 @@ Python's 700/10/10 with nothing frozen, what the view ran with before gc_pace; `
 view chose). Prints ms of the thread's CPU a second for each wrapped method (outermost call only), for
 Textual's StylesCache.render_widget per widget with --widgets (W: CPU, L: lines asked, D: lines rendered
 anew), the collector's count, total and longest pass per generation (gc.callbacks, thread CPU time), and
-the whole process's CPU over the same seconds (os.times, every thread; at exit, so a little of the quit).
+the whole process's CPU over the same seconds (os.times, every thread; at exit, so a little of the quit),
+and each thread's (/proc/self/task/*/schedstat, by the thread's name).
+
+Session 40 added the per-thread lines and two profiles: --profile-method module:Class:method [--top N]
+(cProfile of that method's calls, sorted by cumulative time) and --profile-widget ClassName (cProfile of
+that widget's StylesCache.render_widget).
 """
 import os, subprocess, sys, tempfile
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
@@ -40,12 +45,35 @@ def _wrap(modname, clsname, meth):
     setattr(cls, meth, w)
 for spec in filter(None, WRAP.split(",")):
     _wrap(*spec.split(":"))
+import cProfile as _cp2
+_mprof = _cp2.Profile() if PROFILE_METHOD else None
+if _mprof is not None:
+    _pm, _pc, _pn = PROFILE_METHOD.split(":")
+    _pcls = getattr(importlib.import_module(_pm), _pc)
+    _porig = getattr(_pcls, _pn)
+    def _pw(*a, **k):
+        if not _on[0]:
+            return _porig(*a, **k)
+        _mprof.enable()
+        try:
+            return _porig(*a, **k)
+        finally:
+            _mprof.disable()
+    setattr(_pcls, _pn, _pw)
 if WIDGETS:
     from textual import _styles_cache as _sc
     _orw, _orl, _cur = _sc.StylesCache.render_widget, _sc.StylesCache.render_line, [""]
+    import cProfile as _cp
+    _prof = _cp.Profile() if PROFILE_WIDGET else None
     def _rw(self, widget, crop):
         if not _on[0]:
             return _orw(self, widget, crop)
+        if _prof is not None and type(widget).__name__ == PROFILE_WIDGET:
+            _prof.enable()
+            try:
+                return _orw(self, widget, crop)
+            finally:
+                _prof.disable()
         key = type(widget).__name__ + "#" + str(widget.id)
         _cur[0] = key
         t0 = _t.thread_time_ns()
@@ -61,6 +89,17 @@ if WIDGETS:
 _began = [0]
 import os as _os
 _cpu0 = [0.0]
+_thr0 = {}
+def _threads():
+    out = {}
+    for task in _os.listdir("/proc/self/task"):
+        try:
+            name = open(f"/proc/self/task/{task}/comm").read().strip()
+            ns = int(open(f"/proc/self/task/{task}/schedstat").read().split()[0])
+        except OSError:
+            continue
+        out[f"{name}({task})"] = ns
+    return out
 def _cb(phase, info):
     if not _on[0]:
         return
@@ -79,6 +118,7 @@ def _start():
         elif part.startswith("thr="):
             gc.set_threshold(int(part[4:]), 10, 10)
     _cpu0[0] = sum(_os.times()[:2])
+    _thr0.update(_threads())
     _on[0] = True
 threading.Timer(WARM, _start).start()
 def _dump():
@@ -87,11 +127,29 @@ def _dump():
     total = sum(tot for _, tot, _ in _gc.values())
     lines.append(f"gc: {total / 1e6 / SECS:.3f} ms/s; per generation (passes, total ms, longest ms): "
                  + repr({g: (n, round(tot / 1e6, 1), round(mx / 1e6, 1)) for g, (n, tot, mx) in sorted(_gc.items())}))
+    for key, ns in sorted(_threads().items()):
+        if key in _thr0:
+            lines.append(f"thread {key}: {(ns - _thr0[key]) / 1e6 / SECS:.3f} ms/s")
     lines.append(f"process: {(sum(_os.times()[:2]) - _cpu0[0]) * 1e3 / SECS:.2f} ms/s of CPU, every thread")
+    if _mprof is not None:
+        import io, pstats
+        buf = io.StringIO()
+        pstats.Stats(_mprof, stream=buf).sort_stats("cumulative").print_stats(PROFILE_TOP)
+        lines.append(buf.getvalue())
+    if WIDGETS and _prof is not None:
+        import io, pstats
+        buf = io.StringIO()
+        pstats.Stats(_prof, stream=buf).sort_stats("cumulative").print_stats(30)
+        lines.append(buf.getvalue())
     open(OUT, "w").write(chr(10).join(lines) + chr(10))
 atexit.register(_dump)
 '''
-settings = f"WRAP, WIDGETS, WARM, SECS, GC_MODE, OUT = {wrap!r}, {'--widgets' in sys.argv}, {warm}, {secs}, {gc_mode!r}, {out!r}\n"
+profile_method = sys.argv[sys.argv.index("--profile-method") + 1] if "--profile-method" in sys.argv else ""
+profile_top = int(sys.argv[sys.argv.index("--top") + 1]) if "--top" in sys.argv else 30
+profile_widget = sys.argv[sys.argv.index("--profile-widget") + 1] if "--profile-widget" in sys.argv else ""
+settings = (f"PROFILE_METHOD, PROFILE_TOP = {profile_method!r}, {profile_top}\n"
+            f"WRAP, WIDGETS, WARM, SECS, GC_MODE, OUT, PROFILE_WIDGET = {wrap!r}, "
+            f"{'--widgets' in sys.argv or bool(profile_widget)}, {warm}, {secs}, {gc_mode!r}, {out!r}, {profile_widget!r}\n")
 launcher = LAUNCHER.replace("from xfertop.cli import main", settings + PATCH + "\nfrom xfertop.cli import main")
 env = dict(os.environ, XFERTOP_FAKE_TESTS_DIR=REPO + "/tests", PYTHONPATH=os.path.abspath(tree) + "/src",
            XFERTOP_DIR=tempfile.mkdtemp(prefix="xfertop-costs-"))
