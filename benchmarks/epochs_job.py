@@ -48,7 +48,7 @@ class GlobalMean(nn.Module):
         return x.mean(dim=(2, 3), keepdim=True)
 
 
-def build(device: torch.device) -> tuple[nn.Module, JpegImages | ZlibImages, JpegImages | ZlibImages, int]:
+def build() -> tuple[nn.Module, JpegImages | ZlibImages, JpegImages | ZlibImages, int]:
     if HAVE_VISION:
         model = torchvision.models.resnet18(num_classes=100)
         model.avgpool = GlobalMean()
@@ -70,7 +70,7 @@ def main() -> int:
     torch.backends.cudnn.benchmark = False
     torch.use_deterministic_algorithms(True, warn_only=True)
 
-    model, train_set, val_set, batch = build(device)
+    model, train_set, val_set, batch = build()
     model = model.to(device).to(memory_format=torch.channels_last)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
     train = DataLoader(
