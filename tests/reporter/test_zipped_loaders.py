@@ -200,23 +200,20 @@ def test_the_call_site_joins_only_a_fetch_from_the_same_call_before_the_model(mo
     from xfertop.reporter import _loader_workers
     from xfertop.reporter._loader_workers import JOINED_FETCH_NS, ZippedFetches
 
-    def fetched(fetches: ZippedFetches, frame, *, model_watched: bool = True, worked: bool = False) -> bool:
+    def fetched(frame, then=None, *, model_watched: bool = True, worked: bool = False) -> bool:
+        """The step's batch fetched from ``frame``, the next fetch from ``then`` (the same frame unless
+        given), 500 us of the loop's CPU between them."""
+        fetches = ZippedFetches()
         cpu = iter([1_000_000, 1_500_000])
         monkeypatch.setattr(_loader_workers, "_thread_ns", lambda: next(cpu))
         fetches.asked_from(frame)
         fetches.opened()
-        fetches.asked_from(frame)
+        fetches.asked_from(frame if then is None else then)
         return fetches.joins(20 * JOINED_FETCH_NS, model_watched, worked)
 
     here = sys._getframe()
-    assert fetched(ZippedFetches(), here) is True
-    assert fetched(ZippedFetches(), here, worked=True) is False, "the model ran between: a step of its own"
-    assert fetched(ZippedFetches(), here, model_watched=False) is False, "nothing tells the loop's work"
-    assert fetched(ZippedFetches(), None) is False
-    elsewhere = ZippedFetches()
-    elsewhere.asked_from(here)
-    monkeypatch.setattr(_loader_workers, "_thread_ns", lambda: 1_000_000)
-    elsewhere.opened()
-    monkeypatch.setattr(_loader_workers, "_thread_ns", lambda: 1_500_000)
-    elsewhere.asked_from(sys._getframe(1))  # another frame: the loop moved on
-    assert elsewhere.joins(20 * JOINED_FETCH_NS, True, False) is False
+    assert fetched(here) is True
+    assert fetched(here, worked=True) is False, "the model ran between: a step of its own"
+    assert fetched(here, model_watched=False) is False, "nothing tells the loop's work"
+    assert fetched(None) is False
+    assert fetched(here, then=sys._getframe(1)) is False, "another frame: the loop moved on"
