@@ -41,12 +41,18 @@ from score_scenarios import samples_per_s as rate_in_line  # the corpus's readin
 def run_once(command: list[str]) -> tuple[float, int, list[str]]:
     """One process: its samples/s, exit code, and stdout less the lines holding its rate."""
     done = subprocess.run(command, capture_output=True, text=True, check=False)
-    lines = done.stdout.splitlines()
-    rates = [rate for line in lines if (rate := rate_in_line(line)) is not None]
+    rates: list[float] = []
+    kept: list[str] = []
+    for line in done.stdout.splitlines():
+        rate = rate_in_line(line)
+        if rate is None:
+            kept.append(line)
+        else:
+            rates.append(rate)
     if not rates:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         raise SystemExit(f"plain_vs_run: {command[0]} exited {done.returncode} with no samples_per_s: {tail}")
-    return float(rates[-1]), done.returncode, [line for line in lines if rate_in_line(line) is None]
+    return rates[-1], done.returncode, kept
 
 
 def main() -> int:

@@ -301,13 +301,18 @@ print(json.dumps(times))
 """
 
 
+def _child_script() -> Path:
+    script = Path(tempfile.mkdtemp(prefix="xfertop-overhead-")) / "loop.py"
+    script.write_text(CHILD)
+    return script
+
+
 def run_hooks_in_one_process(steps: int, rounds: int, device: str) -> dict[str, Any]:
     """CHILD's loop before and after `xfertop run`'s hooks go on, in one process a round: the cost
     of run's own hooks without the spread between processes of ``run_modes`` (tens of us) and without the
     side-by-side rows' stand-in (``xfertop.watch`` for run's DataLoader hook), which read about half of it
     on the CPU VM (docs/measurements/cpu-2026-12-06-s40/)."""
-    script = Path(tempfile.mkdtemp(prefix="xfertop-overhead-")) / "loop.py"
-    script.write_text(CHILD)
+    script = _child_script()
     before: list[float] = []
     added: list[float] = []
     for _ in range(rounds):
@@ -338,8 +343,7 @@ def run_hooks_in_one_process(steps: int, rounds: int, device: str) -> dict[str, 
 def run_modes(steps: int, rounds: int, device: str) -> dict[str, Any]:
     """The same DataLoader script: direct, under `xfertop run --no-copy-timing`, under `xfertop run` (which
     times copies by default)."""
-    script = Path(tempfile.mkdtemp(prefix="xfertop-overhead-")) / "loop.py"
-    script.write_text(CHILD)
+    script = _child_script()
     run = [sys.executable, "-m", "xfertop.cli.run"]
     modes = {
         "direct": [],
