@@ -14,7 +14,7 @@ and each thread's (/proc/self/task/*/schedstat, by the thread's name).
 
 Session 40 added the per-thread lines and two profiles: --profile-method module:Class:method [--top N]
 (cProfile of that method's calls, sorted by cumulative time) and --profile-widget ClassName (cProfile of
-that widget's StylesCache.render_widget).
+that widget's StylesCache.render_widget), each printed to its --top N functions (30 unless given).
 """
 import os, subprocess, sys, tempfile
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
@@ -45,8 +45,9 @@ def _wrap(modname, clsname, meth):
     setattr(cls, meth, w)
 for spec in filter(None, WRAP.split(",")):
     _wrap(*spec.split(":"))
-import cProfile as _cp2
-_mprof = _cp2.Profile() if PROFILE_METHOD else None
+import cProfile as _cProfile
+_mprof = _cProfile.Profile() if PROFILE_METHOD else None
+_prof = None
 if _mprof is not None:
     _pm, _pc, _pn = PROFILE_METHOD.split(":")
     _pcls = getattr(importlib.import_module(_pm), _pc)
@@ -63,8 +64,7 @@ if _mprof is not None:
 if WIDGETS:
     from textual import _styles_cache as _sc
     _orw, _orl, _cur = _sc.StylesCache.render_widget, _sc.StylesCache.render_line, [""]
-    import cProfile as _cp
-    _prof = _cp.Profile() if PROFILE_WIDGET else None
+    _prof = _cProfile.Profile() if PROFILE_WIDGET else None
     def _rw(self, widget, crop):
         if not _on[0]:
             return _orw(self, widget, crop)
@@ -131,16 +131,12 @@ def _dump():
         if key in _thr0:
             lines.append(f"thread {key}: {(ns - _thr0[key]) / 1e6 / SECS:.3f} ms/s")
     lines.append(f"process: {(sum(_os.times()[:2]) - _cpu0[0]) * 1e3 / SECS:.2f} ms/s of CPU, every thread")
-    if _mprof is not None:
-        import io, pstats
-        buf = io.StringIO()
-        pstats.Stats(_mprof, stream=buf).sort_stats("cumulative").print_stats(PROFILE_TOP)
-        lines.append(buf.getvalue())
-    if WIDGETS and _prof is not None:
-        import io, pstats
-        buf = io.StringIO()
-        pstats.Stats(_prof, stream=buf).sort_stats("cumulative").print_stats(30)
-        lines.append(buf.getvalue())
+    import io, pstats
+    for profile in (_mprof, _prof):
+        if profile is not None:
+            buf = io.StringIO()
+            pstats.Stats(profile, stream=buf).sort_stats("cumulative").print_stats(PROFILE_TOP)
+            lines.append(buf.getvalue())
     open(OUT, "w").write(chr(10).join(lines) + chr(10))
 atexit.register(_dump)
 '''
