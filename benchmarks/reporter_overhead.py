@@ -293,10 +293,18 @@ def fastest():
 
 times = {"ns_per_step": fastest()}
 if sys.argv[3:] == ["--then-hooks"]:
-    # `xfertop run`'s own hooks, as autopatch.install puts them on at torch's import (torch is in: now)
+    # `xfertop run`'s own hooks, as autopatch.install puts them on at torch's import (torch is in: now).
+    # Then off and on again: the hooks this loop runs through (DataLoader.__iter__, Tensor.to) swapped
+    # for torch's own and back, so that a drift of the machine between the first two passes shows.
     from xfertop.launch import autopatch
     autopatch.install(copy_timing=True)
     times["with_hooks_ns_per_step"] = fastest()
+    data_loader, tensor = torch.utils.data.DataLoader, torch.Tensor
+    hooked = data_loader.__iter__, tensor.to
+    data_loader.__iter__, tensor.to = hooked[0].__wrapped__, hooked[1].__wrapped__
+    times["off_again_ns_per_step"] = fastest()
+    data_loader.__iter__, tensor.to = hooked
+    times["on_again_ns_per_step"] = fastest()
 print(json.dumps(times))
 """
 
@@ -308,10 +316,11 @@ def _child_script() -> Path:
 
 
 def run_hooks_in_one_process(steps: int, rounds: int, device: str) -> dict[str, Any]:
-    """CHILD's loop before and after `xfertop run`'s hooks go on, in one process a round: the cost
-    of run's own hooks without the spread between processes of ``run_modes`` (tens of us) and without the
-    side-by-side rows' stand-in (``xfertop.watch`` for run's DataLoader hook), which read about half of it
-    on the CPU VM (docs/measurements/cpu-2026-12-06-s40/)."""
+    """CHILD's loop before `xfertop run`'s hooks go on, with them, with the ones it runs through off again
+    and on again, in one process a round: the cost of run's own hooks without the spread between processes
+    of ``run_modes`` (tens of us) and without the side-by-side rows' stand-in (``xfertop.watch`` for run's
+    DataLoader hook), which read about half of it on the CPU VM (docs/measurements/cpu-2026-12-06-s40/).
+    A round's figure is the mean of its two on-minus-off differences, each against the pass before it."""
     script = _child_script()
     before: list[float] = []
     added: list[float] = []
@@ -324,7 +333,10 @@ def run_hooks_in_one_process(steps: int, rounds: int, device: str) -> dict[str, 
         ).stdout
         times = json.loads(out.strip().splitlines()[-1])
         before.append(times["ns_per_step"])
-        added.append(times["with_hooks_ns_per_step"] - times["ns_per_step"])
+        # On, off, on again: the mean of the two differences, each against the pass just before it.
+        on_ns = times["with_hooks_ns_per_step"] - times["ns_per_step"]
+        on_again_ns = times["on_again_ns_per_step"] - times["off_again_ns_per_step"]
+        added.append((on_ns + on_again_ns) / 2)
     base, median = statistics.median(before), statistics.median(added)
     return {
         "steps": steps,
