@@ -346,6 +346,27 @@ def test_the_loops_own_python_on_an_idle_gpu_is_loop_bound_and_named_host_bound_
     assert unmeasured.kind == "host-bound" and unmeasured.headline.startswith("host-bound (likely)")
 
 
+def test_the_loops_own_line_on_a_busy_gpu_is_not_what_holds_it() -> None:
+    # Scenario k attached on an H100 (session 41): 58% of samples on `float(correct)` after each
+    # validation pass, a sync py-spy shows as the loop's own line, with NVML's GPU busy 99%. The loop's
+    # code idled the GPU for at most 1% of the time, as `xfertop run` bounds it: compute-bound. Where
+    # NVML saw the GPU idle 40% of the time, it can still be what holds the GPU back.
+    python = LoopHost(share=0.59, loop_line="train_val.py:51", top_lines=(("train_val.py:64", 0.58),))
+    rank = RankStacks(
+        pid=1,
+        shares=ClassShares(counts={"other": 59, "compute": 25, "data_wait": 14, "copy": 2}),
+        placement=WindowPlacement((), (), uses_cuda=True),
+        loop_host=python,
+        dispatch_share=0.2,
+        gpu_busy_share=0.99,
+    )
+    busy = sampled_verdict([(None, rank)])
+    assert busy.kind == "compute-bound", busy.headline
+    assert "the GPU is busy 99%" in busy.headline and "hidden by queued GPU work" in busy.headline
+    idle = sampled_verdict([(None, replace(rank, gpu_busy_share=0.6))])
+    assert idle.kind == "host-bound" and idle.headline.startswith("host-bound (likely)"), idle.headline
+
+
 _TORCH = "/venv/lib/python3.11/site-packages/torch/"
 #: A compiled model called from the loop (train.py:14), as py-spy read a real torch.compile job on a CPU:
 #: its first call traces the model (dynamo) before anything runs.
