@@ -129,40 +129,6 @@ def test_a_real_lightning_jobs_validation_passes_read_as_what_they_cost() -> Non
         assert "persistent_workers=True" in verdict.advice[1], (end, verdict.advice)
 
 
-def validating_every_25(count: int) -> list[StepRecord]:
-    """Scenario k's shape (benchmarks/scenarios/train_val.py on an H100, session 41): 7 ms steps whose
-    4 ms wait in next() queued GPU work hides, a validation pass every 25 steps (60 ms of the host's,
-    after the model), and every gap measured: none while the GPU works, and 55 ms at the step after a
-    pass, whose validation kernels ran between the two events."""
-    return [
-        step_record(
-            i,
-            model_ms=3.0,
-            wait_ms=4.0,
-            loop_post_ms=60.0 if i % 25 == 24 else 0.3,
-            nested_pass=i % 25 == 24,
-            partitioned=True,
-            gap_ms=55.0 if i % 25 == 0 and i else 0.0,
-        )
-        for i in range(count)
-    ]
-
-
-def test_measured_gaps_cannot_idle_a_gpu_nvml_saw_busy() -> None:
-    """Gaps are event intervals: the validation kernels between them read as idle, and k read "loop-bound:
-    passes over another DataLoader ... take 56% of the time (the GPU is busy 99%)". NVML bounds what the
-    loop's work can have idled the GPU, as it bounds the wait where no gap is measured."""
-    steps = validating_every_25(400)
-    busy = rank_verdict(steps, dataloader_workers=2, gpu_busy_share=0.99)
-    assert busy.kind == "compute-bound", busy.headline
-    assert busy.advice[0].startswith("A pass over another DataLoader inside the training loop"), busy.advice
-    # Beside a GPU NVML saw idle 40% of the time, the passes are what holds it, as without NVML.
-    for share in (0.6, None):
-        held = rank_verdict(steps, dataloader_workers=2, gpu_busy_share=share)
-        assert held.kind == "loop-bound", (share, held.headline)
-        assert held.headline.startswith("loop-bound: passes over another DataLoader"), held.headline
-
-
 def test_passes_over_a_loader_without_workers_that_hold_the_wait_are_named_with_its_remedy() -> None:
     # Session 31's j11: validation every 40 steps over a loader with num_workers=0 (~550 ms a pass),
     # training fed by 2 workers. Its truth: 84% of the time in the passes. Before, the advice read "A

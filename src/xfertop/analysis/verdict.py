@@ -341,15 +341,12 @@ def signals(stats: WindowStats, workers: int | None, busy: float | None, context
     else:
         input_share, pre, post = stats.data_wait_share, stats.loop_pre_share, stats.loop_post_share
         copy = stats.copy_share
-    if busy is not None:
-        # NVML says how long the GPU ran kernels: host time spent waiting for data or in the loop's own
-        # work idled the GPU for at most the rest (queued work runs meanwhile). A wait longer than that
-        # was hidden, not starvation (_hidden_wait). Measured gaps are bounded too: a gap is the time
-        # between two events, and GPU work queued between them outside the step's marks (a validation
-        # pass after the model) reads as idle there; scenario k on an H100 read "loop-bound: passes
-        # ... take 56% of the time (the GPU is busy 99%)".
-        gpu_idle = max(0.0, 1.0 - busy)
-        input_share, pre, post = min(input_share, gpu_idle), min(pre, gpu_idle), min(post, gpu_idle)
+        if busy is not None:
+            # No idle gaps measured, but NVML says how long the GPU ran kernels: host time spent waiting
+            # for data or in the loop's own work idled the GPU for at most the rest (queued work runs
+            # meanwhile). A wait longer than that was hidden, not starvation (_hidden_wait).
+            gpu_idle = max(0.0, 1.0 - busy)
+            input_share, pre, post = min(input_share, gpu_idle), min(pre, gpu_idle), min(post, gpu_idle)
     dispatch = 0.0
     if busy is not None and context.on_gpu:
         measured = idle.total - idle.model if idle is not None else input_share + pre + post + copy
