@@ -365,6 +365,15 @@ def test_the_loops_own_line_on_a_busy_gpu_is_not_what_holds_it() -> None:
     assert "the GPU is busy 99%" in busy.headline and "hidden by queued GPU work" in busy.headline
     idle = sampled_verdict([(None, replace(rank, gpu_busy_share=0.6))])
     assert idle.kind == "host-bound" and idle.headline.startswith("host-bound (likely)"), idle.headline
+    # Bounded at 38% by NVML's 62%, the loop's 45% of samples still outweighs a 40% wait: the bound says
+    # whether the loop can hold the GPU back, not which of the two holds it more.
+    waits = replace(
+        rank,
+        shares=ClassShares(counts={"other": 45, "data_wait": 40, "compute": 15}),
+        loop_host=replace(python, share=0.45),
+        gpu_busy_share=0.62,
+    )
+    assert sampled_verdict([(None, waits)]).kind == "host-bound"
 
 
 _TORCH = "/venv/lib/python3.11/site-packages/torch/"

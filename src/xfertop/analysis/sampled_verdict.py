@@ -333,12 +333,19 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         # largest part past its bar): attach reads the same job the same way.
         return _labelled(_loop_bound(rank, None), rank, ranks, [])
     stepping = 1.0 - other_share  # data, loading, copies, compute, syncs: the loop runs
-    # The loop's own code idled the GPU for at most what NVML saw idle, as `xfertop run` bounds it: on a
-    # busy GPU a line of it is mostly a sync in disguise (float(tensor), a tensor in an f-string). Scenario
-    # k attached on an H100 read "host-bound (likely): ... 59% of samples in the training loop's own
-    # Python" from its `float(correct)` after each validation pass, with the GPU busy 99%.
+    # The loop's own code idled the GPU for at most what NVML saw idle over the window: on a busy GPU a
+    # line of it is mostly a sync in disguise (float(tensor), a tensor in an f-string). Scenario k
+    # attached on an H100 read "host-bound (likely): ... 59% of samples in the training loop's own
+    # Python" from its `float(correct)` after each validation pass, with the GPU busy 99%. The bound
+    # decides whether the loop's code can hold the GPU back; which of it and the waits is larger is
+    # still read from the samples.
     felt = loop.share if busy is None else min(loop.share, 1.0 - busy)
-    if on_gpu and felt >= LOOP_HOST_WARN_SHARE and stepping >= LOOP_STEPPING_MIN_SHARE and felt > host_waits:
+    if (
+        on_gpu
+        and felt >= LOOP_HOST_WARN_SHARE
+        and stepping >= LOOP_STEPPING_MIN_SHARE
+        and loop.share > host_waits
+    ):
         return _labelled(_loop_host_bound(loop), rank, ranks, [])
     saving = rank.loop_checkpoint
     held = max(saving.share, rank.loop_iterable.share)
