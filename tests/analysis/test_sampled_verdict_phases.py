@@ -349,7 +349,7 @@ def test_the_loops_own_python_on_an_idle_gpu_is_loop_bound_and_named_host_bound_
 def test_the_loops_own_line_on_a_busy_gpu_is_not_what_holds_it() -> None:
     # Scenario k attached on an H100 (session 41): 58% of samples on `float(correct)` after each
     # validation pass, a sync py-spy shows as the loop's own line, with NVML's GPU busy 99%. The loop's
-    # code idled the GPU for at most 1% of the time, as `xfertop run` bounds it: compute-bound. Where
+    # code idled the GPU for at most 1% of the time (NVML over the same window): compute-bound. Where
     # NVML saw the GPU idle 40% of the time, it can still be what holds the GPU back.
     python = LoopHost(share=0.59, loop_line="train_val.py:51", top_lines=(("train_val.py:64", 0.58),))
     rank = RankStacks(
