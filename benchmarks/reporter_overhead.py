@@ -299,11 +299,10 @@ if sys.argv[3:] == ["--then-hooks"]:
     from xfertop.launch import autopatch
     autopatch.install(copy_timing=True)
     times["with_hooks_ns_per_step"] = fastest()
-    data_loader, tensor = torch.utils.data.DataLoader, torch.Tensor
-    hooked = data_loader.__iter__, tensor.to
-    data_loader.__iter__, tensor.to = hooked[0].__wrapped__, hooked[1].__wrapped__
+    hooked = DataLoader.__iter__, torch.Tensor.to
+    DataLoader.__iter__, torch.Tensor.to = hooked[0].__wrapped__, hooked[1].__wrapped__
     times["off_again_ns_per_step"] = fastest()
-    data_loader.__iter__, tensor.to = hooked
+    DataLoader.__iter__, torch.Tensor.to = hooked
     times["on_again_ns_per_step"] = fastest()
 print(json.dumps(times))
 """
