@@ -118,6 +118,8 @@ class FakeCuda:
         self.elapsed_calls = 0
         self.unfinished_elapsed_calls = 0
         self.synchronize_calls = 0
+        #: Every launch's (start, end) on the GPU's time line, for idle_ms.
+        self.busy_intervals: list[tuple[float, float]] = []
         self.cuda = SimpleNamespace(
             Event=lambda enable_timing=False: FakeEvent(self, enable_timing),
             current_stream=self._current_stream,
@@ -152,7 +154,14 @@ class FakeCuda:
 
     def launch(self, duration_ms: float) -> None:
         """Queue GPU work on the current stream; it starts when the stream is free and the host got here."""
-        self.stream.busy_until_ms = max(self.stream.busy_until_ms, self.host_ms) + duration_ms
+        start = max(self.stream.busy_until_ms, self.host_ms)
+        self.stream.busy_until_ms = start + duration_ms
+        self.busy_intervals.append((start, start + duration_ms))
+
+    def idle_ms(self, begin_ms: float, end_ms: float) -> float:
+        """The truth a test measures against: how long, between two host times, no work ran (one stream)."""
+        busy = sum(max(0.0, min(end, end_ms) - max(start, begin_ms)) for start, end in self.busy_intervals)
+        return end_ms - begin_ms - busy
 
     def host_work(self, duration_ms: float) -> None:
         self.host_ms += duration_ms

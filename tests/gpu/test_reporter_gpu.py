@@ -281,6 +281,82 @@ def test_xfertop_run_splits_a_cuda_step_and_measures_the_gpus_idle_around_it(tmp
     assert _within(gap, truth, 0.1), (gap, medians)
 
 
+VALIDATION_PASS_JOB = """
+import sys
+import time
+import torch
+from torch.utils.data import DataLoader, Dataset, TensorDataset
+
+WAIT_S, KERNEL_MS = float(sys.argv[1]), float(sys.argv[2])
+
+class Slow(Dataset):  # the validation loader waits WAIT_S a batch, on the main thread (num_workers=0)
+    def __len__(self):
+        return 4
+    def __getitem__(self, index):
+        time.sleep(WAIT_S)
+        return torch.ones(64)
+
+start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+for _ in range(3):
+    start.record(); torch.cuda._sleep(50_000_000); end.record(); torch.cuda.synchronize()
+cycles_per_ms = 50_000_000 / start.elapsed_time(end)
+model = torch.nn.Linear(64, 64).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+train = DataLoader(TensorDataset(torch.ones(8 * 60, 64)), batch_size=8)
+val = DataLoader(Slow(), batch_size=1)
+for step, (batch,) in enumerate(train, start=1):
+    loss = model(batch.to("cuda")).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    loss.item()
+    if step % 10 == 0:  # validation: each batch queues KERNEL_MS of kernels
+        correct = torch.zeros((), device="cuda")
+        with torch.no_grad():
+            for (v,) in val:
+                out = model(v.to("cuda"))
+                torch.cuda._sleep(int(KERNEL_MS * cycles_per_ms))
+                correct += out.sum()
+        float(correct)
+print("done")
+"""
+
+
+@pytest.mark.parametrize(("wait_ms", "kernel_ms"), [(0.5, 20.0), (15.0, 5.0)])
+def test_a_validation_pass_s_kernels_are_not_the_next_steps_gap(
+    tmp_path: Path, wait_ms: float, kernel_ms: float
+) -> None:
+    # Session 41's k: the gap of the step after a pass was timed across the pass's kernels, 16% idle at
+    # 99% NVML busy. Busy pass (0.5 ms waits, 20 ms kernels a batch): the gap is the few ms around it;
+    # idle pass (15 ms waits, 5 ms kernels): the GPU drains in each wait, about 15 + 3 x 10 ms.
+    script = tmp_path / "job.py"
+    script.write_text(VALIDATION_PASS_JOB)
+    rings = tmp_path / "rings"
+    command = [sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", sys.executable, str(script)]
+    command += [str(wait_ms / 1000), str(kernel_ms)]
+    env = child_env(rings, XFERTOP_GPU_SAMPLING="off")
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout == "done\n", result.stderr
+    [rank] = ranks(JobsSource(ring_dir=str(rings)))
+    by_step = {s.step: s for s in rank.steps}
+    passes = [s for s in rank.steps if s.nested_pass]
+    after = [by_step[s.step + 1] for s in passes if s.step + 1 in by_step]
+    gaps = [s.gpu_gap_ms for s in after]
+    pass_ms = [s.wall_ms for s in passes]
+    write_result(
+        f"reporter_gpu_validation_pass_wait{wait_ms:g}_kernel{kernel_ms:g}",
+        {"gaps_after_pass_ms": gaps, "pass_step_wall_ms": pass_ms, "passes": len(passes)},
+    )
+    assert len(passes) == 6 and len(after) == 5 and None not in gaps, (len(passes), gaps)
+    kernels = 4 * kernel_ms
+    for gap, wall in zip(gaps, pass_ms, strict=False):
+        assert gap is not None and gap < wall - 0.8 * kernels, (gaps, pass_ms)
+    if wait_ms < 1.0:
+        assert max(gaps) < 10.0, gaps
+    else:
+        assert all(30.0 <= gap <= 70.0 for gap in gaps), gaps
+
+
 XFERTOP_RUN_CUDA_JOB = """
 import time
 import torch

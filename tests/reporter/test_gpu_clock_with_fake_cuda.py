@@ -47,16 +47,39 @@ class GpuLoop:
         self.clock.gap.timer = GpuTimer(gpu, 0, max_pending=8)
         # These stories check every step's gap; sampling has tests/reporter/test_gpu_sampling.py.
         self.clock.gap.sampling.enabled = False
+        self.iteration_steps = 0
 
     def host(self, ms: float) -> None:
         self.gpu.host_work(ms)
         self.now_ns += round(ms * MS)
 
-    def next_batch(self, wait_ms: float) -> None:
-        """next(loader): the loader blocks ``wait_ms``; the step before closes, this one opens."""
-        self.clock.before_next()
+    def next_batch(self, wait_ms: float, source: int = 0) -> None:
+        """next(loader): the loader blocks ``wait_ms``; the step before closes, this one opens. ``source``:
+        the iterator, as the watched loader names it (0: not named), its steps counted as the loader's
+        wrapper counts them."""
+        self.clock.before_next(source=source, loader=source)
         self.host(wait_ms)
         self.clock.after_next([0] * 4)
+        if source:
+            self.iteration_steps += 1
+            self.clock.count_iteration_step(self.iteration_steps, 0, source)
+
+    def validation_pass(self, batches: int, wait_ms: float, gpu_ms: float, source: int = 2) -> None:
+        """A pass over another loader inside the open step: each batch waited ``wait_ms`` for, then its
+        forward queued at once (``gpu_ms`` of kernels, 0.2 ms on the host); the pass's last next() ends it
+        (StopIteration). Its first next() makes the iterator inside the step, as ``for v in val`` does."""
+        for index in range(batches + 1):
+            if index == 0:
+                self.clock.before_next(self.now_ns, wire.F_EPOCH_START, 0, source, source)
+            else:
+                self.clock.before_next(source=source)
+            if index == batches:
+                self.clock.loader_ended()
+                return
+            self.host(wait_ms)
+            self.clock.after_next([0] * 4)
+            self.gpu.launch(gpu_ms)
+            self.host(0.2)
 
     def copy(self, host_ms: float, gpu_ms: float, seen: bool = True) -> None:
         """A copy to the GPU: seen by `xfertop run`'s copy timing (work starts before it is issued), or
@@ -414,6 +437,92 @@ def test_copies_after_the_backward_pass_stay_copies(run: GpuLoop, gpu: FakeCuda)
         assert s.copy_cpu_ms == pytest.approx(0.26)
         assert s.loop_post_ms == pytest.approx(0.5)
         assert s.sync_ms > 15.0 and s.model_ms == pytest.approx(2.0)
+
+
+# -- a pass over another loader inside a step ------------------------------------------------------------
+# The step after a pass has its gap asked against an event recorded before the pass queued its kernels:
+# timed as one interval, the pass's kernels were idle time (session 41's k: 99% busy by NVML, 16% idle
+# by the clock, "loop-bound"). Each story holds the gap to the fake GPU's true idle over the same span.
+
+
+def _pass_every_fifth_step(
+    run: GpuLoop, wait_ms: float, before_model: bool = False
+) -> list[tuple[float, float]]:
+    """Twenty training steps on loader 1 (each logs its loss.item()), a 4-batch pass over loader 2 in
+    every fifth, after the model or at the top of the body. Returns the span (host ms) that the gap of
+    each step measured across a pass covers: from the model's end before the pass to the first work
+    after it."""
+    spans = []
+    model_end = 0.0
+    for index in range(20):
+        run.next_batch(0.5, source=1)
+        passing = index % 5 == 4
+        if passing and before_model:
+            run.host(1.0)  # a log line first (a next() at once on another loader reads as a zip)
+            run.validation_pass(4, wait_ms, gpu_ms=3.0)
+        passed = passing if before_model else index % 5 == 0 and index > 0
+        if passed:
+            spans.append((model_end, run.gpu.host_ms))
+        run.copy(0.1, 1.0)
+        run.model(1.0, 8.0)
+        model_end = run.gpu.host_ms
+        run.sync()  # loss.item(): no backlog carries into the next step
+        if passing and not before_model:
+            run.validation_pass(4, wait_ms, gpu_ms=3.0)
+            run.sync()  # float(correct): the host waits for the pass's kernels
+            run.host(0.3)
+    return spans
+
+
+@pytest.mark.parametrize("wait_ms", [0.5, 12.0])
+def test_a_pass_after_the_model_leaves_its_kernels_out_of_the_next_steps_gap(
+    run: GpuLoop, gpu: FakeCuda, wait_ms: float
+) -> None:
+    # 0.5 ms waits: the pass keeps the GPU busy (its kernels, 12 ms of them, queue up); 12 ms waits: the
+    # GPU drains in each, and those pieces of idle are the gap's (each truncated to whole ns).
+    spans = _pass_every_fifth_step(run, wait_ms)
+    steps = {s.step: s for s in run.finish()}
+    after_pass = [steps[s] for s in steps if s > 0 and steps[s - 1].nested_pass]
+    assert len(after_pass) == len(spans) == 3  # the last pass has no step after it
+    for step, (begin, end) in zip(after_pass, spans, strict=True):
+        assert step.gpu_gap_ms == pytest.approx(gpu.idle_ms(begin, end), abs=1e-5)
+        assert step.gpu_gap_ms < end - begin - 12.0  # the pass's kernels are not in it
+    if wait_ms > 8.0:
+        assert all(s.gpu_gap_ms > 3 * (wait_ms - 3.0) for s in after_pass)  # 3 waits past the model's work
+
+
+def test_a_pass_before_the_model_leaves_its_kernels_out_of_its_steps_gap(run: GpuLoop, gpu: FakeCuda) -> None:
+    spans = _pass_every_fifth_step(run, 12.0, before_model=True)
+    steps = run.finish()
+    passed = [s for s in steps if s.nested_pass]
+    assert len(passed) == len(spans) == 4
+    for step, (begin, end) in zip(passed, spans, strict=True):
+        assert step.gpu_gap_ms == pytest.approx(gpu.idle_ms(begin, end), abs=1e-5)
+        assert step.gpu_gap_ms < end - begin - 12.0
+
+
+def test_a_validation_batch_after_each_step_leaves_its_kernels_out(run: GpuLoop, gpu: FakeCuda) -> None:
+    # next(val_it) once a step after the model: the pass ends with the training loader's next(), no
+    # StopIteration, and no next() of its own after its batch's work.
+    model_end, spans = 0.0, []
+    for index in range(12):
+        run.next_batch(2.0, source=1)
+        if index:
+            spans.append((model_end, gpu.host_ms))
+        run.copy(0.1, 1.0)
+        run.model(1.0, 8.0)
+        model_end = gpu.host_ms
+        first = index == 0
+        run.clock.before_next(run.now_ns if first else 0, wire.F_EPOCH_START if first else 0, 0, 2, 2)
+        run.host(9.0)
+        run.clock.after_next([0] * 4)
+        gpu.launch(6.0)
+        run.host(0.2)
+    steps = run.finish()[1:12]
+    assert all(s.nested_pass for s in steps[:-1]) and len(steps) == len(spans) == 11
+    for step, (begin, end) in zip(steps, spans, strict=True):
+        assert step.gpu_gap_ms == pytest.approx(gpu.idle_ms(begin, end), abs=1e-5)
+        assert step.gpu_gap_ms < end - begin - 6.0
 
 
 # -- epochs ------------------------------------------------------------------------------------------------

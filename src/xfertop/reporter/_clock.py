@@ -339,17 +339,20 @@ class StepClock:
                 if source == passed and self._nested_batches <= self.loaders.longest_iteration:
                     self._in_nested = True
                     self._wait_began_ns = now
+                    self.gap.pass_waits()
                     if now >= self._next_tick_ns and self.writer is not None:
                         self._tick(now)  # a long evaluation pass: the ring's heartbeat goes on
                     return
                 self.nested_source = 0  # the training loader's next(), or any other: the pass is over
                 self._pass_before_model = False
+                self.gap.pass_ends()
             # (A pass may end in another: a persistent validation iterator, exhausted, made anew.) The
             # cheap test first: a single loader's next() is never another iterator's.
             if source != self._open_source and self._nests(source, loader, passed, flags, iter_began_ns):
                 self.nested_source, self._nested_batches = source, 1
                 self._nested_loader = loader
                 self._pass_before_model = not self.work.model_end_ns
+                self.gap.pass_begins(after_model=not self._pass_before_model)
                 self._in_nested = True
                 # The pass's iter() (its workers starting) is its first wait, where it was called in this
                 # step: an iterator made before it (at setup) has waited for nothing of the step's.
@@ -387,6 +390,7 @@ class StepClock:
                 # DataLoader), the rest of the pass the loop's work after the model. The step's loader is
                 # the pass's where the pass waited longer: the advice names the loader that waits.
                 self._in_nested = False
+                self.gap.pass_batch_arrives()
                 wait = now - self._wait_began_ns
                 work = self.work
                 work.waited_after_model(wait)
@@ -422,6 +426,7 @@ class StepClock:
             self._pass_before_model = False
             self.work.open = True  # too late for this step's model marks; the steps after it are right
         self.nested_source = 0
+        self.gap.pass_ends()
         self._flags &= ~wire.F_NESTED_PASS
 
     def _second_input(self, source: int, loader: int) -> bool:
@@ -438,6 +443,7 @@ class StepClock:
         step's data wait, the rest of it the loop's own work before the model, whose marks start now."""
         self._pass_before_model = False
         self.nested_source = 0
+        self.gap.pass_ends()
         self.work.pass_ended_before_model()
 
     def _nests(

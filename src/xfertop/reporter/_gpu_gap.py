@@ -6,6 +6,14 @@ GPU still works on the step before (no gap); passed, the stream has drained, and
 times the gap once both complete (_gpu_timer.py). Which steps are measured: ``sampling``
 (_gpu_sampling.py), so that the host time spent in CUDA calls stays within budget.
 
+A pass over another loader inside a step (validation every N steps) queues kernels of its own between
+the step's ``after`` and the next step's first work: timed as one interval, they were booked as idle (a
+job at 99% NVML busy read 16% idle and "loop-bound"). Its work is queued between a batch's arrival and
+the pass's next next(), never while it waits, so the mark moves with it: re-recorded at each of its
+next() calls, asked at each batch's arrival as a step's first work asks ``after``. Each time the stream
+had drained, a piece of idle (mark -> an event now) is measured, and the gap the next first work
+measures is the sum: the GPU's idle between the two ends, its busy time in between left out.
+
 The clock says when steps open and close and where their work starts; this part owns the events, the
 sampling and the CUDA device the events run on, and hands back the ring flags the gap sets.
 """
@@ -19,10 +27,13 @@ from typing import Any
 
 from xfertop import wire
 from xfertop.reporter._gpu_sampling import GpuSampling
-from xfertop.reporter._gpu_timer import MAX_RESOLVED_PER_BOUNDARY, GpuTimer, PendingGap
+from xfertop.reporter._gpu_timer import MAX_RESOLVED_PER_BOUNDARY, GpuTimer, PendingGap, elapsed_ns
 from xfertop.reporter._ring_writer import RingWriter
 
 _now_ns = time.perf_counter_ns
+#: Which mark a pass moves (GpuGap._pass_mark).
+_AFTER = 1
+_AFTER_PREV = 2
 
 
 class GpuGap:
@@ -47,6 +58,15 @@ class GpuGap:
         self.marking = False
         #: Measured gaps wait to be patched into the ring (pending, or dropped): ``step_written`` has work.
         self.unresolved = False
+        #: A pass inside the open step moves a mark (pass_begins): 0 none, _AFTER this step's ``after``
+        #: (the pass follows its model), _AFTER_PREV the step before's (the pass comes before the model).
+        self._pass_mark = 0
+        #: Pieces of idle a pass measured, for the gap the next first work measures: pairs of events not
+        #: yet resolved, and the ns of those resolved (None and 0: none, the usual step).
+        self._pieces: list[tuple[Any, Any]] | None = None
+        self._pieces_ns = 0
+        #: The end of the piece the mark opened at the pass's last batch, until the mark moves on.
+        self._piece_end: Any = None
 
     def use_cuda_device(self, index: int | None) -> str | None:
         """Run the events on CUDA device ``index`` (None: the current one); the device's name, or None
@@ -75,7 +95,9 @@ class GpuGap:
         began = _now_ns()
         self.after_prev = None
         flags = 0
-        if not after.query():
+        if self._pieces is not None and self._pass_mark != _AFTER:  # (an open pass's are the next gap's)
+            flags = self._measure_with_pieces(step, after, timer)
+        elif not after.query():
             self.gap_ns = 0
             timer.release(after)
         else:
@@ -90,6 +112,26 @@ class GpuGap:
                 self.timed_steps += 1
         self.sampling.spent_ns += _now_ns() - began
         return flags
+
+    def _measure_with_pieces(self, step: int, after: Any, timer: GpuTimer) -> int:
+        """measure() where a pass measured pieces of idle since the step before's model: the gap is
+        theirs and, where the stream has drained again, after -> now."""
+        if self._pass_mark == _AFTER_PREV:  # the step's first work ends the pass before its model
+            self._settle_open_piece(timer)
+        pieces, pieces_ns = self._pieces or [], self._pieces_ns
+        self._pieces, self._pieces_ns = None, 0
+        first = timer.record() if after.query() else None
+        if first is None:  # busy (or a graph being captured): the pieces alone
+            timer.release(after)
+            after = None
+        if first is None and not pieces:
+            self.gap_ns = pieces_ns
+            return 0
+        timer.add(PendingGap(step, after, first, pieces, pieces_ns))
+        self.unresolved = True
+        self.gap_ns = wire.NO_VALUE
+        self.timed_steps += 1
+        return wire.F_GPU_PENDING
 
     def model_ended(self) -> None:
         """The model's work for the step is queued: the step's ``after`` event moves here (the model's
@@ -114,6 +156,8 @@ class GpuGap:
         began = _now_ns()
         flags = self.measure(step) if self.after_prev is not None else 0
         sampling = self.sampling
+        if self._pass_mark:
+            self._settle_open_piece(timer)
         if self._marks_end:
             if self._after is None:
                 self._after = timer.record()  # no backward or optimizer step seen: the step's end
@@ -121,8 +165,104 @@ class GpuGap:
             sampling.step_closed(sampling.spent_ns + _now_ns() - began, now, step)
         else:
             self.after_prev = None
+            self._drop_pieces(timer)
             sampling.spent_ns += _now_ns() - began
         return flags
+
+    # -- a pass over another loader inside the open step (see the module docstring) ------------------------
+    def pass_begins(self, after_model: bool) -> None:
+        """A pass begins inside the open step, after its model (its ``after`` is the mark, where this
+        step records one) or before it (the step before's, where its gap is still to be asked)."""
+        if self.timer is None:
+            return
+        if after_model:
+            self._pass_mark = _AFTER if self._marks_end else 0
+        else:
+            self._pass_mark = _AFTER_PREV if self.after_prev is not None else 0
+
+    def pass_ends(self) -> None:
+        """The pass is over; what it measured stays for the gap the next first work measures."""
+        timer = self.timer
+        if self._pass_mark and timer is not None:
+            began = _now_ns()
+            self._settle_open_piece(timer)
+            self.sampling.spent_ns += _now_ns() - began
+        self._pass_mark = 0
+
+    def pass_batch_arrives(self) -> None:
+        """A batch of the pass arrived: its work is about to be queued. The mark is asked as at a step's
+        first work: drained, the GPU idled since, and a piece of idle ends now (an event, to be read when
+        the mark moves on)."""
+        slot, timer = self._pass_mark, self.timer
+        if not slot or timer is None or self._piece_end is not None:
+            return
+        mark = self._after if slot == _AFTER else self.after_prev
+        if mark is None:
+            return
+        began = _now_ns()
+        if mark.query():
+            self._piece_end = timer.record()  # (None while a CUDA graph is captured: no piece)
+            if self._pieces is None:
+                self._pieces = []  # measure() takes the pieces' path from here on
+        self.sampling.spent_ns += _now_ns() - began
+
+    def pass_waits(self) -> None:
+        """A next() of the pass begins: the work of its batch so far is queued, so the mark moves here."""
+        slot, timer = self._pass_mark, self.timer
+        if not slot or timer is None:
+            return
+        began = _now_ns()
+        mark = self._after if slot == _AFTER else self.after_prev
+        if self._piece_end is not None:
+            mark = self._close_piece(mark, timer)
+        if mark is None:
+            mark = timer.record()
+            if slot == _AFTER:
+                self._after = mark
+            else:
+                self.after_prev = mark
+        else:
+            timer.re_record(mark)
+        self.sampling.spent_ns += _now_ns() - began
+
+    def _close_piece(self, mark: Any, timer: GpuTimer) -> Any:
+        """The open piece of idle (``mark`` -> ``_piece_end``) is final: read now where its end has
+        completed (it was recorded on a drained stream), else kept for the gap's resolution. Returns the
+        mark, free to move on, or None where the piece keeps it."""
+        end, self._piece_end = self._piece_end, None
+        if end.query():
+            self._pieces_ns += elapsed_ns(mark, end)
+            timer.release(end)
+            return mark
+        if self._pieces is None:
+            self._pieces = []
+        self._pieces.append((mark, end))
+        return None
+
+    def _settle_open_piece(self, timer: GpuTimer) -> None:
+        """The pass ends (its batch's work queued, no next() after it): an open piece is final, and the
+        mark moves to now (``after``, the pass following the model), or the piece is left to after -> the
+        first work, which covers it (before the model). The pass's mark is given up."""
+        slot, end = self._pass_mark, self._piece_end
+        self._pass_mark = 0
+        if end is None:
+            return
+        if slot == _AFTER:
+            mark = self._close_piece(self._after, timer)
+            if mark is None:
+                self._after = timer.record()
+            else:
+                timer.re_record(mark)
+        else:
+            timer.release(end)
+            self._piece_end = None
+
+    def _drop_pieces(self, timer: GpuTimer) -> None:
+        for pair in self._pieces or ():
+            timer.release(pair[0])
+            timer.release(pair[1])
+        timer.release(self._piece_end)
+        self._pieces, self._pieces_ns, self._piece_end = None, 0, None
 
     # -- patching the ring once the events complete ------------------------------------------------------
     def step_written(self, writer: RingWriter) -> None:

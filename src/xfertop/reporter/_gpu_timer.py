@@ -9,7 +9,10 @@ or the model's call), ``after`` is asked with ``query()``:
 - complete: the stream has drained, so an event ``first`` recorded now completes at once, and
   ``after.elapsed_time(first)`` is how long the GPU had nothing to do. That is the GPU's idle gap, and
   the host's clock says what the host did meanwhile (the analysis attributes it).
-Pending pairs sit in a bounded deque; the oldest is asked at step boundaries and resolved once done.
+A pass over another loader between the two (validation every N steps) queues its own kernels between
+``after`` and ``first``: its idle is measured in pieces across which nothing was queued (_gpu_gap.py), and
+the gap is their sum. Pending gaps sit in a bounded deque; the oldest is asked at step boundaries and
+resolved once done.
 """
 
 from __future__ import annotations
@@ -26,9 +29,42 @@ MAX_RESOLVED_PER_BOUNDARY = 4
 
 @dataclass(slots=True)
 class PendingGap:
+    """A step's gap waiting for its events: ``after`` -> ``first`` (None: the GPU was still busy at the
+    step's first work), plus idle measured earlier in pieces (``pieces``, pairs of events, and
+    ``pieces_ns``, those already resolved). ``last``: the event recorded last, whose completion means all
+    of them completed (a stream runs its events in order)."""
+
     step: int
     after: Any
     first: Any
+    pieces: list[tuple[Any, Any]] | None = None
+    pieces_ns: int = 0
+
+    @property
+    def last(self) -> Any:
+        if self.first is not None:
+            return self.first
+        return self.pieces[-1][1] if self.pieces else None
+
+    def events(self) -> list[Any]:
+        out = [self.after, self.first]
+        for pair in self.pieces or ():
+            out.extend(pair)
+        return [event for event in out if event is not None]
+
+    def idle_ns(self) -> int:
+        """The gap once ``last`` has completed: every piece's idle and after -> first."""
+        total = self.pieces_ns
+        for begin, end in self.pieces or ():
+            total += elapsed_ns(begin, end)
+        if self.first is not None:
+            total += elapsed_ns(self.after, self.first)
+        return total
+
+
+def elapsed_ns(begin: Any, end: Any) -> int:
+    """The GPU's time between two completed events, in ns (never negative)."""
+    return max(0, int(begin.elapsed_time(end) * 1_000_000))
 
 
 class GpuTimer:
@@ -94,18 +130,28 @@ class GpuTimer:
         if len(self.pending) >= self.max_pending:
             oldest = self.pending.popleft()
             self.dropped_steps.append(oldest.step)
-            self.release(oldest.after)
-            self.release(oldest.first)
+            for event in oldest.events():
+                self.release(event)
         self.pending.append(pending)
 
     def resolve(self, on_resolved: ResolvedCallback) -> None:
         """Resolve the oldest completed gaps (a few at most); never waits for the GPU."""
         pending = self.pending
         for _ in range(MAX_RESOLVED_PER_BOUNDARY):
-            if not pending or not pending[0].first.query():
+            if not pending:
                 return
-            oldest = pending.popleft()
-            gap_ns = int(oldest.after.elapsed_time(oldest.first) * 1_000_000)
-            on_resolved(oldest.step, max(0, gap_ns))
-            self.release(oldest.after)
-            self.release(oldest.first)
+            oldest = pending[0]
+            if oldest.pieces is None:  # the usual gap, one pair: no list built
+                if not oldest.first.query():
+                    return
+                pending.popleft()
+                on_resolved(oldest.step, max(0, int(oldest.after.elapsed_time(oldest.first) * 1_000_000)))
+                self.release(oldest.after)
+                self.release(oldest.first)
+                continue
+            if not oldest.last.query():
+                return
+            pending.popleft()
+            on_resolved(oldest.step, oldest.idle_ns())
+            for event in oldest.events():
+                self.release(event)
