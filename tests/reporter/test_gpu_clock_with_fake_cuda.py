@@ -501,12 +501,16 @@ def test_a_pass_before_the_model_leaves_its_kernels_out_of_its_steps_gap(run: Gp
         assert step.gpu_gap_ms < end - begin - 12.0
 
 
-def test_a_validation_batch_after_each_step_leaves_its_kernels_out(run: GpuLoop, gpu: FakeCuda) -> None:
+@pytest.mark.parametrize("val_wait_ms", [9.0, 1.0])
+def test_a_validation_batch_after_each_step_leaves_its_kernels_out(
+    run: GpuLoop, gpu: FakeCuda, val_wait_ms: float
+) -> None:
     # next(val_it) once a step after the model: the pass ends with the training loader's next(), no
-    # StopIteration, and no next() of its own after its batch's work.
+    # StopIteration, and no next() of its own after its batch's work. 9 ms: the GPU drained before the
+    # batch came; 1 ms: the model's kernels still ran (no piece), yet the batch's kernels are no idle.
     model_end, spans = 0.0, []
     for index in range(12):
-        run.next_batch(2.0, source=1)
+        run.next_batch(2.0 if val_wait_ms > 5 else 20.0, source=1)
         if index:
             spans.append((model_end, gpu.host_ms))
         run.copy(0.1, 1.0)
@@ -514,7 +518,7 @@ def test_a_validation_batch_after_each_step_leaves_its_kernels_out(run: GpuLoop,
         model_end = gpu.host_ms
         first = index == 0
         run.clock.before_next(run.now_ns if first else 0, wire.F_EPOCH_START if first else 0, 0, 2, 2)
-        run.host(9.0)
+        run.host(val_wait_ms)
         run.clock.after_next([0] * 4)
         gpu.launch(6.0)
         run.host(0.2)
@@ -523,6 +527,59 @@ def test_a_validation_batch_after_each_step_leaves_its_kernels_out(run: GpuLoop,
     for step, (begin, end) in zip(steps, spans, strict=True):
         assert step.gpu_gap_ms == pytest.approx(gpu.idle_ms(begin, end), abs=1e-5)
         assert step.gpu_gap_ms < end - begin - 6.0
+
+
+def test_a_pass_left_without_its_last_next_leaves_its_kernels_out(run: GpuLoop, gpu: FakeCuda) -> None:
+    # `for v in islice(val, 3)` after the model: no StopIteration next(); the last batch's kernels are
+    # queued after the mark, which moves when the training loader's next() ends the pass.
+    model_end, spans = 0.0, []
+    for index in range(8):
+        run.next_batch(20.0, source=1)
+        if index == 4:
+            spans.append((model_end, gpu.host_ms))
+        run.copy(0.1, 1.0)
+        run.model(1.0, 8.0)
+        model_end = gpu.host_ms
+        run.sync()
+        if index == 3:
+            for batch in range(3):
+                first = batch == 0
+                run.clock.before_next(run.now_ns if first else 0, wire.F_EPOCH_START if first else 0, 0, 2, 2)
+                run.host(0.5)
+                run.clock.after_next([0] * 4)
+                gpu.launch(5.0)
+                run.host(0.2)
+    steps = run.finish()
+    (after,) = [s for s in steps if s.step > 0 and steps[s.step - 1].nested_pass]
+    ((begin, end),) = spans
+    assert after.gpu_gap_ms == pytest.approx(gpu.idle_ms(begin, end), abs=1e-5)
+
+
+def test_a_gap_asked_at_the_close_of_a_step_with_a_pass_stays_within_its_span(
+    run: GpuLoop, gpu: FakeCuda
+) -> None:
+    # A step whose model's end is seen but not its first work (data already on the GPU, raw tensors):
+    # its own gap is asked at its close, after its pass. The pass's pieces belong to no later gap then.
+    for _ in range(5):
+        run.next_batch(5.0, source=1)
+        run.copy(0.1, 1.0)
+        run.model(1.0, 8.0)
+        run.sync()
+    began = gpu.host_ms
+    run.next_batch(5.0, source=1)
+    gpu.launch(8.0)
+    run.host(1.0)
+    run.clock.work.model_ended()  # a backward seen, no model call nor copy before it
+    run.sync()
+    run.validation_pass(2, 12.0, gpu_ms=3.0)
+    run.sync()
+    run.next_batch(5.0, source=1)
+    closed = gpu.host_ms - 5.0
+    run.copy(0.1, 1.0)
+    run.model(1.0, 8.0)
+    steps = {s.step: s for s in run.finish()}
+    gap = steps[5].gpu_gap_ms
+    assert gap is not None and gap <= closed - began  # (the pieces once counted twice: 61 ms in 47)
 
 
 # -- epochs ------------------------------------------------------------------------------------------------

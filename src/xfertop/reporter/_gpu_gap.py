@@ -67,6 +67,8 @@ class GpuGap:
         self._pieces_ns = 0
         #: The end of the piece the mark opened at the pass's last batch, until the mark moves on.
         self._piece_end: Any = None
+        #: A batch of the pass arrived and no next() of it came since: its work is queued after the mark.
+        self._pass_batch_open = False
 
     def use_cuda_device(self, index: int | None) -> str | None:
         """Run the events on CUDA device ``index`` (None: the current one); the device's name, or None
@@ -93,11 +95,13 @@ class GpuGap:
         if after is None or timer is None:
             return 0
         began = _now_ns()
-        self.after_prev = None
         flags = 0
-        if self._pieces is not None and self._pass_mark != _AFTER:  # (an open pass's are the next gap's)
-            flags = self._measure_with_pieces(step, after, timer)
-        elif not after.query():
+        if self._pieces is not None:  # a pass ran since the step before's model
+            flags = self._measure_with_pieces(step, timer)
+            self.sampling.spent_ns += _now_ns() - began
+            return flags
+        self.after_prev = None
+        if not after.query():
             self.gap_ns = 0
             timer.release(after)
         else:
@@ -113,11 +117,15 @@ class GpuGap:
         self.sampling.spent_ns += _now_ns() - began
         return flags
 
-    def _measure_with_pieces(self, step: int, after: Any, timer: GpuTimer) -> int:
-        """measure() where a pass measured pieces of idle since the step before's model: the gap is
-        theirs and, where the stream has drained again, after -> now."""
-        if self._pass_mark == _AFTER_PREV:  # the step's first work ends the pass before its model
-            self._settle_open_piece(timer)
+    def _measure_with_pieces(self, step: int, timer: GpuTimer) -> int:
+        """measure() where a pass ran since the step before's model: the gap is its pieces of idle and,
+        where the stream has drained again, the last mark -> now."""
+        if self._pass_mark:  # the step's first work ends the pass before its model
+            self._settle_pass(timer)
+        after, self.after_prev = self.after_prev, None
+        if after is None:  # (a CUDA graph was being captured: no mark) no gap
+            self._drop_pieces(timer)
+            return 0
         pieces, pieces_ns = self._pieces or [], self._pieces_ns
         self._pieces, self._pieces_ns = None, 0
         first = timer.record() if after.query() else None
@@ -157,7 +165,7 @@ class GpuGap:
         flags = self.measure(step) if self.after_prev is not None else 0
         sampling = self.sampling
         if self._pass_mark:
-            self._settle_open_piece(timer)
+            self._settle_pass(timer)
         if self._marks_end:
             if self._after is None:
                 self._after = timer.record()  # no backward or optimizer step seen: the step's end
@@ -165,18 +173,22 @@ class GpuGap:
             sampling.step_closed(sampling.spent_ns + _now_ns() - began, now, step)
         else:
             self.after_prev = None
-            self._drop_pieces(timer)
             sampling.spent_ns += _now_ns() - began
+        if self.after_prev is None and self._pieces is not None:  # no gap left to carry them
+            self._drop_pieces(timer)
         return flags
 
     # -- a pass over another loader inside the open step (see the module docstring) ------------------------
     def pass_begins(self, after_model: bool) -> None:
         """A pass begins inside the open step, after its model (its ``after`` is the mark, where this
-        step records one) or before it (the step before's, where its gap is still to be asked)."""
+        step records one) or before it (the step before's, where its gap is still to be asked). After the
+        model with this step's own gap not asked yet (no first work was seen), the pieces would join that
+        gap, not the next one: the pass is not followed then."""
         if self.timer is None:
             return
+        self._pass_batch_open = False
         if after_model:
-            self._pass_mark = _AFTER if self._marks_end else 0
+            self._pass_mark = _AFTER if self._marks_end and self.after_prev is None else 0
         else:
             self._pass_mark = _AFTER_PREV if self.after_prev is not None else 0
 
@@ -185,33 +197,39 @@ class GpuGap:
         timer = self.timer
         if self._pass_mark and timer is not None:
             began = _now_ns()
-            self._settle_open_piece(timer)
+            self._settle_pass(timer)
             self.sampling.spent_ns += _now_ns() - began
-        self._pass_mark = 0
 
     def pass_batch_arrives(self) -> None:
         """A batch of the pass arrived: its work is about to be queued. The mark is asked as at a step's
-        first work: drained, the GPU idled since, and a piece of idle ends now (an event, to be read when
-        the mark moves on)."""
+        first work: drained, the GPU idled since, and a piece of idle ends now (an event, read when the
+        mark moves on)."""
         slot, timer = self._pass_mark, self.timer
-        if not slot or timer is None or self._piece_end is not None:
+        if not slot or timer is None or self._pass_batch_open:
             return
+        self._pass_batch_open = True  # the mark must move before the gap is asked (_move_mark)
+        if self._pieces is None:
+            self._pieces = []  # measure() takes the pieces' path from here on
         mark = self._after if slot == _AFTER else self.after_prev
         if mark is None:
             return
         began = _now_ns()
         if mark.query():
             self._piece_end = timer.record()  # (None while a CUDA graph is captured: no piece)
-            if self._pieces is None:
-                self._pieces = []  # measure() takes the pieces' path from here on
         self.sampling.spent_ns += _now_ns() - began
 
     def pass_waits(self) -> None:
         """A next() of the pass begins: the work of its batch so far is queued, so the mark moves here."""
-        slot, timer = self._pass_mark, self.timer
-        if not slot or timer is None:
-            return
-        began = _now_ns()
+        timer = self.timer
+        if self._pass_mark and timer is not None:
+            began = _now_ns()
+            self._move_mark(timer)
+            self.sampling.spent_ns += _now_ns() - began
+
+    def _move_mark(self, timer: GpuTimer) -> None:
+        """The pass's work so far is queued: an open piece is final, and the mark is recorded now."""
+        self._pass_batch_open = False
+        slot = self._pass_mark
         mark = self._after if slot == _AFTER else self.after_prev
         if self._piece_end is not None:
             mark = self._close_piece(mark, timer)
@@ -223,7 +241,14 @@ class GpuGap:
                 self.after_prev = mark
         else:
             timer.re_record(mark)
-        self.sampling.spent_ns += _now_ns() - began
+
+    def _settle_pass(self, timer: GpuTimer) -> None:
+        """The pass ends, or the step's first work comes: a batch that arrived with no next() of the
+        pass after it had its work queued after the mark, which moves to now (its piece, if open, is
+        final). The pass is no longer followed."""
+        if self._pass_batch_open:
+            self._move_mark(timer)
+        self._pass_mark = 0
 
     def _close_piece(self, mark: Any, timer: GpuTimer) -> Any:
         """The open piece of idle (``mark`` -> ``_piece_end``) is final: read now where its end has
@@ -238,24 +263,6 @@ class GpuGap:
             self._pieces = []
         self._pieces.append((mark, end))
         return None
-
-    def _settle_open_piece(self, timer: GpuTimer) -> None:
-        """The pass ends (its batch's work queued, no next() after it): an open piece is final, and the
-        mark moves to now (``after``, the pass following the model), or the piece is left to after -> the
-        first work, which covers it (before the model). The pass's mark is given up."""
-        slot, end = self._pass_mark, self._piece_end
-        self._pass_mark = 0
-        if end is None:
-            return
-        if slot == _AFTER:
-            mark = self._close_piece(self._after, timer)
-            if mark is None:
-                self._after = timer.record()
-            else:
-                timer.re_record(mark)
-        else:
-            timer.release(end)
-            self._piece_end = None
 
     def _drop_pieces(self, timer: GpuTimer) -> None:
         for pair in self._pieces or ():
