@@ -145,7 +145,7 @@ class GpuTimer:
                 if not oldest.first.query():
                     return
                 pending.popleft()
-                on_resolved(oldest.step, max(0, int(oldest.after.elapsed_time(oldest.first) * 1_000_000)))
+                on_resolved(oldest.step, elapsed_ns(oldest.after, oldest.first))
                 self.release(oldest.after)
                 self.release(oldest.first)
                 continue
