@@ -639,6 +639,9 @@ def run_job(
         for name in ("stdout.txt", "stderr.txt"):
             with contextlib.suppress(OSError):
                 shutil.copy(work / name, log_dir / f"{scenario.id}-{mode}-{name}")
+        if mode != "truth":  # the rings and the run's summary: every step, for reading the verdict again
+            with contextlib.suppress(OSError):
+                shutil.copytree(ring_dir, log_dir / f"{scenario.id}-{mode}-rings")
     shutil.rmtree(work, ignore_errors=True)
     return run
 
@@ -1038,7 +1041,9 @@ def main(argv: list[str] | None = None) -> int:
         "once: a new `xfertop --once --json` each poll (the load of sessions before the fifteenth)",
     )
     parser.add_argument("--json", dest="json_out", default=None, help="write the full results here")
-    parser.add_argument("--logs", default=None, help="keep every job's stdout/stderr in this directory")
+    parser.add_argument(
+        "--logs", default=None, help="keep every job's stdout/stderr and its rings in this directory"
+    )
     parser.add_argument(
         "--omp-threads",
         default="auto",
