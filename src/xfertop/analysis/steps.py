@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -435,12 +435,14 @@ def window_stats(
     )
     elapsed_s = wall_total_s + between_ms / 1000
     typical_wall = statistics.median(wall)
-    checkpoint_ms = _beyond(typical_wall, (s.wall_ms for s in saving))
+    before = steps[max(0, before_first - len(window)) : before_first]
+    checkpoint_ms, _ = _cost_beyond(typical_wall, before, window, lambda s: s.checkpoint)
     passes = [s for s in window if s.nested_pass]
-    passes_ms = _beyond(typical_wall, (s.wall_ms for s in passes))
+    passes_ms, refilled_ms = _cost_beyond(typical_wall, before, window, lambda s: s.nested_pass)
     pass_waits_ms = _beyond(statistics.median(wait), (s.data_wait_ms for s in passes))
     typical_post = statistics.median(s.loop_post_ms for s in window)
-    pass_work_ms = _beyond(typical_post, (s.loop_post_ms for s in passes))
+    # The queued work a pass's sync waited for was in its work after the model (its `float(correct)`).
+    pass_work_ms = max(0.0, _beyond(typical_post, (s.loop_post_ms for s in passes)) - refilled_ms)
     # The GPU's idle through a pass is in the gap of the step after it, where that step was timed.
     after_pass = {s.step + 1 for s in passes}
     passes_timed = sum(1 for s in window if s.step in after_pass and s.gpu_gap_ms is not None)
@@ -513,6 +515,39 @@ def _pass_period(window: Sequence[StepRecord], passes: Sequence[StepRecord]) -> 
 def _beyond(typical: float, values: Iterable[float]) -> float:
     """What ``values`` hold beyond ``typical`` each, summed: what a window's special steps cost it."""
     return sum(max(0.0, value - typical) for value in values)
+
+
+def _cost_beyond(
+    typical: float,
+    before: Sequence[StepRecord],
+    window: Sequence[StepRecord],
+    special: Callable[[StepRecord], bool],
+) -> tuple[float, float]:
+    """What the window's special steps (a pass over another loader, a checkpoint) cost it: their walls
+    beyond ``typical`` each, less what the steps right after each ran short of it; and that shortfall.
+
+    A sync in a special step (`float(correct)` at a validation pass's end, torch.save copying the weights
+    to the host) waits for the GPU work the host had queued ahead of it: the training steps' kernels, which
+    a synchronised run books to those steps. The special step's wall then holds them, and the steps after
+    it run short of the typical pace while the host fills the queue again (session 41's k on an H100: its
+    passes read 42-56% of the time beyond a typical step, its synchronised truth 13%). What ran short is
+    counted back, up to each special step's own excess; on a CPU, or a GPU the host does not run ahead of,
+    the steps after it keep their pace and nothing is counted back. ``before``: the steps before the
+    window, whose last special step's shortfall may run into it (a window of whole periods starts right
+    after a pass, and ends at one whose shortfall it does not hold)."""
+    cost = refilled = owed = 0.0
+    for i, step in enumerate(itertools.chain(before, window)):
+        counts = i >= len(before)
+        if special(step):
+            owed = max(0.0, step.wall_ms - typical)
+            cost += owed if counts else 0.0
+        elif owed > 0.0 and step.wall_ms < typical:
+            short = min(owed, typical - step.wall_ms)
+            refilled += short if counts else 0.0
+            owed -= short
+        else:
+            owed = 0.0
+    return max(0.0, cost - refilled), refilled
 
 
 def between_iterations_ms(step: StepRecord, previous: StepRecord | None) -> float:
