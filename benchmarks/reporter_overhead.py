@@ -292,18 +292,19 @@ def fastest():
     return min(passes)
 
 times = {"ns_per_step": fastest()}
-if sys.argv[3:] == ["--then-hooks"]:
+if sys.argv[3:4] == ["--then-hooks"]:
     # `xfertop run`'s own hooks, as autopatch.install puts them on at torch's import (torch is in: now).
-    # Then off and on again: the hooks this loop runs through (DataLoader.__iter__, Tensor.to) swapped
-    # for torch's own and back, so that a drift of the machine between the first two passes shows.
+    # Then off and on in turns: the hooks this loop runs through (DataLoader.__iter__, Tensor.to) swapped
+    # for torch's own and back, so that the machine's drift weighs on both sides alike.
     from xfertop.launch import autopatch
     autopatch.install(copy_timing=True)
-    times["with_hooks_ns_per_step"] = fastest()
     hooked = DataLoader.__iter__, torch.Tensor.to
-    DataLoader.__iter__, torch.Tensor.to = hooked[0].__wrapped__, hooked[1].__wrapped__
-    times["off_again_ns_per_step"] = fastest()
-    DataLoader.__iter__, torch.Tensor.to = hooked
-    times["on_again_ns_per_step"] = fastest()
+    times["on_ns_per_step"], times["off_ns_per_step"] = [], []
+    for _ in range(int(sys.argv[4]) if sys.argv[4:] else 3):
+        DataLoader.__iter__, torch.Tensor.to = hooked
+        times["on_ns_per_step"].append(fastest())
+        DataLoader.__iter__, torch.Tensor.to = hooked[0].__wrapped__, hooked[1].__wrapped__
+        times["off_ns_per_step"].append(fastest())
 print(json.dumps(times))
 """
 
@@ -314,28 +315,30 @@ def _child_script() -> Path:
     return script
 
 
-def run_hooks_in_one_process(steps: int, rounds: int, device: str) -> dict[str, Any]:
-    """CHILD's loop before `xfertop run`'s hooks go on, with them, with the ones it runs through off again
-    and on again, in one process a round: the cost of run's own hooks without the spread between processes
-    of ``run_modes`` (tens of us) and without the side-by-side rows' stand-in (``xfertop.watch`` for run's
-    DataLoader hook), which read about half of it on the CPU VM (docs/measurements/cpu-2026-12-06-s40/).
-    A round's figure is the mean of its two on-minus-off differences, each against the pass before it."""
+def run_hooks_in_one_process(steps: int, rounds: int, device: str, turns: int = 6) -> dict[str, Any]:
+    """CHILD's loop before `xfertop run`'s hooks go on, then with them on and off in ``turns`` turns (the
+    ones it runs through swapped for torch's own and back), in one process a round: the cost of run's own
+    hooks without the spread between processes of ``run_modes`` (tens of us) and without the side-by-side
+    rows' stand-in (``xfertop.watch`` for run's DataLoader hook), which read about half of it on the CPU VM
+    (docs/measurements/cpu-2026-12-06-s40/). A round's figure is the median of its on-minus-off
+    differences, each on pass against the off passes either side of it (session 41's H100 read rounds of
+    +7.4, +19.6 and +12.7 us from one on-off-on each)."""
     script = _child_script()
     before: list[float] = []
     added: list[float] = []
     for _ in range(rounds):
         out = subprocess.run(
-            [sys.executable, str(script), str(steps), device, "--then-hooks"],
+            [sys.executable, str(script), str(steps), device, "--then-hooks", str(turns)],
             capture_output=True,
             text=True,
             check=True,
         ).stdout
         times = json.loads(out.strip().splitlines()[-1])
         before.append(times["ns_per_step"])
-        # On, off, on again: the mean of the two differences, each against the pass just before it.
-        on_ns = times["with_hooks_ns_per_step"] - times["ns_per_step"]
-        on_again_ns = times["on_again_ns_per_step"] - times["off_again_ns_per_step"]
-        added.append((on_ns + on_again_ns) / 2)
+        on, off = times["on_ns_per_step"], times["off_ns_per_step"]
+        # The first on pass has no off pass before it: it is weighed against the one after it alone.
+        sides = [off[0], *((a + b) / 2 for a, b in itertools.pairwise(off))]
+        added.append(statistics.median(o - s for o, s in zip(on, sides, strict=True)))
     base, median = statistics.median(before), statistics.median(added)
     return {
         "steps": steps,
