@@ -143,9 +143,13 @@ def test_a_missing_pyspy_exits_2_and_says_how_to_install_it(
 @needs_ptrace
 def test_dump_returns_the_main_thread_of_a_live_process() -> None:
     with training_job("compute") as job:
-        stacks = dump(job.pid)
-    main = [s for s in stacks if s.is_main_thread]
-    assert len(main) == 1 and main[0].frames[-1].name == "<module>"
+        # --nonblocking reads the stack while the job runs: a read that meets a call being made can come
+        # back short of its outer frames (CI at fa9803f: a main thread ending in Optimizer.zero_grad).
+        # Every dump has one main thread; not every one is whole.
+        dumps = [dump(job.pid) for _ in range(5)]
+    mains = [[s for s in stacks if s.is_main_thread] for stacks in dumps]
+    assert all(len(main) == 1 for main in mains), mains
+    assert any(main[0].frames[-1].name == "<module>" for main in mains), mains
 
 
 @needs_ptrace
