@@ -304,5 +304,9 @@ def test_a_pass_on_a_gpu_the_host_does_not_run_ahead_of_costs_its_whole_step() -
     window = stats_window(steps)
     typical = statistics.median(s.wall_ms for s in window)
     gross = sum(s.wall_ms - typical for s in window if s.nested_pass) / sum(s.wall_ms for s in window)
+    without = host_ahead_of_the_gpu(1000, queue_steps=0)
+    wall = sum(s.wall_ms for s in steps[-500:])
+    truth = (wall - sum(s.wall_ms for s in without[-500:])) / wall
     stats = window_stats(steps)
     assert stats is not None and stats.nested_pass_share == pytest.approx(gross, abs=0.005)
+    assert stats.nested_pass_share == pytest.approx(truth, abs=0.01)
