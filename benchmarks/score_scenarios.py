@@ -639,7 +639,7 @@ def run_job(
         for name in ("stdout.txt", "stderr.txt"):
             with contextlib.suppress(OSError):
                 shutil.copy(work / name, log_dir / f"{scenario.id}-{mode}-{name}")
-        if mode != "truth":  # the rings and the run's summary: every step, for reading the verdict again
+        if any(ring_dir.glob("*.ring")):  # the rings and any summary: every step, to read the verdict again
             with contextlib.suppress(OSError):
                 shutil.copytree(ring_dir, log_dir / f"{scenario.id}-{mode}-rings")
     shutil.rmtree(work, ignore_errors=True)
