@@ -87,14 +87,16 @@ class Busy(Dataset):
         return 100_000
     def __getitem__(self, index):
         began = time.perf_counter()
-        while time.perf_counter() - began < 0.006:
+        while time.perf_counter() - began < 0.0015:
             pass
         return torch.ones(4)
 
 def pin(worker_id):
     os.sched_setaffinity(0, {CORE})
 
-loader = DataLoader(Busy(), batch_size=2, num_workers=3, worker_init_fn=pin, persistent_workers=True)
+# Batches of 8 samples: a batch of a few (<= 4) whose waits are short reads as the batches' fixed cost,
+# which a loaded machine's late main process makes of any wait (it finds the batch ready).
+loader = DataLoader(Busy(), batch_size=8, num_workers=3, worker_init_fn=pin, persistent_workers=True)
 ended = None
 for batch in loader:
     # 6 s from the first batch, however long the start took on a loaded machine.
@@ -107,7 +109,7 @@ for batch in loader:
 # The same workers, not persistent, over two whole epochs; then the script tears down for 2 s (its workers
 # gone, its heartbeat still fresh for a while) before it exits: the advice its steps earned must stay.
 CONFINED_THEN_TEARDOWN = (
-    CONFINED.replace("return 100_000", "return 500")
+    CONFINED.replace("return 100_000", "return 2000")
     .replace("persistent_workers=True", "persistent_workers=False")
     .replace(
         """ended = None
