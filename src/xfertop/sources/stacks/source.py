@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from xfertop.model.stacks import AttachTarget, StacksState, StackWindow, ThreadStack
+from xfertop.model.stacks import AttachTarget, StacksState, StackWindow
 from xfertop.sources.base import PollingSource
 from xfertop.sources.host.ptrace_access import attach_problem
 from xfertop.sources.jobs.ddp_ranks import job_ranks
@@ -131,10 +131,3 @@ class StackSampler(PollingSource[StacksState]):
             for window in self._running:
                 window.cancel()
         super().stop(timeout_s)
-
-    def dump_now(self) -> tuple[ThreadStack, ...]:
-        """A one-off ``py-spy dump`` of every rank (for a stalled job); raises PySpyError."""
-        stacks: list[ThreadStack] = []
-        for target in self.targets:
-            stacks.extend(dump(target.pid, binary=self._binary))
-        return tuple(stacks)
