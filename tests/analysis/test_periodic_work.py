@@ -234,6 +234,49 @@ def test_epochs_are_whole_periods_too() -> None:
     assert len({rank_verdict(plain[:end]).kind for end in range(200, 600)}) == 2
 
 
+def passes_and_checkpoints(count: int, validate_every: int = 40, save_every: int = 60) -> list[StepRecord]:
+    """30 ms steps; every ``validate_every`` steps a 120 ms validation pass after the model, every
+    ``save_every`` steps a 30 ms torch.save, in the same step where both fall due (as a loop that does
+    `if step % 40 == 0: validate()` then `if step % 60 == 0: save()` books them)."""
+    steps = []
+    for i in range(count):
+        validating = i % validate_every == validate_every - 1
+        saving = i % save_every == save_every - 1
+        steps.append(
+            step_record(
+                i,
+                model_ms=30.0,
+                loop_post_ms=120.0 * validating + 30.0 * saving,
+                nested_pass=validating,
+                checkpoint=saving,
+                partitioned=True,
+            )
+        )
+    return steps
+
+
+@pytest.mark.parametrize("validate_every, save_every", [(40, 60), (40, 80), (60, 40)])
+def test_passes_and_checkpoints_of_other_periods_are_judged_over_whole_periods_of_both(
+    validate_every: int, save_every: int
+) -> None:
+    """A CPU job here validated every 40 steps and saved every 60: its window, whole periods of the two
+    marks merged (60 steps from a save back past a pass to the save before), held two passes, and the
+    advice read "validation, about every 30 steps" and the passes at 17% of the time where its own clock
+    measured 13%. Whatever the window's phase, the passes' period and share are theirs, and the steps
+    that hold both are split between them by what each costs alone."""
+    count = 800
+    steps = passes_and_checkpoints(count, validate_every, save_every)
+    wall = sum(s.wall_ms for s in steps)
+    pass_truth = (count // validate_every) * 120.0 / wall
+    save_truth = (count // save_every) * 30.0 / wall
+    for end in range(500, 800, 7):
+        stats = window_stats(steps[:end])
+        assert stats is not None
+        assert stats.nested_pass_period == validate_every, (end, stats.steps, stats.nested_pass_steps)
+        assert stats.nested_pass_share == pytest.approx(pass_truth, abs=0.01), end
+        assert stats.checkpoint_share == pytest.approx(save_truth, abs=0.01), end
+
+
 def host_ahead_of_the_gpu(count: int, validate_every: int = 0, queue_steps: int = 10) -> list[StepRecord]:
     """Steps as the host clocks them when it runs ahead of a busy GPU, shaped after scenario k on an H100:
     1 ms of host work a step queues 7 ms of kernels, the host runs at most ``queue_steps`` steps ahead (the

@@ -273,12 +273,14 @@ def select_window(
     # Where a period of the loop's periodic work ends (newest first): a step holding work the loop does
     # every N steps (a validation pass, a checkpoint); else a step that began an iteration over its
     # loader (an epoch's first batch; not a pass's, inside a training step).
-    periodic = [index for index, step in enumerate(recent) if step.nested_pass or step.checkpoint]
     starts = [index for index, step in enumerate(recent) if step.epoch_start and not step.nested_pass]
-    recent = (
-        whole_periods(recent, window_steps, periodic)
-        or whole_periods(recent, window_steps, starts)
-        or recent[:window_steps]
+    recent = next(
+        (
+            window
+            for marks in (*_periodic_marks(recent), starts)
+            if (window := whole_periods(recent, window_steps, marks))
+        ),
+        recent[:window_steps],
     )
     recent.reverse()
     gapped = sum(1 for s in recent if s.gpu_gap_ms is not None)
@@ -291,6 +293,19 @@ def select_window(
         if s.gpu_gap_ms is not None and s.step >= warmup_steps and s.wall_ms > 0 and not s.probe_replay
     )
     return ("gpu" if timed >= min_steps else "cpu"), recent
+
+
+def _periodic_marks(newest_first: Sequence[StepRecord]) -> tuple[list[int], ...]:
+    """The steps that end a period of the loop's periodic work, to try in turn: those holding both a
+    validation pass and a checkpoint where the job does both (whole periods of each: a job validating
+    every 40 steps and saving every 60 read its passes "about every 30 steps" and 17% of the time, not
+    13%, over a window from one save to the one before), then the passes', then the checkpoints'."""
+    passes = [index for index, step in enumerate(newest_first) if step.nested_pass]
+    saves = [index for index, step in enumerate(newest_first) if step.checkpoint]
+    if not (passes and saves):
+        return (passes or saves,)
+    both = sorted(set(passes).intersection(saves))
+    return both, passes, saves
 
 
 def _newest_usable(steps: Sequence[StepRecord], count: int, warmup_steps: int) -> list[StepRecord]:
@@ -436,9 +451,10 @@ def window_stats(
     elapsed_s = wall_total_s + between_ms / 1000
     typical_wall = statistics.median(wall)
     before = steps[max(0, before_first - len(window)) : before_first]
-    checkpoint_ms, _ = _cost_beyond(typical_wall, before, window, lambda s: s.checkpoint)
+    parts = _periodic_parts(typical_wall, [*before, *window])
+    checkpoint_ms, _ = _cost_beyond(typical_wall, before, window, lambda s: parts(s)[1])
     passes = [s for s in window if s.nested_pass]
-    passes_ms, refilled_ms = _cost_beyond(typical_wall, before, window, lambda s: s.nested_pass)
+    passes_ms, refilled_ms = _cost_beyond(typical_wall, before, window, lambda s: parts(s)[0])
     pass_waits_ms = _beyond(statistics.median(wait), (s.data_wait_ms for s in passes))
     typical_post = statistics.median(s.loop_post_ms for s in window)
     # The queued work a pass's sync waited for was in its work after the model (its `float(correct)`).
@@ -517,14 +533,47 @@ def _beyond(typical: float, values: Iterable[float]) -> float:
     return sum(max(0.0, value - typical) for value in values)
 
 
+def _periodic_parts(
+    typical: float, steps: Sequence[StepRecord]
+) -> Callable[[StepRecord], tuple[float, float]]:
+    """How much of a step's wall beyond ``typical`` is its validation pass's and how much its
+    checkpoint's: all of it the one's it holds (none of either for a step holding neither). A step holding
+    both (validating every 40 steps and saving every 60, both fall due every 120) has one wall for the two:
+    where ``steps`` hold passes or checkpoints alone, it is split by their median costs alone (a checkpoint
+    whose lone steps cost 30 ms beyond a typical one takes 30 ms of it, the pass the rest; with both kinds
+    seen alone, in their ratio). Where neither is seen alone (saving after each validation) they cannot be
+    told apart: each is given the whole, as each ran in that step."""
+    alone_pass = [s.wall_ms - typical for s in steps if s.nested_pass and not s.checkpoint]
+    alone_save = [s.wall_ms - typical for s in steps if s.checkpoint and not s.nested_pass]
+    pass_cost = max(0.0, statistics.median(alone_pass)) if alone_pass else None
+    save_cost = max(0.0, statistics.median(alone_save)) if alone_save else None
+
+    def parts(step: StepRecord) -> tuple[float, float]:
+        if not (step.nested_pass and step.checkpoint):
+            return float(step.nested_pass), float(step.checkpoint)
+        excess = step.wall_ms - typical
+        if pass_cost is None and save_cost is None:
+            return 1.0, 1.0
+        if pass_cost is not None and save_cost is not None:
+            both = pass_cost + save_cost
+            return (pass_cost / both, save_cost / both) if both > 0 else (0.5, 0.5)
+        if excess <= 0.0:
+            return 0.5, 0.5
+        known = min(1.0, (pass_cost if pass_cost is not None else save_cost or 0.0) / excess)
+        return (known, 1.0 - known) if pass_cost is not None else (1.0 - known, known)
+
+    return parts
+
+
 def _cost_beyond(
     typical: float,
     before: Sequence[StepRecord],
     window: Sequence[StepRecord],
-    special: Callable[[StepRecord], bool],
+    part: Callable[[StepRecord], float],
 ) -> tuple[float, float]:
     """What the window's special steps (a pass over another loader, a checkpoint) cost it: their walls
-    beyond ``typical`` each, less what the steps right after each ran short of it; and that shortfall.
+    beyond ``typical`` each (``part`` of it: the share that is this kind's, 0 for a step of another kind
+    or none; _pass_part), less what the steps right after each ran short of it; and that shortfall.
 
     A sync in a special step (`float(correct)` at a validation pass's end, torch.save copying the weights
     to the host) waits for the GPU work the host had queued ahead of it: the training steps' kernels, which
@@ -535,15 +584,15 @@ def _cost_beyond(
     the steps after it keep their pace and nothing is counted back. ``before``: the steps before the
     window, whose last special step's shortfall may run into it (a window of whole periods starts right
     after a pass, and ends at one whose shortfall it does not hold)."""
-    cost = refilled = owed = 0.0
+    cost = refilled = owed = weight = 0.0
     for i, step in enumerate(itertools.chain(before, window)):
         counts = i >= len(before)
-        if special(step):
-            owed = max(0.0, step.wall_ms - typical)
-            cost += owed if counts else 0.0
+        if share := part(step):
+            owed, weight = max(0.0, step.wall_ms - typical), share
+            cost += owed * weight if counts else 0.0
         elif owed > 0.0 and step.wall_ms < typical:
             short = min(owed, typical - step.wall_ms)
-            refilled += short if counts else 0.0
+            refilled += short * weight if counts else 0.0
             owed -= short
         else:
             owed = 0.0
