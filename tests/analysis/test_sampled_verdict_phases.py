@@ -443,3 +443,64 @@ def test_the_compiled_model_running_is_judged_as_any_model() -> None:
     rank, verdict = _compiled_loop_verdict(95, (generated, *_COMPILED_CALL))
     assert verdict.kind == "compute-bound", verdict.headline
     assert rank.to_dict()["compiling_share"] == 0.0
+
+
+_TOKENISING_LOOP = {
+    20: "    for images, captions in loader:",
+    21: "        tokens = tokenize(captions)",
+    22: "        loss = model(images, tokens).mean()",
+    23: "        loss.backward()",
+    24: "        optimizer.step()",
+    25: "        history.append(loss.item())",
+}
+
+
+def _tokenising_window(python_line: int) -> tuple[RankStacks, Verdict]:
+    """A CPU job's window: the loop's own Python (a tokenizer written in Python) on ``python_line``, 40%
+    of samples; the model's forward, backward and optimizer 45%; the DataLoader 15%."""
+    torch_lib = "/venv/lib/python3.11/site-packages/torch"
+
+    def at(line: int, *inner: Frame) -> tuple[Frame, ...]:
+        return (*inner, Frame("train", "/job/train.py", line), Frame("<module>", "/job/train.py", 40))
+
+    def main(count: int, frames: tuple[Frame, ...]) -> ThreadStack:
+        return ThreadStack(pid=10, tid=10, thread_name="MainThread", count=count, frames=frames)
+
+    stacks = (
+        main(
+            15,
+            at(
+                20,
+                Frame(
+                    "_MultiProcessingDataLoaderIter._next_data", f"{torch_lib}/utils/data/dataloader.py", 1
+                ),
+            ),
+        ),
+        main(40, at(python_line, Frame("tokenize", "/job/train.py", 8))),
+        main(25, at(22, Frame("Module._call_impl", f"{torch_lib}/nn/modules/module.py", 1789))),
+        main(12, at(23, Frame("backward", f"{torch_lib}/_tensor.py", 625))),
+        main(8, at(24, Frame("SGD.step", f"{torch_lib}/optim/sgd.py", 120))),
+    )
+    window = StackWindow(root_pid=10, started_at=0, duration_s=2, rate_hz=50, stacks=stacks)
+    rank = summarise_window(window, lambda f, n: _TOKENISING_LOOP.get(n, "") if f == "/job/train.py" else "")
+    return rank, sampled_verdict([(None, rank)])
+
+
+def test_the_loops_own_python_before_the_model_is_named_as_run_names_it() -> None:
+    # A CPU job that tokenised its captions in Python in the loop, before the model (the work `xfertop
+    # run` books as the loop's own before the model, and advises moving into the Dataset): attach read
+    # "per-step bookkeeping (metrics, confusion counts, logging) ... do it every N steps".
+    rank, verdict = _tokenising_window(21)
+    assert rank.loop_host.top_lines[0][0] == "train.py:21" and rank.loop_host_before_model, rank
+    assert verdict.kind == "loop-bound", verdict.headline
+    assert verdict.headline.startswith("loop-bound: the loop's own code before the model holds"), (
+        verdict.headline
+    )
+    advice = " ".join(verdict.advice)
+    assert "the loop's own Python before the model" in advice and "__getitem__" in advice, advice
+    assert "bookkeeping" not in advice, advice
+    # The same Python after the optimizer step is bookkeeping, as before.
+    rank, verdict = _tokenising_window(25)
+    assert not rank.loop_host_before_model and verdict.kind == "loop-bound", verdict.headline
+    assert "before the model" not in verdict.headline
+    assert "per-step bookkeeping" in " ".join(verdict.advice), verdict.advice

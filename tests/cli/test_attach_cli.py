@@ -444,6 +444,26 @@ def test_a_loop_that_checkpoints_often_reads_as_xfertop_run_reads_it(
 
 
 @needs_ptrace
+def test_a_loop_that_tokenises_before_the_model_reads_as_xfertop_run_reads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Captions tokenised in Python in the loop's body before the model (~2x its step). `xfertop run`
+    # reads the loop's own work before the model and advises the Dataset; attach read the same kind but
+    # called the lines "per-step bookkeeping (metrics, confusion counts, logging) ... every N steps"
+    # (session 44's CPU trial of a JPEG-and-captions job).
+    run_verdict, _, report = run_then_attach(tmp_path, capsys, "tokenise")
+    assert run_verdict["kind"] == "loop-bound", run_verdict["headline"]
+    assert "before the model" in run_verdict["headline"], run_verdict["headline"]
+    (rank,) = report["ranks"]
+    verdict = report["verdict"]
+    assert verdict["kind"] == run_verdict["kind"], (verdict["headline"], rank)
+    assert rank["loop_host_before_model"] is True, json.dumps(rank)
+    assert "the loop's own code before the model" in verdict["headline"], verdict["headline"]
+    advice = " ".join(verdict["advice"])
+    assert "__getitem__" in advice and "bookkeeping" not in advice, advice
+
+
+@needs_ptrace
 def test_a_loop_fed_by_its_own_generator_reads_as_xfertop_run_reads_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -346,7 +346,7 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         and stepping >= LOOP_STEPPING_MIN_SHARE
         and loop.share > host_waits
     ):
-        return _labelled(_loop_host_bound(loop), rank, ranks, [])
+        return _labelled(_loop_host_bound(loop, rank.loop_host_before_model), rank, ranks, [])
     saving = rank.loop_checkpoint
     held = max(saving.share, rank.loop_iterable.share)
     if busy is None and held >= LOOP_HOST_WARN_SHARE and held > max(host_waits, _model_share(rank)):
@@ -406,7 +406,11 @@ def _judged(
     the advice only samples can add: the loop's lines, where the loader runs, what the GPU does."""
     loop = rank.loop_host
     # Its lines are named, since mixed precision or torch.compile will not touch them.
-    cpu_loop = [] if on_gpu or loop.share < LOOP_HOST_WARN_SHARE else [_cpu_loop_python(loop)]
+    cpu_loop = (
+        []
+        if on_gpu or loop.share < LOOP_HOST_WARN_SHARE
+        else [_cpu_loop_python(loop, rank.loop_host_before_model)]
+    )
     main_loads = _main_thread_loads(rank)
     workers = workers_now(rank) if rank.workers else (0 if rank.shares.share("main_loading") > 0 else None)
     if main_loads:
@@ -592,8 +596,14 @@ def _top_lines_text(loop: LoopHost) -> str:
     return ", ".join(f"{line} {pct(share)}" for line, share in loop.top_lines)
 
 
-def _cpu_loop_python(loop: LoopHost) -> str:
+def _cpu_loop_python(loop: LoopHost, before_model: bool = False) -> str:
     lines = _top_lines_text(loop)
+    if before_model:
+        return (
+            f"{pct(loop.share)} of samples are the training loop's own Python before the model (the loop "
+            f"at {loop.loop_line}; most on {lines}): {BEFORE_MODEL_REMEDY} Mixed precision or "
+            "torch.compile would speed up only the model's share."
+        )
     return (
         f"{pct(loop.share)} of samples are the training loop's own Python (the loop at {loop.loop_line}; "
         f"most on {lines}), not the model: do per-step bookkeeping (metrics, logging, json) every N steps "
@@ -601,7 +611,23 @@ def _cpu_loop_python(loop: LoopHost) -> str:
     )
 
 
-def _bookkeeping_advice(loop: LoopHost, on_gpu: bool = True) -> str:
+#: What the loop's own Python between the batch and the model should become (as `xfertop run`'s
+#: loop-bound advice for the loop's work before the model says it).
+BEFORE_MODEL_REMEDY = (
+    "it runs in the main process, one batch at a time, between the loader and the model: move it into "
+    "the Dataset's __getitem__ (or a collate_fn) so the DataLoader workers run it in parallel, ahead of "
+    "the loop."
+)
+
+
+def _bookkeeping_advice(loop: LoopHost, on_gpu: bool = True, before_model: bool = False) -> str:
+    """The loop's own Python: bookkeeping after the step, or (``before_model``) the batch's own
+    preparation between the loader and the model (tokenising, converting, augmenting)."""
+    if before_model:
+        return (
+            f"Most of it on {_top_lines_text(loop)}: the loop's own Python before the model (tokenising, "
+            f"converting or augmenting the batch); {BEFORE_MODEL_REMEDY}"
+        )
     if not on_gpu:
         return (
             f"Most of it on {_top_lines_text(loop)}: per-step bookkeeping (metrics, confusion counts, "
@@ -617,7 +643,7 @@ def _bookkeeping_advice(loop: LoopHost, on_gpu: bool = True) -> str:
     )
 
 
-def _loop_host_bound(loop: LoopHost) -> Verdict:
+def _loop_host_bound(loop: LoopHost, before_model: bool = False) -> Verdict:
     # py-spy sees the host only: the GPU's own utilisation is not in the window, and an implicit
     # sync (float(loss), an f-string of a tensor, `if loss.isnan():`) also reads as the loop's code.
     headline = (
@@ -625,7 +651,7 @@ def _loop_host_bound(loop: LoopHost) -> Verdict:
         f"loop's own Python code (the loop at {loop.loop_line}; not data, copies, the model or syncs)"
     )
     severity: Severity = "critical" if loop.share >= LOOP_HOST_CRITICAL_SHARE else "warn"
-    advice = (_bookkeeping_advice(loop), *host_bound_advice()[1:2])
+    advice = (_bookkeeping_advice(loop, before_model=before_model), *host_bound_advice()[1:2])
     return Verdict("host-bound", severity, headline, advice=advice, rule="host-bound")
 
 
@@ -706,6 +732,8 @@ def _loop_bound(rank: RankStacks, busy: float | None) -> Verdict:
     }
     what = max(named, key=lambda name: named[name])
     mostly = f" (mostly {what})" if named[what] > max(tensor.share, python.share) else ""
+    if not mostly and python.share > tensor.share and rank.loop_host_before_model:
+        mostly = " before the model"  # as `xfertop run` names the loop's work between batch and model
     headline = (
         f"loop-bound: the loop's own code{mostly} holds the main thread {pct(own)} of samples {meanwhile}"
     )
@@ -722,7 +750,9 @@ def _loop_bound(rank: RankStacks, busy: float | None) -> Verdict:
             "every N steps, or in fewer, fused ops (torch.optim.swa_utils.AveragedModel with "
             "get_ema_multi_avg_fn updates an EMA with foreach kernels)."
         )
-    bookkeeping = _bookkeeping_advice(python, on_gpu=busy is not None)
+    bookkeeping = _bookkeeping_advice(
+        python, on_gpu=busy is not None, before_model=rank.loop_host_before_model
+    )
     parts = [
         (tensor.share, f"Most of it is {maths}", f"{pct(tensor.share)} more is {maths}"),
         (python.share, bookkeeping, f"The loop's own Python adds {pct(python.share)}. {bookkeeping}"),

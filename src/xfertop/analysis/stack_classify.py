@@ -1049,6 +1049,10 @@ class RankStacks:
     #: Most of ``loop_tensor`` is on lines of the loop's body after its last line that calls the model
     #: step (an EMA of the weights, metrics on tensors), not between the batch and the model.
     loop_tensor_after_model: bool = False
+    #: Most of ``loop_host`` is on lines of the loop's body before its first line that calls the model
+    #: (tokenising, converting, augmenting the batch in Python), not bookkeeping after the step: the
+    #: work `xfertop run` books as the loop's own before the model.
+    loop_host_before_model: bool = False
     #: The training loop waiting in a queue's get() or a future's result() for batches a producer of the
     #: job's own makes (not a DataLoader; part of "data_wait"), and in which of the two most.
     queue_wait_share: float = 0.0
@@ -1121,6 +1125,7 @@ class RankStacks:
             "loop_tensor_share": round(self.loop_tensor.share, 4),
             "loop_tensor_lines": _lines(self.loop_tensor),
             "loop_tensor_after_model": self.loop_tensor_after_model,
+            "loop_host_before_model": self.loop_host_before_model,
             "queue_wait_share": round(self.queue_wait_share, 4),
             "queue_wait_in": self.queue_wait_in,
             "loop_checkpoint_share": round(self.loop_checkpoint.share, 4),
@@ -1452,6 +1457,7 @@ def summarise_window(
         loop_host=_loop_work(loop, loop_other, total),
         loop_tensor=_loop_work(loop, loop_maths, total),
         loop_tensor_after_model=_after_the_model(loop, model_span, loop_maths),
+        loop_host_before_model=_before_the_model(loop, model_span, loop_other),
         queue_wait_share=queue_wait[0],
         queue_wait_in=queue_wait[1],
         loop_checkpoint=_loop_work(loop, loop_other, total, _checkpoint_line) if loop_seen else LoopHost(0.0),
@@ -1500,6 +1506,16 @@ def _after_the_model(loop: _Loop | None, span: tuple[int, int] | None, maths: li
         return False
     after = sum(s.count for s in maths if (_body_line(loop, s) or 0) > span[1])
     return after * 2 > sum(s.count for s in maths)
+
+
+def _before_the_model(loop: _Loop | None, span: tuple[int, int] | None, stacks: list[ThreadStack]) -> bool:
+    """Most of the samples ``stacks`` spend on the loop body's lines (its own Python, _body_line) are on
+    lines before the body's first line that calls the model step (``span``: _model_lines)."""
+    if span is None:
+        return False
+    lines = [(line, s.count) for s in stacks if (line := _body_line(loop, s)) is not None]
+    before = sum(count for line, count in lines if line < span[0])
+    return before * 2 > sum(count for _, count in lines)
 
 
 def _compiling_share(main: list[ThreadStack], total: int) -> float:
