@@ -504,3 +504,49 @@ def test_the_loops_own_python_before_the_model_is_named_as_run_names_it() -> Non
     assert not rank.loop_host_before_model and verdict.kind == "loop-bound", verdict.headline
     assert "before the model" not in verdict.headline
     assert "per-step bookkeeping" in " ".join(verdict.advice), verdict.advice
+
+
+_VALIDATING_INLINE = {
+    20: "    for x, y in train_loader:",
+    21: "        loss = loss_fn(model(x), y)",
+    22: "        loss.backward()",
+    23: "        optimizer.step()",
+    24: "        if step % 40 == 0:",
+    25: "            correct = sum(int((model(a).argmax(1) == b).sum()) for a, b in val_loader)",
+}
+
+
+def test_a_validation_pass_written_on_one_line_is_not_a_new_iterator_every_step() -> None:
+    # A CPU job validating every 40 steps with `sum(... for a, b in val_loader)` on one line of its loop
+    # (the validation loader's workers not persistent): that line starts the loader's iterator and asks
+    # for its batches, as `next(iter(loader))` would, and attach advised "The loop calls iter(loader)
+    # every step ... Make the iterator once, outside the loop". It is a pass over another loader.
+    torch_lib = "/venv/lib/python3.11/site-packages/torch"
+    loader_file = f"{torch_lib}/utils/data/dataloader.py"
+
+    def at(line: int, *inner: Frame) -> tuple[Frame, ...]:
+        return (*inner, Frame("train", "/job/train.py", line), Frame("<module>", "/job/train.py", 40))
+
+    def in_pass(*inner: Frame) -> tuple[Frame, ...]:
+        return at(25, *inner, Frame("<genexpr>", "/job/train.py", 25))
+
+    def main(count: int, frames: tuple[Frame, ...]) -> ThreadStack:
+        return ThreadStack(pid=10, tid=10, thread_name="MainThread", count=count, frames=frames)
+
+    stacks = (
+        main(5, at(20, Frame("_MultiProcessingDataLoaderIter._next_data", loader_file, 1))),
+        main(60, at(21, Frame("Module._call_impl", f"{torch_lib}/nn/modules/module.py", 1789))),
+        main(10, at(22, Frame("backward", f"{torch_lib}/_tensor.py", 625))),
+        main(5, at(23, Frame("SGD.step", f"{torch_lib}/optim/sgd.py", 120))),
+        main(4, in_pass(Frame("_MultiProcessingDataLoaderIter.__init__", loader_file, 1))),
+        main(8, in_pass(Frame("_MultiProcessingDataLoaderIter._next_data", loader_file, 1))),
+        main(8, in_pass(Frame("Module._call_impl", f"{torch_lib}/nn/modules/module.py", 1789))),
+    )
+    window = StackWindow(root_pid=10, started_at=0, duration_s=2, rate_hz=50, stacks=stacks)
+    rank = summarise_window(
+        window, lambda f, n: _VALIDATING_INLINE.get(n, "") if f == "/job/train.py" else ""
+    )
+    assert rank.loop_validation.top_lines and rank.loop_validation.top_lines[0][0] == "train.py:25", rank
+    assert rank.new_iterator_line is None
+    verdict = sampled_verdict([(None, rank)])
+    assert "Make the iterator once" not in " ".join(verdict.advice), verdict.advice

@@ -1446,7 +1446,11 @@ def summarise_window(
         worker_start_share=_share_in(main, _ITERATOR_START_STOP),
         main_fetch_share=_fetch_in_main_share(main),
         receive_share=_share_in(main, _RECEIVING),
-        new_iterator_line=_new_iterator_line(loop, main) if loop_seen else None,
+        # A pass over another loader written on one line (`sum(... for x, y in val_loader)`) starts its
+        # iterator and asks its batches there too: a pass, not a new iterator every step.
+        new_iterator_line=_new_iterator_line(loop, [s for s in main if id(s) not in in_pass])
+        if loop_seen
+        else None,
         sampler=_sampler_work(main, total),
         workers_ended=placed_workers.ended,
         workers_allowed_cpus=placed_workers.allowed_cpus,
