@@ -445,6 +445,18 @@ def test_the_compiled_model_running_is_judged_as_any_model() -> None:
     assert rank.to_dict()["compiling_share"] == 0.0
 
 
+_LOADER_FILE = _TORCH + "utils/data/dataloader.py"
+
+
+def _in_train(line: int, *inner: Frame) -> tuple[Frame, ...]:
+    """A stack in /job/train.py's loop function ``train`` at ``line``, ``inner`` frames below it."""
+    return (*inner, Frame("train", "/job/train.py", line), Frame("<module>", "/job/train.py", 40))
+
+
+def _main_thread(count: int, frames: tuple[Frame, ...]) -> ThreadStack:
+    return ThreadStack(pid=10, tid=10, thread_name="MainThread", count=count, frames=frames)
+
+
 _TOKENISING_LOOP = {
     20: "    for images, captions in loader:",
     21: "        tokens = tokenize(captions)",
@@ -458,28 +470,18 @@ _TOKENISING_LOOP = {
 def _tokenising_window(python_line: int) -> tuple[RankStacks, Verdict]:
     """A CPU job's window: the loop's own Python (a tokenizer written in Python) on ``python_line``, 40%
     of samples; the model's forward, backward and optimizer 45%; the DataLoader 15%."""
-    torch_lib = "/venv/lib/python3.11/site-packages/torch"
-
-    def at(line: int, *inner: Frame) -> tuple[Frame, ...]:
-        return (*inner, Frame("train", "/job/train.py", line), Frame("<module>", "/job/train.py", 40))
-
-    def main(count: int, frames: tuple[Frame, ...]) -> ThreadStack:
-        return ThreadStack(pid=10, tid=10, thread_name="MainThread", count=count, frames=frames)
-
     stacks = (
-        main(
+        _main_thread(
             15,
-            at(
+            _in_train(
                 20,
-                Frame(
-                    "_MultiProcessingDataLoaderIter._next_data", f"{torch_lib}/utils/data/dataloader.py", 1
-                ),
+                Frame("_MultiProcessingDataLoaderIter._next_data", _LOADER_FILE, 1),
             ),
         ),
-        main(40, at(python_line, Frame("tokenize", "/job/train.py", 8))),
-        main(25, at(22, Frame("Module._call_impl", f"{torch_lib}/nn/modules/module.py", 1789))),
-        main(12, at(23, Frame("backward", f"{torch_lib}/_tensor.py", 625))),
-        main(8, at(24, Frame("SGD.step", f"{torch_lib}/optim/sgd.py", 120))),
+        _main_thread(40, _in_train(python_line, Frame("tokenize", "/job/train.py", 8))),
+        _main_thread(25, _in_train(22, Frame("Module._call_impl", _TORCH + "nn/modules/module.py", 1789))),
+        _main_thread(12, _in_train(23, Frame("backward", _TORCH + "_tensor.py", 625))),
+        _main_thread(8, _in_train(24, Frame("SGD.step", _TORCH + "optim/sgd.py", 120))),
     )
     window = StackWindow(root_pid=10, started_at=0, duration_s=2, rate_hz=50, stacks=stacks)
     rank = summarise_window(window, lambda f, n: _TOKENISING_LOOP.get(n, "") if f == "/job/train.py" else "")
@@ -521,26 +523,17 @@ def test_a_validation_pass_written_on_one_line_is_not_a_new_iterator_every_step(
     # (the validation loader's workers not persistent): that line starts the loader's iterator and asks
     # for its batches, as `next(iter(loader))` would, and attach advised "The loop calls iter(loader)
     # every step ... Make the iterator once, outside the loop". It is a pass over another loader.
-    torch_lib = "/venv/lib/python3.11/site-packages/torch"
-    loader_file = f"{torch_lib}/utils/data/dataloader.py"
-
-    def at(line: int, *inner: Frame) -> tuple[Frame, ...]:
-        return (*inner, Frame("train", "/job/train.py", line), Frame("<module>", "/job/train.py", 40))
-
     def in_pass(*inner: Frame) -> tuple[Frame, ...]:
-        return at(25, *inner, Frame("<genexpr>", "/job/train.py", 25))
-
-    def main(count: int, frames: tuple[Frame, ...]) -> ThreadStack:
-        return ThreadStack(pid=10, tid=10, thread_name="MainThread", count=count, frames=frames)
+        return _in_train(25, *inner, Frame("<genexpr>", "/job/train.py", 25))
 
     stacks = (
-        main(5, at(20, Frame("_MultiProcessingDataLoaderIter._next_data", loader_file, 1))),
-        main(60, at(21, Frame("Module._call_impl", f"{torch_lib}/nn/modules/module.py", 1789))),
-        main(10, at(22, Frame("backward", f"{torch_lib}/_tensor.py", 625))),
-        main(5, at(23, Frame("SGD.step", f"{torch_lib}/optim/sgd.py", 120))),
-        main(4, in_pass(Frame("_MultiProcessingDataLoaderIter.__init__", loader_file, 1))),
-        main(8, in_pass(Frame("_MultiProcessingDataLoaderIter._next_data", loader_file, 1))),
-        main(8, in_pass(Frame("Module._call_impl", f"{torch_lib}/nn/modules/module.py", 1789))),
+        _main_thread(5, _in_train(20, Frame("_MultiProcessingDataLoaderIter._next_data", _LOADER_FILE, 1))),
+        _main_thread(60, _in_train(21, Frame("Module._call_impl", _TORCH + "nn/modules/module.py", 1789))),
+        _main_thread(10, _in_train(22, Frame("backward", _TORCH + "_tensor.py", 625))),
+        _main_thread(5, _in_train(23, Frame("SGD.step", _TORCH + "optim/sgd.py", 120))),
+        _main_thread(4, in_pass(Frame("_MultiProcessingDataLoaderIter.__init__", _LOADER_FILE, 1))),
+        _main_thread(8, in_pass(Frame("_MultiProcessingDataLoaderIter._next_data", _LOADER_FILE, 1))),
+        _main_thread(8, in_pass(Frame("Module._call_impl", _TORCH + "nn/modules/module.py", 1789))),
     )
     window = StackWindow(root_pid=10, started_at=0, duration_s=2, rate_hz=50, stacks=stacks)
     rank = summarise_window(
