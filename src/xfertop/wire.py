@@ -116,7 +116,12 @@ R_GPU_GAP_NS = 8
 R_H2D_BYTES, R_SAMPLES, R_FLAGS = 9, 10, 11
 #: The loop's own work after the model's last backward or optimizer step (logging, metrics, saving).
 R_LOOP_POST_NS = 12
-#: Words 13-15 are reserved (zero).
+#: A pass over another loader inside the step (F_NESTED_PASS): how long it took on the GPU's own clock,
+#: from an event recorded as it began (complete once the work queued before it has run) to one recorded as
+#: it ended (once its own work has run). Valid only with F_PASS_TIMED: rings written before it hold 0 here,
+#: and a ring's later lap may leave an old value.
+R_PASS_GPU_NS = 13
+#: Words 14-15 are reserved (zero).
 #: A GPU field not (yet) measured.
 NO_VALUE = -1
 
@@ -141,6 +146,11 @@ F_PROBE_REPLAY = 2048
 #: A pass over another loader ran inside this step, after its model (`xfertop run`): validation every N
 #: steps. Its waits are in the step's data wait, its model calls in the loop's work after the step.
 F_NESTED_PASS = 4096
+#: The pass's events are recorded; R_PASS_GPU_NS will be patched in when they complete (or the flag
+#: cleared, unmeasured, when too many wait).
+F_PASS_PENDING = 8192
+#: R_PASS_GPU_NS holds the pass's time on the GPU's clock.
+F_PASS_TIMED = 16384
 #: Bits 16-23: the num_workers of the loader this step's batch came from, plus one (0: not known, as in
 #: rings written before it, or a step no loader opened). A job's loaders differ (training with 8 workers, a
 #: validation loader with none): the advice names the workers of the loader whose steps wait.

@@ -17,7 +17,7 @@ import pytest
 from fakes.fake_cuda import FakeCuda, FakeEvent
 from ring_test_tools import book_timed_copy, fake_clock_time
 from xfertop import wire
-from xfertop.analysis.steps import attribute_idle
+from xfertop.analysis.steps import attribute_idle, window_stats
 from xfertop.model.jobs import StepRecord
 from xfertop.reporter._clock import StepClock
 from xfertop.reporter._gpu_gap import cuda_device_in_use
@@ -580,6 +580,74 @@ def test_a_gap_asked_at_the_close_of_a_step_with_a_pass_stays_within_its_span(
     steps = {s.step: s for s in run.finish()}
     gap = steps[5].gpu_gap_ms
     assert gap is not None and gap <= closed - began  # (the pieces once counted twice: 61 ms in 47)
+
+
+def _train_with_passes(loop: GpuLoop, host_ms: float, gpu_ms: float, passes: bool) -> float:
+    """40 training steps (``host_ms`` of the model's calls queueing ``gpu_ms`` of kernels, no sync), a
+    4-batch validation pass after every tenth's model when ``passes`` (3 ms to load each batch in the
+    process, 1 ms of kernels each, `float(correct)` at its end, 0.3 ms of logging), then the loop's end
+    and a final sync. Returns the host time it all took."""
+    began = loop.gpu.host_ms
+    for index in range(40):
+        loop.next_batch(0.2, source=1)
+        loop.copy(0.1, 0.5)
+        loop.model(host_ms, gpu_ms)
+        if passes and index % 10 == 9:
+            loop.validation_pass(4, 3.0, gpu_ms=1.0)
+            loop.sync()
+            loop.host(0.3)
+    loop.clock.before_next()
+    loop.sync()
+    return loop.gpu.host_ms - began
+
+
+@pytest.mark.parametrize(("host_ms", "gpu_ms"), [(1.0, 6.0), (8.0, 2.0)])
+def test_a_pass_is_timed_on_the_gpus_clock_at_what_it_adds_to_the_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host_ms: float, gpu_ms: float
+) -> None:
+    # (1.0, 6.0): the host runs ahead, 50 ms of training kernels queued when each pass begins, and the
+    # pass's sync waits for them: its host wall is mostly the training's (session 45's k on an H100, 46%
+    # read where its passes cost little). (8.0, 2.0): the GPU waits for the host, and the pass's cost is
+    # its host time. Either way the truth is the time the same loop takes without its passes, less.
+    without = _train_with_passes(
+        GpuLoop(tmp_path / "a", monkeypatch, FakeCuda(), True), host_ms, gpu_ms, False
+    )
+    loop = GpuLoop(tmp_path / "b", monkeypatch, FakeCuda(), True)
+    added = _train_with_passes(loop, host_ms, gpu_ms, True) - without
+    steps = loop.finish()
+    passes = [s for s in steps if s.nested_pass]
+    assert len(passes) == 4 and all(s.pass_gpu_ms is not None for s in passes)
+    assert sum(s.pass_gpu_ms or 0.0 for s in passes) == pytest.approx(added, abs=4 * 0.25)
+    typical = sorted(s.wall_ms for s in steps)[len(steps) // 2]
+    if gpu_ms > host_ms:  # the host wall beyond a typical step holds the queue the sync drained
+        assert sum(s.wall_ms - typical for s in passes) > 3 * added
+    stats = window_stats(steps, window_steps=40, warmup_steps=0)
+    assert stats is not None
+    assert stats.nested_pass_share == pytest.approx(added / stats.wall_ms_total, abs=0.02)
+
+
+def test_a_pass_still_running_on_the_gpu_is_read_again_until_its_time_is_patched_in(
+    run: GpuLoop, gpu: FakeCuda
+) -> None:
+    # No sync in the pass: when the training loader's next() ends it, its two batches' kernels wait
+    # behind 150 ms of training kernels. The viewer reads the step pending, then its time once resolved.
+    for _ in range(5):
+        run.next_batch(0.2, source=1)
+        run.copy(0.1, 0.5)
+        run.model(1.0, 30.0)
+    run.validation_pass(2, 1.0, gpu_ms=1.5)
+    run.next_batch(0.2, source=1)  # closes the step that held the pass
+    assert run.clock.writer is not None
+    reader = RingReader(run.clock.writer.path)
+    reader.poll()
+    (held,) = [s for s in reader.steps if s.nested_pass]
+    assert held.pass_gpu_ms is None
+    run.host(1_000)
+    run.clock.resolve_pending()
+    reader.poll()
+    (held,) = [s for s in reader.steps if s.nested_pass]
+    reader.close()
+    assert held.pass_gpu_ms == _ms(3.0)  # its kernels, back to back behind the training's
 
 
 # -- epochs ------------------------------------------------------------------------------------------------

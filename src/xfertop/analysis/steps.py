@@ -454,7 +454,9 @@ def window_stats(
     parts = _periodic_parts(typical_wall, [*before, *window])
     checkpoint_ms, _ = _cost_beyond(typical_wall, before, window, lambda s: parts(s)[1])
     passes = [s for s in window if s.nested_pass]
-    passes_ms, refilled_ms = _cost_beyond(typical_wall, before, window, lambda s: parts(s)[0])
+    passes_ms, refilled_ms = _cost_beyond(
+        typical_wall, before, window, lambda s: parts(s)[0], measured=lambda s: s.pass_gpu_ms
+    )
     pass_waits_ms = _beyond(statistics.median(wait), (s.data_wait_ms for s in passes))
     typical_post = statistics.median(s.loop_post_ms for s in window)
     # The queued work a pass's sync waited for was in its work after the model (its `float(correct)`).
@@ -570,6 +572,7 @@ def _cost_beyond(
     before: Sequence[StepRecord],
     window: Sequence[StepRecord],
     part: Callable[[StepRecord], float],
+    measured: Callable[[StepRecord], float | None] | None = None,
 ) -> tuple[float, float]:
     """What the window's special steps (a pass over another loader, a checkpoint) cost it: their walls
     beyond ``typical`` each (``part`` of it: the share that is this kind's, 0 for a step of another kind
@@ -583,11 +586,22 @@ def _cost_beyond(
     counted back, up to each special step's own excess; on a CPU, or a GPU the host does not run ahead of,
     the steps after it keep their pace and nothing is counted back. ``before``: the steps before the
     window, whose last special step's shortfall may run into it (a window of whole periods starts right
-    after a pass, and ends at one whose shortfall it does not hold)."""
+    after a pass, and ends at one whose shortfall it does not hold).
+
+    ``measured``: what a special step's work took on the GPU's own clock, where the reporter timed it
+    (StepRecord.pass_gpu_ms): that is its cost, the queue it drained left out by the clock itself, so
+    nothing is owed back. Counting back short steps cannot see a queue the host never waited on: a host
+    that runs ahead through all the steps between two passes (session 45's k on an H100: 25 steps of 2-4
+    ms each queueing more GPU work than that) runs no step short after a pass, whose sync drains the lot."""
     cost = refilled = owed = weight = 0.0
     for i, step in enumerate(itertools.chain(before, window)):
         counts = i >= len(before)
         if share := part(step):
+            timed = measured(step) if measured is not None else None
+            if timed is not None:
+                cost += timed if counts else 0.0
+                owed = 0.0
+                continue
             owed, weight = max(0.0, step.wall_ms - typical), share
             cost += owed * weight if counts else 0.0
         elif owed > 0.0 and step.wall_ms < typical:

@@ -14,6 +14,14 @@ next() calls, asked at each batch's arrival as a step's first work asks ``after`
 had drained, a piece of idle (mark -> an event now) is measured, and the gap the next first work
 measures is the sum: the GPU's idle between the two ends, its busy time in between left out.
 
+A pass is also timed whole on the GPU's clock: an event as it begins (complete once the work queued before
+it has run) and one as it ends (complete once its own work has run), in every step that holds a pass, not
+only sampled ones (passes are rare). A host that runs ahead of the GPU leaves the training steps' kernels
+queued when a pass begins, and the pass's sync (`float(correct)`) waits for them: its host wall holds the
+training's GPU time (session 45's k on an H100: 85-92 ms a pass on the host, where the GPU was idle under
+1 ms of it). Between the two events the GPU ran only the pass's work or sat idle because of it: what the
+pass cost the job, whichever of the host or the GPU bounds it.
+
 The clock says when steps open and close and where their work starts; this part owns the events, the
 sampling and the CUDA device the events run on, and hands back the ring flags the gap sets.
 """
@@ -23,6 +31,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections import deque
 from typing import Any
 
 from xfertop import wire
@@ -31,6 +40,9 @@ from xfertop.reporter._gpu_timer import MAX_RESOLVED_PER_BOUNDARY, GpuTimer, Pen
 from xfertop.reporter._ring_writer import RingWriter
 
 _now_ns = time.perf_counter_ns
+#: Closed steps' passes whose end events have not completed, at most: a GPU this far behind has one more
+#: pass left unmeasured rather than events piling up.
+MAX_PENDING_PASSES = 8
 #: Which mark a pass moves (GpuGap._pass_mark).
 _AFTER = 1
 _AFTER_PREV = 2
@@ -69,6 +81,11 @@ class GpuGap:
         self._piece_end: Any = None
         #: A batch of the pass arrived and no next() of it came since: its work is queued after the mark.
         self._pass_batch_open = False
+        #: The open step's passes on the GPU's clock: [event at the first one's start, event at the last
+        #: one's end (None until it ends)]; None where the step holds no pass (the clock asks it at close).
+        self.pass_span: list[Any] | None = None
+        #: Closed steps' pass spans waiting for their end events: (step, begin, end), oldest first.
+        self._pass_spans: deque[tuple[int, Any, Any]] = deque()
 
     def use_cuda_device(self, index: int | None) -> str | None:
         """Run the events on CUDA device ``index`` (None: the current one); the device's name, or None
@@ -184,8 +201,13 @@ class GpuGap:
         step records one) or before it (the step before's, where its gap is still to be asked). After the
         model with this step's own gap not asked yet (no first work was seen), the pieces would join that
         gap, not the next one: the pass is not followed then."""
-        if self.timer is None:
+        timer = self.timer
+        if timer is None:
             return
+        if self.pass_span is None:
+            begin = timer.record()
+            if begin is not None:  # (None while a CUDA graph is captured: the pass is not timed)
+                self.pass_span = [begin, None]
         self._pass_batch_open = False
         if after_model:
             self._pass_mark = _AFTER if self._marks_end and self.after_prev is None else 0
@@ -195,6 +217,12 @@ class GpuGap:
     def pass_ends(self) -> None:
         """The pass is over; what it measured stays for the gap the next first work measures."""
         timer = self.timer
+        span = self.pass_span
+        if span is not None and timer is not None:
+            if span[1] is None:
+                span[1] = timer.record()
+            else:  # a second pass in the step: the span runs to its end
+                timer.re_record(span[1])
         if self._pass_mark and timer is not None:
             began = _now_ns()
             self._settle_pass(timer)
@@ -225,6 +253,41 @@ class GpuGap:
             began = _now_ns()
             self._move_mark(timer)
             self.sampling.spent_ns += _now_ns() - began
+
+    def drop_pass_span(self) -> None:
+        """What was taken for a pass trained (the loop moved to another loader): nothing to time."""
+        span, self.pass_span = self.pass_span, None
+        if span is not None and self.timer is not None:
+            self.timer.release(span[0])
+            self.timer.release(span[1])
+
+    def close_pass_span(self, step: int) -> int:
+        """Step ``step``, which held a pass, closes: its span waits for its events (the end recorded now if
+        the pass ran to the step's end). Returns the ring flags this sets."""
+        span, self.pass_span = self.pass_span, None
+        timer = self.timer
+        if span is None or timer is None:
+            return 0
+        begin, end = span
+        if end is None:
+            end = timer.record()
+        if end is None or len(self._pass_spans) >= MAX_PENDING_PASSES:
+            timer.release(begin)
+            timer.release(end)
+            return 0
+        self._pass_spans.append((step, begin, end))
+        self.unresolved = True
+        return wire.F_PASS_PENDING
+
+    def _resolve_passes(self, writer: RingWriter, timer: GpuTimer) -> None:
+        """Patch in the passes whose events have completed (a stream runs its events in order: the oldest
+        first; both are asked, as a pass may have ended on another stream than it began on); never waits."""
+        spans = self._pass_spans
+        while spans and spans[0][2].query() and spans[0][1].query():
+            step, begin, end = spans.popleft()
+            writer.patch_pass(step, elapsed_ns(begin, end))
+            timer.release(begin)
+            timer.release(end)
 
     def _move_mark(self, timer: GpuTimer) -> None:
         """The pass's work so far is queued: an open piece is final, and the mark is recorded now."""
@@ -279,12 +342,14 @@ class GpuGap:
             return
         if timer.pending:
             timer.resolve(lambda step, gap_ns: _patch(writer, step, gap_ns))
+        if self._pass_spans:
+            self._resolve_passes(writer, timer)
         if timer.dropped_steps:
             for step in timer.dropped_steps:
                 writer.patch_gpu(step, wire.NO_VALUE, wire.F_GPU_DROPPED, wire.F_GPU_PENDING)
             writer.set_word(wire.H_GPU_DROPPED, writer.words[wire.H_GPU_DROPPED] + len(timer.dropped_steps))
             timer.dropped_steps.clear()
-        self.unresolved = bool(timer.pending)
+        self.unresolved = bool(timer.pending or self._pass_spans)
 
     def resolve_pending(self, writer: RingWriter) -> None:
         """Patch in every pending gap whose events have completed; never waits."""
@@ -292,7 +357,8 @@ class GpuGap:
         if timer is not None:
             for _ in range(timer.max_pending // MAX_RESOLVED_PER_BOUNDARY + 1):
                 timer.resolve(lambda step, gap_ns: _patch(writer, step, gap_ns))
-            self.unresolved = bool(timer.pending or timer.dropped_steps)
+            self._resolve_passes(writer, timer)
+            self.unresolved = bool(timer.pending or timer.dropped_steps or self._pass_spans)
 
 
 def _patch(writer: RingWriter, step: int, gap_ns: int) -> None:

@@ -168,6 +168,21 @@ class RingWriter:
         words[base + wire.R_FLAGS] = (words[base + wire.R_FLAGS] | flags_set) & ~flags_clear
         words[base] = seq + 1
 
+    def patch_pass(self, step: int, pass_gpu_ns: int) -> None:
+        """Step ``step``'s pass took ``pass_gpu_ns`` on the GPU (negative: not measured after all)."""
+        words = self.words
+        base = wire.HEADER_BYTES // 8 + (step % self.capacity) * wire.RECORD_WORDS
+        if words[base + wire.R_STEP] != step or words[base] & 1:
+            return  # overwritten by a newer lap: nothing to patch
+        seq = words[base] | 1
+        words[base] = seq
+        flags = words[base + wire.R_FLAGS] & ~wire.F_PASS_PENDING
+        if pass_gpu_ns >= 0:
+            words[base + wire.R_PASS_GPU_NS] = pass_gpu_ns
+            flags |= wire.F_PASS_TIMED
+        words[base + wire.R_FLAGS] = flags
+        words[base] = seq + 1
+
     def set_word(self, index: int, value: int) -> None:
         self.words[index] = value
 

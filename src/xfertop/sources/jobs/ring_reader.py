@@ -60,6 +60,10 @@ class RingCounters:
     busy_thread_permille: int = 0
 
 
+#: A step whose GPU figures are still to be patched in: read again until they are.
+_PENDING = wire.F_GPU_PENDING | wire.F_PASS_PENDING
+
+
 def to_step_record(body: list[int]) -> StepRecord:
     flags = body[wire.R_FLAGS]
     gap = body[wire.R_GPU_GAP_NS]
@@ -91,6 +95,7 @@ def to_step_record(body: list[int]) -> StepRecord:
         wire.loader_workers_of(flags),
         None,  # between_before_ms: measured from the steps' starts
         bool(flags & wire.F_NESTED_PASS),
+        body[wire.R_PASS_GPU_NS] / NS_PER_MS if flags & wire.F_PASS_TIMED else None,
     )
 
 
@@ -271,7 +276,7 @@ class RingReader:
                 self._next_step = step + 1
                 continue
             record = to_step_record(body)
-            if body[wire.R_FLAGS] & wire.F_GPU_PENDING:
+            if body[wire.R_FLAGS] & _PENDING:
                 self._pending.append(step)
             self.steps.append(record)
             self._next_step = step + 1
@@ -312,7 +317,7 @@ class RingReader:
                 if not _overwritten(words, capacity, step):
                     still.append(step)
                 continue
-            if body[wire.R_FLAGS] & wire.F_GPU_PENDING:
+            if body[wire.R_FLAGS] & _PENDING:
                 still.append(step)
                 continue
             self._replace(step, to_step_record(body))
