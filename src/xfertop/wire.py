@@ -146,8 +146,8 @@ F_PROBE_REPLAY = 2048
 #: A pass over another loader ran inside this step, after its model (`xfertop run`): validation every N
 #: steps. Its waits are in the step's data wait, its model calls in the loop's work after the step.
 F_NESTED_PASS = 4096
-#: The pass's events are recorded; R_PASS_GPU_NS will be patched in when they complete (or the flag
-#: cleared, unmeasured, when too many wait).
+#: The pass's events are recorded; R_PASS_GPU_NS will be patched in when they complete (a job that ends
+#: first leaves it pending: the pass is then read unmeasured).
 F_PASS_PENDING = 8192
 #: R_PASS_GPU_NS holds the pass's time on the GPU's clock.
 F_PASS_TIMED = 16384

@@ -158,29 +158,22 @@ class RingWriter:
         words[_H_HEARTBEAT_NS] = start_ns + wall_ns
 
     def patch_gpu(self, step: int, gpu_gap_ns: int, flags_set: int, flags_clear: int) -> None:
-        words = self.words
-        base = wire.HEADER_BYTES // 8 + (step % self.capacity) * wire.RECORD_WORDS
-        if words[base + wire.R_STEP] != step or words[base] & 1:
-            return  # overwritten by a newer lap: nothing to patch
-        seq = words[base] | 1
-        words[base] = seq
-        words[base + wire.R_GPU_GAP_NS] = gpu_gap_ns
-        words[base + wire.R_FLAGS] = (words[base + wire.R_FLAGS] | flags_set) & ~flags_clear
-        words[base] = seq + 1
+        self._patch(step, wire.R_GPU_GAP_NS, gpu_gap_ns, flags_set, flags_clear)
 
     def patch_pass(self, step: int, pass_gpu_ns: int) -> None:
-        """Step ``step``'s pass took ``pass_gpu_ns`` on the GPU (negative: not measured after all)."""
+        """Step ``step``'s pass took ``pass_gpu_ns`` on the GPU: no longer pending, timed."""
+        self._patch(step, wire.R_PASS_GPU_NS, pass_gpu_ns, wire.F_PASS_TIMED, wire.F_PASS_PENDING)
+
+    def _patch(self, step: int, word: int, value: int, flags_set: int, flags_clear: int) -> None:
+        """A written step's ``word`` and flags, changed under its slot's seqlock as a write is."""
         words = self.words
         base = wire.HEADER_BYTES // 8 + (step % self.capacity) * wire.RECORD_WORDS
         if words[base + wire.R_STEP] != step or words[base] & 1:
             return  # overwritten by a newer lap: nothing to patch
         seq = words[base] | 1
         words[base] = seq
-        flags = words[base + wire.R_FLAGS] & ~wire.F_PASS_PENDING
-        if pass_gpu_ns >= 0:
-            words[base + wire.R_PASS_GPU_NS] = pass_gpu_ns
-            flags |= wire.F_PASS_TIMED
-        words[base + wire.R_FLAGS] = flags
+        words[base + word] = value
+        words[base + wire.R_FLAGS] = (words[base + wire.R_FLAGS] | flags_set) & ~flags_clear
         words[base] = seq + 1
 
     def set_word(self, index: int, value: int) -> None:
