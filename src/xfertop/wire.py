@@ -116,11 +116,11 @@ R_GPU_GAP_NS = 8
 R_H2D_BYTES, R_SAMPLES, R_FLAGS = 9, 10, 11
 #: The loop's own work after the model's last backward or optimizer step (logging, metrics, saving).
 R_LOOP_POST_NS = 12
-#: A pass over another loader inside the step (F_NESTED_PASS): how long it took on the GPU's own clock,
-#: from an event recorded as it began (complete once the work queued before it has run) to one recorded as
-#: it ended (once its own work has run). Valid only with F_PASS_TIMED: rings written before it hold 0 here,
-#: and a ring's later lap may leave an old value.
-R_PASS_GPU_NS = 13
+#: The step's periodic work, a pass over another loader (F_NESTED_PASS) or a checkpoint (F_CHECKPOINT), on
+#: the GPU's own clock: from an event recorded as it began (complete once the work queued before it has run)
+#: to one recorded as it ended (once its own work has run); a step holding both is not timed. Valid only
+#: with F_PERIODIC_TIMED: rings written before it hold 0 here, and a ring's later lap may leave an old value.
+R_PERIODIC_GPU_NS = 13
 #: Words 14-15 are reserved (zero).
 #: A GPU field not (yet) measured.
 NO_VALUE = -1
@@ -146,11 +146,11 @@ F_PROBE_REPLAY = 2048
 #: A pass over another loader ran inside this step, after its model (`xfertop run`): validation every N
 #: steps. Its waits are in the step's data wait, its model calls in the loop's work after the step.
 F_NESTED_PASS = 4096
-#: The pass's events are recorded; R_PASS_GPU_NS will be patched in when they complete (a job that ends
-#: first leaves it pending: the pass is then read unmeasured).
-F_PASS_PENDING = 8192
-#: R_PASS_GPU_NS holds the pass's time on the GPU's clock.
-F_PASS_TIMED = 16384
+#: The periodic work's events are recorded; R_PERIODIC_GPU_NS will be patched in when they complete (a job
+#: that ends first leaves it pending: the work is then read unmeasured).
+F_PERIODIC_PENDING = 8192
+#: R_PERIODIC_GPU_NS holds the periodic work's time on the GPU's clock.
+F_PERIODIC_TIMED = 16384
 #: Bits 16-23: the num_workers of the loader this step's batch came from, plus one (0: not known, as in
 #: rings written before it, or a step no loader opened). A job's loaders differ (training with 8 workers, a
 #: validation loader with none): the advice names the workers of the loader whose steps wait.

@@ -282,13 +282,15 @@ def test_xfertop_run_splits_a_cuda_step_and_measures_the_gpus_idle_around_it(tmp
 
 
 VALIDATION_PASS_JOB = """
+import io
 import sys
 import time
 import torch
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
 WAIT_S, KERNEL_MS = float(sys.argv[1]), float(sys.argv[2])
-AHEAD = sys.argv[3:] == ["ahead"]  # no loss.item(): the host runs ahead, 6 ms of kernels queued a step
+MODE = sys.argv[3] if len(sys.argv) > 3 else ""
+AHEAD = MODE in ("ahead", "save")  # no loss.item(): the host runs ahead, 6 ms of kernels queued a step
 
 class Slow(Dataset):  # the validation loader waits WAIT_S a batch, on the main thread (num_workers=0)
     def __len__(self):
@@ -314,7 +316,9 @@ for step, (batch,) in enumerate(train, start=1):
         torch.cuda._sleep(int(6 * cycles_per_ms))
     else:
         loss.item()
-    if step % 10 == 0:  # validation: each batch queues KERNEL_MS of kernels
+    if step % 10 == 0 and MODE == "save":  # a checkpoint instead: the weights copied to the host
+        torch.save(model.state_dict(), io.BytesIO())
+    elif step % 10 == 0:  # validation: each batch queues KERNEL_MS of kernels
         correct = torch.zeros((), device="cuda")
         with torch.no_grad():
             for (v,) in val:
@@ -361,33 +365,38 @@ def test_a_validation_pass_s_kernels_are_not_the_next_steps_gap(
         assert all(30.0 <= gap <= 70.0 for gap in gaps), gaps
 
 
-@pytest.mark.parametrize("ahead", [True, False])
-def test_a_validation_pass_is_timed_on_the_gpus_clock(tmp_path: Path, ahead: bool) -> None:
+@pytest.mark.parametrize("mode", ["ahead", "synced", "save"])
+def test_periodic_work_is_timed_on_the_gpus_clock(tmp_path: Path, mode: str) -> None:
     # Session 45's k on an H100: a host 25 steps ahead of the GPU, whose pass's float(correct) drained
     # their kernels, read its passes at 46% of the time. Ahead (10 steps x 6 ms queued when a pass begins,
     # 4 x 3 ms of loading overlapping them): the pass costs its 4 x 1 ms of kernels and little idle, while
-    # its host wall holds the drain. Synced (loss.item() every step): its cost is its host time.
+    # its host wall holds the drain. Synced (loss.item() every step): its cost is its host time. Save
+    # (ahead, torch.save of the weights every 10 steps): the save costs well under a millisecond on the
+    # GPU's clock, its host wall the drain.
+    ahead = mode != "synced"
     script = tmp_path / "job.py"
     script.write_text(VALIDATION_PASS_JOB)
     rings = tmp_path / "rings"
     command = [sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", sys.executable, str(script)]
-    command += ["0.003", "1.0", *(["ahead"] if ahead else [])]
+    command += ["0.003", "1.0", *([mode] if ahead else [])]
     result = subprocess.run(command, env=child_env(rings), capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and result.stdout == "done\n", result.stderr
     [rank] = ranks(JobsSource(ring_dir=str(rings)))
-    passes = [s for s in rank.steps if s.nested_pass]
+    held = [s for s in rank.steps if (s.checkpoint if mode == "save" else s.nested_pass)]
     typical = statistics.median(s.wall_ms for s in rank.steps)
-    timed = [s.pass_gpu_ms for s in passes]
-    beyond = [s.wall_ms - typical for s in passes]
+    timed = [s.periodic_gpu_ms for s in held]
+    beyond = [s.wall_ms - typical for s in held]
     write_result(
-        f"reporter_gpu_pass_timed_{'ahead' if ahead else 'synced'}",
-        {"pass_gpu_ms": timed, "pass_wall_beyond_typical_ms": beyond, "typical_ms": typical},
+        f"reporter_gpu_periodic_timed_{mode}",
+        {"periodic_gpu_ms": timed, "wall_beyond_typical_ms": beyond, "typical_ms": typical},
     )
-    assert len(passes) == 6 and None not in timed, (len(passes), timed)
+    assert len(held) == 6 and None not in timed, (len(held), timed)
     for gpu_ms, host_ms in zip(timed, beyond, strict=True):
         assert gpu_ms is not None
-        if ahead:
+        if mode == "ahead":
             assert 3.0 <= gpu_ms <= 20.0 and gpu_ms < 0.5 * host_ms, (timed, beyond)
+        elif mode == "save":
+            assert gpu_ms <= 5.0 and gpu_ms < 0.5 * host_ms, (timed, beyond)
         else:
             assert abs(gpu_ms - host_ms) <= 0.3 * host_ms + 1.0, (timed, beyond)
 

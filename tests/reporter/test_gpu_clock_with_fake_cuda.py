@@ -10,6 +10,7 @@ tests/gpu/test_reporter_gpu.py.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -582,48 +583,78 @@ def test_a_gap_asked_at_the_close_of_a_step_with_a_pass_stays_within_its_span(
     assert gap is not None and gap <= closed - began  # (the pieces once counted twice: 61 ms in 47)
 
 
-def _train_with_passes(loop: GpuLoop, host_ms: float, gpu_ms: float, passes: bool) -> float:
-    """40 training steps (``host_ms`` of the model's calls queueing ``gpu_ms`` of kernels, no sync), a
-    4-batch validation pass after every tenth's model when ``passes`` (3 ms to load each batch in the
-    process, 1 ms of kernels each, `float(correct)` at its end, 0.3 ms of logging), then the loop's end
-    and a final sync. Returns the host time it all took."""
+def _validate(loop: GpuLoop) -> None:
+    """A 4-batch validation pass (3 ms to load each batch in the process, 1 ms of kernels each),
+    `float(correct)` at its end, 0.3 ms of logging."""
+    loop.validation_pass(4, 3.0, gpu_ms=1.0)
+    loop.sync()
+    loop.host(0.3)
+
+
+def _save(loop: GpuLoop) -> None:
+    """torch.save of the weights: 2 ms of copies to the host, which wait for the queue, then 8 ms of
+    writing."""
+    loop.clock.work.checkpointed()
+    loop.gpu.launch(2.0)
+    loop.sync()
+    loop.host(8.0)
+    loop.clock.work.checkpoint_saved()
+
+
+def _train_with(
+    loop: GpuLoop, host_ms: float, gpu_ms: float, periodic: Callable[[GpuLoop], None] | None
+) -> float:
+    """40 training steps (``host_ms`` of the model's calls queueing ``gpu_ms`` of kernels, no sync),
+    ``periodic`` work after every tenth's model, then the loop's end and a final sync. Returns the host
+    time it all took."""
     began = loop.gpu.host_ms
     for index in range(40):
         loop.next_batch(0.2, source=1)
         loop.copy(0.1, 0.5)
         loop.model(host_ms, gpu_ms)
-        if passes and index % 10 == 9:
-            loop.validation_pass(4, 3.0, gpu_ms=1.0)
-            loop.sync()
-            loop.host(0.3)
+        if periodic is not None and index % 10 == 9:
+            periodic(loop)
     loop.clock.before_next()
     loop.sync()
     return loop.gpu.host_ms - began
 
 
+@pytest.mark.parametrize("periodic", [_validate, _save])
 @pytest.mark.parametrize(("host_ms", "gpu_ms"), [(1.0, 6.0), (8.0, 2.0)])
-def test_a_pass_is_timed_on_the_gpus_clock_at_what_it_adds_to_the_job(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host_ms: float, gpu_ms: float
+def test_periodic_work_is_timed_on_the_gpus_clock_at_what_it_adds_to_the_job(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    host_ms: float,
+    gpu_ms: float,
+    periodic: Callable[[GpuLoop], None],
 ) -> None:
-    # (1.0, 6.0): the host runs ahead, 50 ms of training kernels queued when each pass begins, and the
-    # pass's sync waits for them: its host wall is mostly the training's (session 45's k on an H100, 46%
-    # read where its passes cost little). (8.0, 2.0): the GPU waits for the host, and the pass's cost is
-    # its host time. Either way the truth is the time the same loop takes without its passes, less.
-    without = _train_with_passes(
-        GpuLoop(tmp_path / "a", monkeypatch, FakeCuda(), True), host_ms, gpu_ms, False
-    )
+    # (1.0, 6.0): the host runs ahead, 50 ms of training kernels queued when each pass or save begins,
+    # and its sync waits for them: its host wall is mostly the training's (session 45's k on an H100, 46%
+    # read where its passes cost little). (8.0, 2.0): the GPU waits for the host, and the work's cost is
+    # its host time. Either way the truth is the time the same loop takes without it, less.
+    without = _train_with(GpuLoop(tmp_path / "a", monkeypatch, FakeCuda(), True), host_ms, gpu_ms, None)
     loop = GpuLoop(tmp_path / "b", monkeypatch, FakeCuda(), True)
-    added = _train_with_passes(loop, host_ms, gpu_ms, True) - without
+    added = _train_with(loop, host_ms, gpu_ms, periodic) - without
     steps = loop.finish()
-    passes = [s for s in steps if s.nested_pass]
-    assert len(passes) == 4 and all(s.pass_gpu_ms is not None for s in passes)
-    assert sum(s.pass_gpu_ms or 0.0 for s in passes) == pytest.approx(added, abs=4 * 0.25)
+    held = [s for s in steps if s.nested_pass or s.checkpoint]
+    assert len(held) == 4 and all(s.periodic_gpu_ms is not None for s in held)
+    assert sum(s.periodic_gpu_ms or 0.0 for s in held) == pytest.approx(added, abs=4 * 0.25)
     typical = sorted(s.wall_ms for s in steps)[len(steps) // 2]
     if gpu_ms > host_ms:  # the host wall beyond a typical step holds the queue the sync drained
-        assert sum(s.wall_ms - typical for s in passes) > 3 * added
+        assert sum(s.wall_ms - typical for s in held) > 3 * added
     stats = window_stats(steps, window_steps=40, warmup_steps=0)
     assert stats is not None
-    assert stats.nested_pass_share == pytest.approx(added / stats.wall_ms_total, abs=0.02)
+    share = stats.nested_pass_share if periodic is _validate else stats.checkpoint_share
+    assert share == pytest.approx(added / stats.wall_ms_total, abs=0.02)
+
+
+def test_a_step_holding_a_pass_and_a_checkpoint_is_not_timed(run: GpuLoop) -> None:
+    # One span cannot say which of the two cost what: the analysis splits such a step's wall by what
+    # each costs alone (analysis/steps.py _periodic_parts).
+    _train_with(run, 1.0, 6.0, lambda loop: (_validate(loop), _save(loop)))
+    held = [s for s in run.finish() if s.nested_pass or s.checkpoint]
+    assert len(held) == 4 and all(s.nested_pass and s.checkpoint for s in held)
+    assert all(s.periodic_gpu_ms is None for s in held)
 
 
 def test_a_pass_still_running_on_the_gpu_is_read_again_until_its_time_is_patched_in(
@@ -641,13 +672,13 @@ def test_a_pass_still_running_on_the_gpu_is_read_again_until_its_time_is_patched
     reader = RingReader(run.clock.writer.path)
     reader.poll()
     (held,) = [s for s in reader.steps if s.nested_pass]
-    assert held.pass_gpu_ms is None
+    assert held.periodic_gpu_ms is None
     run.host(1_000)
     run.clock.resolve_pending()
     reader.poll()
     (held,) = [s for s in reader.steps if s.nested_pass]
     reader.close()
-    assert held.pass_gpu_ms == _ms(3.0)  # its kernels, back to back behind the training's
+    assert held.periodic_gpu_ms == _ms(3.0)  # its kernels, back to back behind the training's
 
 
 # -- epochs ------------------------------------------------------------------------------------------------

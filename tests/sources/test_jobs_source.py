@@ -252,10 +252,10 @@ def test_every_record_field_lands_in_its_step_record_field() -> None:
         | wire.F_SYNCED
         | wire.F_PROBE_REPLAY
         | wire.F_NESTED_PASS
-        | wire.F_PASS_TIMED
+        | wire.F_PERIODIC_TIMED
         | wire.loader_workers_flags(8),
         wire.R_LOOP_POST_NS: 5_000_000,
-        wire.R_PASS_GPU_NS: 7_000_000,
+        wire.R_PERIODIC_GPU_NS: 7_000_000,
     }
     for word, value in values.items():
         body[word] = value
@@ -283,7 +283,7 @@ def test_every_record_field_lands_in_its_step_record_field() -> None:
         probe_replay=True,
         loader_workers=8,
         nested_pass=True,
-        pass_gpu_ms=7.0,
+        periodic_gpu_ms=7.0,
     )
     assert record.model_ms == 20.0 - 2.0 - 3.0 - 1.0 - 4.0 - 5.0  # the model is what the parts leave
     body[wire.R_FLAGS] = wire.F_PINNED | wire.F_GPU_PENDING
@@ -291,7 +291,7 @@ def test_every_record_field_lands_in_its_step_record_field() -> None:
     assert pending.pinned and pending.gpu_gap_ms is None  # the gap word is not read before it resolves
     assert not (pending.partitioned or pending.synced or pending.copied or pending.checkpoint)
     assert pending.loader_workers is None  # no loader's workers said (rings written before they were)
-    assert pending.pass_gpu_ms is None  # word 13 is read only once the pass's time is patched in
+    assert pending.periodic_gpu_ms is None  # word 13 is read only once the pass's time is patched in
     for workers, read in ((0, 0), (3, 3), (254, 254), (1_000, 254)):
         body[wire.R_FLAGS] = wire.F_PINNED | wire.loader_workers_flags(workers)
         assert (to_step_record(body).loader_workers, to_step_record(body).pinned) == (read, True)

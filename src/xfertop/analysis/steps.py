@@ -452,10 +452,10 @@ def window_stats(
     typical_wall = statistics.median(wall)
     before = steps[max(0, before_first - len(window)) : before_first]
     parts = _periodic_parts(typical_wall, [*before, *window])
-    checkpoint_ms, _ = _cost_beyond(typical_wall, before, window, lambda s: parts(s)[1])
+    checkpoint_ms, _ = _cost_beyond(typical_wall, before, window, lambda s: parts(s)[1], _timed_on_the_gpu)
     passes = [s for s in window if s.nested_pass]
     passes_ms, refilled_ms = _cost_beyond(
-        typical_wall, before, window, lambda s: parts(s)[0], measured=lambda s: s.pass_gpu_ms
+        typical_wall, before, window, lambda s: parts(s)[0], _timed_on_the_gpu
     )
     pass_waits_ms = _beyond(statistics.median(wait), (s.data_wait_ms for s in passes))
     typical_post = statistics.median(s.loop_post_ms for s in window)
@@ -545,8 +545,8 @@ def _periodic_parts(
     whose lone steps cost 30 ms beyond a typical one takes 30 ms of it, the pass the rest; with both kinds
     seen alone, in their ratio). Where neither is seen alone (saving after each validation) they cannot be
     told apart: each is given the whole, as each ran in that step."""
-    alone_pass = [s.wall_ms - typical for s in steps if s.nested_pass and not s.checkpoint]
-    alone_save = [s.wall_ms - typical for s in steps if s.checkpoint and not s.nested_pass]
+    alone_pass = [_lone_cost(s, typical) for s in steps if s.nested_pass and not s.checkpoint]
+    alone_save = [_lone_cost(s, typical) for s in steps if s.checkpoint and not s.nested_pass]
     pass_cost = max(0.0, statistics.median(alone_pass)) if alone_pass else None
     save_cost = max(0.0, statistics.median(alone_save)) if alone_save else None
 
@@ -565,6 +565,19 @@ def _periodic_parts(
         return (known, 1.0 - known) if pass_cost is not None else (1.0 - known, known)
 
     return parts
+
+
+def _timed_on_the_gpu(step: StepRecord) -> float | None:
+    """The step's pass or checkpoint on the GPU's own clock, where the reporter timed it (a step holding
+    one kind of the two; StepRecord.periodic_gpu_ms)."""
+    return step.periodic_gpu_ms
+
+
+def _lone_cost(step: StepRecord, typical: float) -> float:
+    """What a step holding one kind of periodic work paid for it: its time on the GPU's clock where
+    measured, else its wall beyond ``typical``."""
+    timed = step.periodic_gpu_ms
+    return timed if timed is not None else step.wall_ms - typical
 
 
 def _cost_beyond(
@@ -589,7 +602,7 @@ def _cost_beyond(
     after a pass, and ends at one whose shortfall it does not hold).
 
     ``measured``: what a special step's work took on the GPU's own clock, where the reporter timed it
-    (StepRecord.pass_gpu_ms): that is its cost, the queue it drained left out by the clock itself, so
+    (StepRecord.periodic_gpu_ms): that is its cost, the queue it drained left out by the clock itself, so
     nothing is owed back. Counting back short steps cannot see a queue the host never waited on: a host
     that runs ahead through all the steps between two passes (session 45's k on an H100: 25 steps of 2-4
     ms each queueing more GPU work than that) runs no step short after a pass, whose sync drains the lot."""

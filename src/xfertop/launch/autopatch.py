@@ -83,7 +83,7 @@ def watch_checkpoints(torch: Any) -> None:
     import contextlib
     import functools
 
-    from xfertop.reporter import note_checkpoint
+    from xfertop.reporter import note_checkpoint, note_checkpoint_saved
 
     original_save = torch.save
     if getattr(original_save, "_xfertop_wrapped", False):
@@ -93,7 +93,11 @@ def watch_checkpoints(torch: Any) -> None:
     def save(*args: Any, **kwargs: Any) -> Any:
         with contextlib.suppress(Exception):  # never the job's problem
             note_checkpoint()
-        return original_save(*args, **kwargs)
+        try:
+            return original_save(*args, **kwargs)
+        finally:
+            with contextlib.suppress(Exception):
+                note_checkpoint_saved()
 
     save._xfertop_wrapped = True  # type: ignore[attr-defined]
     torch.save = save

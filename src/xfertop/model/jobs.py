@@ -69,7 +69,7 @@ class StepRecord:
     #: That pass's time on the GPU's own clock (from the work queued before it having run to its own
     #: work having run): what it cost a job whose host runs ahead of the GPU, where its host wall holds
     #: the queued training work its sync waited for. None: not measured (no GPU clock, no pass).
-    pass_gpu_ms: float | None = None
+    periodic_gpu_ms: float | None = None
 
     @property
     def model_ms(self) -> float:

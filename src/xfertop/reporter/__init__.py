@@ -388,11 +388,20 @@ def mark_copied(device: Any = None) -> None:
 
 
 def note_checkpoint() -> None:
-    """For `xfertop run`: torch.save was called; the open step is flagged (its wall holds the save)."""
+    """For `xfertop run`: torch.save was called; the open step is flagged (its wall holds the save). A save
+    between steps (between epochs, after the loop) is no step's."""
     clock = _clock
-    if clock is None or clock.disabled:
+    if clock is None or clock.disabled or not clock.is_open:
         return
     clock.work.checkpointed()
+
+
+def note_checkpoint_saved() -> None:
+    """For `xfertop run`: that torch.save returned (the GPU's clock times the save, _gpu_gap.py)."""
+    clock = _clock
+    if clock is None or clock.disabled or not clock.is_open:
+        return
+    clock.work.checkpoint_saved()
 
 
 # -- the model's calls and syncs (`xfertop run`) ------------------------------------------------------

@@ -427,7 +427,7 @@ class StepClock:
             self.work.open = True  # too late for this step's model marks; the steps after it are right
         self.nested_source = 0
         self.gap.pass_ends()
-        self.gap.drop_pass_span()
+        self.gap.drop_periodic_span()
         self._flags &= ~wire.F_NESTED_PASS
 
     def _second_input(self, source: int, loader: int) -> bool:
@@ -571,8 +571,8 @@ class StepClock:
         flags = self._flags | work.flags
         if gap.marking or gap.after_prev is not None:  # else no event to ask or hand on (most steps)
             flags |= gap.step_closing(step, now)
-        if gap.pass_span is not None:
-            flags |= gap.close_pass_span(step)
+        if gap.periodic_span is not None:
+            flags |= gap.close_periodic_span(step)
         if work.h2d_bytes and not work.any_pageable:  # every host-to-device copy was from pinned memory
             flags |= _F_PINNED
         loop_pre_ns, loop_post_ns = work.loop_ns(now)

@@ -14,13 +14,15 @@ next() calls, asked at each batch's arrival as a step's first work asks ``after`
 had drained, a piece of idle (mark -> an event now) is measured, and the gap the next first work
 measures is the sum: the GPU's idle between the two ends, its busy time in between left out.
 
-A pass is also timed whole on the GPU's clock: an event as it begins (complete once the work queued before
-it has run) and one as it ends (complete once its own work has run), in every step that holds a pass, not
-only sampled ones (passes are rare). A host that runs ahead of the GPU leaves the training steps' kernels
-queued when a pass begins, and the pass's sync (`float(correct)`) waits for them: its host wall holds the
-training's GPU time (session 45's k on an H100: 85-92 ms a pass on the host, where the GPU was idle under
-1 ms of it). Between the two events the GPU ran only the pass's work or sat idle because of it: what the
-pass cost the job, whichever of the host or the GPU bounds it.
+The step's periodic work, a pass or a checkpoint (torch.save), is also timed whole on the GPU's clock: an
+event as it begins (complete once the work queued before it has run) and one as it ends (complete once its
+own work has run), in every step that holds one, not only sampled ones (they are rare). A host that runs
+ahead of the GPU leaves the training steps' kernels queued when a pass or a save begins, and its sync
+(`float(correct)`, the weights copied to the host) waits for them: its host wall holds the training's GPU
+time (session 45's k on an H100: 85-92 ms a pass on the host, where the GPU was idle under 1 ms of it).
+Between the two events the GPU ran only that work or sat idle because of it: what it cost the job,
+whichever of the host or the GPU bounds it. A step holding both kinds is not timed (the analysis splits
+its wall between them).
 
 The clock says when steps open and close and where their work starts; this part owns the events, the
 sampling and the CUDA device the events run on, and hands back the ring flags the gap sets.
@@ -40,9 +42,11 @@ from xfertop.reporter._gpu_timer import MAX_RESOLVED_PER_BOUNDARY, GpuTimer, Pen
 from xfertop.reporter._ring_writer import RingWriter
 
 _now_ns = time.perf_counter_ns
-#: Closed steps' passes whose end events have not completed, at most: a GPU this far behind has one more
-#: pass left unmeasured rather than events piling up.
-MAX_PENDING_PASSES = 8
+#: Closed steps' periodic work whose end events have not completed, at most: a GPU this far behind has one
+#: more left unmeasured rather than events piling up.
+MAX_PENDING_PERIODIC = 8
+#: The kinds of periodic work a span times (GpuGap.periodic_begins).
+PASS, CHECKPOINT = 1, 2
 #: Which mark a pass moves (GpuGap._pass_mark).
 _AFTER = 1
 _AFTER_PREV = 2
@@ -81,11 +85,12 @@ class GpuGap:
         self._piece_end: Any = None
         #: A batch of the pass arrived and no next() of it came since: its work is queued after the mark.
         self._pass_batch_open = False
-        #: The open step's passes on the GPU's clock: [event at the first one's start, event at the last
-        #: one's end (None until it ends)]; None where the step holds no pass (the clock asks it at close).
-        self.pass_span: list[Any] | None = None
+        #: The open step's periodic work on the GPU's clock: [kind (PASS, CHECKPOINT; 0: both, not timed),
+        #: event at the first one's start, event at the last one's end (None until it ends)]; None where
+        #: the step holds none (the clock asks it at close).
+        self.periodic_span: list[Any] | None = None
         #: Closed steps' pass spans waiting for their end events: (step, begin, end), oldest first.
-        self._pass_spans: deque[tuple[int, Any, Any]] = deque()
+        self._periodic_spans: deque[tuple[int, Any, Any]] = deque()
 
     def use_cuda_device(self, index: int | None) -> str | None:
         """Run the events on CUDA device ``index`` (None: the current one); the device's name, or None
@@ -204,10 +209,7 @@ class GpuGap:
         timer = self.timer
         if timer is None:
             return
-        if self.pass_span is None:
-            begin = timer.record()
-            if begin is not None:  # (None while a CUDA graph is captured: the pass is not timed)
-                self.pass_span = [begin, None]
+        self.periodic_begins(PASS)
         self._pass_batch_open = False
         if after_model:
             self._pass_mark = _AFTER if self._marks_end and self.after_prev is None else 0
@@ -217,12 +219,7 @@ class GpuGap:
     def pass_ends(self) -> None:
         """The pass is over; what it measured stays for the gap the next first work measures."""
         timer = self.timer
-        span = self.pass_span
-        if span is not None and timer is not None:
-            if span[1] is None:
-                span[1] = timer.record()
-            else:  # a second pass in the step: the span runs to its end
-                timer.re_record(span[1])
+        self.periodic_ends()
         if self._pass_mark and timer is not None:
             began = _now_ns()
             self._settle_pass(timer)
@@ -254,38 +251,64 @@ class GpuGap:
             self._move_mark(timer)
             self.sampling.spent_ns += _now_ns() - began
 
-    def drop_pass_span(self) -> None:
-        """What was taken for a pass trained (the loop moved to another loader): nothing to time."""
-        span, self.pass_span = self.pass_span, None
-        if span is not None and self.timer is not None:
-            self.timer.release(span[0])
-            self.timer.release(span[1])
+    # -- the step's periodic work on the GPU's clock (see the module docstring) -----------------------------
+    def periodic_begins(self, kind: int) -> None:
+        """A pass or a checkpoint (``kind``) begins in the open step: the span's first event, where it has
+        none; a second kind in the step leaves the step untimed."""
+        timer = self.timer
+        if timer is None:
+            return
+        span = self.periodic_span
+        if span is None:
+            begin = timer.record()
+            if begin is not None:  # (None while a CUDA graph is captured: not timed)
+                self.periodic_span = [kind, begin, None]
+        elif span[0] != kind:
+            span[0] = 0
 
-    def close_pass_span(self, step: int) -> int:
-        """Step ``step``, which held a pass, closes: its span waits for its events (the end recorded now if
-        the pass ran to the step's end). Returns the ring flags this sets."""
-        span, self.pass_span = self.pass_span, None
+    def periodic_ends(self) -> None:
+        """The pass or checkpoint is over: the span's end moves here (the step's last one counts)."""
+        span, timer = self.periodic_span, self.timer
+        if span is None or timer is None:
+            return
+        if span[2] is None:
+            span[2] = timer.record()
+        else:
+            timer.re_record(span[2])
+
+    def drop_periodic_span(self) -> None:
+        """What was taken for a pass trained (the loop moved to another loader): nothing to time."""
+        span, self.periodic_span = self.periodic_span, None
+        if span is not None and self.timer is not None:
+            self.timer.release(span[1])
+            self.timer.release(span[2])
+
+    def close_periodic_span(self, step: int) -> int:
+        """Step ``step``, which held a pass or a checkpoint, closes: its span waits for its events (the end
+        recorded now if the work ran to the step's end). Returns the ring flags this sets."""
+        span, self.periodic_span = self.periodic_span, None
         timer = self.timer
         if span is None or timer is None:
             return 0
-        begin, end = span
-        if end is None:
+        kind, begin, end = span
+        if end is None and kind:
             end = timer.record()
-        if end is None or len(self._pass_spans) >= MAX_PENDING_PASSES:
+        if end is None or not kind or len(self._periodic_spans) >= MAX_PENDING_PERIODIC:
             timer.release(begin)
             timer.release(end)
             return 0
-        self._pass_spans.append((step, begin, end))
+        self._periodic_spans.append((step, begin, end))
         self.unresolved = True
-        return wire.F_PASS_PENDING
+        return wire.F_PERIODIC_PENDING
 
-    def _resolve_passes(self, writer: RingWriter, timer: GpuTimer) -> None:
-        """Patch in the passes whose events have completed (a stream runs its events in order: the oldest
-        first; both are asked, as a pass may have ended on another stream than it began on); never waits."""
-        spans = self._pass_spans
+    def _resolve_periodic(self, writer: RingWriter, timer: GpuTimer) -> None:
+        """Patch in the spans whose events have completed (a stream runs its events in order: the oldest
+        first; both are asked, as the work may have ended on another stream than it began on); never
+        waits."""
+        spans = self._periodic_spans
         while spans and spans[0][2].query() and spans[0][1].query():
             step, begin, end = spans.popleft()
-            writer.patch_pass(step, elapsed_ns(begin, end))
+            writer.patch_periodic(step, elapsed_ns(begin, end))
             timer.release(begin)
             timer.release(end)
 
@@ -342,14 +365,14 @@ class GpuGap:
             return
         if timer.pending:
             timer.resolve(lambda step, gap_ns: _patch(writer, step, gap_ns))
-        if self._pass_spans:
-            self._resolve_passes(writer, timer)
+        if self._periodic_spans:
+            self._resolve_periodic(writer, timer)
         if timer.dropped_steps:
             for step in timer.dropped_steps:
                 writer.patch_gpu(step, wire.NO_VALUE, wire.F_GPU_DROPPED, wire.F_GPU_PENDING)
             writer.set_word(wire.H_GPU_DROPPED, writer.words[wire.H_GPU_DROPPED] + len(timer.dropped_steps))
             timer.dropped_steps.clear()
-        self.unresolved = bool(timer.pending or self._pass_spans)
+        self.unresolved = bool(timer.pending or self._periodic_spans)
 
     def resolve_pending(self, writer: RingWriter) -> None:
         """Patch in every pending gap whose events have completed; never waits."""
@@ -357,8 +380,8 @@ class GpuGap:
         if timer is not None:
             for _ in range(timer.max_pending // MAX_RESOLVED_PER_BOUNDARY + 1):
                 timer.resolve(lambda step, gap_ns: _patch(writer, step, gap_ns))
-            self._resolve_passes(writer, timer)
-            self.unresolved = bool(timer.pending or timer.dropped_steps or self._pass_spans)
+            self._resolve_periodic(writer, timer)
+            self.unresolved = bool(timer.pending or timer.dropped_steps or self._periodic_spans)
 
 
 def _patch(writer: RingWriter, step: int, gap_ns: int) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 
 from xfertop import wire
 from xfertop.reporter._copy import PinnedMemo
-from xfertop.reporter._gpu_gap import GpuGap
+from xfertop.reporter._gpu_gap import CHECKPOINT, GpuGap
 
 _now_ns = time.perf_counter_ns
 _F_COPIED = wire.F_COPIED
@@ -173,9 +173,15 @@ class StepWork:
             self._fail(exc)
 
     def checkpointed(self) -> None:
-        """torch.save ran now: the open step holds a checkpoint."""
-        if self.open:
-            self.flags |= wire.F_CHECKPOINT
+        """torch.save begins now, inside the open step (the caller checks that the clock has one open): the
+        step holds a checkpoint. Also during a pass over another loader in it, when the hooks' work is
+        closed: a save after the step's validation is still the step's."""
+        self.flags |= wire.F_CHECKPOINT
+        self._gap.periodic_begins(CHECKPOINT)
+
+    def checkpoint_saved(self) -> None:
+        """That torch.save returned."""
+        self._gap.periodic_ends()
 
     def tensor_moved(self, source: Any, moved: Any, non_blocking: Any, copy_cpu_ns: int) -> None:
         """Copy timing saw ``source.to()``/``.cuda()`` return ``moved``, a new tensor, ``copy_cpu_ns`` of host

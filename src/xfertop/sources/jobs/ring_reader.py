@@ -61,7 +61,7 @@ class RingCounters:
 
 
 #: A step whose GPU figures are still to be patched in: read again until they are.
-_PENDING = wire.F_GPU_PENDING | wire.F_PASS_PENDING
+_PENDING = wire.F_GPU_PENDING | wire.F_PERIODIC_PENDING
 
 
 def to_step_record(body: list[int]) -> StepRecord:
@@ -95,7 +95,7 @@ def to_step_record(body: list[int]) -> StepRecord:
         wire.loader_workers_of(flags),
         None,  # between_before_ms: measured from the steps' starts
         bool(flags & wire.F_NESTED_PASS),
-        body[wire.R_PASS_GPU_NS] / NS_PER_MS if flags & wire.F_PASS_TIMED else None,
+        body[wire.R_PERIODIC_GPU_NS] / NS_PER_MS if flags & wire.F_PERIODIC_TIMED else None,
     )
 
 
