@@ -89,7 +89,7 @@ class GpuGap:
         #: event at the first one's start, event at the last one's end (None until it ends)]; None where
         #: the step holds none (the clock asks it at close).
         self.periodic_span: list[Any] | None = None
-        #: Closed steps' pass spans waiting for their end events: (step, begin, end), oldest first.
+        #: Closed steps' spans waiting for their events: (step, begin, end), oldest first.
         self._periodic_spans: deque[tuple[int, Any, Any]] = deque()
 
     def use_cuda_device(self, index: int | None) -> str | None:
