@@ -576,7 +576,7 @@ def _timed_on_the_gpu(step: StepRecord) -> float | None:
 def _lone_cost(step: StepRecord, typical: float) -> float:
     """What a step holding one kind of periodic work paid for it: its time on the GPU's clock where
     measured, else its wall beyond ``typical``."""
-    timed = step.periodic_gpu_ms
+    timed = _timed_on_the_gpu(step)
     return timed if timed is not None else step.wall_ms - typical
 
 
@@ -585,7 +585,7 @@ def _cost_beyond(
     before: Sequence[StepRecord],
     window: Sequence[StepRecord],
     part: Callable[[StepRecord], float],
-    measured: Callable[[StepRecord], float | None] | None = None,
+    measured: Callable[[StepRecord], float | None],
 ) -> tuple[float, float]:
     """What the window's special steps (a pass over another loader, a checkpoint) cost it: their walls
     beyond ``typical`` each (``part`` of it: the share that is this kind's, 0 for a step of another kind
@@ -610,7 +610,7 @@ def _cost_beyond(
     for i, step in enumerate(itertools.chain(before, window)):
         counts = i >= len(before)
         if share := part(step):
-            timed = measured(step) if measured is not None else None
+            timed = measured(step)
             if timed is not None:
                 cost += timed if counts else 0.0
                 owed = 0.0

@@ -66,9 +66,9 @@ class StepRecord:
     #: A pass over another loader (validation every N steps) ran inside this step, after its model
     #: (`xfertop run`): its waits are in the step's data wait, its model calls in its loop_post.
     nested_pass: bool = False
-    #: That pass's time on the GPU's own clock (from the work queued before it having run to its own
-    #: work having run): what it cost a job whose host runs ahead of the GPU, where its host wall holds
-    #: the queued training work its sync waited for. None: not measured (no GPU clock, no pass).
+    #: The step's pass or checkpoint (one kind, not both) on the GPU's own clock, from the work queued
+    #: before it having run to its own work having run: what it cost the job, where its host wall may hold
+    #: the queued training work its sync waited for. None: not measured (no GPU clock, neither or both).
     periodic_gpu_ms: float | None = None
 
     @property

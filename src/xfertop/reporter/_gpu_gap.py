@@ -206,8 +206,7 @@ class GpuGap:
         step records one) or before it (the step before's, where its gap is still to be asked). After the
         model with this step's own gap not asked yet (no first work was seen), the pieces would join that
         gap, not the next one: the pass is not followed then."""
-        timer = self.timer
-        if timer is None:
+        if self.timer is None:
             return
         self.periodic_begins(PASS)
         self._pass_batch_open = False

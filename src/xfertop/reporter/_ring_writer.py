@@ -160,9 +160,11 @@ class RingWriter:
     def patch_gpu(self, step: int, gpu_gap_ns: int, flags_set: int, flags_clear: int) -> None:
         self._patch(step, wire.R_GPU_GAP_NS, gpu_gap_ns, flags_set, flags_clear)
 
-    def patch_periodic(self, step: int, pass_gpu_ns: int) -> None:
-        """Step ``step``'s pass took ``pass_gpu_ns`` on the GPU: no longer pending, timed."""
-        self._patch(step, wire.R_PERIODIC_GPU_NS, pass_gpu_ns, wire.F_PERIODIC_TIMED, wire.F_PERIODIC_PENDING)
+    def patch_periodic(self, step: int, periodic_gpu_ns: int) -> None:
+        """Step ``step``'s pass or checkpoint took ``periodic_gpu_ns`` on the GPU: pending no more."""
+        self._patch(
+            step, wire.R_PERIODIC_GPU_NS, periodic_gpu_ns, wire.F_PERIODIC_TIMED, wire.F_PERIODIC_PENDING
+        )
 
     def _patch(self, step: int, word: int, value: int, flags_set: int, flags_clear: int) -> None:
         """A written step's ``word`` and flags, changed under its slot's seqlock as a write is."""
