@@ -38,6 +38,7 @@ def _host_with_workers(
     quota_cores: float | None = None,
     throttled_share: float | None = None,
     quota_used_share: float | None = None,
+    worker_cpu: float = 90.0,
 ) -> HostState:
     base = host_state(cores)
     kids = tuple(
@@ -45,7 +46,7 @@ def _host_with_workers(
             pid=rank.pid + 1 + i,
             name="python",
             user="alice",
-            cpu_percent=90.0,
+            cpu_percent=worker_cpu,
             rss_bytes=GIB,
             num_threads=2,
             pinned_bytes=None,
@@ -111,6 +112,63 @@ def test_workers_and_their_training_process_filling_the_cores_are_not_told_to_ad
         "70% busy: more workers cannot help." in advice
     )
     assert "Raise num_workers" not in advice
+
+
+def test_workers_that_mostly_wait_are_told_to_add_workers_though_the_training_process_fills_the_cores() -> (
+    None
+):
+    """Session 46's CPU trial: 2 workers whose __getitem__ sleeps 2 ms (storage latency) on a 2-core VM, the
+    cores 77% busy with the training process's threads, the workers 17% of a core between them. Before, the
+    advice read "... outnumber this machine's 2 cores, 77% busy: more workers cannot help"; with 4 workers
+    the job's wait fell from 39% to 16% of the step."""
+    rank = _starved(workers=2)
+    waiting = _host_with_workers(rank, allowed=(0, 1), core_busy=77.0, workers=2, cores=2, worker_cpu=8.5)
+    advice = _advice(_verdict(rank, host=waiting))
+    assert "Raise num_workers above 2 (2 cores allowed, 77% busy)" in advice, advice
+    assert "the workers use 17% of a core: they mostly wait" in advice, advice
+    assert "cannot help" not in advice
+    # The same cores and load with workers that compute (90% of a core each): their CPU is what they lack.
+    computing = _host_with_workers(rank, allowed=(0, 1), core_busy=77.0, workers=2, cores=2)
+    assert "more workers cannot help" in _advice(_verdict(rank, host=computing))
+
+
+def test_workers_confined_to_one_core_that_they_share_out_between_them_are_not_taken_for_waiting() -> None:
+    # Eight CPU-bound workers on one core get an eighth of it each: their CPU is all the core gives them.
+    rank = _starved(workers=8)
+    host = _host_with_workers(rank, allowed=(3,), core_busy=100.0, workers=8, worker_cpu=12.0)
+    advice = _advice(_verdict(rank, host=host))
+    assert "may run on only 1 core (CPU affinity 3)" in advice and "Raise num_workers" not in advice
+
+
+def test_a_cpu_jobs_input_advice_names_no_gpu_remedy() -> None:
+    """A job without a GPU was told to "move augmentation onto the GPU after the copy" (session 46's
+    trial); a CUDA job still is."""
+    for device, on_gpu in (("cpu", False), ("cuda:0", True)):
+        rank = dataclasses.replace(_starved(workers=2), device=device)
+        host = _host_with_workers(rank, allowed=(0, 1), core_busy=100.0, workers=2, cores=2)
+        advice = _advice(_verdict(rank, host=host))
+        assert "more workers cannot help" in advice, advice
+        assert ("GPU" in advice) is on_gpu, (device, advice)
+        none = _advice(_verdict(dataclasses.replace(rank, dataloader_workers=0)))
+        assert "num_workers=0" in none and ("GPU" in none) is on_gpu, (device, none)
+
+
+def test_a_job_that_ended_before_its_workers_were_seen_still_gets_advice() -> None:
+    """A job that raised after ~1 s of input-bound training: in two runs of three its summary read
+    "input-bound: 41% of each step waits for the DataLoader" and no advice at all (its workers were never
+    sampled; an ended rank gives no workers evidence, so neither "more workers" nor "cannot help" was
+    said). Both remedies, hedged, now."""
+    ended = dataclasses.replace(
+        _starved(workers=2),
+        status="finished",
+        heartbeat_age_s=4.0,
+        end=RankEnd(closed_ring=True, exit_code=1),
+    )
+    verdict = _verdict(ended)
+    assert verdict.kind == "input-bound"
+    advice = _advice(verdict)
+    assert "More than 2 workers may help if their cores have room" in advice, verdict.advice
+    assert "make each sample cheaper" in advice
 
 
 def test_a_training_process_kept_off_the_workers_cores_leaves_them_room() -> None:

@@ -353,3 +353,25 @@ def test_a_pass_on_a_gpu_the_host_does_not_run_ahead_of_costs_its_whole_step() -
     stats = window_stats(steps)
     assert stats is not None and stats.nested_pass_share == pytest.approx(gross, abs=0.005)
     assert stats.nested_pass_share == pytest.approx(truth, abs=0.01)
+
+
+def test_the_passes_remedy_never_asks_for_persistent_workers_without_workers() -> None:
+    """Session 46's CPU trial: validation every 40 steps over a loader with num_workers=0 costing 10% of the
+    time (the passes' own work, not their waits). The advice said "keep its loader's workers between
+    passes (persistent_workers=True)", which torch refuses for num_workers=0 (ValueError): a job that
+    followed it would not start."""
+    steps = [
+        step_record(
+            i,
+            model_ms=5.0,
+            wait_ms=0.3,
+            loop_post_ms=60.0 if i % 40 == 39 else 0.2,
+            nested_pass=i % 40 == 39,
+            partitioned=True,
+        )
+        for i in range(400)
+    ]
+    verdict = rank_verdict(steps, dataloader_workers=0)
+    naming = [line for line in verdict.advice if "persistent_workers=True" in line]
+    assert naming, verdict.advice
+    assert all("num_workers > 0" in line for line in naming), naming

@@ -326,6 +326,19 @@ def test_loop_work_before_the_model_is_loop_bound_and_told_to_move_into_the_data
     assert verdict.evidence["host_loop_pre_share"] > 0.8
 
 
+def test_loop_work_before_the_model_over_a_loader_without_workers_is_told_to_give_it_workers() -> None:
+    """Session 46's CPU trial: augmentation in the loop body, its DataLoader at num_workers=0. "Move it into
+    the Dataset's __getitem__ so the DataLoader workers run it" alone changes nothing there: with no
+    workers the main process runs __getitem__ too."""
+    steps = [
+        step_record(i, wait_ms=0.3, loop_pre_ms=9.0, model_ms=11.0, partitioned=True) for i in range(120)
+    ]
+    advice = {workers: " ".join(rank_verdict(steps, dataloader_workers=workers).advice) for workers in (0, 4)}
+    assert rank_verdict(steps, dataloader_workers=0).kind == "loop-bound"
+    assert "give the DataLoader workers (num_workers > 0" in advice[0], advice[0]
+    assert "num_workers > 0" not in advice[4] and "so the DataLoader workers run it" in advice[4], advice[4]
+
+
 def test_on_a_cpu_the_loops_own_work_is_read_from_the_hosts_parts() -> None:
     """`xfertop run` on a CPU: no gap, the loop's own share of the host's step is the cause."""
     steps = [

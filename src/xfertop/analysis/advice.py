@@ -29,6 +29,7 @@ from xfertop.analysis.thresholds import (
     SPIKE_MIN_WAIT_FRACTION,
     TINY_BATCH_MAX_SAMPLES,
     TINY_BATCH_MAX_WAIT_MS,
+    WAITING_WORKERS_CPU_SHARE,
     WORKER_START_WAIT_SHARE,
 )
 
@@ -147,6 +148,25 @@ def _throttled_text(workers: WorkersEvidence) -> str:
     return f"throttled in {pct(share)} of periods, {pct(used)} of it used"
 
 
+def _cheaper_samples(on_gpu: bool) -> str:
+    """How to make each sample cheaper, in parentheses: what any Dataset can do, and on a GPU job the
+    augmentation moved after the copy (a CPU job has no GPU to move it to)."""
+    gpu = "; augmentation moved onto the GPU after the copy" if on_gpu else ""
+    return f"(less decoding, parsing or augmentation per sample; data kept decoded in memory{gpu})"
+
+
+def _workers_mostly_wait(workers: WorkersEvidence, count: int) -> bool:
+    """The workers use under WAITING_WORKERS_CPU_SHARE of the CPU their cores could give them (the allowed
+    cores, or the quota, over the processes that want them): most of their time goes to waiting on
+    something other than a core (storage, a network, a sleep), and more of them overlap more of those
+    waits, however busy the training process keeps the cores. Unknown CPU use: not known to wait."""
+    used = workers.cpu_percent
+    if used is None or count <= 0:
+        return False
+    could_get = 100.0 * min(count, count * workers.effective_cores / workers.competing(count))
+    return used < WAITING_WORKERS_CPU_SHARE * could_get
+
+
 def _more_workers(dataloader_workers: int | None, workers: WorkersEvidence | None) -> str:
     cores = ""
     if workers is not None and workers.quota_below_cores and workers.cpu_quota_cores is not None:
@@ -162,14 +182,30 @@ def _more_workers(dataloader_workers: int | None, workers: WorkersEvidence | Non
         cores = f" ({count} core{'s' if count != 1 else ''} allowed" + (
             f", {busy:.0f}% busy)" if busy is not None else ")"
         )
+    waiting = ""
+    if workers is not None and dataloader_workers and _workers_mostly_wait(workers, dataloader_workers):
+        waiting = (
+            f" Between them the workers use {workers.cpu_percent or 0:.0f}% of a core: they mostly wait "
+            "(storage, a network, a sleep), and more of them overlap more of those waits."
+        )
     if dataloader_workers is not None:
         return (
             f"Raise num_workers above {dataloader_workers}{cores} until samples/s stops improving; past "
-            "the core count or the storage's limit more workers make it worse."
+            f"the core count or the storage's limit more workers make it worse.{waiting}"
         )
     return (
         "Raise num_workers (start at 2-4 per GPU) until samples/s stops improving, and keep decoding "
         "out of the main process."
+    )
+
+
+def _unseen_workers(dataloader_workers: int, on_gpu: bool) -> str:
+    """A job that stopped stepping before its workers' cores were seen: whether more workers can help
+    is not known (_what_limits_workers needs their cores' load), so both remedies, hedged."""
+    return (
+        f"More than {dataloader_workers} workers may help if their cores have room: the job stopped before "
+        "xfertop saw where its workers run and how busy those cores are (the live view shows it while a "
+        f"job runs). If the cores are busy, make each sample cheaper {_cheaper_samples(on_gpu)}."
     )
 
 
@@ -184,7 +220,9 @@ def _what_limits_workers(workers: WorkersEvidence, count: int) -> str | None:
     machine's, and those are in use, or their load is unknown),
     "cores" (the same, allowed every core of the machine: not confined) or "busy" (their cores are
     saturated). Workers waiting on storage (network file systems, object stores) can outnumber their
-    cores, or their quota, and still gain from more: an idle core or an unthrottled cgroup says so."""
+    cores, or their quota, and still gain from more: an idle core or an unthrottled cgroup says so, and
+    so does their own CPU use, well under what their cores could give them, where the training
+    process's threads keep those cores busy (_workers_mostly_wait)."""
     quota = workers.cpu_quota_cores
     if workers.throttled or (
         workers.quota_below_cores
@@ -195,13 +233,17 @@ def _what_limits_workers(workers: WorkersEvidence, count: int) -> str | None:
         return "quota"
     busy = workers.allowed_cores_busy_percent
     competing = workers.competing(count)  # the training process runs there too: it is no idle core
-    if competing > len(workers.allowed_cpus) and (busy is None or busy >= OVERSUBSCRIBED_BUSY_PERCENT):
+    if (
+        competing > len(workers.allowed_cpus)
+        and (busy is None or busy >= OVERSUBSCRIBED_BUSY_PERCENT)
+        and not _workers_mostly_wait(workers, count)
+    ):
         # Allowed every core of the machine, they are not confined: they outnumber its cores.
         return "affinity" if workers.confined else "cores"
     return "busy" if workers.saturated else None
 
 
-def _quota_cannot_help(workers: WorkersEvidence, count: int) -> str:
+def _quota_cannot_help(workers: WorkersEvidence, count: int, on_gpu: bool) -> str:
     quota = f" of {_cores_text(workers.cpu_quota_cores)}" if workers.cpu_quota_cores is not None else ""
     source = _quota_source(workers.cpu_quota_file)
     throttled = _throttled_text(workers)
@@ -214,11 +256,11 @@ def _quota_cannot_help(workers: WorkersEvidence, count: int) -> str:
     return (
         f"The job uses all of its CPU quota{quota} ({source}): it was {throttled}, so more "
         f"workers cannot help. Raise the job's CPU limit ({_RAISE_QUOTA}) or make each sample cheaper "
-        "(decode at a smaller size, move augmentation onto the GPU after the copy)."
+        f"{_cheaper_samples(on_gpu)}."
     )
 
 
-def _no_workers_on_a_used_up_quota(cpu: CgroupCpuEvidence) -> list[str]:
+def _no_workers_on_a_used_up_quota(cpu: CgroupCpuEvidence, on_gpu: bool) -> list[str]:
     """num_workers=0 in a throttled cgroup: workers would share the quota the loop already uses up."""
     source = _quota_source(cpu.quota_file)
     return [
@@ -226,15 +268,14 @@ def _no_workers_on_a_used_up_quota(cpu: CgroupCpuEvidence) -> list[str]:
         f"of its CPU quota of {_cores_text(cpu.quota_cores)} ({source}): it was throttled in "
         f"{pct(cpu.throttled_share or 0.0)} of periods. Workers would share that quota: raise the job's CPU "
         f"limit ({_RAISE_QUOTA}), then set num_workers to the cores it gives.",
-        "Or make each sample cheaper: decode at a smaller size, move augmentation onto the GPU after the "
-        "copy.",
+        f"Or make each sample cheaper {_cheaper_samples(on_gpu)}.",
     ]
 
 
-def _workers_cannot_help(workers: WorkersEvidence, count: int, limit: str) -> list[str]:
+def _workers_cannot_help(workers: WorkersEvidence, count: int, limit: str, on_gpu: bool) -> list[str]:
     """More workers cannot help: ``limit`` (from _what_limits_workers) says what holds them."""
     if limit == "quota":
-        return [_quota_cannot_help(workers, count)]
+        return [_quota_cannot_help(workers, count, on_gpu)]
     cpus = cpu_ranges(list(workers.allowed_cpus))
     who = f"The {count} DataLoader workers"
     if count <= len(workers.allowed_cpus):  # their training process on the same cores tips it
@@ -252,13 +293,11 @@ def _workers_cannot_help(workers: WorkersEvidence, count: int, limit: str) -> li
         return [
             f"{who} already outnumber this machine's {cores} "
             f"core{'s' if cores != 1 else ''}, {busy:.0f}% busy: more workers cannot help. Make each "
-            "sample cheaper (decode at a smaller size, move augmentation onto the GPU after the copy) "
-            "or run on more cores."
+            f"sample cheaper {_cheaper_samples(on_gpu)} or run on more cores."
         ]
     return [
         f"The cores the workers may use ({cpus}) are {busy:.0f}% busy: more workers cannot help. "
-        "Make each sample cheaper (decode at a smaller size, move augmentation onto the GPU after the "
-        "copy) or give the job more cores."
+        f"Make each sample cheaper {_cheaper_samples(on_gpu)} or give the job more cores."
     ]
 
 
@@ -363,7 +402,7 @@ def input_bound_advice(
     limit = _what_limits_workers(workers, dataloader_workers or workers.count) if workers else None
     cannot_help = limit is not None
     if dataloader_workers == 0 and context.cgroup_cpu is not None and context.cgroup_cpu.throttled:
-        advice += _no_workers_on_a_used_up_quota(context.cgroup_cpu)
+        advice += _no_workers_on_a_used_up_quota(context.cgroup_cpu, context.on_gpu)
     elif dataloader_workers == 0:
         per_gpu = " per GPU" if context.on_gpu else ""  # a CPU job has none to count by
         advice.append(
@@ -371,13 +410,13 @@ def input_bound_advice(
             f"Set num_workers to 2-4{per_gpu} and raise it until samples/s stops improving."
         )
         advice.append(
-            "Move decoding and augmentation off the main process: into DataLoader workers, "
-            "or onto the GPU after the copy."
+            "Move decoding and augmentation off the main process: into DataLoader workers"
+            + (", or onto the GPU after the copy." if context.on_gpu else ".")
         )
     elif tiny:
         pass  # the batches' fixed cost, paid in the main process: neither more workers nor cheaper samples
     elif workers is not None and limit is not None:
-        advice += _workers_cannot_help(workers, dataloader_workers or workers.count, limit)
+        advice += _workers_cannot_help(workers, dataloader_workers or workers.count, limit, context.on_gpu)
     elif not spikes and steady_wait >= INPUT_WARN_SHARE and (context.stepping or dataloader_workers is None):
         # Only steady waits call for more workers: between spikes the workers already keep up. A rank that
         # stopped stepping (ending) has its workers gone: where they may run is no longer known.
@@ -388,6 +427,10 @@ def input_bound_advice(
             )
         else:
             advice.append(_more_workers(dataloader_workers, workers))
+    elif not spikes and steady_wait >= INPUT_WARN_SHARE and not restarts and dataloader_workers is not None:
+        # Stopped stepping before its workers' cores were seen (a job that ended within seconds): what may
+        # help, hedged, rather than no advice under an input-bound headline.
+        advice.append(_unseen_workers(dataloader_workers, context.on_gpu))
     if is_bursty(stats) and not spikes and not restarts and not cannot_help:
         advice.append(
             f"Waits are bursty (p95 {stats.data_wait.p95_ms:.0f} ms vs median "
@@ -531,11 +574,12 @@ def checkpoint_advice(stats: WindowStats) -> list[str]:
     ]
 
 
-#: What makes validation passes inside the training loop cheaper for it.
+#: What makes validation passes inside the training loop cheaper for it. Its loader may have no workers
+#: (torch refuses persistent_workers=True with num_workers=0): the remedy names both settings.
 NESTED_PASS_REMEDY = (
-    "validate less often or on fewer batches (eval_steps, val_check_interval, limit_val_batches), keep its "
-    "loader's workers between passes (persistent_workers=True), and run it under torch.inference_mode() "
-    "with a larger batch."
+    "validate less often or on fewer batches (eval_steps, val_check_interval, limit_val_batches), give its "
+    "loader workers that live between passes (num_workers > 0 with persistent_workers=True), and run it "
+    "under torch.inference_mode() with a larger batch."
 )
 
 
@@ -645,10 +689,14 @@ def straggler_advice(rank: int | None) -> list[str]:
     ]
 
 
-def loop_bound_advice(before_model: bool, on_gpu: bool, reads_a_loader: bool = True) -> list[str]:
+def loop_bound_advice(
+    before_model: bool, on_gpu: bool, reads_a_loader: bool = True, loader_workers: int | None = None
+) -> list[str]:
     """The loop's own code holds the step (and, on a GPU, leaves it idle). ``reads_a_loader``: the step
     clock saw a DataLoader iterated (its num_workers is known); without one the batches come from the
-    loop's own iterable (a generator, a list), whose building is the loop's work before the model."""
+    loop's own iterable (a generator, a list), whose building is the loop's work before the model.
+    ``loader_workers``: that loader's num_workers (with none, work moved into the Dataset stays in the
+    main process until it gets some)."""
     if before_model and not reads_a_loader:
         advice = [
             "The loop's own code before the model holds each step, with no DataLoader read: building, "
@@ -658,10 +706,16 @@ def loop_bound_advice(before_model: bool, on_gpu: bool, reads_a_loader: bool = T
             "made in parallel, ahead of the loop."
         ]
     elif before_model:
+        workers = (
+            "and give the DataLoader workers (num_workers > 0: it has none, so the main process would still "
+            "run it) so that they run it"
+            if loader_workers == 0
+            else "so the DataLoader workers run it"
+        )
         advice = [
             "The loop's own code between next(loader) and the model (conversion, augmentation, "
             "normalisation on the CPU) holds each step: move it into the Dataset's __getitem__ (or a "
-            "collate_fn) so the DataLoader workers run it in parallel, ahead of the loop."
+            f"collate_fn) {workers} in parallel, ahead of the loop."
         ]
     if before_model:
         if on_gpu:

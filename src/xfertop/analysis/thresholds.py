@@ -128,6 +128,13 @@ CORES_SATURATED_PERCENT = 85.0
 #: More workers than allowed cores, with those cores at least this busy: more workers cannot help. Below
 #: it the workers mostly wait (storage latency), and more of them may still help.
 OVERSUBSCRIBED_BUSY_PERCENT = 50.0
+#: Workers that use less than this share of the CPU their cores could give them (the allowed cores, or the
+#: quota, over the processes that want them) spend most of their time waiting on something other than a
+#: core (storage, a network, a sleep): outnumbering their cores does not hold them, and more of them overlap
+#: more of those waits. A CPU trial's job (2 workers sleeping 2 ms a sample on a 2-core VM, the cores 77%
+#: busy with the training process's threads) used 17% of a core between them, against the 133% its cores
+#: could give; with 4 workers its wait fell from 39% to 16% of the step (session 46).
+WAITING_WORKERS_CPU_SHARE = 0.5
 #: The workers' cgroup ran out of its CPU quota (cpu.stat nr_throttled over nr_periods, over ~10 s) in
 #: at least this share of the periods in which it ran: it uses all the CPU it may, and more workers
 #: cannot help. kube-prometheus's CPUThrottlingHigh alert fires at the same 25% (over 5 minutes). A job

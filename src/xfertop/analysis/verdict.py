@@ -456,7 +456,9 @@ def _where_loop(sig: Signals) -> str:
 def _loop_write(sig: Signals) -> RuleResult:
     waits = f"the GPU sits idle {pct(sig.loop)} of each step" if sig.stats.idle is not None else ""
     holds = waits or f"it takes {pct(sig.loop)} of each step"
-    advice = advise.loop_bound_advice(sig.loop_pre >= sig.loop_post, sig.on_gpu, sig.workers is not None)
+    advice = advise.loop_bound_advice(
+        sig.loop_pre >= sig.loop_post, sig.on_gpu, sig.workers is not None, sig.workers
+    )
     saving = sig.stats.checkpoint_share
     what = ""
     if saving >= CHECKPOINT_WARN_SHARE and saving >= CHECKPOINT_LEADS_LOOP_SHARE * sig.loop:
