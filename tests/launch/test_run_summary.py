@@ -412,6 +412,18 @@ def test_verdicts_over_time_name_both_phases_of_a_job(tmp_path: Path) -> None:
     assert " input-bound, " in result.stderr and result.stderr.count("compute-bound") >= 1
 
 
+def test_the_timeline_starts_its_first_verdict_at_the_jobs_first_step(tmp_path: Path) -> None:
+    """Session 46's trial: a script that slept 6 s before its loop read "verdicts: 0-11 s input-bound", a
+    verdict for seconds in which no step ran. The time before the first step is its own span now."""
+    result = _run(tmp_path, "import time\ntime.sleep(3)\n" + KNOWN_WAIT, "100", "0")
+    assert result.returncode == 0, result.stderr
+    spans = _summary_json(result.stderr)["verdicts"]
+    assert spans[0]["kind"] == "starting" and spans[0]["from_s"] == 0.0, spans
+    assert spans[0]["to_s"] >= 3.0, spans  # the job slept 3 s before it asked for its first batch
+    assert spans[1]["from_s"] == spans[0]["to_s"] and spans[-1]["kind"] == "input-bound", spans
+    assert f"0-{spans[0]['to_s']:.0f} s starting (no step yet), " in result.stderr, result.stderr
+
+
 def _rank(first: int, last: int, status: str = "live") -> RankState:
     steps = tuple(
         StepRecord(n, 10.0, 4.0, 0.0, 0.0, 0.0, 0.0, None, 0, 2, False, False) for n in range(first, last)

@@ -36,6 +36,9 @@ JOIN_TIMEOUT_S = 1.0
 #: often as ``FASTEST_READ_S``: a read takes ~0.3 ms plus ~2 us a step folded.
 SLOWEST_READ_S = 0.5
 FASTEST_READ_S = 0.1
+#: The timeline's span before the first step (its kind; no verdict has it), shown where it lasted this long.
+STARTING = "starting"
+STARTING_SPAN_MIN_S = 1.0
 #: The share of a ring a job may fill between two reads: with SETTLE_STEPS held back and a read that comes
 #: late on a loaded machine, a quarter leaves room to spare.
 RING_SHARE_PER_READ = 0.25
@@ -219,6 +222,9 @@ class RunFollower:
         self.started_unix_s = time.time()
         self.ranks: dict[str, RankTotals] = {}
         self.spans: list[VerdictSpan] = []
+        #: Seconds from the start to the first read that found a step (reads come every 0.5 s at most
+        #: while none is seen); None until then.
+        self.first_step_s: float | None = None
         self.last_verdict: dict[str, Any] | None = None
         self.job_name = ""
         self._analysis: Any = None
@@ -279,6 +285,8 @@ class RunFollower:
             self._note_verdict(state, _sample(self._host), gpu)
 
     def _fold(self, state: JobsState, final: bool) -> None:
+        if self.first_step_s is None and any(rank.steps for job in state.jobs for rank in job.ranks):
+            self.first_step_s = round(self._clock() - self.started_s, 1)
         for job in state.jobs:
             self.job_name = self.job_name or job.name
             for rank in job.ranks:
@@ -310,6 +318,11 @@ class RunFollower:
             self.spans[-1] = VerdictSpan(last.from_s, now_s, last.kind, verdict.headline)
         else:
             from_s = self.spans[-1].to_s if self.spans else 0.0
+            if not self.spans and self.first_step_s is not None and self.first_step_s >= STARTING_SPAN_MIN_S:
+                # Before its first step the job was starting (imports, building data and model): no verdict
+                # held then, and the timeline says so rather than stretch the first verdict back to 0 s.
+                self.spans.append(VerdictSpan(0.0, self.first_step_s, STARTING, "no training step yet"))
+                from_s = self.first_step_s
             self.spans.append(VerdictSpan(from_s, now_s, verdict.kind, verdict.headline))
 
     def finish(self) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from xfertop import wire
 from xfertop.analysis.advice import parts_pct
 from xfertop.launch.keep import keep_json, kept_name
-from xfertop.launch.summary import SCHEMA, PhaseTotals, RunFollower
+from xfertop.launch.summary import SCHEMA, STARTING, PhaseTotals, RunFollower
 from xfertop.sources.jobs.source import job_name
 
 KEEP_SUMMARIES = 50
@@ -141,7 +141,10 @@ def _idle_text(shares: dict[str, Any]) -> str:
 
 
 def _span_label(span: dict[str, Any]) -> str:
-    """A span's kind, or "not measured" for the verdict that says so (kind warming-up, its own headline)."""
+    """A span's kind, or "not measured" for the verdict that says so (kind warming-up, its own headline);
+    the span before the first step says that no step ran yet."""
+    if span["kind"] == STARTING:
+        return "starting (no step yet)"
     return "not measured" if span["headline"].startswith("not measured") else str(span["kind"])
 
 
