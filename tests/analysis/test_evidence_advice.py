@@ -130,6 +130,10 @@ def test_workers_that_mostly_wait_are_told_to_add_workers_though_the_training_pr
     # The same cores and load with workers that compute (90% of a core each): their CPU is what they lack.
     computing = _host_with_workers(rank, allowed=(0, 1), core_busy=77.0, workers=2, cores=2)
     assert "more workers cannot help" in _advice(_verdict(rank, host=computing))
+    # The same job read again with its cores 98% busy (the training process's threads): still waiting.
+    saturated = _host_with_workers(rank, allowed=(0, 1), core_busy=98.0, workers=2, cores=2, worker_cpu=8.5)
+    advice = _advice(_verdict(rank, host=saturated))
+    assert "Raise num_workers above 2" in advice and "cannot help" not in advice, advice
 
 
 def test_workers_confined_to_one_core_that_they_share_out_between_them_are_not_taken_for_waiting() -> None:

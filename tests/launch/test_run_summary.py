@@ -627,6 +627,20 @@ def test_the_text_names_the_six_parts_and_the_gpus_measured_idle() -> None:
     assert not any("GPU idle" in line for line in lines)
 
 
+def test_a_span_under_a_second_is_left_out_of_the_timeline_line() -> None:
+    """A job's first verdict noted 0.3 s after its first step read "4-4 s compute-bound" (session 46)."""
+    totals = PhaseTotals()
+    for n in range(10):
+        totals.add(_part_step(n))
+    spans = [(0.0, 4.0, "starting"), (4.0, 4.3, "compute-bound"), (4.3, 28.0, "loop-bound")]
+    summary = {
+        **_summary_of(totals),
+        "verdicts": [{"from_s": a, "to_s": b, "kind": kind, "headline": kind} for a, b, kind in spans],
+    }
+    [line] = [line for line in render_text(summary, None).splitlines() if line.startswith("  verdicts: ")]
+    assert line == "  verdicts: 0-4 s starting (no step yet), 4-28 s loop-bound", line
+
+
 def test_the_hosts_parts_read_in_whole_percentages_that_add_up_to_100() -> None:
     """Each part rounded on its own would read 10 + 3 + 3 + 43 + 43 + 0 = 102 here (9.5, 2.5, 2.5, 42.5,
     42.6, 0.4: the shares of j75's kind of step); the last part, under half a percent, reads "<1%"."""

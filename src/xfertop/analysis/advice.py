@@ -222,7 +222,9 @@ def _what_limits_workers(workers: WorkersEvidence, count: int) -> str | None:
     saturated). Workers waiting on storage (network file systems, object stores) can outnumber their
     cores, or their quota, and still gain from more: an idle core or an unthrottled cgroup says so, and
     so does their own CPU use, well under what their cores could give them, where the training
-    process's threads keep those cores busy (_workers_mostly_wait)."""
+    process's threads keep those cores busy (_workers_mostly_wait: the cores' other users are taken to
+    be the training process alone; a machine loaded by other jobs gives CPU-bound workers less than
+    that, and may read them as waiting)."""
     quota = workers.cpu_quota_cores
     if workers.throttled or (
         workers.quota_below_cores
@@ -231,13 +233,11 @@ def _what_limits_workers(workers: WorkersEvidence, count: int) -> str | None:
         and workers.cpu_throttled_share is None
     ):
         return "quota"
+    if _workers_mostly_wait(workers, count):
+        return None  # not their CPU: however busy the cores, more workers overlap more waits
     busy = workers.allowed_cores_busy_percent
     competing = workers.competing(count)  # the training process runs there too: it is no idle core
-    if (
-        competing > len(workers.allowed_cpus)
-        and (busy is None or busy >= OVERSUBSCRIBED_BUSY_PERCENT)
-        and not _workers_mostly_wait(workers, count)
-    ):
+    if competing > len(workers.allowed_cpus) and (busy is None or busy >= OVERSUBSCRIBED_BUSY_PERCENT):
         # Allowed every core of the machine, they are not confined: they outnumber its cores.
         return "affinity" if workers.confined else "cores"
     return "busy" if workers.saturated else None

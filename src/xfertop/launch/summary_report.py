@@ -186,7 +186,10 @@ def render_text(summary: dict[str, Any], json_path: str | None) -> str:
             lines.append(f"  GPU idle (measured): {_idle_text(shares)}")
     if summary["steps_lost"]:
         lines.append(f"  ({summary['steps_lost']} steps were overwritten in the ring before they were read)")
-    spans = summary["verdicts"]
+    # A span under a second in whole seconds ("4-4 s": the first verdict noted just after the first step)
+    # is left out of the line, the next span reading on from it; the JSON keeps every span.
+    noted = summary["verdicts"]
+    spans = [span for span in noted if f"{span['from_s']:.0f}" != f"{span['to_s']:.0f}"] or noted
     if spans:
         lines.append(
             "  verdicts: "
