@@ -7,6 +7,7 @@ import signal
 
 import pytest
 
+from analysis.step_records import step_record
 from analysis.window_fixtures import load_window
 from ui.sample_states import FROZEN_TIME, gpu_state
 from xfertop.analysis.job_analysis import analyse
@@ -49,6 +50,30 @@ def test_an_ended_job_keeps_the_verdict_of_its_last_live_window() -> None:
     # And it stays frozen snapshot after snapshot.
     third = analyse(_jobs(ended), other, previous=second)
     assert third.jobs[0].frozen and third.jobs[0].verdict == first.jobs[0].verdict
+
+
+def test_a_job_that_ends_is_judged_on_its_rings_last_steps_with_the_evidence_seen_live() -> None:
+    """Session 46's trial: the summary (judging every 2 s) last saw a validation job's steps 800-879 and
+    kept "healthy"; the live view, polled later, froze steps 840-919 at "loop-bound" (its truth); the job
+    ran to 940. Whenever a face last looked, the job's ring's last steps are what it freezes, judged
+    with the evidence of its last live verdict (NVML's 90% then, not the 3% of its GPU gone quiet)."""
+    rank = load_window("launch_bound_small_kernels").ranks[0]
+    fed = [step_record(i, model_ms=20.0, wait_ms=0.2, partitioned=True) for i in range(200)]
+    starved = [step_record(200 + i, model_ms=20.0, wait_ms=20.0, partitioned=True) for i in range(200)]
+    first = analyse(_jobs(dataclasses.replace(rank, steps=tuple(fed))), _sole_user_gpu(rank.pid, util=90.0))
+    assert first.jobs[0].verdict.kind == "compute-bound", first.jobs[0].verdict.headline
+    ended = _ended(
+        dataclasses.replace(rank, steps=tuple(fed + starved)), RankEnd(closed_ring=True, exit_code=0)
+    )
+    second = analyse(_jobs(ended), _sole_user_gpu(rank.pid, util=3.0), previous=first)
+    job = second.jobs[0]
+    # The last 200 steps waited half of each, with the GPU 90% busy when last seen live: a wait hidden by
+    # queued work. The live verdict had seen no wait at all; today's 3% would have read it as starving.
+    assert job.frozen and job.verdict.evidence["gpu_busy_share"] == 0.9, job.verdict.evidence
+    assert "its 50% DataLoader wait is hidden by queued GPU work" in job.verdict.headline, job.verdict.headline
+    # Frozen from then on: the same verdict whatever comes after.
+    third = analyse(_jobs(ended), gpu_state(util=99.0), previous=second)
+    assert third.jobs[0].verdict == job.verdict
 
 
 def test_a_job_seen_only_after_it_ended_is_judged_by_its_steps_without_nvml() -> None:

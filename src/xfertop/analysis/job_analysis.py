@@ -17,7 +17,7 @@ their next one keeps its verdict.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from xfertop.analysis.evidence import Context, MemoryEvidence, memory_evidence, rank_context
@@ -71,6 +71,9 @@ class JobAnalysis:
     ended_how: tuple[str, ...] = ()
     #: Some rank is known to have ended badly (non-zero exit, a signal, a ring never closed).
     failed: bool = False
+    #: Each rank's evidence beyond its steps (by ring path) that the verdict was judged with: a stopped
+    #: job's last window is judged again with it, not with the evidence of its end.
+    judged_with: tuple[tuple[str, Context], ...] = field(default=(), compare=False)
 
     def rank(self, rank: RankState) -> RankAnalysis | None:
         key = rank_key(rank)
@@ -160,20 +163,32 @@ def analyse_job(
     stepping = any(r.context.stepping for r in ranks)
     if not stepping and previous is not None and (previous.live or previous.frozen):
         # Ended since the last snapshot, or stopped stepping (tearing down, stalled), or kept so: the
-        # verdict of the last window while it stepped, not one of its workers gone and its GPU quiet.
-        verdict = previous.verdict
+        # job's last window while it stepped, not one of its workers gone and its GPU quiet.
+        verdict, judged_with = previous.verdict, previous.judged_with
         if verdict.rule == "warming-up":
             # It stopped before a snapshot judged it (a short job, or snapshots far apart): judge the
             # steps its ring holds. No evidence of now enters (a rank's GPU busy share and workers are
             # read only while it steps).
             verdict = _judge_job(job, ranks)
-        elif verdict.evidence.get("early") and not previous.frozen:
-            # Last judged on an early window (fewer steps than a confident verdict needs): the steps its
-            # ring holds since are judged too, with the evidence of that last live snapshot (NVML, the
-            # workers), not of now. A 24-step job read live at its 12th step kept "early, 7 steps" and
-            # advice that needs 8 (a new iterator every step) in its summary, by the snapshot's timing.
-            verdict = _judge_job(job, ranks, {r.rank.ring_path: r.context for r in previous.ranks})
-        return JobAnalysis(job, ranks, verdict, live=live, frozen=True, ended_how=ended_how, failed=failed)
+            judged_with = _contexts(ranks)
+        elif not previous.frozen:
+            # Its ring's last steps, judged with the evidence the last live verdict had (NVML, the
+            # workers), not with the evidence of now: every face that sees the job stop judges the same
+            # window, whenever it last looked. The summary (reading every 2 s) kept a validation job's
+            # verdict of steps 800-879, "healthy", where the live view, polled later, froze steps 840-919
+            # at "loop-bound" (truth: loop-bound) and the job ran to 940 (session 46); a 24-step job read
+            # live at its 12th step kept "early, 7 steps" and advice that needs 8 (session 35).
+            verdict = _judge_job(job, ranks, dict(judged_with))
+        return JobAnalysis(
+            job,
+            ranks,
+            verdict,
+            live=live,
+            frozen=True,
+            ended_how=ended_how,
+            failed=failed,
+            judged_with=judged_with,
+        )
     if (
         previous is not None
         and previous.live
@@ -185,10 +200,30 @@ def analyse_job(
         # loop's end, not its steps. The verdict of the window while steps came in stands (a warming-up
         # earned nothing to keep: the steps the ring holds are judged).
         return JobAnalysis(
-            job, ranks, previous.verdict, live=live, frozen=False, ended_how=ended_how, failed=failed
+            job,
+            ranks,
+            previous.verdict,
+            live=live,
+            frozen=False,
+            ended_how=ended_how,
+            failed=failed,
+            judged_with=previous.judged_with,
         )
     verdict = _judge_job(job, ranks)
-    return JobAnalysis(job, ranks, verdict, live=live, frozen=False, ended_how=ended_how, failed=failed)
+    return JobAnalysis(
+        job,
+        ranks,
+        verdict,
+        live=live,
+        frozen=False,
+        ended_how=ended_how,
+        failed=failed,
+        judged_with=_contexts(ranks),
+    )
+
+
+def _contexts(ranks: tuple[RankAnalysis, ...]) -> tuple[tuple[str, Context], ...]:
+    return tuple((r.rank.ring_path, r.context) for r in ranks)
 
 
 def _judge_job(

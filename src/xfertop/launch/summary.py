@@ -282,7 +282,7 @@ class RunFollower:
             if self._host is not None:
                 live = {rank.pid for job in state.jobs for rank in job.ranks if rank.status != "finished"}
                 self._host.watch_pids(live)
-            self._note_verdict(state, _sample(self._host), gpu)
+            self._note_verdict(state, _sample(self._host), gpu, final)
 
     def _fold(self, state: JobsState, final: bool) -> None:
         if self.first_step_s is None and any(rank.steps for job in state.jobs for rank in job.ranks):
@@ -293,20 +293,20 @@ class RunFollower:
                 known = self.ranks.setdefault(rank.ring_path, RankTotals(rank))
                 known.fold(rank, final)
 
-    def _note_verdict(self, state: JobsState, host: Any, gpu: Any) -> None:
+    def _note_verdict(self, state: JobsState, host: Any, gpu: Any, final: bool = False) -> None:
         from xfertop.analysis.job_analysis import analyse
 
         self._analysis = analyse(state, gpu, self._analysis, host=host)
-        # Live jobs only: an ended job's verdict is frozen. A job too short to be seen live gets the verdict
-        # of its whole ring instead (not frozen: nothing came before it), and so does one that ended while
-        # it was still warming up, or judged on an early window, when last read (the analysis judges its
-        # ring when it stops stepping: job_analysis.analyse_job).
+        # Live jobs, and at the last read every job: a job that stopped stepping is judged once more on its
+        # ring's last steps with the evidence its last live verdict had (job_analysis.analyse_job), the
+        # window the live view freezes too, whenever each last looked; then it stays frozen. A job too
+        # short to be seen live gets the verdict of its whole ring (not frozen: nothing came before it).
         unjudged = bool(self.spans) and self.spans[-1].kind == "warming-up"
         early = bool(self.last_verdict and self.last_verdict.get("evidence", {}).get("early"))
         judged = [
             job
             for job in self._analysis.jobs
-            if job.live or unjudged or early or (not job.frozen and not self.spans)
+            if job.live or final or unjudged or early or (not job.frozen and not self.spans)
         ]
         if not judged:
             return
