@@ -70,7 +70,9 @@ def test_a_job_that_ends_is_judged_on_its_rings_last_steps_with_the_evidence_see
     # The last 200 steps waited half of each, with the GPU 90% busy when last seen live: a wait hidden by
     # queued work. The live verdict had seen no wait at all; today's 3% would have read it as starving.
     assert job.frozen and job.verdict.evidence["gpu_busy_share"] == 0.9, job.verdict.evidence
-    assert "its 50% DataLoader wait is hidden by queued GPU work" in job.verdict.headline, job.verdict.headline
+    assert "its 50% DataLoader wait is hidden by queued GPU work" in job.verdict.headline, (
+        job.verdict.headline
+    )
     # Frozen from then on: the same verdict whatever comes after.
     third = analyse(_jobs(ended), gpu_state(util=99.0), previous=second)
     assert third.jobs[0].verdict == job.verdict

@@ -74,6 +74,20 @@ def test_samples_blocked_in_item_make_it_sync_bound() -> None:
     assert any(".item()" in advice for advice in verdict.advice)
 
 
+def test_item_of_a_cpu_tensor_in_a_process_without_a_gpu_is_no_wait_for_the_gpu() -> None:
+    """Session 46's trial: attach read a CPU job whose loop augmented batches with .item() and .tolist() of
+    CPU tensors "sync-bound: the main thread waits for the GPU" (its truth: loop-bound, 46%). A process
+    known to use no GPU has no GPU to wait for: those samples are its host's work."""
+    no_gpu = WindowPlacement((), (), uses_cuda=False)
+    cpu = replace(rank_with(gpu_sync=20, compute=55, data_wait=5), placement=no_gpu)
+    verdict = sampled_verdict([(None, cpu)])
+    assert verdict.kind != "sync-bound" and "waits for the GPU" not in verdict.headline, verdict.headline
+    # Where the process maps the CUDA driver, or its maps could not be read, the samples still say sync.
+    for placement in (WindowPlacement((), (), uses_cuda=True), WindowPlacement((), (), uses_cuda=None)):
+        gpu = replace(cpu, placement=placement)
+        assert sampled_verdict([(None, gpu)]).kind == "sync-bound", placement
+
+
 def test_copy_bound_from_samples_does_not_claim_to_know_about_pinning() -> None:
     verdict = sampled_verdict([(None, fixture_rank("copy"))])
     assert not any("already pinned" in advice for advice in verdict.advice)
@@ -89,6 +103,16 @@ def test_one_starved_rank_among_computing_ones_is_a_straggler() -> None:
     verdict = sampled_verdict(ranks)
     assert verdict.kind == "straggler" and "rank 1" in verdict.headline
     assert verdict.evidence["straggler_rank"] == 1
+
+
+def test_a_two_rank_stragglers_median_is_the_other_ranks() -> None:
+    """Session 46's trial: attach on a 2-rank DDP job read "rank 1 waits for data in 85% of samples
+    (median 45%)", the mean of itself and rank 0's 5%; the step clock says "the others' median 5%"."""
+    ranks = [(0, rank_with(1, compute=95, data_wait=5)), (1, rank_with(2, compute=15, data_wait=85))]
+    verdict = sampled_verdict(ranks)
+    assert verdict.kind == "straggler", verdict.headline
+    assert "85% of samples (the others' median 5%)" in verdict.headline, verdict.headline
+    assert verdict.evidence["median_input_share"] == 0.05
 
 
 def test_too_few_samples_is_warming_up() -> None:

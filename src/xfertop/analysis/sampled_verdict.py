@@ -254,6 +254,13 @@ def runs_on_gpu(rank: RankStacks) -> bool:
     return bool(placement is not None and placement.uses_cuda) or rank.gpu_busy_share is not None
 
 
+def known_on_cpu(rank: RankStacks) -> bool:
+    """Known to use no GPU: its memory maps show no CUDA driver and NVML lists it on none (a process
+    whose maps could not be read is not known either way)."""
+    placement = rank.placement
+    return placement is not None and placement.uses_cuda is False and rank.gpu_busy_share is None
+
+
 def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     """The verdict on one rank's sampled window."""
     samples = rank.shares.total_samples
@@ -269,8 +276,9 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     busy = rank.gpu_busy_share
     on_gpu = runs_on_gpu(rank)
     # On a CPU the loop's own Python runs on the same cores as the model: it is compute, as the step clock
-    # and the truth count it. On a busy GPU a sync waits for the model's kernels: compute too.
-    gpu_waits = waits_for_busy_gpu(rank)
+    # and the truth count it, and so is an .item() or .tolist() of a CPU tensor: there is no GPU to wait
+    # for. On a busy GPU a sync waits for the model's kernels: compute too.
+    gpu_waits = rank.shares.share("gpu_sync") if known_on_cpu(rank) else waits_for_busy_gpu(rank)
     stats = _window_stats(rank, also_compute=(0.0 if on_gpu else loop.share) + gpu_waits)
     other_share = rank.shares.share("other")
     # The loop's own Python code, the checkpoints it writes and its own iterable are in the loop.
@@ -799,8 +807,10 @@ def _optimizer_bound(rank: RankStacks, busy: float) -> Verdict:
 
 def _straggler(ranks: Sequence[tuple[int | None, RankStacks]]) -> Verdict | None:
     inputs = [r.shares.input_share for _, r in ranks]
-    median_input = statistics.median(inputs)
     worst = max(range(len(ranks)), key=lambda i: inputs[i])
+    # The others' median, as the step clock's straggler has it: with the straggler in it, two ranks read
+    # "85% (median 45%)" where the other waited 5% (session 46's trial).
+    median_input = statistics.median(share for i, share in enumerate(inputs) if i != worst)
     label, rank = ranks[worst]
     excess = inputs[worst] - median_input
     others_compute = statistics.median(
@@ -811,7 +821,7 @@ def _straggler(ranks: Sequence[tuple[int | None, RankStacks]]) -> Verdict | None
         return None
     name = f"rank {label}" if label is not None else f"pid {rank.pid}"
     headline = (
-        f"straggler: {name} waits for data in {pct(inputs[worst])} of samples (median "
+        f"straggler: {name} waits for data in {pct(inputs[worst])} of samples (the others' median "
         f"{pct(median_input)}); the other ranks wait for it"
     )
     severity: Severity = "critical" if excess >= STRAGGLER_CRITICAL_EXCESS_SHARE else "warn"
