@@ -42,6 +42,26 @@ def test_input_bound_advice_says_whether_the_workers_are_saturated() -> None:
     assert "num_workers=0" in sampled_verdict([(None, fixture_rank("starved_w0"))]).headline
 
 
+def test_workers_inside_getitem_on_little_cpu_are_not_told_to_be_cheaper_and_more_at_once() -> None:
+    """Session 46's trial: 2 workers whose __getitem__ sleeps (storage latency) read, in one attach verdict,
+    "All 2 DataLoader workers are busy 86% of the time: make __getitem__ / transforms cheaper" and "Between
+    them the workers use 20% of a core: they mostly wait ...". Their host CPU says which: waiting."""
+    rank = RankStacks(
+        pid=1,
+        shares=ClassShares(counts={"data_wait": 40, "compute": 60}),
+        workers=(
+            WorkerLoad(pid=2, busy_share=0.86, samples=100),
+            WorkerLoad(pid=3, busy_share=0.86, samples=100),
+        ),
+        workers_allowed_cpus=(0, 1),
+        workers_cpu_percent=20.0,
+        workers_cores_busy_percent=90.0,
+    )
+    advice = " ".join(sampled_verdict([(None, rank)]).advice)
+    assert "they mostly wait" in advice and "Raise num_workers above 2" in advice, advice
+    assert "are busy 86%" not in advice and "cheaper" not in advice, advice
+
+
 def test_idle_workers_while_the_main_thread_waits_point_at_transfer_or_pinning() -> None:
     rank = RankStacks(
         pid=1,

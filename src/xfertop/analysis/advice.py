@@ -155,7 +155,7 @@ def _cheaper_samples(on_gpu: bool) -> str:
     return f"(less decoding, parsing or augmentation per sample; data kept decoded in memory{gpu})"
 
 
-def _workers_mostly_wait(workers: WorkersEvidence, count: int) -> bool:
+def workers_mostly_wait(workers: WorkersEvidence, count: int) -> bool:
     """The workers use under WAITING_WORKERS_CPU_SHARE of the CPU their cores could give them (the allowed
     cores, or the quota, over the processes that want them): most of their time goes to waiting on
     something other than a core (storage, a network, a sleep), and more of them overlap more of those
@@ -183,7 +183,7 @@ def _more_workers(dataloader_workers: int | None, workers: WorkersEvidence | Non
             f", {busy:.0f}% busy)" if busy is not None else ")"
         )
     waiting = ""
-    if workers is not None and dataloader_workers and _workers_mostly_wait(workers, dataloader_workers):
+    if workers is not None and dataloader_workers and workers_mostly_wait(workers, dataloader_workers):
         waiting = (
             f" Between them the workers use {workers.cpu_percent or 0:.0f}% of a core: they mostly wait "
             "(storage, a network, a sleep), and more of them overlap more of those waits."
@@ -222,7 +222,7 @@ def _what_limits_workers(workers: WorkersEvidence, count: int) -> str | None:
     saturated). Workers waiting on storage (network file systems, object stores) can outnumber their
     cores, or their quota, and still gain from more: an idle core or an unthrottled cgroup says so, and
     so does their own CPU use, well under what their cores could give them, where the training
-    process's threads keep those cores busy (_workers_mostly_wait: the cores' other users are taken to
+    process's threads keep those cores busy (workers_mostly_wait: the cores' other users are taken to
     be the training process alone; a machine loaded by other jobs gives CPU-bound workers less than
     that, and may read them as waiting)."""
     quota = workers.cpu_quota_cores
@@ -233,7 +233,7 @@ def _what_limits_workers(workers: WorkersEvidence, count: int) -> str | None:
         and workers.cpu_throttled_share is None
     ):
         return "quota"
-    if _workers_mostly_wait(workers, count):
+    if workers_mostly_wait(workers, count):
         return None  # not their CPU: however busy the cores, more workers overlap more waits
     busy = workers.allowed_cores_busy_percent
     competing = workers.competing(count)  # the training process runs there too: it is no idle core

@@ -32,6 +32,7 @@ from xfertop.analysis.advice import (
     sampled_restarts_advice,
     sync_bound_advice,
     wait_mostly_in_passes,
+    workers_mostly_wait,
 )
 from xfertop.analysis.evidence import CgroupCpuEvidence, Context, WorkersEvidence
 from xfertop.analysis.stack_classify import (
@@ -202,6 +203,10 @@ def _worker_advice(rank: RankStacks, context: Context) -> list[str]:
     if mean_busy >= WORKER_SATURATED_SHARE:
         count = workers_now(rank)
         workers = context.workers
+        if workers is not None and workers_mostly_wait(workers, count):
+            # Inside __getitem__ all the time, on little CPU: a sleep or storage, not their cost. The
+            # engine's advice says so and asks for more workers ("... they mostly wait").
+            return []
         free = workers is not None and not workers.saturated and count < workers.effective_cores
         # Where their cores are confined or busy, the engine's advice says so (and what to do).
         more = (
