@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Not run in session 46: no device machine could be started all session (docs/measurements/cpu-2026-12-07-s46/).
+# It is the next call as written: the first line first (the reporter's GPU tests, session 45's periodic timing
+# among them, and k).
 # Session 46's device calls, from the repository root with .whl carried:
 #   JOB=1 GPUTESTS=1 TOTAL=575 SCENARIOS=k,d,e,f,g,h bash docs/measurements/gpu-2026-12-07-s46/call.sh
 #   TUI=1 TOTAL=575 SCENARIOS=n1,n2,o,o0 bash docs/measurements/gpu-2026-12-07-s46/call.sh
