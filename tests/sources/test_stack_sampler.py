@@ -55,4 +55,7 @@ def test_sync_lines_are_read_after_the_job_has_exited() -> None:
     # Three of the loop's five lines after the step sync (.item(), .cpu(), .tolist()): about 50% of the
     # samples, 0% when the lines could not be read.
     assert summary.shares.share("gpu_sync") >= 0.4, summary.to_dict()
-    assert verdict.kind == "sync-bound", verdict.headline
+    # A process known to use no GPU waits for none in those lines: they are the loop's own work after the
+    # step, as `xfertop run` reads them on a CPU (session 46: "sync-bound: waits for the GPU" before).
+    assert verdict.kind in ("loop-bound", "compute-bound"), verdict.headline
+    assert "waits for the GPU" not in verdict.headline, verdict.headline

@@ -203,7 +203,8 @@ def _unseen_workers(dataloader_workers: int, on_gpu: bool) -> str:
     """A job that stopped stepping before its workers' cores were seen: whether more workers can help
     is not known (_what_limits_workers needs their cores' load), so both remedies, hedged."""
     return (
-        f"More than {dataloader_workers} workers may help if their cores have room: the job stopped before "
+        f"More than {dataloader_workers} worker{'s' if dataloader_workers != 1 else ''} may help if their "
+        "cores have room: the job stopped before "
         "xfertop saw where its workers run and how busy those cores are (the live view shows it while a "
         f"job runs). If the cores are busy, make each sample cheaper {_cheaper_samples(on_gpu)}."
     )
@@ -427,10 +428,7 @@ def input_bound_advice(
             )
         else:
             advice.append(_more_workers(dataloader_workers, workers))
-    elif not spikes and steady_wait >= INPUT_WARN_SHARE and not restarts and dataloader_workers is not None:
-        # Stopped stepping before its workers' cores were seen (a job that ended within seconds): what may
-        # help, hedged, rather than no advice under an input-bound headline.
-        advice.append(_unseen_workers(dataloader_workers, context.on_gpu))
+    steady = not spikes and not restarts and steady_wait >= INPUT_WARN_SHARE
     if is_bursty(stats) and not spikes and not restarts and not cannot_help:
         advice.append(
             f"Waits are bursty (p95 {stats.data_wait.p95_ms:.0f} ms vs median "
@@ -442,6 +440,10 @@ def input_bound_advice(
             "Set pin_memory=True in the DataLoader and copy with non_blocking=True, so the copy "
             "overlaps compute instead of stalling the loop."
         )
+    if not advice and steady and not context.stepping and dataloader_workers is not None:
+        # Stopped stepping before its workers' cores were seen (a job that ended within seconds): what may
+        # help, hedged, rather than no advice under an input-bound headline.
+        advice.append(_unseen_workers(dataloader_workers, context.on_gpu))
     return advice + do_not_tune_pcie(stats, context)
 
 
