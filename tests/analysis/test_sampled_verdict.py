@@ -88,6 +88,16 @@ def test_a_wait_the_busy_gpu_never_felt_is_not_input_bound_under_attach() -> Non
     assert idle.kind == "input-bound", idle.headline
 
 
+def test_a_window_without_a_loader_sample_does_not_say_the_job_has_no_dataloader() -> None:
+    """Session 46's trial: a job reading a quick DataLoader with num_workers=0 left no sample in it, and
+    attach said "The loop builds its own batches (no DataLoader)". Samples cannot tell a loader too quick
+    to be caught from none: the step clock knows (no loader iterated), attach does not."""
+    verdict = sampled_verdict([(None, rank_with(compute=95, other=5))])
+    assert verdict.kind == "compute-bound", verdict.headline
+    advice = " ".join(verdict.advice)
+    assert "no DataLoader" not in advice and "input pipeline keeps up" in advice, advice
+
+
 def test_samples_blocked_in_item_make_it_sync_bound() -> None:
     verdict = sampled_verdict([(None, rank_with(gpu_sync=40, compute=55, data_wait=5))])
     assert verdict.kind == "sync-bound" and verdict.severity == "critical"
@@ -96,16 +106,21 @@ def test_samples_blocked_in_item_make_it_sync_bound() -> None:
 
 def test_item_of_a_cpu_tensor_in_a_process_without_a_gpu_is_no_wait_for_the_gpu() -> None:
     """Session 46's trial: attach read a CPU job whose loop augmented batches with .item() and .tolist() of
-    CPU tensors "sync-bound: the main thread waits for the GPU" (its truth: loop-bound, 46%). A process
-    known to use no GPU has no GPU to wait for: those samples are its host's work."""
-    no_gpu = WindowPlacement((), (), uses_cuda=False)
-    cpu = replace(rank_with(gpu_sync=20, compute=55, data_wait=5), placement=no_gpu)
-    verdict = sampled_verdict([(None, cpu)])
+    CPU tensors "sync-bound: the main thread waits for the GPU" (its truth: loop-bound, 46%), and after that
+    verdict was mended its rank line still said "waiting for the GPU (sync) 20%". A process known to use no
+    GPU has no GPU to wait for: those samples are its host's compute in the verdict and in the shares."""
+    window = fixture_window("native_sync")
+    no_gpu = summarise_window(
+        replace(window, placement=WindowPlacement((), (), uses_cuda=False)), fixture_lines("native_sync")
+    )
+    assert no_gpu.shares.share("gpu_sync") == 0.0 and no_gpu.shares.share("compute") > 0.5, no_gpu.shares
+    verdict = sampled_verdict([(None, no_gpu)])
     assert verdict.kind != "sync-bound" and "waits for the GPU" not in verdict.headline, verdict.headline
     # Where the process maps the CUDA driver, or its maps could not be read, the samples still say sync.
     for placement in (WindowPlacement((), (), uses_cuda=True), WindowPlacement((), (), uses_cuda=None)):
-        gpu = replace(cpu, placement=placement)
-        assert sampled_verdict([(None, gpu)]).kind == "sync-bound", placement
+        rank = summarise_window(replace(window, placement=placement), fixture_lines("native_sync"))
+        assert rank.shares.share("gpu_sync") > 0.5, (placement, rank.shares)
+        assert sampled_verdict([(None, rank)]).kind == "sync-bound", placement
 
 
 def test_copy_bound_from_samples_does_not_claim_to_know_about_pinning() -> None:

@@ -180,6 +180,10 @@ class Context:
     stepping: bool = True
     #: The rank's optimizers step mostly host memory (RankState.cpu_optimizer).
     cpu_optimizer: bool = False
+    #: Whether the loop reads a DataLoader cannot be told: a sampled window (attach) in which no sample was
+    #: in one, as a quick loader with num_workers=0 leaves it. No workers known is then not "no DataLoader"
+    #: (which the step clock knows), and no advice may say there is none.
+    loader_unknown: bool = False
 
     @property
     def rx_link_share(self) -> float | None:

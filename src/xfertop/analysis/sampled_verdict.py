@@ -259,13 +259,6 @@ def runs_on_gpu(rank: RankStacks) -> bool:
     return bool(placement is not None and placement.uses_cuda) or rank.gpu_busy_share is not None
 
 
-def known_on_cpu(rank: RankStacks) -> bool:
-    """Known to use no GPU: its memory maps show no CUDA driver and NVML lists it on none (a process
-    whose maps could not be read is not known either way)."""
-    placement = rank.placement
-    return placement is not None and placement.uses_cuda is False and rank.gpu_busy_share is None
-
-
 def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     """The verdict on one rank's sampled window."""
     samples = rank.shares.total_samples
@@ -281,9 +274,9 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
     busy = rank.gpu_busy_share
     on_gpu = runs_on_gpu(rank)
     # On a CPU the loop's own Python runs on the same cores as the model: it is compute, as the step clock
-    # and the truth count it, and so is an .item() or .tolist() of a CPU tensor: there is no GPU to wait
-    # for. On a busy GPU a sync waits for the model's kernels: compute too.
-    gpu_waits = rank.shares.share("gpu_sync") if known_on_cpu(rank) else waits_for_busy_gpu(rank)
+    # and the truth count it (an .item() of a CPU tensor in a process known to use no GPU was classified
+    # so already: summarise_window). On a busy GPU a sync waits for the model's kernels: compute too.
+    gpu_waits = waits_for_busy_gpu(rank)
     stats = _window_stats(rank, also_compute=(0.0 if on_gpu else loop.share) + gpu_waits)
     other_share = rank.shares.share("other")
     # The loop's own Python code, the checkpoints it writes and its own iterable are in the loop.
@@ -428,7 +421,8 @@ def _judged(
     workers = workers_now(rank) if rank.workers else (0 if rank.shares.share("main_loading") > 0 else None)
     if main_loads:
         workers = 0  # the loader that holds the loop up is read in the main process
-    context = _context(rank)
+    # No sample in a loader is no proof that the loop reads none (a quick one with num_workers=0).
+    context = replace(_context(rank), loader_unknown=workers is None)
     verdict = judge(stats, dataloader_workers=workers, context=context)
     extra = cpu_loop
     sampler = rank.sampler

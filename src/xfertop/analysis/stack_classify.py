@@ -1392,6 +1392,12 @@ def summarise_window(
             (s, "data_wait" if cls == "other" and any(_matches(f, _QUEUE_WAIT) for f in s.frames) else cls)
             for s, cls in classified
         ]
+    placement = window.placement
+    if placement is not None and placement.uses_cuda is False and gpu_busy_share is None:
+        # Known to use no GPU (its maps show no CUDA driver, NVML lists it nowhere): an .item(), .tolist()
+        # or .cpu() of a CPU tensor waits for nothing but its own host maths. Every face of the window (the
+        # verdict, the attach text, the rank line) reads it so, as `xfertop run` does.
+        classified = [(s, "compute" if cls == "gpu_sync" else cls) for s, cls in classified]
     total = sum(s.count for s in main)
     # A sync waits for the GPU's work only where the GPU has work: start-up's .numpy() of the data it
     # builds on the CPU reads as a sync too.

@@ -449,6 +449,12 @@ def _synced_after(sig: Signals) -> bool:
     )
 
 
+def _reads_a_loader(sig: Signals) -> bool:
+    """The loop may read a DataLoader: the step clock saw one iterated (its workers are known), or the
+    evidence cannot tell (Context.loader_unknown)."""
+    return sig.workers is not None or sig.context.loader_unknown
+
+
 def _where_loop(sig: Signals) -> str:
     return "before the model" if sig.loop_pre >= sig.loop_post else "after the step"
 
@@ -457,7 +463,7 @@ def _loop_write(sig: Signals) -> RuleResult:
     waits = f"the GPU sits idle {pct(sig.loop)} of each step" if sig.stats.idle is not None else ""
     holds = waits or f"it takes {pct(sig.loop)} of each step"
     advice = advise.loop_bound_advice(
-        sig.loop_pre >= sig.loop_post, sig.on_gpu, sig.workers is not None, sig.workers
+        sig.loop_pre >= sig.loop_post, sig.on_gpu, _reads_a_loader(sig), sig.workers
     )
     saving = sig.stats.checkpoint_share
     what = ""
@@ -665,7 +671,7 @@ def _compute_write(sig: Signals) -> RuleResult:
         headline = f"compute-bound: {_model_text(sig)} of each step ({_busy_text(sig)}){_not_starving(sig)}"
     else:
         headline = f"compute-bound: compute is {pct(share)} of each step"
-    advice = advise.compute_bound_advice(sig.stats, _hidden_wait(sig), sig.context, sig.workers is not None)
+    advice = advise.compute_bound_advice(sig.stats, _hidden_wait(sig), sig.context, _reads_a_loader(sig))
     return "info", headline, advice
 
 
