@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from pyspy_support import fixture_lines, fixture_window
 from xfertop.analysis.sampled_verdict import sampled_verdict
-from xfertop.analysis.stack_classify import classify_stack, summarise_window
+from xfertop.analysis.stack_classify import RankStacks, classify_stack, summarise_window
 from xfertop.model.stacks import Frame, StackWindow, ThreadStack, WindowPlacement
 
 
@@ -411,6 +411,114 @@ def test_a_loader_read_through_a_generator_of_the_jobs_own_leaves_the_loop_to_th
     assert rank.loop_tensor.loop_line == "train.py:11", rank.loop_tensor
     assert rank.loop_tensor.share == 0.6 and rank.loop_tensor_after_model
     assert rank.shares.share("data_wait") == 0.1
+
+
+def test_a_model_called_after_the_optimizer_step_is_the_loops_work_after_the_step() -> None:
+    # Session 47's trial: an MLP steps at lines 12-13, then evaluates its EMA copy on held-out data every 20
+    # steps (line 16, half the samples). Attached on the CPU it read "healthy: model and loop 91%"; its
+    # truth and `xfertop run` read loop-bound after the step (50.7% and 46%). The step ends at its last
+    # backward or optimizer step, as the step clock's model end has it: the later forward is the loop's.
+    module_call = frames(
+        ("Linear.forward", "torch/nn/modules/linear.py"), ("Module._call_impl", "torch/nn/modules/module.py")
+    )
+
+    def at(line: int, *inner: Frame) -> tuple[Frame, ...]:
+        return (*inner, Frame("main", "/job/train.py", line), Frame("<module>", "/job/train.py", 30))
+
+    waiting = at(11, *frames(("_MultiProcessingDataLoaderIter.__next__", "torch/utils/data/dataloader.py")))
+    forward = at(12, *module_call)
+    backward = at(13, *frames(("_engine_run_backward", "torch/autograd/graph.py")))
+    stepping = at(
+        13, *frames(("Adam.step", "torch/optim/adam.py"), ("Optimizer.step", "torch/optim/optimizer.py"))
+    )
+    evaluating = at(16, *module_call)
+    lines = {
+        ("/job/train.py", 11): "    for x, y in loader:",
+        ("/job/train.py", 12): "        loss = lossf(model(x), y)",
+        ("/job/train.py", 13): "        opt.zero_grad(); loss.backward(); opt.step()",
+        ("/job/train.py", 14): "        if i % 20 == 0:",
+        ("/job/train.py", 15): "            with torch.no_grad():",
+        ("/job/train.py", 16): "                val = lossf(ema(x_val), y_val)",
+    }
+
+    def source(filename: str, line: int) -> str:
+        return lines.get((filename, line), "")
+
+    def window(*counted: tuple[int, tuple[Frame, ...]]) -> StackWindow:
+        stacks = tuple(
+            ThreadStack(pid=10, tid=10, thread_name="MainThread", count=count, frames=stack)
+            for count, stack in counted
+        )
+        placement = WindowPlacement((), (), uses_cuda=False)
+        return StackWindow(
+            root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=stacks, placement=placement
+        )
+
+    rank = summarise_window(
+        window((10, waiting), (10, forward), (15, backward), (15, stepping), (50, evaluating)), source
+    )
+    assert rank.loop_tensor.share == 0.5 and rank.loop_tensor_after_model, rank.loop_tensor
+    assert rank.dispatch_share == 0.4  # the step's forward, backward and optimizer: not the evaluation
+    verdict = sampled_verdict([(None, rank)])
+    assert verdict.kind == "loop-bound" and "the model step 40%" in verdict.headline, verdict.headline
+    assert "after the model's step (train.py:16" in verdict.advice[0], verdict.advice
+    # Without an evaluation after it, the same step is the model's: compute-bound, as before.
+    rank = summarise_window(window((4, waiting), (20, forward), (38, backward), (38, stepping)), source)
+    assert rank.loop_tensor.share == 0.0
+    assert sampled_verdict([(None, rank)]).kind == "compute-bound"
+
+
+def test_a_progress_generator_around_a_dataloader_is_not_told_to_become_a_dataloader() -> None:
+    # Session 47's trial: `for x, y in progress(loader):` whose generator recomputes statistics over the
+    # loss history and prints a bar each batch (41% of the step, its truth). Attached, its lines read "The
+    # loop's own iterable ... builds each batch in the main thread: make it a Dataset read through a
+    # DataLoader with workers", of a generator that reads one with 2 workers.
+    def at(line: int, *inner: Frame) -> tuple[Frame, ...]:
+        return (*inner, Frame("main", "/job/train.py", line), Frame("<module>", "/job/train.py", 20))
+
+    waiting = (
+        *frames(("_MultiProcessingDataLoaderIter.__next__", "torch/utils/data/dataloader.py")),
+        Frame("progress", "/job/data.py", 3),
+    )
+    counting = at(
+        11, Frame("progress", "/job/data.py", 6), *frames(("median", "/usr/lib/python3.11/statistics.py"))
+    )
+    printing = at(11, Frame("progress", "/job/data.py", 7))
+    model = at(12, *frames(("Module._call_impl", "torch/nn/modules/module.py")))
+    stepping = at(13, *frames(("Optimizer.step", "torch/optim/optimizer.py")))
+    lines = {
+        ("/job/data.py", 3): "        item = next(batches)",
+        ("/job/data.py", 6): "        med = statistics.median(history)",
+        ("/job/data.py", 7): '        print(f"{n}/{total} loss={med:.4f}", flush=True)',
+        ("/job/train.py", 11): "    for x, y in progress(loader):",
+        ("/job/train.py", 12): "        loss = lossf(model(x), y)",
+        ("/job/train.py", 13): "        loss.backward(); opt.step()",
+    }
+
+    def source(filename: str, line: int) -> str:
+        return lines.get((filename, line), "")
+
+    def summarised(*counted: tuple[int, tuple[Frame, ...]]) -> RankStacks:
+        stacks = tuple(
+            ThreadStack(pid=10, tid=10, thread_name="MainThread", count=count, frames=stack)
+            for count, stack in counted
+        )
+        placement = WindowPlacement((), (), uses_cuda=False)
+        window = StackWindow(
+            root_pid=10, started_at=0, duration_s=1, rate_hz=100, stacks=stacks, placement=placement
+        )
+        return summarise_window(window, source)
+
+    rank = summarised((20, waiting), (30, counting), (15, printing), (20, model), (15, stepping))
+    assert rank.loop_iterable.share == 0.45 and rank.loop_iterable_wraps_loader, rank.loop_iterable
+    verdict = sampled_verdict([(None, rank)])
+    assert verdict.kind == "loop-bound" and "around the DataLoader" in verdict.headline, verdict.headline
+    advice = " ".join(verdict.advice)
+    assert "around its DataLoader" in advice and "read through a DataLoader" not in advice, advice
+    # A generator that builds the batches itself (no loader below it) is still told to become one.
+    rank = summarised((30, counting), (15, printing), (20, model), (15, stepping))
+    assert not rank.loop_iterable_wraps_loader
+    assert "read through a DataLoader with workers" in " ".join(sampled_verdict([(None, rank)]).advice)
 
 
 def test_a_loop_waiting_in_a_queue_for_a_producers_batches_waits_for_data() -> None:

@@ -684,7 +684,15 @@ def _queue_bound(rank: RankStacks, judged: Verdict) -> Verdict:
     return replace(judged, headline=headline, advice=advice, rule="queue-wait")
 
 
-def _iterable_advice(iterable: LoopHost) -> str:
+def _iterable_advice(iterable: LoopHost, wraps_loader: bool = False) -> str:
+    if wraps_loader:
+        # A progress bar or statistics around the DataLoader: its own per-batch work, not batch building.
+        return (
+            f"The loop's own iterable around its DataLoader (the loop at {iterable.loop_line}) works in the "
+            f"main thread between batches in {pct(iterable.share)} of samples ({_top_lines_text(iterable)}): "
+            "a progress display, statistics or logging per batch. Do it every N batches or keep it cheaper "
+            "(tqdm's mininterval, running sums instead of recomputing over the history)."
+        )
     return (
         f"The loop's own iterable (the loop at {iterable.loop_line}) builds each batch in the main thread "
         f"in {pct(iterable.share)} of samples ({_top_lines_text(iterable)}): make it a Dataset (or "
@@ -734,7 +742,11 @@ def _loop_bound(rank: RankStacks, busy: float | None) -> Verdict:
         elsewhere = ""
     named = {
         "saving checkpoints": saving.share,
-        "building batches in its own iterable": iterable.share,
+        (
+            "its own iterable around the DataLoader"
+            if rank.loop_iterable_wraps_loader
+            else "building batches in its own iterable"
+        ): iterable.share,
         "validation passes": validating.share,
     }
     what = max(named, key=lambda name: named[name])
@@ -753,18 +765,19 @@ def _loop_bound(rank: RankStacks, busy: float | None) -> Verdict:
     if rank.loop_tensor_after_model:
         maths = (
             f"tensor maths on the loop's own lines after the model's step ({_top_lines_text(tensor)}; "
-            f"the loop at {tensor.loop_line}: an EMA of the weights, metrics on tensors), every step: do it "
-            "every N steps, or in fewer, fused ops (torch.optim.swa_utils.AveragedModel with "
+            f"the loop at {tensor.loop_line}: an evaluation, an EMA of the weights, metrics on tensors): "
+            "do it less often, or in fewer, fused ops (torch.optim.swa_utils.AveragedModel with "
             "get_ema_multi_avg_fn updates an EMA with foreach kernels)."
         )
     bookkeeping = _bookkeeping_advice(
         python, on_gpu=busy is not None, before_model=rank.loop_host_before_model
     )
+    iterable_advice = _iterable_advice(iterable, rank.loop_iterable_wraps_loader)
     parts = [
         (tensor.share, f"Most of it is {maths}", f"{pct(tensor.share)} more is {maths}"),
         (python.share, bookkeeping, f"The loop's own Python adds {pct(python.share)}. {bookkeeping}"),
         (saving.share, _checkpoint_advice(saving), _checkpoint_advice(saving)),
-        (iterable.share, _iterable_advice(iterable), _iterable_advice(iterable)),
+        (iterable.share, iterable_advice, iterable_advice),
         (validating.share, _validation_advice(validating), _validation_advice(validating)),
     ]
     parts.sort(key=lambda part: -part[0])  # stable: tensor maths first on a tie, as before

@@ -783,6 +783,24 @@ def _iterable_work(loop: _Loop | None, stacks: Iterable[ThreadStack], total: int
     return _work(loop, by_line, total)
 
 
+def _iterable_wraps_loader(
+    loop: _Loop | None, stacks: Iterable[ThreadStack], placed: list[tuple[ThreadStack, SampleClass]]
+) -> bool:
+    """The loop's own iterable (``stacks`` that run below its statement) is a function of the job's that also
+    reads a DataLoader's batches (a sample waiting for or loading one runs below it): it wraps the loader."""
+    wrappers = {
+        (own.filename, own.function)
+        for stack in stacks
+        if _iterable_line(loop, stack) is not None
+        and (own := next((f for f in stack.frames if _is_own(f)), None)) is not None
+    }
+    return bool(wrappers) and any(
+        cls in ("data_wait", "main_loading")
+        and any((f.filename, f.function) in wrappers for f in stack.frames)
+        for stack, cls in placed
+    )
+
+
 def _between_passes(loop: _Loop | None, stacks: Iterable[ThreadStack], total: int) -> LoopHost:
     """The share of ``total`` samples that ``stacks`` (outside the loop's phases) spend between its passes
     (_Loop.between_passes), and the loop function's lines that hold most of them."""
@@ -944,7 +962,8 @@ def _place_own_maths(
     so placed, and the stacks of the loop body's own tensor maths: those up to the body's first line that
     calls the model step (``model(x.float() / 255)`` normalises before the call) and after its last. After
     the first up to the last (the loss computed from the model's output, on which backward runs) it is
-    the model step's, as `xfertop run`'s partition counts it. ``span``: the body's model lines
+    the model step's, as `xfertop run`'s partition counts it; after it, a model's forward is the loop's
+    work too (an evaluation, an EMA model: _model_lines). ``span``: the body's model lines
     (_model_lines)."""
     placed: list[tuple[ThreadStack, SampleClass]] = []
     in_body: list[ThreadStack] = []
@@ -955,6 +974,15 @@ def _place_own_maths(
                 cls = "other"
             elif (line := _body_line(loop, stack)) is not None and not (span and span[0] < line <= span[1]):
                 in_body.append(stack)
+        elif (
+            cls == "compute"
+            and loop_seen
+            and span is not None
+            and (line := _body_line(loop, stack)) is not None
+            and line > span[1]
+            and not any(_trains(f) for f in stack.frames)
+        ):
+            in_body.append(stack)  # a model called after the step's last backward or optimizer step
         placed.append((stack, cls))
     return placed, in_body
 
@@ -975,6 +1003,7 @@ def _model_lines(loop: _Loop | None, stacks: list[ThreadStack]) -> tuple[int, in
     model_lines: dict[int, int] = {}
     line_samples: dict[int, int] = {}
     forward_lines: set[int] = set()
+    training_lines: set[int] = set()
     for stack in stacks:
         line = _body_line(loop, stack)
         if line is None:
@@ -984,13 +1013,19 @@ def _model_lines(loop: _Loop | None, stacks: list[ThreadStack]) -> tuple[int, in
             model_lines[line] = model_lines.get(line, 0) + stack.count
             if any(_matches(f, _MODULE_CALL) for f in stack.frames):
                 forward_lines.add(line)
+            if any(_trains(f) for f in stack.frames):
+                training_lines.add(line)
     total = sum(model_lines.values())
     held = [
         line for line, count in model_lines.items() if count * 10 >= total and count * 2 >= line_samples[line]
     ]
     if not held:
         return None
-    last = max(held)
+    # A training step ends at its last backward or optimizer step, as the step clock's model end has it: a
+    # model called after that (an evaluation on held-out data, an EMA model's forward) is the loop's own
+    # work after the step (session 47's trial: an inline evaluation every 20 steps, 50% of the samples,
+    # read "healthy: model and loop 91%" attached, "loop-bound after the step" under `xfertop run`).
+    last = max([line for line in held if line in training_lines] or held)
     return min(min(forward_lines or model_lines), last), last
 
 
@@ -1067,6 +1102,9 @@ class RankStacks:
     #: The loop's own iterable making its next batch in the main thread (``for x, y in batches():``, a
     #: generator; not a DataLoader; part of "other").
     loop_iterable: LoopHost = LoopHost(0.0)
+    #: That iterable wraps a DataLoader (a progress generator of the job's own around it: the same function
+    #: of the job's also reads the loader's batches): its own work is the wrapper's, not batch building.
+    loop_iterable_wraps_loader: bool = False
     #: The loop function's own code between the training loop's passes (in an enclosing ``for epoch``
     #: loop's body, outside the training loop: evaluation, checkpoints after each epoch; part of "other"),
     #: with its lines in that function.
@@ -1137,6 +1175,7 @@ class RankStacks:
             "between_passes_share": round(self.between_passes.share, 4),
             "between_passes_lines": _lines(self.between_passes),
             "loop_iterable_lines": _lines(self.loop_iterable),
+            "loop_iterable_wraps_loader": self.loop_iterable_wraps_loader,
             "dispatch_share": round(self.dispatch_share, 4),
             "optimizer_share": round(self.optimizer_share, 4),
             "compiling_share": round(self.compiling_share, 4),
@@ -1472,10 +1511,11 @@ def summarise_window(
         queue_wait_in=queue_wait[1],
         loop_checkpoint=_loop_work(loop, loop_other, total, _checkpoint_line) if loop_seen else LoopHost(0.0),
         loop_iterable=_iterable_work(loop, loop_other, total) if loop_seen else LoopHost(0.0),
+        loop_iterable_wraps_loader=loop_seen and _iterable_wraps_loader(loop, loop_other, placed),
         loop_validation=validation,
         loop_validation_wait_share=validation_waits / total if total else 0.0,
         between_passes=between,
-        dispatch_share=_dispatch_share(placed, total),
+        dispatch_share=_dispatch_share(placed, total, loops_own=frozenset(id(s) for s in loop_maths)),
         optimizer_share=_dispatch_share(placed, total, _OPTIMIZER_STEP),
         compiling_share=_compiling_share(main, total),
         loop_seen=loop_seen,
@@ -1541,14 +1581,19 @@ def _compiling_share(main: list[ThreadStack], total: int) -> float:
 
 
 def _dispatch_share(
-    placed: list[tuple[ThreadStack, SampleClass]], total: int, within: tuple[_Rule, ...] = ()
+    placed: list[tuple[ThreadStack, SampleClass]],
+    total: int,
+    within: tuple[_Rule, ...] = (),
+    loops_own: frozenset[int] = frozenset(),
 ) -> float:
     """Share of the samples computing inside the model step (a module call, autograd, the optimizer);
-    with ``within``, only those also inside one of its frames."""
+    with ``within``, only those also inside one of its frames. ``loops_own``: ids of stacks that are the
+    loop's own work though they call a model (a forward after the step: _place_own_maths)."""
     dispatching = sum(
         s.count
         for s, cls in placed
         if cls == "compute"
+        and id(s) not in loops_own
         and any(_dispatches(f) for f in s.frames)
         and (not within or any(_matches(f, within) for f in s.frames))
     )
