@@ -11,6 +11,7 @@ import pytest
 from analysis.step_records import step_record
 from analysis.window_fixtures import load_window
 from ui.sample_states import FROZEN_TIME, gpu_state, host_state
+from xfertop.analysis import advice as advise
 from xfertop.analysis.evidence import WorkersEvidence, workers_evidence
 from xfertop.analysis.job_analysis import analyse
 from xfertop.analysis.verdict import Verdict
@@ -39,6 +40,7 @@ def _host_with_workers(
     throttled_share: float | None = None,
     quota_used_share: float | None = None,
     worker_cpu: float = 90.0,
+    main_thread_cpu: float | None = None,
 ) -> HostState:
     base = host_state(cores)
     kids = tuple(
@@ -68,6 +70,7 @@ def _host_with_workers(
         cpu_quota_file="/sys/fs/cgroup/system.slice/train.scope/cpu.max" if quota_cores is not None else None,
         cpu_throttled_share=throttled_share,
         cpu_quota_used_share=quota_used_share,
+        main_thread_cpu_percent=main_thread_cpu,
     )
     per_core = tuple(core_busy if i in allowed else 5.0 for i in range(cores))
     return dataclasses.replace(base, processes=(trainer,), cpu_per_core_percent=per_core, hostname=rank.host)
@@ -134,6 +137,29 @@ def test_workers_that_mostly_wait_are_told_to_add_workers_though_the_training_pr
     saturated = _host_with_workers(rank, allowed=(0, 1), core_busy=98.0, workers=2, cores=2, worker_cpu=8.5)
     advice = _advice(_verdict(rank, host=saturated))
     assert "Raise num_workers above 2" in advice and "cannot help" not in advice, advice
+
+
+def test_workers_that_wait_on_a_main_process_busy_through_the_wait_are_not_told_to_add_workers() -> None:
+    """Session 47's trial: a custom Sampler doing Python work per index, 58% of each step in next(), 2
+    workers using 19% of a core between them. `xfertop run` said "Raise num_workers above 2 ... they mostly
+    wait", the live view "more workers cannot help. Make each sample cheaper"; 4 workers ran it in 20.62 s
+    against 20.76 s with 2, and its samples are one tensor index each. The main thread on its CPU through the
+    wait says the main process does the loader's work (the sampler, unpacking the batches)."""
+    rank = _starved(workers=2)
+    busy = _host_with_workers(
+        rank, allowed=(0, 1), core_busy=98.0, workers=2, cores=2, worker_cpu=9.5, main_thread_cpu=99.0
+    )
+    advice = _advice(_verdict(rank, host=busy))
+    assert "The main process does the loader's work itself" in advice and "Sampler" in advice, advice
+    assert "Raise num_workers" not in advice and "cheaper)" not in advice, advice
+    assert "prefetch_factor" not in advice
+    # The same workers with the main thread blocked in the wait (its CPU is the model step's): they wait on
+    # storage, and more of them overlap more of those waits.
+    blocked = _host_with_workers(
+        rank, allowed=(0, 1), core_busy=98.0, workers=2, cores=2, worker_cpu=9.5, main_thread_cpu=20.0
+    )
+    advice = _advice(_verdict(rank, host=blocked))
+    assert "Raise num_workers above 2" in advice and "does the loader's work" not in advice, advice
 
 
 def test_workers_confined_to_one_core_that_they_share_out_between_them_are_not_taken_for_waiting() -> None:
@@ -647,3 +673,11 @@ def test_a_gpu_reading_older_than_the_jobs_state_counts_when_the_rank_stepped_af
         _jobs_at(live, 1.0, 0.05), _at(_sole_user(live, util=60.0, rx=0.1e9), 0.5), previous=first
     )
     assert again.jobs[0].verdict.evidence["gpu_busy_share"] == 0.6
+
+
+def test_the_loops_work_after_the_step_is_told_to_stay_on_the_device_only_on_a_gpu() -> None:
+    # Session 47's trial: "keep running metrics on the device" for a CPU job, whose metrics are there.
+    on_cpu = " ".join(advise.loop_bound_advice(before_model=False, on_gpu=False))
+    assert "every N steps" in on_cpu and "on the device" not in on_cpu, on_cpu
+    on_gpu = " ".join(advise.loop_bound_advice(before_model=False, on_gpu=True))
+    assert "keep running metrics on the device" in on_gpu, on_gpu

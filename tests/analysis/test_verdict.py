@@ -218,6 +218,18 @@ def test_compute_bound_says_the_pipeline_is_fine_and_not_to_tune_pcie() -> None:
     assert "not starving" not in verdict.headline  # on the host's clock alone no wait can be hidden
 
 
+def test_compute_bound_advice_names_remedies_for_the_device_the_job_computes_on() -> None:
+    # Session 47's trial: an autoencoder under torch.autocast("cpu", dtype=torch.bfloat16) read "make the
+    # step itself cheaper: mixed precision" on every face; on that CPU (no AMX, no AVX512-BF16) bf16 made
+    # each step 5x slower than float32. A CPU's remedies are its own; a GPU's name bf16 autocast.
+    stats = window_stats(load_window("recorded_cpu_compute_bound").ranks[0].steps)
+    assert stats is not None
+    on_cpu = advice_text(judge(stats, dataloader_workers=0, context=Context(on_gpu=False)))
+    assert "torch.compile" in on_cpu and "slower than float32" in on_cpu and "mixed precision" not in on_cpu
+    on_gpu = advice_text(judge(stats, dataloader_workers=0, context=Context(on_gpu=True)))
+    assert "mixed precision (bf16 autocast" in on_gpu and "slower than float32" not in on_gpu
+
+
 def test_compute_bound_without_a_dataloader_names_no_loader_setting() -> None:
     # Session 29's j60: batches sliced from one tensor in memory, no DataLoader (its steps are counted at
     # the optimizer's): "more workers, pinning or prefetching" named settings the job does not have.

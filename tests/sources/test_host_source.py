@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -627,3 +628,47 @@ def test_a_process_without_a_cpu_quota_has_none_and_so_do_its_workers(trainer) -
     limit = read_cpu_limit(process.pid)
     assert stats.cpu_quota_cores == (limit.quota_cores if limit else None)
     assert all(child.cpu_quota_cores is None for child in stats.children), "workers share the rank's"
+
+
+_SPINNER = """
+import sys, threading
+def spin():
+    while True:
+        pass
+if sys.argv[1] == "other":
+    threading.Thread(target=spin, daemon=True).start()
+    print("ready", flush=True)
+    sys.stdin.read()
+else:
+    print("ready", flush=True)
+    spin()
+"""
+
+
+@pytest.mark.parametrize("busy", ["main", "other"])
+def test_the_main_threads_own_cpu_is_told_apart_from_the_processs(busy: str) -> None:
+    # The loader's work that the main process does itself (a Sampler, unpacking batches) shows as its main
+    # thread's CPU while the loop waits (advice.main_process_loads): another thread's CPU must not count.
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SPINNER, busy], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        source = HostSource()
+        source.watch_pids([process.pid])
+        assert _watched(source.sample_once(), process.pid).main_thread_cpu_percent is None, "no interval yet"
+        spinning = psutil.Process(process.pid)
+        start = sum(spinning.cpu_times()[:2])
+        while sum(spinning.cpu_times()[:2]) - start < 0.3:  # CPU accrues: an interval to measure
+            time.sleep(0.02)
+        stats = _watched(source.sample_once(), process.pid)
+        assert stats.cpu_percent is not None and stats.cpu_percent > 20.0, stats
+        main = stats.main_thread_cpu_percent
+        assert main is not None, stats
+        if busy == "main":
+            assert main >= 0.8 * stats.cpu_percent, stats
+        else:
+            assert main <= 0.2 * stats.cpu_percent, stats
+    finally:
+        process.kill()
+        process.wait(timeout=30)

@@ -18,6 +18,7 @@ from xfertop.analysis.thresholds import (
     CHECKPOINT_WARN_SHARE,
     H2D_SEEN_OF_RX_MIN,
     INPUT_WARN_SHARE,
+    MAIN_BUSY_IN_WAIT_SHARE,
     NESTED_PASS_WARN_SHARE,
     NEW_ITERATOR_MIN_STEPS,
     NEW_ITERATOR_STEP_SHARE,
@@ -165,6 +166,41 @@ def workers_mostly_wait(workers: WorkersEvidence, count: int) -> bool:
         return False
     could_get = 100.0 * min(count, count * workers.effective_cores / workers.competing(count))
     return used < WAITING_WORKERS_CPU_SHARE * could_get
+
+
+def main_process_busy_in_wait(workers: WorkersEvidence, input_share: float) -> float | None:
+    """The share of the step, at least, in which the training process's main thread ran on its CPU while
+    the loop waited for the loader (``input_share`` of the step): its CPU, less all of the step outside the
+    wait. None where its CPU is unknown."""
+    main = workers.main_thread_cpu_percent
+    if main is None:
+        return None
+    return max(0.0, min(input_share, main / 100.0 - (1.0 - input_share)))
+
+
+def main_process_loads(workers: WorkersEvidence, count: int, input_share: float) -> bool:
+    """The workers mostly wait while the loop waits for them, and the main thread works through most of
+    that wait: the main process does the loader's work (MAIN_BUSY_IN_WAIT_SHARE)."""
+    busy = main_process_busy_in_wait(workers, input_share)
+    return (
+        busy is not None
+        and input_share > 0
+        and busy >= MAIN_BUSY_IN_WAIT_SHARE * input_share
+        and workers_mostly_wait(workers, count)
+    )
+
+
+def _main_process_loads_advice(workers: WorkersEvidence, input_share: float) -> str:
+    busy = main_process_busy_in_wait(workers, input_share) or 0.0
+    return (
+        f"The main process does the loader's work itself: its main thread ran on its CPU through at least "
+        f"{pct(busy)} of each step while the loop waited {pct(input_share)} for batches, and the "
+        f"{workers.count} workers use {workers.cpu_percent or 0:.0f}% of a core between them. What runs "
+        "there is the Sampler drawing each index (a custom Sampler's Python), unpacking the workers' "
+        "batches, or an iterator of the job's own around the loader: more workers cannot help. Make the "
+        "sampler cheap (precompute the indices once per epoch), send fewer, larger tensors per batch; "
+        "`xfertop attach PID` (or `s` on the job's row) names the lines."
+    )
 
 
 def _more_workers(dataloader_workers: int | None, workers: WorkersEvidence | None) -> str:
@@ -401,7 +437,12 @@ def input_bound_advice(
         )
     workers = context.workers
     limit = _what_limits_workers(workers, dataloader_workers or workers.count) if workers else None
-    cannot_help = limit is not None
+    main_loads = (
+        workers is not None
+        and bool(dataloader_workers)
+        and main_process_loads(workers, dataloader_workers or workers.count, steady_wait)
+    )
+    cannot_help = limit is not None or main_loads
     if dataloader_workers == 0 and context.cgroup_cpu is not None and context.cgroup_cpu.throttled:
         advice += _no_workers_on_a_used_up_quota(context.cgroup_cpu, context.on_gpu)
     elif dataloader_workers == 0:
@@ -416,6 +457,8 @@ def input_bound_advice(
         )
     elif tiny:
         pass  # the batches' fixed cost, paid in the main process: neither more workers nor cheaper samples
+    elif workers is not None and main_loads:
+        advice.append(_main_process_loads_advice(workers, steady_wait))
     elif workers is not None and limit is not None:
         advice += _workers_cannot_help(workers, dataloader_workers or workers.count, limit, context.on_gpu)
     elif not spikes and steady_wait >= INPUT_WARN_SHARE and (context.stepping or dataloader_workers is None):
@@ -601,6 +644,20 @@ def periodic_work_advice(stats: WindowStats) -> list[str]:
     return [*checkpoint_advice(stats), *nested_pass_advice(stats)]
 
 
+CHEAPER_STEP_ON_GPU = (
+    "To go faster make the step itself cheaper: mixed precision (bf16 autocast, where it runs in float32), "
+    "torch.compile, or better-shaped kernels."
+)
+#: bf16 on a CPU without AMX or AVX512-BF16 is slower than float32: 5x in session 47's trial (an autoencoder
+#: under torch.autocast("cpu") on the 2-core VM, 34.8-37.4 ms a step against 6.6-7.6 ms in float32).
+CHEAPER_STEP_ON_CPU = (
+    "To go faster make the step itself cheaper: torch.compile, or a batch that keeps every core busy "
+    "(torch.get_num_threads() as many as the cores the job may use). bf16 autocast speeds a CPU up only "
+    "where it has AMX or AVX512-BF16 (lscpu's flags amx_bf16, avx512_bf16); elsewhere it is slower than "
+    "float32."
+)
+
+
 def compute_bound_advice(
     stats: WindowStats, hidden_wait: bool, context: Context | None = None, reads_a_loader: bool = True
 ) -> list[str]:
@@ -618,9 +675,7 @@ def compute_bound_advice(
             "queued GPU work hid it: the GPU did not starve."
         )
     advice += do_not_tune_pcie(stats, context)
-    advice.append(
-        "To go faster make the step itself cheaper: mixed precision, torch.compile, or better-shaped kernels."
-    )
+    advice.append(CHEAPER_STEP_ON_CPU if context is not None and not context.on_gpu else CHEAPER_STEP_ON_GPU)
     if context is not None and not context.on_gpu and not stats.sampled and not stats.partitioned:
         # Under watch() on a CPU, everything between two next() calls reads as compute, the loop's own
         # Python included; `xfertop run` partitions the step and measures the loop's work apart.
@@ -726,9 +781,10 @@ def loop_bound_advice(
                 "augment there (torchvision.transforms.v2 works on CUDA tensors)."
             )
     else:
+        on_device = " keep running metrics on the device," if on_gpu else ""  # a CPU job's are there already
         advice = [
             "The loop's own code after the optimizer step (logging, metrics, bookkeeping) holds each step: "
-            "do it every N steps, keep running metrics on the device, or hand it to a background thread. "
+            f"do it every N steps,{on_device} or hand it to a background thread. "
             "Where the parameters are updated by hand after backward() instead (no torch.optim), that "
             "update is this work: torch.optim's SGD or AdamW (foreach=True or fused=True) does it in a few "
             "kernels."

@@ -95,6 +95,8 @@ class WorkersEvidence:
     #: Their training process may run on some of their cores (its affinity overlaps theirs, or is not
     #: known): it competes with them for those cores.
     trainer_shares_cores: bool = True
+    #: CPU of the training process's main thread, percent of one core (ProcessStats); None if unknown.
+    main_thread_cpu_percent: float | None = None
 
     def competing(self, count: int) -> int:
         """Processes that want the workers' cores: the ``count`` workers, and their training process
@@ -281,6 +283,7 @@ def workers_evidence(rank: RankState, host: HostState | None) -> WorkersEvidence
         cpu_quota_used_share=process.cpu_quota_used_share,
         host_cores=len(cores) or None,
         trainer_shares_cores=not process.cpus_allowed or bool(set(process.cpus_allowed) & set(allowed)),
+        main_thread_cpu_percent=process.main_thread_cpu_percent,
     )
 
 

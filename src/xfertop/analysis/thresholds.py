@@ -135,6 +135,13 @@ OVERSUBSCRIBED_BUSY_PERCENT = 50.0
 #: busy with the training process's threads) used 17% of a core between them, against the 133% its cores
 #: could give; with 4 workers its wait fell from 39% to 16% of the step (session 46).
 WAITING_WORKERS_CPU_SHARE = 0.5
+#: The loop waits for workers that mostly wait, and the training process's main thread stays on its CPU
+#: through at least this share of that wait (the main thread's CPU, less all of the step outside the wait:
+#: a lower bound): the main process does the loader's work itself (a Sampler drawing the indices, unpacking
+#: the workers' batches), and more workers cannot help. Session 47's trial: a Sampler with Python work per
+#: index, 58% of each step in next() (its truth), 2 workers using 19% of a core between them; 4 workers ran
+#: it in 20.62 s against 20.76 s with 2.
+MAIN_BUSY_IN_WAIT_SHARE = 0.5
 #: The workers' cgroup ran out of its CPU quota (cpu.stat nr_throttled over nr_periods, over ~10 s) in
 #: at least this share of the periods in which it ran: it uses all the CPU it may, and more workers
 #: cannot help. kube-prometheus's CPUThrottlingHigh alert fires at the same 25% (over 5 minutes). A job

@@ -60,6 +60,10 @@ class ProcessStats:
     #: That cgroup's CPU time over the same span against what its quota allowed (1.0: all of it); None
     #: without a quota, before a second reading, or where the usage is unknown (v1 without cpuacct).
     cpu_quota_used_share: float | None = None
+    #: Percent of one core its main thread (the thread whose id is its pid, where a training loop runs)
+    #: used over the last interval, of ``cpu_percent``'s; None on the first sample, for DataLoader
+    #: workers, or where /proc/<pid>/task/<pid>/stat could not be read.
+    main_thread_cpu_percent: float | None = None
 
 
 @dataclass(frozen=True)

@@ -287,6 +287,8 @@ class HostSource(PollingSource[HostState]):
         self._cpu_total, self._cpu_cores = _cpu_marks()
         #: (pid, start ticks) -> (cpu seconds, monotonic seconds) at the previous sample.
         self._process_marks: dict[_Key, tuple[float, float]] = {}
+        #: ... of the main threads of the watched processes (ProcessStats.main_thread_cpu_percent).
+        self._main_thread_marks: dict[_Key, tuple[float, float]] = {}
         self._user_names = _UserNames()
         #: (pid, start ticks) -> (thread count, thread ids) when its children were last read.
         self._threads: dict[_Key, tuple[int, list[str]]] = {}
@@ -315,6 +317,7 @@ class HostSource(PollingSource[HostState]):
         processes = self._with_cuda_host_alloc(processes, top_keys, now)
         processes = self._with_cgroup_cpu(processes, top_keys, now)
         self._process_marks = {key: mark for key, mark in self._process_marks.items() if key in seen}
+        self._main_thread_marks = {key: mark for key, mark in self._main_thread_marks.items() if key in seen}
         self._threads = {key: threads for key, threads in self._threads.items() if key in seen}
         return HostState(
             timestamp=time.time(),
@@ -383,6 +386,7 @@ class HostSource(PollingSource[HostState]):
         memory = parse_status(status_text) if status_text is not None else None
         allowed = parse_cpulist(parse_status_value(status_text, "Cpus_allowed_list")) if status_text else ()
         cpu_percent = self._cpu_percent(key, stat.cpu_s, now)
+        main_thread = self._main_thread_cpu_percent(key, directory, now) if depth == 0 else None
         children: list[int] = []
         if depth < MAX_CHILD_DEPTH and not _is_other_thread(status, pid):
             children = self._children(key, stat.threads, directory, finder)[:MAX_CHILDREN_PER_PROCESS]
@@ -403,7 +407,19 @@ class HostSource(PollingSource[HostState]):
             shmem_rss_bytes=memory.shmem_rss_bytes if memory else None,
             ppid=stat.ppid,
             cpus_allowed=allowed or None,
+            main_thread_cpu_percent=main_thread,
         )
+
+    def _main_thread_cpu_percent(self, key: _Key, directory: str, now: float) -> float | None:
+        """ProcessStats.main_thread_cpu_percent: the CPU of the thread whose id is the process's (the
+        training loop's, but for a loop on a thread of its own), against its last reading."""
+        try:
+            stat = _parse_process_stat(_read_whole_record(f"{directory}/task/{key[0]}/stat"))
+        except OSError:
+            return None
+        if stat is None:
+            return None
+        return _percent_since(self._main_thread_marks, key, stat.cpu_s, now)
 
     def _children(self, key: _Key, threads: int | None, directory: str, finder: ChildFinder) -> list[int]:
         """finder.children(pid), reading the children files of the thread ids listed last time while the
@@ -539,11 +555,19 @@ class HostSource(PollingSource[HostState]):
         ), True
 
     def _cpu_percent(self, key: _Key, cpu_s: float, now: float) -> float | None:
-        previous = self._process_marks.get(key)
-        self._process_marks[key] = (cpu_s, now)
-        if previous is None or now <= previous[1]:
-            return None
-        return max(0.0, 100.0 * (cpu_s - previous[0]) / (now - previous[1]))
+        return _percent_since(self._process_marks, key, cpu_s, now)
+
+
+def _percent_since(
+    marks: dict[_Key, tuple[float, float]], key: _Key, cpu_s: float, now: float
+) -> float | None:
+    """Percent of one core used since ``key``'s mark in ``marks`` (then marked again at ``now``); None the
+    first time."""
+    previous = marks.get(key)
+    marks[key] = (cpu_s, now)
+    if previous is None or now <= previous[1]:
+        return None
+    return max(0.0, 100.0 * (cpu_s - previous[0]) / (now - previous[1]))
 
 
 def _access_denied(pid: int) -> str:
