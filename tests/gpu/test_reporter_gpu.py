@@ -391,7 +391,9 @@ def test_periodic_work_is_timed_on_the_gpus_clock(tmp_path: Path, mode: str) -> 
         {"periodic_gpu_ms": timed, "wall_beyond_typical_ms": beyond, "typical_ms": typical},
     )
     assert len(held) == 6 and None not in timed, (len(held), timed)
-    for gpu_ms, host_ms in zip(timed, beyond, strict=True):
+    # The first pass also loads its kernels (CUDA loads a module at its first launch): on an H100 it read
+    # 26.4 ms on the GPU's clock against 11.2-11.8 ms for the next five (session 47). The rest are judged.
+    for gpu_ms, host_ms in list(zip(timed, beyond, strict=True))[1:]:
         assert gpu_ms is not None
         if mode == "ahead":
             assert 3.0 <= gpu_ms <= 20.0 and gpu_ms < 0.5 * host_ms, (timed, beyond)

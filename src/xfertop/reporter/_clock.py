@@ -634,11 +634,7 @@ class StepClock:
         self.pinned.clear()
         assert self.writer is not None
         _refresh_header(self.writer, self.loaders.workers, self._ticks % LINK_CHECK_EVERY_TICKS == 0)
-        calls = self.empty_cache_calls - self._tick_empty_cache_calls
-        steps = self.steps_written - self._tick_steps
-        if steps >= EMPTY_CACHE_MIN_STEPS:  # fewer: one call more or less decides, so the last answer stands
-            self._empty_cache_every_step = calls * EMPTY_CACHE_EVERY_STEPS >= steps
-            self._tick_empty_cache_calls, self._tick_steps = self.empty_cache_calls, self.steps_written
+        self._judge_empty_cache()
         _refresh_debug_switches(self.writer, empty_cache_every_step=self._empty_cache_every_step)
         busy = _busy_thread(self._thread_cpu_ns, now - self._last_tick_ns if self._last_tick_ns else 0)
         self._last_tick_ns = now
@@ -648,6 +644,14 @@ class StepClock:
         index = _cuda_device_found() if self.gap.timer is None else None
         if index is not None:
             self._use_cuda_device(index)
+
+    def _judge_empty_cache(self) -> None:
+        """Whether torch.cuda.empty_cache() ran in most of the steps since the last judgement."""
+        calls = self.empty_cache_calls - self._tick_empty_cache_calls
+        steps = self.steps_written - self._tick_steps
+        if steps >= EMPTY_CACHE_MIN_STEPS:  # fewer: one call more or less decides, so the last answer stands
+            self._empty_cache_every_step = calls * EMPTY_CACHE_EVERY_STEPS >= steps
+            self._tick_empty_cache_calls, self._tick_steps = self.empty_cache_calls, self.steps_written
 
     def resolve_pending(self) -> None:
         """Patch in the GPU times of every pending step whose events have completed; never waits."""
@@ -667,6 +671,14 @@ class StepClock:
         except Exception as exc:
             self.fail(exc)
         self.resolve_pending()
+        try:
+            if self.writer is not None and not self.disabled:
+                # A loop shorter than a tick (1,023 steps in under a second on an H100) is judged here.
+                self._judge_empty_cache()
+                if self._empty_cache_every_step:
+                    _refresh_debug_switches(self.writer, empty_cache_every_step=True)
+        except Exception as exc:
+            self.fail(exc)
         try:
             if self.writer is not None:
                 self.writer.close()
