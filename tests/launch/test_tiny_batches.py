@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ring_test_tools import run_under_xfertop
-from xfertop.analysis.verdict import job_verdict
+from xfertop.analysis.thresholds import TINY_BATCH_MAX_WAIT_MS
+from xfertop.analysis.verdict import job_verdict, window_or_early
 
 ONE_SAMPLE_BATCHES = """
 import torch
@@ -26,6 +29,14 @@ print("done")
 def test_batches_of_one_sample_from_workers_are_told_to_grow(tmp_path: Path) -> None:
     result, (rank,) = run_under_xfertop(tmp_path, "BATCH = 1\n" + ONE_SAMPLE_BATCHES, summary=True)
     assert result.stdout.splitlines()[-1] == "done"
+    stats = window_or_early(rank.steps)
+    assert stats is not None
+    if stats.data_wait.p50_ms > TINY_BATCH_MAX_WAIT_MS:
+        # A batch's fixed cost of crossing from a worker is ~0.6-1.4 ms on an idle 2-core VM; a full CI run
+        # once made it more than the rule's bound (its advice then, rightly, "raise num_workers").
+        pytest.skip(
+            f"the machine is too loaded to show a batch's fixed cost: {stats.data_wait.p50_ms:.1f} ms"
+        )
     verdict = job_verdict([rank])
     assert verdict.kind == "input-bound", verdict.headline
     assert verdict.advice[0].startswith("Each batch holds 1 sample on average and waits"), verdict.advice

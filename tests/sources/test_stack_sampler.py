@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from pyspy_support import ptrace_problem, training_job
 from xfertop.analysis.sampled_verdict import judge_stacks
+from xfertop.analysis.stack_classify import summarise_window
 from xfertop.sources.stacks.pyspy_runner import PySpyError, find_pyspy
 from xfertop.sources.stacks.source import StackSampler
 from xfertop.sources.stacks.source_lines import line_reader
@@ -53,8 +56,15 @@ def test_sync_lines_are_read_after_the_job_has_exited() -> None:
         state = StackSampler(job.pid, window_s=5, with_ranks=False).sample_once()
     (summary,), verdict = judge_stacks(state, line_reader)
     # Three of the loop's five lines after the step sync (.item(), .cpu(), .tolist()): about 50% of the
-    # samples, 0% when the lines could not be read.
-    assert summary.shares.share("gpu_sync") >= 0.4, summary.to_dict()
+    # samples, 0% when the lines could not be read. Read as a process whose maps are unknown: one known to
+    # use no GPU has those samples as compute (summarise_window).
+    (window,) = state.windows
+    assert window.placement is not None and window.placement.uses_cuda is False
+    unknown = summarise_window(
+        replace(window, placement=replace(window.placement, uses_cuda=None)), line_reader(window.root_pid)
+    )
+    assert unknown.shares.share("gpu_sync") >= 0.4, unknown.to_dict()
+    assert summary.shares.share("gpu_sync") == 0.0, summary.to_dict()
     # A process known to use no GPU waits for none in those lines: they are the loop's own work after the
     # step, as `xfertop run` reads them on a CPU (session 46: "sync-bound: waits for the GPU" before).
     assert verdict.kind in ("loop-bound", "compute-bound"), verdict.headline

@@ -53,7 +53,8 @@ class GpuArea(VerticalScroll, can_focus=False):
 
     def show(self, state: GpuState | None) -> None:
         """Make the panes match the GPUs in ``state``, in index order, and mark them all for repaint."""
-        if state is None:
+        if state is None or not self.is_attached:
+            # Not attached: an update that arrived as the app closed (CI once raised NoScreen from a replay).
             return
         indices = self._wanted = tuple(sorted({gpu.index for gpu in state.gpus}))
         if indices != self._indices:
