@@ -151,6 +151,9 @@ F_NESTED_PASS = 4096
 F_PERIODIC_PENDING = 8192
 #: R_PERIODIC_GPU_NS holds the periodic work's time on the GPU's clock.
 F_PERIODIC_TIMED = 16384
+#: An optimizer (torch.optim, any subclass) stepped in this step (`xfertop run`, `xfertop.watch`): the
+#: parameters are not updated by hand, so the loop's work after the step is not such an update.
+F_OPTIMIZER_STEPPED = 32768
 #: Bits 16-23: the num_workers of the loader this step's batch came from, plus one (0: not known, as in
 #: rings written before it, or a step no loader opened). A job's loaders differ (training with 8 workers, a
 #: validation loader with none): the advice names the workers of the loader whose steps wait.

@@ -940,6 +940,13 @@ def test_a_loop_whose_own_work_is_mostly_checkpoints_names_them_first() -> None:
     # Session 28's j31 (SGD with momentum written by hand after backward(), 22% of each step) reads the
     # same: its advice names that update beside the bookkeeping.
     assert "updated by hand after backward()" in alone.advice[0] and "fused=True" in alone.advice[0]
+    # A job whose torch.optim optimizer was seen stepping (even one step in eight: accumulation) updates
+    # nothing by hand: the clause is not said (session 47's trial: EMA and progress-bar jobs read it).
+    optimized = rank_verdict(
+        [replace(s, optimizer_stepped=s.step % 8 == 0) for s in steps(0.0, 12.0)], dataloader_workers=2
+    )
+    assert optimized.kind == "loop-bound" and "logging, metrics, bookkeeping" in optimized.advice[0]
+    assert "by hand" not in advice_text(optimized) and "fused=True" not in advice_text(optimized)
 
 
 def test_a_two_rank_stragglers_headline_compares_it_with_the_other_rank_not_with_itself() -> None:

@@ -472,6 +472,7 @@ def test_backward_and_the_optimizer_step_are_the_models_and_what_follows_the_loo
     assert result.stdout == "done\n", result.stderr
     steps = rank.steps[2:]
     assert all(s.partitioned and not s.synced for s in steps)
+    assert all(s.optimizer_stepped for s in steps)  # torch.optim updates the parameters
     truth = _truth(result.stderr)
     assert _tracks(steps, "loop_pre_ms", truth["augmenting"]), (truth, steps)
     assert _tracks(steps, "loop_post_ms", truth["logging"]), (truth, steps)
@@ -501,6 +502,7 @@ def test_autograd_grad_ends_the_model_as_backward_does(tmp_path: Path) -> None:
     assert result.stdout == "done\n", result.stderr
     steps = rank.steps[2:]
     assert all(s.partitioned and not s.synced for s in steps)
+    assert not any(s.optimizer_stepped for s in steps)  # the update is by hand
     truth = _truth(result.stderr)
     assert _tracks(steps, "loop_post_ms", truth["logging"]), (truth, steps)
     assert statistics.median(s.model_ms - truth["backward"][s.step] for s in steps) >= 0, (truth, steps)
@@ -536,7 +538,7 @@ def test_a_loop_stepped_by_its_optimizer_counts_the_optimizer_step_as_the_models
     result, (rank,) = run_under_xfertop(tmp_path, NO_LOADER_SLOW_OPTIMIZER)
     assert result.stdout == "done\n", result.stderr
     steps = rank.steps[2:]
-    assert all(s.partitioned for s in steps)
+    assert all(s.partitioned and s.optimizer_stepped for s in steps)
     # Step n runs from the end of optimizer step n to the next one's end: the job's spins n + 1.
     truth = _truth(result.stderr)
     assert _tracks(steps, "loop_pre_ms", truth["augmenting"], first=-1), (truth, steps)

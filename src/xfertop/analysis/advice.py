@@ -747,13 +747,18 @@ def straggler_advice(rank: int | None) -> list[str]:
 
 
 def loop_bound_advice(
-    before_model: bool, on_gpu: bool, reads_a_loader: bool = True, loader_workers: int | None = None
+    before_model: bool,
+    on_gpu: bool,
+    reads_a_loader: bool = True,
+    loader_workers: int | None = None,
+    uses_an_optimizer: bool = False,
 ) -> list[str]:
     """The loop's own code holds the step (and, on a GPU, leaves it idle). ``reads_a_loader``: the step
     clock saw a DataLoader iterated (its num_workers is known); without one the batches come from the
     loop's own iterable (a generator, a list), whose building is the loop's work before the model.
     ``loader_workers``: that loader's num_workers (with none, work moved into the Dataset stays in the
-    main process until it gets some)."""
+    main process until it gets some). ``uses_an_optimizer``: a torch.optim optimizer was seen stepping,
+    so the work after the step is no update of the parameters by hand."""
     if before_model and not reads_a_loader:
         advice = [
             "The loop's own code before the model holds each step, with no DataLoader read: building, "
@@ -782,12 +787,16 @@ def loop_bound_advice(
             )
     else:
         on_device = " keep running metrics on the device," if on_gpu else ""  # a CPU job's are there already
-        advice = [
-            "The loop's own code after the optimizer step (logging, metrics, bookkeeping) holds each step: "
-            f"do it every N steps,{on_device} or hand it to a background thread. "
-            "Where the parameters are updated by hand after backward() instead (no torch.optim), that "
+        by_hand = (
+            ""
+            if uses_an_optimizer
+            else " Where the parameters are updated by hand after backward() instead (no torch.optim), that "
             "update is this work: torch.optim's SGD or AdamW (foreach=True or fused=True) does it in a few "
             "kernels."
+        )
+        advice = [
+            "The loop's own code after the optimizer step (logging, metrics, bookkeeping) holds each step: "
+            f"do it every N steps,{on_device} or hand it to a background thread.{by_hand}"
         ]
     advice.append("`xfertop attach PID` (or `s` on the job's row) names the loop's lines that take the time.")
     return advice

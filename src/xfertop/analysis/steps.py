@@ -211,6 +211,9 @@ class WindowStats:
     partitioned: bool = False
     #: Steps that synced with the device, as a fraction of the window.
     synced_step_fraction: float = 0.0
+    #: Steps in which an optimizer (torch.optim) stepped, as a fraction of the window (0 where not seen:
+    #: rings written before the flag, `xfertop.watch(instrument=False)`, py-spy's windows).
+    optimizer_step_fraction: float = 0.0
     #: GPU clock only: where its measured idle fell, by what the host was doing (shares of the wall).
     idle: IdleShares | None = None
     #: Time between a loader's iterations where no step ran (the code after each epoch: evaluation,
@@ -511,6 +514,7 @@ def window_stats(
         loop_post_share=_share(sum(s.loop_post_ms for s in window), wall_total_ms),
         partitioned=sum(s.partitioned for s in window) * 2 > len(window),
         synced_step_fraction=sum(s.synced for s in window) / len(window),
+        optimizer_step_fraction=sum(s.optimizer_stepped for s in window) / len(window),
         idle=idle,
         waiting_loader_workers=_waiting_loader_workers(window),
         between_share=_share(between_ms, wall_total_ms + between_ms),

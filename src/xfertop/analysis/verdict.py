@@ -463,7 +463,11 @@ def _loop_write(sig: Signals) -> RuleResult:
     waits = f"the GPU sits idle {pct(sig.loop)} of each step" if sig.stats.idle is not None else ""
     holds = waits or f"it takes {pct(sig.loop)} of each step"
     advice = advise.loop_bound_advice(
-        sig.loop_pre >= sig.loop_post, sig.on_gpu, _reads_a_loader(sig), sig.workers
+        sig.loop_pre >= sig.loop_post,
+        sig.on_gpu,
+        _reads_a_loader(sig),
+        sig.workers,
+        uses_an_optimizer=sig.stats.optimizer_step_fraction > 0,  # accumulation steps it now and then
     )
     saving = sig.stats.checkpoint_share
     what = ""

@@ -70,6 +70,8 @@ class StepRecord:
     #: before it having run to its own work having run: what it cost the job, where its host wall may hold
     #: the queued training work its sync waited for. None: not measured (no GPU clock, neither or both).
     periodic_gpu_ms: float | None = None
+    #: An optimizer (torch.optim) stepped in this step: the parameters are not updated by hand.
+    optimizer_stepped: bool = False
 
     @property
     def model_ms(self) -> float:

@@ -481,6 +481,7 @@ def partitioning_installed() -> None:
 
 
 # -- optimizer steps -------------------------------------------------------------------------------------
+_F_OPTIMIZER_STEPPED = wire.F_OPTIMIZER_STEPPED
 #: Optimizers seen stepping, by id (their parameters' place is asked once each).
 _optimizers_seen: set[int] = set()
 
@@ -501,10 +502,12 @@ def note_optimizer_step(optimizer: Any = None) -> None:
         return
     if optimizer is not None and id(optimizer) not in _optimizers_seen:
         _note_optimizer_device(clock, optimizer)
+    work = clock.work
+    work.flags |= _F_OPTIMIZER_STEPPED  # (read at the open step's close; a new step's open clears it)
     # A watched loader's next() calls mark the steps (asked first: the usual loop, one call less), unless
     # the loop trains on past its loader's end without asking it again (itertools.cycle).
     if clock.loaders.longest_iteration or clock.has_loop_boundaries():
-        clock.work.model_ended()
+        work.model_ended()
         if clock.past_loader_end:
             try:
                 if clock.optimizer_step_past_loader_end():
@@ -518,7 +521,7 @@ def note_optimizer_step(optimizer: Any = None) -> None:
             clock.optimizer_stepped_with_loader_off_thread()
         return
     try:
-        clock.work.model_ended()  # the optimizer step is the model's, not the loop's work after it
+        work.model_ended()  # the optimizer step is the model's, not the loop's work after it
         clock.before_next()
         clock.after_next(None)
     except Exception as exc:

@@ -96,6 +96,7 @@ def to_step_record(body: list[int]) -> StepRecord:
         None,  # between_before_ms: measured from the steps' starts
         bool(flags & wire.F_NESTED_PASS),
         body[wire.R_PERIODIC_GPU_NS] / NS_PER_MS if flags & wire.F_PERIODIC_TIMED else None,
+        bool(flags & wire.F_OPTIMIZER_STEPPED),
     )
 
 
