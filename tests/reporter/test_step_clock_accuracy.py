@@ -6,7 +6,7 @@ import json
 import statistics
 from pathlib import Path
 
-from ring_test_tools import rank_with_steps, start_script, wait_until
+from ring_test_tools import rank_with_steps, run_under_xfertop, start_script, wait_until
 from xfertop.sources.jobs.source import JobsSource
 
 KNOWN_LOOP = """
@@ -98,3 +98,41 @@ def test_step_blocks_count_the_time_between_them_as_data_wait(tmp_path: Path) ->
     measured_inside = statistics.median(s.wall_ms - s.data_wait_ms for s in later)
     assert abs(measured_inside - statistics.median(inside_ms[2:])) < 0.5
     assert [s.step for s in rank.steps] == list(range(12))
+
+
+FLAT_TOKENS = """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Records(Dataset):  # click logs: ten hashed tokens a record
+    def __len__(self):
+        return 16 * 30
+    def __getitem__(self, i):
+        return [(i * 7 + k) % 1000 for k in range(10)], float(i % 5 == 0)
+
+def collate(items):  # as for nn.EmbeddingBag: every token of the batch in one flat tensor
+    ids, offsets = [], []
+    for tokens, _ in items:
+        offsets.append(len(ids))
+        ids.extend(tokens)
+    labels = torch.tensor([label for _, label in items])
+    return torch.tensor(ids), torch.tensor(offsets), labels, torch.ones(1)  # and a per-batch scale
+
+model = torch.nn.EmbeddingBag(1000, 8, mode="sum")
+head = torch.nn.Linear(8, 1)
+optimizer = torch.optim.SGD([*model.parameters(), *head.parameters()], lr=0.1)
+for ids, offsets, labels, scale in DataLoader(Records(), batch_size=16, collate_fn=collate):
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(head(model(ids, offsets)).squeeze(1), labels)
+    optimizer.zero_grad()
+    (loss * scale).backward()
+    optimizer.step()
+print("done")
+"""
+
+
+def test_a_batch_whose_first_tensor_is_flat_counts_its_records_not_its_tokens(tmp_path: Path) -> None:
+    # Session 48's trial: an EmbeddingBag job's (ids, offsets, labels) read as 160 samples a step (its
+    # tokens), 271,000 samples/s. The samples are the shortest first dimension of two or more.
+    result, (rank,) = run_under_xfertop(tmp_path, FLAT_TOKENS)
+    assert result.stdout == "done\n", result.stderr
+    assert len(rank.steps) >= 29 and all(s.samples == 16 for s in rank.steps), [s.samples for s in rank.steps]

@@ -21,7 +21,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from xfertop import wire
@@ -46,7 +46,8 @@ _F_NOT_LOADER_WORKERS = ~wire.F_LOADER_WORKERS_MASK
 _NO_SHAPE = object()  # _first_leaf: a leaf without a ``shape`` attribute
 _DEPTHS = (1, 2, 3, 4)  # _first_leaf's loop: a constant tuple, no range() made every step
 _SEQUENCES = (list, tuple)
-#: Steps at whose batch a CUDA tensor names the GPU clock's device (later ones: _tick asks torch).
+#: Steps at whose batch a CUDA tensor names the GPU clock's device (later ones: _tick asks torch). They
+#: also learn which element of a tuple batch counts its samples (_samples_index).
 _BATCH_NAMES_DEVICE_STEPS = 8
 
 
@@ -122,6 +123,7 @@ class StepClock:
         #: inside the job's calls: an attribute, not a property, is one frame less).
         self.is_open = False
         self._start_ns = self._wait_ns = self._samples = 0
+        self._samples_at = 0  # the element of a tuple batch whose length is its samples (_samples_index)
         self._flags = 0  # the ring flags of its boundaries (epoch start) and of its gap
         self._opened_ns = 0  # when the open step's batch arrived (next() returned)
         # Between steps.
@@ -541,7 +543,12 @@ class StepClock:
             # The usual (inputs, targets) with a tensor first is read here; _first_leaf searches the rest.
             shape: Any = _NO_SHAPE
             if type(batch) in _SEQUENCES and batch:
-                leaf = batch[0]
+                if self.steps_written < _BATCH_NAMES_DEVICE_STEPS:
+                    self._samples_at = _samples_index(batch)
+                try:
+                    leaf = batch[self._samples_at]
+                except IndexError:  # a shorter batch than those learnt from
+                    leaf = batch[0]
                 shape = getattr(leaf, "shape", _NO_SHAPE)
             if shape is _NO_SHAPE:
                 leaf, shape = _first_leaf(batch)
@@ -775,6 +782,23 @@ def _cuda_device_found() -> int | None:
     """The CUDA device this process already uses (_gpu_gap.cuda_device_in_use), or None."""
     torch = sys.modules.get("torch")
     return None if torch is None else cuda_device_in_use(torch, os.environ.get("LOCAL_RANK"))
+
+
+def _samples_index(batch: Sequence[Any]) -> int:
+    """Which element of a tuple batch counts its samples: the one with the shortest first dimension of two
+    or more (0 where none has one). The first element is usually the inputs, but a flat one is not: an
+    EmbeddingBag's ``(ids, offsets, labels)`` holds every token of the batch in ``ids``, and read as
+    samples it made 271,000 samples/s of 150 steps of 512 records (session 48's trial). A batch of one
+    sample reads 1 from its first element; a leaf of length 1 beside longer ones is no batch's length."""
+    at, shortest = 0, None
+    try:
+        for index, leaf in enumerate(batch[:8]):
+            shape = getattr(leaf, "shape", None)
+            if shape and shape[0] >= 2 and (shortest is None or shape[0] < shortest):
+                at, shortest = index, shape[0]
+    except Exception:  # a shape that is no sequence of ints (a library's own batch type)
+        return 0
+    return at
 
 
 def _first_leaf(batch: Any) -> tuple[Any, Any]:
