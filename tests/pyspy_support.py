@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
+
 from xfertop.analysis.stack_classify import LineText
 from xfertop.model.stacks import StackWindow
 from xfertop.sources.stacks.pyspy_output import parse_raw
@@ -65,16 +67,31 @@ def training_job(*args: str) -> Iterator[subprocess.Popen[str]]:
     """train_cpu.py running past its warm-up steps (it prints "ready"); killed on exit with every process
     it started: under a forkserver the DataLoader workers are the forkserver's children, and killing the
     job alone left the forkserver and its workers running (their parent, the forkserver, lives on)."""
+    with _started([sys.executable, str(TRAIN_SCRIPT), *args], None) as job:
+        yield job
+
+
+@contextmanager
+def job_under_run(ring_dir: Path, script: Path, *args: str) -> Iterator[int]:
+    """``script`` (which prints "ready" once warm) under the real `xfertop run`, its hooks' frames in every
+    stack, with xfertop imported from this checkout (not from site-packages: as a ``pip install -e``):
+    the job's pid."""
+    from ring_test_tools import child_env
+
+    argv = [sys.executable, "-m", "xfertop.cli.run", "--no-summary", "--", sys.executable, str(script)]
+    with _started([*argv, *args], child_env(ring_dir)) as launcher:
+        (job,) = psutil.Process(launcher.pid).children()
+        yield job.pid
+
+
+@contextmanager
+def _started(argv: list[str], env: dict[str, str] | None) -> Iterator[subprocess.Popen[str]]:
     job = subprocess.Popen(
-        [sys.executable, str(TRAIN_SCRIPT), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
+        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True, env=env
     )
     try:
         assert job.stdout is not None
-        assert job.stdout.readline().strip() == "ready", "train_cpu.py exited before its warm-up steps"
+        assert job.stdout.readline().strip() == "ready", f"{argv[-1]} exited before its warm-up steps"
         yield job
     finally:
         with contextlib.suppress(ProcessLookupError):

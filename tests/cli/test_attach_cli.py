@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from pyspy_phases_support import fake_nvml_gpu, phases_job
-from pyspy_support import FIXTURES, TRAIN_SCRIPT, ptrace_problem, training_job
+from pyspy_support import FIXTURES, TRAIN_SCRIPT, job_under_run, ptrace_problem, training_job
 from ring_test_tools import child_env
 from xfertop.analysis.sampled_verdict import judge_stacks
 from xfertop.cli import attach
@@ -300,6 +300,68 @@ def test_the_loops_own_python_bookkeeping_is_measured_and_named(capsys: pytest.C
     advice = " ".join(report["verdict"]["advice"])
     assert "train_cpu.py:" in advice and "every N steps" in advice, advice
     assert "GPU" not in advice, advice  # a CPU job: no GPU to move it to or to wait for
+
+
+THROTTLED = """
+import time
+import torch
+
+
+class SlowBackward(torch.autograd.Function):  # a model whose backward holds the step, as most do
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        began = time.perf_counter()
+        while time.perf_counter() - began < 0.015:
+            pass
+        return grad
+
+
+model = torch.nn.Linear(64, 8)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+batches = [torch.randn(32, 64) for _ in range(16)]  # no DataLoader: the loop is found by its model
+
+
+def throttle():  # a rate limiter: about as long as the step
+    time.sleep(0.015)
+
+
+step = 0
+while True:
+    for x in batches:
+        SlowBackward.apply(model(x)).pow(2).mean().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        throttle()
+        step += 1
+        if step == 5:
+            print("ready", flush=True)
+"""
+
+
+@needs_ptrace
+def test_a_job_under_xfertop_run_is_read_as_the_same_job_run_plainly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `xfertop run`'s hooks sit between the loop and next(loader), backward() and .item(). From a checkout
+    # (pip install -e: not under site-packages) their frames read as the job's own code: backward()'s
+    # caller was the hook, which took the loop's place, and a sleep after the optimizer step read
+    # "healthy: 54% of samples are outside the training phases" where the same job run plainly read
+    # loop-bound (session 48's trial: a rate limiter; here the loop is found by its model alone).
+    script = tmp_path / "throttled.py"
+    script.write_text(THROTTLED)
+    with job_under_run(tmp_path / "rings", script) as pid:
+        code = run_attach(str(pid), "--once", "--json", "--seconds", "2")
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    (rank,) = report["ranks"]
+    assert rank["loop_host_share"] >= 0.2, rank
+    assert rank["loop_host_lines"][0][0] == "throttled.py:34", rank["loop_host_lines"]
+    assert report["verdict"]["kind"] == "loop-bound", (report["verdict"]["headline"], rank)
+    assert "_step_parts.py" not in json.dumps(report) and "reporter" not in json.dumps(report), report
 
 
 @needs_ptrace

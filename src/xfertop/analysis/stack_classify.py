@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from xfertop.analysis.thresholds import GPU_BUSY_MIN_SHARE
@@ -358,6 +358,9 @@ def class_shares(classified: Iterable[tuple[ThreadStack, SampleClass]]) -> Class
 
 
 _LIBRARY_DIRS = ("/site-packages/", "/dist-packages/")
+#: xfertop's own code inside a job: `xfertop run`'s hooks around next(), backward(), .to() and .item(),
+#: and the ``xfertop.watch`` wrapper (_without_xfertop).
+_XFERTOP_IN_JOB = re.compile(r"/xfertop/(reporter|launch)/|/xfertop/__init__\.py$")
 #: Work in the loop body that is not per-step bookkeeping: checkpoints, counted apart (RankStacks.
 #: loop_checkpoint) so that their remedy, not the bookkeeping's, is named.
 _CHECKPOINTING = (
@@ -1404,6 +1407,22 @@ def _placed(workers: tuple[WorkerLoad, ...], placement: WindowPlacement | None) 
     )
 
 
+def _without_xfertop(window: StackWindow) -> StackWindow:
+    """``window`` with xfertop's own frames taken out of its stacks: a job under `xfertop run` (or
+    ``xfertop.watch``) is read as the same job run plainly. Its hooks sit between the loop and what it calls
+    (next(), backward(), .to(), .item()): under site-packages they were skipped as a library's, but the
+    innermost line read for a copy or a sync was the hook's own; from a checkout (``pip install -e``) they
+    read as the job's code and took the loop's place (session 48's trial: a sleep after the step read
+    "healthy: 54% of samples outside the training phases", loop-bound when the job ran plainly)."""
+    if not any(_XFERTOP_IN_JOB.search(f.filename) for s in window.stacks for f in s.frames):
+        return window
+    stacks = []
+    for stack in window.stacks:
+        frames = tuple(f for f in stack.frames if not _XFERTOP_IN_JOB.search(f.filename))
+        stacks.append(replace(stack, frames=frames) if frames and len(frames) < len(stack.frames) else stack)
+    return replace(window, stacks=tuple(stacks))
+
+
 def summarise_window(
     window: StackWindow,
     line_text: LineText | None = None,
@@ -1416,6 +1435,7 @@ def summarise_window(
     if window.error:
         shares = ClassShares(counts={})
         return RankStacks(window.root_pid, shares, error=window.error, gpu_busy_share=gpu_busy_share)
+    window = _without_xfertop(window)
     # "Main" from here on: the thread that runs the training loop, the main one but for a job that trains
     # on a thread of its own (_loop_thread).
     root = training_process(window) if root is None else root
