@@ -575,6 +575,27 @@ def test_a_cpu_compute_bound_job_is_pointed_at_attach_only_when_the_loop_was_not
     assert ("cannot tell the model's compute" in _advice(verdict)) is not partitioned
 
 
+def test_a_cpu_jobs_model_threads_beside_busy_workers_are_told_to_leave_them_cores() -> None:
+    """Session 48's trial: a CTR model with a heavy Python collate_fn in 2 workers (76% of a core between
+    them) and 2 model threads on 2 cores 98.5% busy read "a batch that keeps every core busy
+    (torch.get_num_threads() as many as the cores)"; torch.set_num_threads(1) made each step 1.47x
+    faster, and fewer workers were slower. Workers that barely run leave the old remedy."""
+    rank = load_window("recorded_cpu_compute_bound").ranks[0]
+    rank = dataclasses.replace(rank, device="cpu", dataloader_workers=2)
+    busy = _host_with_workers(rank, allowed=(0, 1), core_busy=98.5, workers=2, cores=2, worker_cpu=38.0)
+    verdict = _verdict(rank, host=busy)
+    assert verdict.kind == "compute-bound", verdict.headline
+    advice = _advice(verdict)
+    assert "The 2 DataLoader workers use 76% of a core between them on the 2 cores" in advice, advice
+    assert "Try torch.set_num_threads(1)" in advice and "torch.compile" in advice, advice
+    assert "keeps every core busy" not in advice, advice
+    idle = _host_with_workers(rank, allowed=(0, 1), core_busy=98.5, workers=2, cores=2, worker_cpu=5.0)
+    advice = _advice(_verdict(rank, host=idle))
+    assert "set_num_threads" not in advice and "keeps every core busy" in advice, advice
+    on_gpu = _advice(_verdict(dataclasses.replace(rank, device="cuda:0"), host=busy))
+    assert "set_num_threads" not in on_gpu, on_gpu
+
+
 # -- a loop that ends keeps the advice its steps earned (issue 20, item 5) ------------------------------
 def _one_job(rank: RankState) -> JobsState:
     job = JobState(rank.job_key, "train.py", (rank,))

@@ -16,6 +16,7 @@ from xfertop.analysis.thresholds import (
     BURSTY_MAX_MEDIAN_WAIT_SHARE,
     BURSTY_P95_OVER_P50,
     CHECKPOINT_WARN_SHARE,
+    CORES_SATURATED_PERCENT,
     H2D_SEEN_OF_RX_MIN,
     INPUT_WARN_SHARE,
     MAIN_BUSY_IN_WAIT_SHARE,
@@ -32,6 +33,7 @@ from xfertop.analysis.thresholds import (
     TINY_BATCH_MAX_WAIT_MS,
     WAITING_WORKERS_CPU_SHARE,
     WORKER_START_WAIT_SHARE,
+    WORKERS_BESIDE_THREADS_PERCENT,
 )
 
 
@@ -658,6 +660,37 @@ CHEAPER_STEP_ON_CPU = (
 )
 
 
+#: ... where the model's threads share saturated cores with busy DataLoader workers (threads_beside_workers):
+#: more threads would make it worse.
+CHEAPER_STEP_ON_SHARED_CPU = (
+    "Then make the step itself cheaper: torch.compile. bf16 autocast speeds a CPU up only where it has AMX "
+    "or AVX512-BF16 (lscpu's flags amx_bf16, avx512_bf16); elsewhere it is slower than float32."
+)
+
+
+def threads_beside_workers(context: Context | None) -> str | None:
+    """A CPU job's model threads compete with its busy DataLoader workers for saturated cores: each of the
+    model's parallel operations waits for its slowest thread, and a thread that waits for a core holds
+    them all (WORKERS_BESIDE_THREADS_PERCENT). The remedy is fewer threads, not more cores' worth of them;
+    None where nothing says so (a GPU job, workers unseen or idle, cores not saturated)."""
+    workers = context.workers if context is not None and not context.on_gpu else None
+    if workers is None or not workers.trainer_shares_cores or not workers.allowed_cpus:
+        return None
+    used, busy = workers.cpu_percent, workers.allowed_cores_busy_percent
+    if used is None or busy is None:
+        return None
+    if used < WORKERS_BESIDE_THREADS_PERCENT or busy < CORES_SATURATED_PERCENT:
+        return None
+    cores = workers.effective_cores
+    left = max(1, int(cores - used / 100.0))
+    return (
+        f"The {workers.count} DataLoader workers use {used:.0f}% of a core between them on the {cores:g} "
+        f"cores the job may use, {busy:.0f}% busy: the model's threads (torch.get_num_threads(), one a core "
+        "by default) share those cores with them, and each of the model's operations waits for its slowest "
+        f"thread. Try torch.set_num_threads({left}) (the cores the workers leave) and compare samples/s."
+    )
+
+
 def compute_bound_advice(
     stats: WindowStats, hidden_wait: bool, context: Context | None = None, reads_a_loader: bool = True
 ) -> list[str]:
@@ -675,7 +708,13 @@ def compute_bound_advice(
             "queued GPU work hid it: the GPU did not starve."
         )
     advice += do_not_tune_pcie(stats, context)
-    advice.append(CHEAPER_STEP_ON_CPU if context is not None and not context.on_gpu else CHEAPER_STEP_ON_GPU)
+    shared = threads_beside_workers(context)
+    if shared is not None:
+        advice += [shared, CHEAPER_STEP_ON_SHARED_CPU]
+    elif context is not None and not context.on_gpu:
+        advice.append(CHEAPER_STEP_ON_CPU)
+    else:
+        advice.append(CHEAPER_STEP_ON_GPU)
     if context is not None and not context.on_gpu and not stats.sampled and not stats.partitioned:
         # Under watch() on a CPU, everything between two next() calls reads as compute, the loop's own
         # Python included; `xfertop run` partitions the step and measures the loop's work apart.
@@ -730,6 +769,9 @@ def sync_bound_advice() -> list[str]:
 
 def healthy_advice(stats: WindowStats, hidden_wait: bool, context: Context | None = None) -> list[str]:
     advice = [*periodic_work_advice(stats), "Nothing to tune in the input pipeline."]
+    shared = threads_beside_workers(context)
+    if shared is not None:
+        advice.append(shared)
     if hidden_wait:
         advice.append(
             f"The {pct(stats.data_wait_share)} wait in next(loader) was hidden by queued GPU "

@@ -125,6 +125,11 @@ RX_CROSS_CHECK_MIN_BYTES_PER_S = 0.5e9
 
 #: DataLoader workers' allowed cores busier than this (percent, averaged over those cores): saturated.
 CORES_SATURATED_PERCENT = 85.0
+#: DataLoader workers of a CPU job that use at least this much of a core between them, on saturated
+#: cores the training process shares: the model's threads (one a core by default) compete with them. Session
+#: 48's trial (2 workers' Python collate at 76% of a core, 2 model threads, 2 cores 98.5% busy):
+#: torch.set_num_threads(1) made each step 1.47x faster (57.7 ms against 85 ms); fewer workers were slower.
+WORKERS_BESIDE_THREADS_PERCENT = 50.0
 #: More workers than allowed cores, with those cores at least this busy: more workers cannot help. Below
 #: it the workers mostly wait (storage latency), and more of them may still help.
 OVERSUBSCRIBED_BUSY_PERCENT = 50.0
