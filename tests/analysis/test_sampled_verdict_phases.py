@@ -505,7 +505,7 @@ def test_the_loops_own_python_before_the_model_is_named_as_run_names_it() -> Non
     rank, verdict = _tokenising_window(25)
     assert not rank.loop_host_before_model and verdict.kind == "loop-bound", verdict.headline
     assert "before the model" not in verdict.headline
-    assert "per-step bookkeeping" in " ".join(verdict.advice), verdict.advice
+    assert "per-step work of the loop's own" in " ".join(verdict.advice), verdict.advice
 
 
 _VALIDATING_INLINE = {

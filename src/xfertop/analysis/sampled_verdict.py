@@ -637,9 +637,9 @@ def _bookkeeping_advice(loop: LoopHost, on_gpu: bool = True, before_model: bool 
         )
     if not on_gpu:
         return (
-            f"Most of it on {_top_lines_text(loop)}: per-step bookkeeping (metrics, confusion counts, "
-            "logging) in the loop's own Python, on the cores the model needs: do it every N steps, or as "
-            "a few tensor ops over the batch instead of a Python loop over its items."
+            f"Most of it on {_top_lines_text(loop)}: per-step work of the loop's own (metrics, confusion "
+            "counts, logging, a wait or a sleep of its own) that holds each step: do it every N steps, off "
+            "the loop, or as a few tensor ops over the batch instead of a Python loop over its items."
         )
     return (
         f"Most of it on {_top_lines_text(loop)}: move per-step bookkeeping (metrics, confusion counts, "
