@@ -788,7 +788,7 @@ def _samples_index(batch: Sequence[Any]) -> int:
     """Which element of a tuple batch counts its samples: the one with the shortest first dimension of two
     or more (0 where none has one). The first element is usually the inputs, but a flat one is not: an
     EmbeddingBag's ``(ids, offsets, labels)`` holds every token of the batch in ``ids``, and read as
-    samples it made 271,000 samples/s of 150 steps of 512 records (session 48's trial). A batch of one
+    samples it made 271,000 samples/s of 150 steps of 256 records (session 48's trial). A batch of one
     sample reads 1 from its first element; a leaf of length 1 beside longer ones is no batch's length."""
     at, shortest = 0, None
     try:
