@@ -26,7 +26,13 @@ from xfertop.model.jobs import StepRecord
 from xfertop.reporter._clock import StepClock
 from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
-from xfertop.reporter._step_parts import AGREEING_STEPS, RETIRE_AFTER_STEPS, SEARCH_STEPS, ModelWatch
+from xfertop.reporter._step_parts import (
+    AGREEING_STEPS,
+    PROBE_STEPS,
+    RETIRE_AFTER_STEPS,
+    SEARCH_STEPS,
+    ModelWatch,
+)
 from xfertop.sources.jobs.ring_reader import RingReader
 
 torch = pytest.importorskip("torch")
@@ -127,8 +133,12 @@ def test_the_model_is_found_after_agreeing_steps_and_the_global_hook_removed(
         _step(clock, time, net)
     assert _searching(watch) and not _hooked(net)
     _step(clock, time, net)
-    assert not _searching(watch)  # every module call of the job is off nn.Module's slow path again
     assert _hooked(net) and not _hooked(net.layer)
+    # The global hook stays while the model's gaps are probed for other modules, then comes off.
+    for _ in range(PROBE_STEPS):
+        assert _searching(watch)
+        _step(clock, time, net)
+    assert not _searching(watch)  # every module call of the job is off nn.Module's slow path again
 
 
 def test_an_augmentation_module_without_parameters_is_not_taken_for_the_model(
@@ -163,7 +173,7 @@ def test_a_module_that_comes_first_only_now_and_then_is_not_the_model(
     for index in range(AGREEING_STEPS * 2):
         _step(clock, time, *((teacher, net) if index % 2 else (net,)))
     assert _searching(watch)  # never the same module first in AGREEING_STEPS steps in a row
-    for _ in range(AGREEING_STEPS):
+    for _ in range(AGREEING_STEPS + PROBE_STEPS):
         _step(clock, time, net)
     assert not _searching(watch) and _hooked(net) and not _hooked(teacher)
 
@@ -175,8 +185,10 @@ def test_the_search_ends_after_search_steps_with_the_last_module_found(
     for index in range(SEARCH_STEPS):
         assert _searching(watch)
         _step(clock, time, first if index % 2 else second)
-    assert not _searching(watch)
     assert _hooked(first) and not _hooked(second)  # step 63 (odd) called ``first``
+    for _ in range(PROBE_STEPS):
+        _step(clock, time, first)
+    assert not _searching(watch)
 
 
 def test_modules_called_between_steps_are_not_searched(
@@ -544,6 +556,75 @@ def test_a_loop_stepped_by_its_optimizer_counts_the_optimizer_step_as_the_models
     assert _tracks(steps, "loop_pre_ms", truth["augmenting"], first=-1), (truth, steps)
     assert statistics.median(s.loop_post_ms for s in steps) < 1.0, [s.loop_post_ms for s in steps]
     assert statistics.median(s.model_ms - truth["optimizer"][s.step + 1] for s in steps) >= 0, (truth, steps)
+
+
+ROLLOUT = _with_spin("""
+import torch
+
+SPIN
+
+policy = torch.nn.Linear(8, 2)
+optimizer = torch.optim.SGD(policy.parameters(), lr=0.01)
+observation = torch.randn(1, 8)
+for update in range(40):
+    with torch.no_grad():
+        for _ in range(4):  # the policy acts, then the environment steps in Python
+            action = policy(observation).argmax()
+            spin(0.002, "environment")
+    loss = policy(torch.randn(16, 8)).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+print("done")
+""")
+
+
+def test_an_environment_stepped_between_the_policys_calls_is_the_loops_own_work(tmp_path: Path) -> None:
+    # Session 48's trial: an A2C job whose pure-Python environment took 40% of each step between its
+    # policy's actions read "compute-bound: compute is 98%": the model's part ran from its first call to
+    # the optimizer step. The time from a forward's return to the model's next call is the loop's own.
+    result, (rank,) = run_under_xfertop(tmp_path, ROLLOUT)
+    assert result.stdout == "done\n", result.stderr
+    steps = rank.steps[2:]
+    assert all(s.partitioned and s.optimizer_stepped for s in steps)
+    environment = _truth(result.stderr)["environment"]
+    per_update = [sum(environment[at : at + 4]) for at in range(0, len(environment), 4)]
+    # Step n runs from the end of optimizer step n to the next one's end: update n + 1's rollout.
+    assert _tracks(steps, "loop_pre_ms", per_update, first=-1), (per_update, steps)
+    assert statistics.median(s.model_ms for s in steps) < 0.25 * statistics.median(per_update), steps
+
+
+ROLLOUT_WITH_A_HEAD = _with_spin("""
+import torch
+
+SPIN
+
+body = torch.nn.Linear(8, 8)  # the model found: the first module with parameters each step calls
+head = torch.nn.Linear(8, 2)  # a module of its own, called after the body
+optimizer = torch.optim.SGD([*body.parameters(), *head.parameters()], lr=0.01)
+observation = torch.randn(1, 8)
+for update in range(40):
+    with torch.no_grad():
+        for _ in range(4):
+            action = head(body(observation)).argmax()
+            spin(0.002, "environment")
+    loss = head(body(torch.randn(16, 8))).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+print("done")
+""")
+
+
+def test_time_between_the_models_calls_that_runs_another_module_stays_the_models(tmp_path: Path) -> None:
+    # The policy's body is the model found (its first module with parameters); its head, a module of its
+    # own, runs between the body's calls: that time holds model work, so none of it is booked as the loop's
+    # (the model's part stays whole, as before the loop's own work between calls was measured). An RNN
+    # cell with its output layer beside it is the same shape.
+    result, (rank,) = run_under_xfertop(tmp_path, ROLLOUT_WITH_A_HEAD)
+    assert result.stdout == "done\n", result.stderr
+    steps = rank.steps[12:]  # past the search and the probe
+    assert statistics.median(s.loop_pre_ms for s in steps) < 1.0, [s.loop_pre_ms for s in steps]
 
 
 ACCUMULATION_FETCHED_FIRST = _with_spin("""

@@ -447,6 +447,22 @@ def note_model_ended() -> None:
         clock.work.model_ended()
 
 
+def note_model_returned() -> None:
+    """For `xfertop run`'s model watch: the model's forward returned (StepWork.model_returned)."""
+    clock = _clock
+    if clock is not None and not clock.disabled:
+        clock.work.model_returned()
+
+
+def note_model_called_again() -> int:
+    """For `xfertop run`'s model watch: the open step calls the model again; the host time since its last
+    forward returned, booked as the loop's own (StepWork.model_called_again), in ns."""
+    clock = _clock
+    if clock is None or clock.disabled:
+        return 0
+    return clock.work.model_called_again()
+
+
 def note_sync(sync_ns: int) -> None:
     """For `xfertop run`: the loop waited ``sync_ns`` for the device in .item(), .tolist(), .cpu() or
     synchronize."""

@@ -12,7 +12,8 @@
 - The model's two hooks cost every step: torch leaves nn.Module's fast call path for a module with hooks
   (~5-8 us a hook on a small model, docs/measurements/cpu-2026-12-04-s21). Where they tell nothing the
   step does not say otherwise (its copy comes before the model's call, and a backward or optimizer step
-  after it) for ``RETIRE_AFTER_STEPS`` steps in a row, they are taken off, and put back at the first
+  after it, and no work of the loop's own between the model's calls) for ``RETIRE_AFTER_STEPS`` steps
+  in a row, they are taken off, and put back at the first
   step that needs them: one whose work starts without a copy (its backward ends with no work seen), or
   one that ends with no model end seen (forward only: an evaluation loop).
 - A hook that torch.compile traced stays where it is: compiled code guards on the hooks it saw, and
@@ -47,7 +48,9 @@ from xfertop.reporter import (
     call_at_steps_without_model_end,
     note_empty_cache,
     note_mark_failed,
+    note_model_called_again,
     note_model_ended,
+    note_model_returned,
     note_optimizer_step,
     note_sync,
     note_work_starting,
@@ -65,6 +68,12 @@ SEARCH_STEPS = 64
 #: Steps in a row in which the model's hooks told nothing new (a copy came first, a backward or optimizer
 #: step after the model) before they are taken off the model.
 RETIRE_AFTER_STEPS = 16
+#: The loop's own work between the model's calls in a step (ns) below which the hooks told nothing new by
+#: it: two views of a batch through one encoder have a few microseconds of Python between their calls.
+BETWEEN_CALLS_NS = 100_000
+#: Steps after the model is found in which any other module with parameters called between the model's
+#: calls says that time holds model work (ModelWatch._probe_left).
+PROBE_STEPS = 8
 
 
 #: What torch.compile's wrapper module says at each call while any global module hook exists: the search's
@@ -118,6 +127,8 @@ class ModelWatch:
         self._call_step = -1  # the step of the model's last first call, while learning
         self._copy_first = False  # in that step, a copy came before the model's call
         self._ended_later = False  # and a backward or optimizer step ended after it
+        #: and the loop's own work between the model's calls in it (ns): the hooks measure it, so they stay
+        self._between_ns = 0
         #: A hook of ours ran while torch.compile traced: compiled code now guards on that hook being there,
         #: and removing it would recompile that code (the whole compile again, seconds to minutes). From
         #: then on it stays: the search hook does nothing once settled (``_search_traced``), the model's
@@ -125,6 +136,12 @@ class ModelWatch:
         self._search_traced = False
         self._hooks_traced = False
         self._settled = False
+        #: After the model is found the search's hook stays for PROBE_STEPS more steps, to see whether any
+        #: other module with parameters runs between the model's calls (a policy's head, an RNN's output
+        #: layer): then that time is the model's work too, and it is not booked as the loop's.
+        self._probe_left = PROBE_STEPS
+        self._gap_open = False  # the model returned and was not called again, nor a backward ran, since
+        self._gaps_hold_modules = False
         self._quiet = _quiet_compile_warning()
         self._search = torch.nn.modules.module.register_module_forward_pre_hook(self._look)
 
@@ -134,7 +151,14 @@ class ModelWatch:
             self._search_traced = True
             return
         if self._settled:
-            return  # kept for compiled code that traced it (see _search_traced)
+            # Probing the model's gaps (or kept for compiled code that traced it: see _search_traced).
+            if self._gap_open and self._probe_left and self._model is not None:
+                try:  # the global hook runs before the model's own: the model's next call is not another
+                    if module is not self._model() and _has_parameters(module):
+                        self._gaps_hold_modules = True
+                except Exception:  # a module whose parameters cannot be read: keep the model whole
+                    self._gaps_hold_modules = True
+            return
         try:
             step = open_step()
             if step is None or step == self._step or not _has_parameters(module):
@@ -153,20 +177,26 @@ class ModelWatch:
 
     def _settle(self, module: Any) -> None:
         self._settled = True
-        if not self._search_traced:
-            self._search.remove()
-            _drop_filter(self._quiet)
         if isinstance(module, self._script_module):
+            self._end_probe()
             return  # hooks cannot be registered on it: no model marks, nothing wrong
         self._model = weakref.ref(module)
         self._hook(module)
         self.learning = True
+
+    def _end_probe(self) -> None:
+        """The search's hook comes off (where compiled code has not traced it)."""
+        self._probe_left = 0
+        if not self._search_traced:
+            self._search.remove()
+            _drop_filter(self._quiet)
 
     def _give_up(self, exc: BaseException) -> None:
         """One of our hooks raised: count it, take the hooks off (those compiled code has not traced), stop
         watching. The step's other marks (copies, backward, optimizer steps, syncs) go on."""
         self._settled = True
         self.learning = self.retired = False
+        self._probe_left = 0
         with contextlib.suppress(Exception):
             call_at_steps_without_model_end(None)
         if not self._search_traced:
@@ -195,13 +225,26 @@ class ModelWatch:
             return
         try:
             step = open_step()
-            if step is None or step == self._call_step:
-                return  # between steps, or the step's model called again (accumulation): nothing new
-            told_nothing_new = self._copy_first and self._ended_later  # the step before, now whole
+            if step is None:
+                return  # between steps
+            if step == self._call_step:  # the step's model called again (accumulation, a policy acting)
+                self._gap_open = False
+                if not self._gaps_hold_modules:
+                    self._between_ns += note_model_called_again()
+                return
+            self._gap_open = False
+            if self._probe_left:
+                self._probe_left -= 1
+                if not self._probe_left:
+                    self._end_probe()
+            # The step before, now whole: its copy came first, a backward or optimizer step after the
+            # model, and no work of the loop's own between the model's calls.
+            told_nothing_new = self._copy_first and self._ended_later and self._between_ns < BETWEEN_CALLS_NS
             self._streak = self._streak + 1 if told_nothing_new else 0
             self._call_step = step
             self._copy_first = not note_work_starting()
             self._ended_later = False
+            self._between_ns = 0
             if self._streak >= RETIRE_AFTER_STEPS:
                 self._retire()
         except Exception as exc:  # inside the job's forward call: never raise
@@ -211,11 +254,13 @@ class ModelWatch:
         if self._compiling():
             self._hooks_traced = True
         else:
-            note_model_ended()
+            self._gap_open = self.learning
+            note_model_returned()
 
     def ended_after_the_model(self) -> None:
         """A backward or an optimizer step ended (its wrapper says so, after ``note_model_ended``)."""
         try:
+            self._gap_open = False
             if self.learning:
                 self._ended_later = self._call_step == open_step()
             elif self.retired and step_work_started() is False:

@@ -8,6 +8,10 @@ The host's step in parts, on the host clock (``perf_counter_ns``), from these ma
   before it is the loop's own work before the model (``loop_pre``);
 - the model's last backward or optimizer step, or its forward where no backward follows
   (``model_ended``): what comes after it is the loop's own work after the step (``loop_post``);
+- where a step calls the model again before any backward (a policy acting between an environment's
+  steps), the host time from a forward's return to the model's next call (``model_returned``,
+  ``model_called_again``) is the loop's own work too, booked with ``loop_pre``: it makes the model's
+  next input;
 - syncs with the device (``synced``): host time blocked until the GPU catches up.
 Copies and syncs are their own parts wherever they happen, so the parts never overlap: ``loop_pre``
 and ``loop_post`` leave out the syncs and copies inside them, and the model is what is left.
@@ -72,6 +76,10 @@ class StepWork:
         self.waits_after_model = 0
         #: ... of a pass that ran before the step's first work: data wait, not the loop's work before it.
         self._before_work_ns = 0
+        #: The loop's own work between the model's calls before any backward (model_called_again), and the
+        #: marks of its last forward's return (0: none since its last call, backward or optimizer step).
+        self.between_ns = 0
+        self._returned_ns = self._sync_at_return = self._copy_at_return = 0
 
     def waited_after_model(self, wait_ns: int) -> None:
         """A pass over another loader inside the step, after its model, waited ``wait_ns`` for a batch:
@@ -88,7 +96,7 @@ class StepWork:
         self.opened_ns = opened_ns
         self.first_work_ns = self.model_end_ns = self.sync_ns = self.waits_after_model = 0
         self._sync_at_first_work = self._sync_at_model_end = self._copy_at_model_end = 0
-        self._before_work_ns = 0
+        self._before_work_ns = self.between_ns = self._returned_ns = 0
 
     def marks_from(self, opened_ns: int) -> None:
         """The host's marks start again at ``opened_ns`` (a step opens, or another loader's batch it waited
@@ -96,7 +104,7 @@ class StepWork:
         self.opened_ns = opened_ns
         self.first_work_ns = self.model_end_ns = self.sync_ns = self.waits_after_model = 0
         self._sync_at_first_work = self._sync_at_model_end = self._copy_at_model_end = 0
-        self._before_work_ns = 0
+        self._before_work_ns = self.between_ns = self._returned_ns = 0
 
     def pass_ended_before_model(self) -> None:
         """A pass over another loader that began before the step's first work (its hooks off meanwhile)
@@ -115,6 +123,7 @@ class StepWork:
         first_work_ns, model_end_ns = self.first_work_ns, self.model_end_ns
         pre = (
             max(0, first_work_ns - self.opened_ns - self._sync_at_first_work - self._before_work_ns)
+            + self.between_ns
             if first_work_ns
             else 0
         )
@@ -157,11 +166,49 @@ class StepWork:
                 self.model_end_ns = _now_ns()
                 self._sync_at_model_end = self.sync_ns
                 self._copy_at_model_end = self.copy_cpu_ns
+                self._returned_ns = 0  # a backward since the forward: no time between its calls
                 gap = self._gap
                 if gap.marking:  # called up to three times a step: no call where no event is due
                     gap.model_ended()
         except Exception as exc:
             self._fail(exc)
+
+    def model_returned(self) -> None:
+        """The watched model's forward returned: as ``model_ended``, and where the step calls the model
+        again before any backward, the time until then is the loop's own (model_called_again)."""
+        try:
+            if self.open:
+                self.model_end_ns = self._returned_ns = _now_ns()
+                self._sync_at_model_end = self._sync_at_return = self.sync_ns
+                self._copy_at_model_end = self._copy_at_return = self.copy_cpu_ns
+                gap = self._gap
+                if gap.marking:
+                    gap.model_ended()
+        except Exception as exc:
+            self._fail(exc)
+
+    def model_called_again(self) -> int:
+        """The watched model is called again in the open step: the host time since its forward returned,
+        less the syncs and copies in it, was the loop's own work between its calls (an environment stepped
+        between a policy's actions, session 48's trial: 40% of each step read as the model's). Returns it
+        (ns; 0 where a backward came between, or none returned)."""
+        try:
+            returned = self._returned_ns
+            if not self.open or not returned:
+                return 0
+            self._returned_ns = 0
+            between = max(
+                0,
+                _now_ns()
+                - returned
+                - (self.sync_ns - self._sync_at_return)
+                - (self.copy_cpu_ns - self._copy_at_return),
+            )
+            self.between_ns += between
+            return between
+        except Exception as exc:
+            self._fail(exc)
+            return 0
 
     def synced(self, sync_ns: int) -> None:
         """The loop waited ``sync_ns`` for the device (.item(), .cpu(), synchronize) just now."""
