@@ -396,7 +396,10 @@ def test_periodic_work_is_timed_on_the_gpus_clock(tmp_path: Path, mode: str) -> 
     for gpu_ms, host_ms in list(zip(timed, beyond, strict=True))[1:]:
         assert gpu_ms is not None
         if mode == "ahead":
-            assert 3.0 <= gpu_ms <= 20.0 and gpu_ms < 0.5 * host_ms, (timed, beyond)
+            # The host's wall also holds the queued training work the pass waited for: on an H100 the GPU's
+            # clock read 0.65-0.66 of it (11.2-11.9 ms against 17.1-18.0, sessions 47 and 48); a pass timed
+            # on the host's clock instead would read it all.
+            assert 3.0 <= gpu_ms <= 20.0 and gpu_ms < 0.8 * host_ms, (timed, beyond)
         elif mode == "save":
             assert gpu_ms <= 5.0 and gpu_ms < 0.5 * host_ms, (timed, beyond)
         else:
