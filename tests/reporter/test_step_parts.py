@@ -141,6 +141,22 @@ def test_the_model_is_found_after_agreeing_steps_and_the_global_hook_removed(
     assert not _searching(watch)  # every module call of the job is off nn.Module's slow path again
 
 
+def test_the_probes_global_hook_comes_off_when_the_model_is_then_called_between_steps(
+    clock: StepClock, time: FakeTime, watch: ModelWatch
+) -> None:
+    # Training stops once the model is found (an evaluation follows, no step open): the probe counts those
+    # calls too, so the global hook does not keep every module call of the evaluation on the slow path.
+    net = Net(time)
+    for _ in range(AGREEING_STEPS):
+        _step(clock, time, net)
+    assert _hooked(net) and _searching(watch)
+    clock.before_next()  # the loop asks for its next batch: the last step closes
+    for _ in range(PROBE_STEPS):
+        assert reporter.open_step() is None and _searching(watch)
+        net(torch.ones(3, 4))
+    assert not _searching(watch)
+
+
 def test_an_augmentation_module_without_parameters_is_not_taken_for_the_model(
     clock: StepClock, time: FakeTime, watch: ModelWatch
 ) -> None:

@@ -184,6 +184,19 @@ class ModelWatch:
         self._hook(module)
         self.learning = True
 
+    def _count_probe(self) -> None:
+        """One more of the model's calls probed: each first call of a step counts, and every call made
+        between steps (an evaluation after training), so that the global hook never outlives the probe."""
+        try:
+            step = open_step()
+            if step is not None and step == self._call_step:
+                return  # the step's model called again: its gaps are what the probe looks at
+            self._probe_left -= 1
+            if not self._probe_left:
+                self._end_probe()
+        except Exception as exc:  # inside the job's forward call: never raise
+            self._give_up(exc)
+
     def _end_probe(self) -> None:
         """The search's hook comes off (where compiled code has not traced it)."""
         self._probe_left = 0
@@ -220,6 +233,8 @@ class ModelWatch:
         if self._compiling():
             self._hooks_traced = True
             return
+        if self._probe_left:
+            self._count_probe()
         if not self.learning:  # the hooks stay for good (compiled code traced them): the first work only
             note_work_starting()
             return
@@ -233,10 +248,6 @@ class ModelWatch:
                     self._between_ns += note_model_called_again()
                 return
             self._gap_open = False
-            if self._probe_left:
-                self._probe_left -= 1
-                if not self._probe_left:
-                    self._end_probe()
             # The step before, now whole: its copy came first, a backward or optimizer step after the
             # model, and no work of the loop's own between the model's calls.
             told_nothing_new = self._copy_first and self._ended_later and self._between_ns < BETWEEN_CALLS_NS
