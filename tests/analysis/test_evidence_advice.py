@@ -41,6 +41,7 @@ def _host_with_workers(
     quota_used_share: float | None = None,
     worker_cpu: float = 90.0,
     main_thread_cpu: float | None = None,
+    worker_run_delay: float | None = None,
 ) -> HostState:
     base = host_state(cores)
     kids = tuple(
@@ -53,6 +54,7 @@ def _host_with_workers(
             num_threads=2,
             pinned_bytes=None,
             cpus_allowed=allowed,
+            run_delay_percent=worker_run_delay,
         )
         for i in range(workers)
     )
@@ -137,6 +139,27 @@ def test_workers_that_mostly_wait_are_told_to_add_workers_though_the_training_pr
     saturated = _host_with_workers(rank, allowed=(0, 1), core_busy=98.0, workers=2, cores=2, worker_cpu=8.5)
     advice = _advice(_verdict(rank, host=saturated))
     assert "Raise num_workers above 2" in advice and "cannot help" not in advice, advice
+
+
+def test_workers_that_want_a_core_other_jobs_hold_are_not_read_as_waiting() -> None:
+    """Session 48's CI: 3 workers confined to one core of a loaded 2-core box got 31% of it between them,
+    under half of what the rule took their core to give them beside only their training process, and the
+    summary said "Raise num_workers above 3 ... they mostly wait". The scheduler's run delay says they were
+    ready to run the rest of the time: they want the core, and more workers cannot help."""
+    rank = _starved(workers=3)
+    loaded = _host_with_workers(
+        rank, allowed=(0,), core_busy=100.0, workers=3, cores=2, worker_cpu=31 / 3, worker_run_delay=85.0
+    )
+    advice = _advice(_verdict(rank, host=loaded))
+    assert "The 3 DataLoader workers may run on only 1 core (CPU affinity 0)" in advice, advice
+    assert "Raise num_workers" not in advice, advice
+    # The same CPU with little time waiting for the core: they sleep or wait on storage, and more of them
+    # overlap more of those waits.
+    sleeping = _host_with_workers(
+        rank, allowed=(0,), core_busy=100.0, workers=3, cores=2, worker_cpu=31 / 3, worker_run_delay=2.0
+    )
+    advice = _advice(_verdict(rank, host=sleeping))
+    assert "Raise num_workers above 3" in advice and "they mostly wait" in advice, advice
 
 
 def test_workers_that_wait_on_a_main_process_busy_through_the_wait_are_not_told_to_add_workers() -> None:

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
+from crowded_core import crowded_core, spun
 from xfertop.model.host import HostState, ProcessStats
 from xfertop.sources.host import source as host
 from xfertop.sources.host.cgroup_cpu import CgroupCpuReader, read_cpu_limit
@@ -672,3 +673,23 @@ def test_the_main_threads_own_cpu_is_told_apart_from_the_processs(busy: str) -> 
     finally:
         process.kill()
         process.wait(timeout=30)
+
+
+def test_a_childs_time_waiting_for_a_core_is_told_from_its_time_asleep() -> None:
+    # Workers that want a core they cannot get (other jobs hold it) use as little CPU as workers that wait on
+    # storage; the scheduler's run delay tells them apart (advice.workers_mostly_wait).
+    with crowded_core() as crowd:
+        source = HostSource()
+        source.watch_pids([crowd.parent])
+        first = {kid.pid: kid for kid in _watched(source.sample_once(), crowd.parent).children}
+        assert first[crowd.sleeper].run_delay_percent is None, "no interval yet"
+        spun(crowd.spinners[0])
+        kids = {kid.pid: kid for kid in _watched(source.sample_once(), crowd.parent).children}
+        for pid in crowd.spinners:
+            cpu, delay = kids[pid].cpu_percent, kids[pid].run_delay_percent
+            assert cpu is not None and delay is not None, kids[pid]
+            assert cpu + delay >= 80.0, kids[pid]  # always ready to run: on the core or waiting for it
+            assert delay >= 20.0, kids[pid]  # two of them on one core: each waits while the other runs
+        cpu, delay = kids[crowd.sleeper].cpu_percent, kids[crowd.sleeper].run_delay_percent
+        assert cpu is not None and delay is not None and cpu + delay < 20.0, kids[crowd.sleeper]
+        assert _watched(source.sample_once(), crowd.parent).run_delay_percent is None, "children only"

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from crowded_core import crowded_core, spun
 from xfertop.sources.stacks.window_placement import PlacementProbe
 
 # A parent that starts two children (one pinned to its first allowed core, one free), says so, and waits
@@ -88,3 +89,19 @@ def test_a_launcher_whose_child_maps_the_gpu_is_a_cuda_job(monkeypatch) -> None:
         monkeypatch.setattr(window_placement, "_uses_cuda", lambda pid: None if pid == parent.pid else True)
         probe.start()
         assert (unread := probe.finish()) is not None and unread.uses_cuda is None  # the root's maps unread
+
+
+def test_a_childs_time_waiting_for_a_core_is_read_around_the_window() -> None:
+    # Attach's evidence as the host source's: workers that want a core other jobs hold are not asleep.
+    with crowded_core() as crowd:
+        probe = PlacementProbe(crowd.parent)
+        probe.start()
+        spun(crowd.spinners[0])
+        placement = probe.finish()
+    assert placement is not None
+    kids = {child.pid: child for child in placement.children}
+    for pid in crowd.spinners:
+        cpu, delay = kids[pid].cpu_percent, kids[pid].run_delay_percent
+        assert cpu is not None and delay is not None and cpu + delay >= 80.0 and delay >= 20.0, kids[pid]
+    cpu, delay = kids[crowd.sleeper].cpu_percent, kids[crowd.sleeper].run_delay_percent
+    assert cpu is not None and delay is not None and cpu + delay < 20.0, kids[crowd.sleeper]

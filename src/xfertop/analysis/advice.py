@@ -159,13 +159,19 @@ def _cheaper_samples(on_gpu: bool) -> str:
 
 
 def workers_mostly_wait(workers: WorkersEvidence, count: int) -> bool:
-    """The workers use under WAITING_WORKERS_CPU_SHARE of the CPU their cores could give them (the allowed
-    cores, or the quota, over the processes that want them): most of their time goes to waiting on
-    something other than a core (storage, a network, a sleep), and more of them overlap more of those
-    waits, however busy the training process keeps the cores. Unknown CPU use: not known to wait."""
+    """Most of the workers' time goes to waiting on something other than a core (storage, a network, a
+    sleep), and more of them overlap more of those waits, however busy the cores are. Where the scheduler's
+    run delay is known: they were ready to run (on a CPU, or waiting for one) under
+    WAITING_WORKERS_CPU_SHARE of their time. Else from their CPU alone: under that share of what their
+    cores could give them (the allowed cores, or the quota, over the processes that want them), which
+    takes the training process for the cores' only other user: a machine loaded by other jobs gives
+    CPU-bound workers less, and they read as waiting (session 48's CI: 3 workers confined to one core of a
+    loaded 2-core box used 31% of it). Unknown CPU use: not known to wait."""
     used = workers.cpu_percent
     if used is None or count <= 0:
         return False
+    if workers.run_delay_percent is not None:
+        return used + workers.run_delay_percent < WAITING_WORKERS_CPU_SHARE * 100.0 * count
     could_get = 100.0 * min(count, count * workers.effective_cores / workers.competing(count))
     return used < WAITING_WORKERS_CPU_SHARE * could_get
 

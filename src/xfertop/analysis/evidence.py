@@ -97,6 +97,9 @@ class WorkersEvidence:
     trainer_shares_cores: bool = True
     #: CPU of the training process's main thread, percent of one core (ProcessStats); None if unknown.
     main_thread_cpu_percent: float | None = None
+    #: Their time ready to run but waiting for a CPU, percent of one core, summed (ProcessStats.
+    #: run_delay_percent); None where unknown for any of them.
+    run_delay_percent: float | None = None
 
     def competing(self, count: int) -> int:
         """Processes that want the workers' cores: the ``count`` workers, and their training process
@@ -269,6 +272,7 @@ def workers_evidence(rank: RankState, host: HostState | None) -> WorkersEvidence
     if not allowed:
         return None
     known = [w.cpu_percent for w in workers if w.cpu_percent is not None]
+    delays = [w.run_delay_percent for w in workers if w.run_delay_percent is not None]
     cores = host.cpu_per_core_percent
     busy = [cores[cpu] for cpu in allowed if cpu < len(cores)]
     return WorkersEvidence(
@@ -284,6 +288,7 @@ def workers_evidence(rank: RankState, host: HostState | None) -> WorkersEvidence
         host_cores=len(cores) or None,
         trainer_shares_cores=not process.cpus_allowed or bool(set(process.cpus_allowed) & set(allowed)),
         main_thread_cpu_percent=process.main_thread_cpu_percent,
+        run_delay_percent=sum(delays) if delays and len(delays) == len(workers) else None,
     )
 
 

@@ -180,6 +180,7 @@ def _context(rank: RankStacks) -> Context:
             cpu_throttled_share=cgroup.throttled_share if cgroup else None,
             cpu_quota_used_share=cgroup.used_share if cgroup else None,
             host_cores=(len(placement.cores_busy_percent) or None) if placement is not None else None,
+            run_delay_percent=rank.workers_run_delay_percent,
         )
     # Samples show host time only: a pinned, non_blocking copy costs the host nothing, so a small copy
     # share proves nothing about PCIe (no "Do not tune PCIe"); of the GPU's own figures only its busy

@@ -1075,6 +1075,8 @@ class RankStacks:
     workers_allowed_cpus: tuple[int, ...] = ()
     workers_cpu_percent: float | None = None
     workers_cores_busy_percent: float | None = None
+    #: Their time ready to run but waiting for a CPU over the window, percent of one core, summed.
+    workers_run_delay_percent: float | None = None
     #: What /proc said around the window (children, cores, the cgroup's CPU quota); None if unread.
     placement: WindowPlacement | None = None
     #: Main-thread samples without a frame (py-spy read no stack), left out of the shares.
@@ -1197,6 +1199,7 @@ class RankStacks:
             "workers_allowed_cpus": list(self.workers_allowed_cpus),
             "workers_cpu_percent": _round1(self.workers_cpu_percent),
             "workers_cores_busy_percent": _round1(self.workers_cores_busy_percent),
+            "workers_run_delay_percent": _round1(self.workers_run_delay_percent),
             "cpu_quota_cores": self.placement.cpu_quota_cores if self.placement else None,
             "cpu_throttled_share": self.placement.cpu_throttled_share if self.placement else None,
             "cpu_quota_used_share": self.placement.cpu_quota_used_share if self.placement else None,
@@ -1382,6 +1385,7 @@ class _WorkersPlaced:
     allowed_cpus: tuple[int, ...] = ()
     cpu_percent: float | None = None
     cores_busy_percent: float | None = None
+    run_delay_percent: float | None = None
 
 
 def _placed(workers: tuple[WorkerLoad, ...], placement: WindowPlacement | None) -> _WorkersPlaced:
@@ -1397,6 +1401,7 @@ def _placed(workers: tuple[WorkerLoad, ...], placement: WindowPlacement | None) 
     if not allowed:
         return _WorkersPlaced(ended=ended)
     known = [c.cpu_percent for c in now if c.cpu_percent is not None]
+    delays = [c.run_delay_percent for c in now if c.run_delay_percent is not None]
     cores = placement.cores_busy_percent
     busy = [cores[cpu] for cpu in allowed if cpu < len(cores)]
     return _WorkersPlaced(
@@ -1404,6 +1409,7 @@ def _placed(workers: tuple[WorkerLoad, ...], placement: WindowPlacement | None) 
         allowed_cpus=allowed,
         cpu_percent=sum(known) if known else None,
         cores_busy_percent=sum(busy) / len(busy) if busy and len(busy) == len(allowed) else None,
+        run_delay_percent=sum(delays) if delays and len(delays) == len(now) else None,
     )
 
 
@@ -1521,6 +1527,7 @@ def summarise_window(
         workers_allowed_cpus=placed_workers.allowed_cpus,
         workers_cpu_percent=placed_workers.cpu_percent,
         workers_cores_busy_percent=placed_workers.cores_busy_percent,
+        workers_run_delay_percent=placed_workers.run_delay_percent,
         placement=window.placement,
         frameless_samples=sum(s.count for s in on_main if not s.frames),
         loop_host=_loop_work(loop, loop_other, total),

@@ -803,6 +803,7 @@ def context_evidence(context: Context) -> dict[str, Any]:
         "workers_found": workers.count if workers else None,
         "workers_allowed_cpus": list(workers.allowed_cpus) if workers else None,
         "workers_cpu_percent": _round(workers.cpu_percent, 1) if workers else None,
+        "workers_run_delay_percent": _round(workers.run_delay_percent, 1) if workers else None,
         "workers_cores_busy_percent": _round(workers.allowed_cores_busy_percent, 1) if workers else None,
         "cpu_quota_cores": _round(cgroup.quota_cores, 2) if cgroup else None,
         "cpu_throttled_share": _round(cgroup.throttled_share, 4) if cgroup else None,

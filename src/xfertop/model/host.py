@@ -64,6 +64,12 @@ class ProcessStats:
     #: used over the last interval, of ``cpu_percent``'s; None on the first sample, for DataLoader
     #: workers, or where /proc/<pid>/task/<pid>/stat could not be read.
     main_thread_cpu_percent: float | None = None
+    #: Percent of one core's time its main thread was ready to run but waited for a CPU (the scheduler's
+    #: run delay, /proc/<pid>/schedstat) over the last interval. With ``cpu_percent`` it tells a DataLoader
+    #: worker that waits on storage or a sleep (little of either) from one that wants a core it cannot get
+    #: (both add up to about 100). Read for children (DataLoader workers) only; None on the first sample,
+    #: or where schedstat is not there.
+    run_delay_percent: float | None = None
 
 
 @dataclass(frozen=True)

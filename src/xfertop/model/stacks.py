@@ -52,6 +52,9 @@ class ChildPlacement:
     allowed_cpus: tuple[int, ...]
     #: Its CPU use over the window, percent of one core; None when it did not live the whole window.
     cpu_percent: float | None = None
+    #: Its main thread's time ready to run but waiting for a CPU over the window (/proc/<pid>/schedstat),
+    #: percent of one core; None as cpu_percent is, or where schedstat is not there.
+    run_delay_percent: float | None = None
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,16 @@ def read_proc_file(path: str) -> bytes:
         os.close(fd)
 
 
+def parse_run_delay_s(data: bytes) -> float | None:
+    """/proc/<pid>/schedstat ("<ns on a CPU> <ns runnable, waiting for a CPU> <timeslices>", of the thread
+    whose id is pid): the seconds it waited for a CPU while it could run; None where malformed. The file
+    exists where the kernel has CONFIG_SCHED_INFO (distribution kernels do)."""
+    fields = data.split()
+    if len(fields) < 2 or not fields[1].isdigit():
+        return None
+    return int(fields[1]) / 1e9
+
+
 def _stat_ppid(data: bytes) -> int | None:
     """The parent pid in /proc/<pid>/stat bytes, or None where parse_stat would give no ProcStat."""
     parts = split_stat(data)

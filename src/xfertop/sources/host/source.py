@@ -57,7 +57,12 @@ from xfertop.sources.host.proc_memory import (
     parse_status,
     parse_status_value,
 )
-from xfertop.sources.host.proc_placement import MAX_THREADS_FOR_CHILDREN, ChildFinder, read_proc_file
+from xfertop.sources.host.proc_placement import (
+    MAX_THREADS_FOR_CHILDREN,
+    ChildFinder,
+    parse_run_delay_s,
+    read_proc_file,
+)
 from xfertop.sources.topology.sysfs_pci import parse_cpulist
 
 #: Depth and breadth bounds on the worker tree, so a fork bomb cannot stall the sampler.
@@ -289,6 +294,8 @@ class HostSource(PollingSource[HostState]):
         self._process_marks: dict[_Key, tuple[float, float]] = {}
         #: ... of the main threads of the watched processes (ProcessStats.main_thread_cpu_percent).
         self._main_thread_marks: dict[_Key, tuple[float, float]] = {}
+        #: ... of the children's time waiting for a CPU (ProcessStats.run_delay_percent).
+        self._run_delay_marks: dict[_Key, tuple[float, float]] = {}
         self._user_names = _UserNames()
         #: (pid, start ticks) -> (thread count, thread ids) when its children were last read.
         self._threads: dict[_Key, tuple[int, list[str]]] = {}
@@ -318,6 +325,7 @@ class HostSource(PollingSource[HostState]):
         processes = self._with_cgroup_cpu(processes, top_keys, now)
         self._process_marks = {key: mark for key, mark in self._process_marks.items() if key in seen}
         self._main_thread_marks = {key: mark for key, mark in self._main_thread_marks.items() if key in seen}
+        self._run_delay_marks = {key: mark for key, mark in self._run_delay_marks.items() if key in seen}
         self._threads = {key: threads for key, threads in self._threads.items() if key in seen}
         return HostState(
             timestamp=time.time(),
@@ -387,6 +395,7 @@ class HostSource(PollingSource[HostState]):
         allowed = parse_cpulist(parse_status_value(status_text, "Cpus_allowed_list")) if status_text else ()
         cpu_percent = self._cpu_percent(key, stat.cpu_s, now)
         main_thread = self._main_thread_cpu_percent(key, directory, now) if depth == 0 else None
+        run_delay = self._run_delay_percent(key, directory, now) if depth > 0 else None
         children: list[int] = []
         if depth < MAX_CHILD_DEPTH and not _is_other_thread(status, pid):
             children = self._children(key, stat.threads, directory, finder)[:MAX_CHILDREN_PER_PROCESS]
@@ -408,6 +417,7 @@ class HostSource(PollingSource[HostState]):
             ppid=stat.ppid,
             cpus_allowed=allowed or None,
             main_thread_cpu_percent=main_thread,
+            run_delay_percent=run_delay,
         )
 
     def _main_thread_cpu_percent(self, key: _Key, directory: str, now: float) -> float | None:
@@ -420,6 +430,16 @@ class HostSource(PollingSource[HostState]):
         if stat is None:
             return None
         return _percent_since(self._main_thread_marks, key, stat.cpu_s, now)
+
+    def _run_delay_percent(self, key: _Key, directory: str, now: float) -> float | None:
+        """ProcessStats.run_delay_percent, against its last reading."""
+        try:
+            delay_s = parse_run_delay_s(_read_whole_record(f"{directory}/schedstat"))
+        except OSError:
+            return None
+        if delay_s is None:
+            return None
+        return _percent_since(self._run_delay_marks, key, delay_s, now)
 
     def _children(self, key: _Key, threads: int | None, directory: str, finder: ChildFinder) -> list[int]:
         """finder.children(pid), reading the children files of the thread ids listed last time while the

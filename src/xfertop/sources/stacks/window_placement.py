@@ -22,7 +22,7 @@ from xfertop.sources.host.cgroup_cpu import (
     shares_between,
 )
 from xfertop.sources.host.proc_memory import NVIDIA_CONTROL_DEVICE, maps_has_pathname
-from xfertop.sources.host.proc_placement import read_proc_file
+from xfertop.sources.host.proc_placement import parse_run_delay_s, read_proc_file
 
 #: Children read per window at most (DataLoader workers are a handful; a process pool may be many).
 MAX_CHILDREN = 256
@@ -32,6 +32,8 @@ class _Start(NamedTuple):
     at: float
     cores: list[Any] | None
     cpu_s: dict[int, tuple[psutil.Process, float]]
+    #: pid -> seconds it waited for a CPU while ready to run, where schedstat could be read.
+    run_delay_s: dict[int, float]
     limit: CpuLimit | None
     throttle: ThrottleCounters | None
 
@@ -39,6 +41,13 @@ class _Start(NamedTuple):
 def _cpu_s(process: psutil.Process) -> float:
     times = process.cpu_times()
     return float(times.user + times.system)
+
+
+def _run_delay_s(pid: int) -> float | None:
+    try:
+        return parse_run_delay_s(read_proc_file(f"/proc/{pid}/schedstat"))
+    except OSError:
+        return None
 
 
 def _children(root: psutil.Process) -> list[psutil.Process]:
@@ -89,18 +98,22 @@ class PlacementProbe:
 
     def start(self) -> None:
         cpu_s: dict[int, tuple[psutil.Process, float]] = {}
+        run_delay_s: dict[int, float] = {}
         try:
             for child in _children(psutil.Process(self.pid)):
                 try:
                     cpu_s[child.pid] = (child, _cpu_s(child))
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
+                delay = _run_delay_s(child.pid)
+                if delay is not None:
+                    run_delay_s[child.pid] = delay
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             pass
         limit = read_cpu_limit(self.pid)
         stat_file = limit.stat_file if limit is not None and limit.quota_cores is not None else None
         throttle = read_throttle_counters(stat_file) if stat_file else None
-        self._start = _Start(time.monotonic(), _cores(), cpu_s, limit, throttle)
+        self._start = _Start(time.monotonic(), _cores(), cpu_s, run_delay_s, limit, throttle)
 
     def finish(self) -> WindowPlacement | None:
         start = self._start
@@ -119,12 +132,15 @@ class PlacementProbe:
             try:
                 allowed = tuple(sorted(child.cpu_affinity() or ()))
                 known = start.cpu_s.get(child.pid)
-                percent = None
+                percent = delay = None
                 if known is not None and known[0].is_running() and elapsed > 0:
                     percent = 100.0 * (_cpu_s(child) - known[1]) / elapsed
+                    delay_then, delay_now = start.run_delay_s.get(child.pid), _run_delay_s(child.pid)
+                    if delay_then is not None and delay_now is not None:
+                        delay = 100.0 * max(0.0, delay_now - delay_then) / elapsed
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
-            placed.append(ChildPlacement(child.pid, allowed, percent))
+            placed.append(ChildPlacement(child.pid, allowed, percent, delay))
         cores_now = _cores()
         busy: tuple[float, ...] = ()
         if start.cores is not None and cores_now is not None and len(cores_now) == len(start.cores):
