@@ -216,6 +216,16 @@ def test_a_copy_marked_without_bytes_comes_back_as_a_copy() -> None:
     assert step_records(_scraped([_step(n, 20.0, 1.0) for n in range(40)], [0, 40]))[0].copied is False
 
 
+def test_an_optimizer_that_steps_now_and_then_comes_back_as_a_torch_optim_job() -> None:
+    # Gradient accumulation: the optimizer steps every eighth step. The loop-bound advice says "(no
+    # torch.optim)" only where no optimizer stepped; a multi-node view read every job as one without.
+    steps = [_step(n, 20.0, 1.0, optimizer_stepped=n % 8 == 7) for n in range(200)]
+    stats = window_stats(step_records(_scraped(steps, [0, 100, 200])))
+    assert stats is not None and stats.optimizer_step_fraction > 0
+    by_hand = window_stats(step_records(_scraped([_step(n, 20.0, 1.0) for n in range(200)], [0, 100, 200])))
+    assert by_hand is not None and by_hand.optimizer_step_fraction == 0
+
+
 def _gauge(name: str, value: float, **labels: str) -> _Series:
     return _Series({"__name__": name, **RANK, **labels}, [(0.0, value)])
 

@@ -134,6 +134,11 @@ RANK_COUNTERS: tuple[tuple[str, str, str], ...] = (
         "partitioned_steps",
     ),
     ("xfertop_rank_synced_steps", "Steps that synced with the device", "synced_steps"),
+    (
+        "xfertop_rank_optimizer_stepped_steps",
+        "Steps in which a torch.optim optimizer stepped",
+        "optimizer_stepped_steps",
+    ),
 )
 
 

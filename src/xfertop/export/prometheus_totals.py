@@ -77,6 +77,7 @@ class RankTotals:
     between_iterations_seconds: float = 0.0
     partitioned_steps: int = 0
     synced_steps: int = 0
+    optimizer_stepped_steps: int = 0
     gpu_timed_steps: int = 0
     gpu_timed_step_seconds: float = 0.0
     gpu_gap_seconds: float = 0.0
@@ -99,6 +100,7 @@ class RankTotals:
         self.between_iterations_seconds += between_iterations_ms(step, previous) / 1000
         self.partitioned_steps += step.partitioned
         self.synced_steps += step.synced
+        self.optimizer_stepped_steps += step.optimizer_stepped
         self.h2d_bytes += step.h2d_bytes
         if step.h2d_bytes > 0:
             self.copying_steps += 1

@@ -401,6 +401,7 @@ class _Flags:
     pinned: frozenset[int]
     non_blocking: frozenset[int]
     synced: frozenset[int]
+    optimizer_stepped: frozenset[int]
 
 
 def _interval_flags(delta: Callable[[str], float], counted: int, count: int) -> _Flags:
@@ -415,18 +416,26 @@ def _interval_flags(delta: Callable[[str], float], counted: int, count: int) -> 
     def of_copying(name: str) -> frozenset[int]:
         return frozenset(spread_indices(round(count * delta(name) / copying), count) if copying > 0 else ())
 
-    copied_steps = delta("copied_steps")
-    # One record at least where some step copied: "copies were looked at" must not round away.
-    copied = spread_indices(max(round(count * copied_steps / counted), int(copied_steps > 0)), count)
     return _Flags(
         epoch_start=frozenset(epoch),
         worker_start=frozenset(worker_start),
-        copied=frozenset(copied),
+        # One record at least where some step copied: "copies were looked at" must not round away.
+        copied=_spread_share(delta("copied_steps"), counted, count, at_least_one=True),
         pinned=of_copying("pinned_steps"),
         non_blocking=of_copying("pageable_non_blocking_steps"),
-        # The synced fraction is a share of steps the rules compare with a bar: spread, not a majority.
-        synced=frozenset(spread_indices(round(count * min(delta("synced_steps"), counted) / counted), count)),
+        synced=_spread_share(delta("synced_steps"), counted, count),
+        # One record at least where an optimizer stepped (every eighth step under accumulation): the rules
+        # ask whether one did. An exporter older than the counter reads none: they hedge, as for a job
+        # without torch.optim.
+        optimizer_stepped=_spread_share(delta("optimizer_stepped_steps"), counted, count, at_least_one=True),
     )
+
+
+def _spread_share(flagged: float, counted: int, count: int, at_least_one: bool = False) -> frozenset[int]:
+    """The records that carry a flag whose share of steps the rules compare with a bar: the same share of
+    the ``count`` records, spread over them (not a majority vote)."""
+    records = round(count * min(flagged, counted) / counted)
+    return frozenset(spread_indices(max(records, int(at_least_one and flagged > 0)), count))
 
 
 def _split_ms(
@@ -515,6 +524,7 @@ def _interval_records(
                 workers_started=worker_start,
                 partitioned=partitioned,
                 synced=index in flags.synced,
+                optimizer_stepped=index in flags.optimizer_stepped,
             )
         )
     return records
