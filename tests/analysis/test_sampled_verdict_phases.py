@@ -467,17 +467,13 @@ _TOKENISING_LOOP = {
 }
 
 
-def _tokenising_window(python_line: int) -> tuple[RankStacks, Verdict]:
+def _tokenising_window(python_line: int, loader: bool = True) -> tuple[RankStacks, Verdict]:
     """A CPU job's window: the loop's own Python (a tokenizer written in Python) on ``python_line``, 40%
-    of samples; the model's forward, backward and optimizer 45%; the DataLoader 15%."""
+    of samples; the model's forward, backward and optimizer 45%; the DataLoader 15% (without ``loader``:
+    a generator of the job's own, which the window may not catch either)."""
+    batch = Frame("_MultiProcessingDataLoaderIter._next_data", _LOADER_FILE, 1)
     stacks = (
-        _main_thread(
-            15,
-            _in_train(
-                20,
-                Frame("_MultiProcessingDataLoaderIter._next_data", _LOADER_FILE, 1),
-            ),
-        ),
+        _main_thread(15, _in_train(20, batch if loader else Frame("batches", "/job/train.py", 12))),
         _main_thread(40, _in_train(python_line, Frame("tokenize", "/job/train.py", 8))),
         _main_thread(25, _in_train(22, Frame("Module._call_impl", _TORCH + "nn/modules/module.py", 1789))),
         _main_thread(12, _in_train(23, Frame("backward", _TORCH + "_tensor.py", 625))),
@@ -506,6 +502,26 @@ def test_the_loops_own_python_before_the_model_is_named_as_run_names_it() -> Non
     assert not rank.loop_host_before_model and verdict.kind == "loop-bound", verdict.headline
     assert "before the model" not in verdict.headline
     assert "per-step work of the loop's own" in " ".join(verdict.advice), verdict.advice
+
+
+def test_a_loop_without_a_dataloader_is_not_told_to_move_its_work_into_one() -> None:
+    # Session 48's trial: an RL loop stepping its environment between the policy's actions read "move it
+    # into the Dataset's __getitem__ ... so the DataLoader workers run it": it has neither.
+    rank, verdict = _tokenising_window(21, loader=False)
+    assert not rank.loader_seen and rank.loop_host_before_model, rank
+    assert verdict.kind == "loop-bound", verdict.headline
+    advice = " ".join(verdict.advice)
+    assert "no DataLoader appears in the samples" in advice and "vectorised" in advice, advice
+    assert "__getitem__" not in advice and "the DataLoader workers run it" not in advice, advice
+    assert _tokenising_window(21)[0].loader_seen
+    # Its Python after the model's call (an environment stepped between the policy's actions) may be its
+    # data too.
+    rank, verdict = _tokenising_window(25, loader=False)
+    assert not rank.loop_host_before_model and verdict.kind == "loop-bound", verdict.headline
+    advice = " ".join(verdict.advice)
+    assert "per-step work of the loop's own" in advice and "an environment or a simulator" in advice, advice
+    _, with_loader = _tokenising_window(25)
+    assert "No DataLoader" not in " ".join(with_loader.advice)
 
 
 _VALIDATING_INLINE = {

@@ -353,7 +353,9 @@ def rank_sampled_verdict(rank: RankStacks, ranks: int = 1) -> Verdict:
         and stepping >= LOOP_STEPPING_MIN_SHARE
         and loop.share > host_waits
     ):
-        return _labelled(_loop_host_bound(loop, rank.loop_host_before_model), rank, ranks, [])
+        return _labelled(
+            _loop_host_bound(loop, rank.loop_host_before_model, rank.loader_seen), rank, ranks, []
+        )
     saving = rank.loop_checkpoint
     held = max(saving.share, rank.loop_iterable.share)
     if busy is None and held >= LOOP_HOST_WARN_SHARE and held > max(host_waits, _model_share(rank)):
@@ -416,7 +418,7 @@ def _judged(
     cpu_loop = (
         []
         if on_gpu or loop.share < LOOP_HOST_WARN_SHARE
-        else [_cpu_loop_python(loop, rank.loop_host_before_model)]
+        else [_cpu_loop_python(loop, rank.loop_host_before_model, rank.loader_seen)]
     )
     main_loads = _main_thread_loads(rank)
     workers = workers_now(rank) if rank.workers else (0 if rank.shares.share("main_loading") > 0 else None)
@@ -604,12 +606,12 @@ def _top_lines_text(loop: LoopHost) -> str:
     return ", ".join(f"{line} {pct(share)}" for line, share in loop.top_lines)
 
 
-def _cpu_loop_python(loop: LoopHost, before_model: bool = False) -> str:
+def _cpu_loop_python(loop: LoopHost, before_model: bool = False, loader_seen: bool = True) -> str:
     lines = _top_lines_text(loop)
     if before_model:
         return (
             f"{pct(loop.share)} of samples are the training loop's own Python before the model (the loop "
-            f"at {loop.loop_line}; most on {lines}): {BEFORE_MODEL_REMEDY} Mixed precision or "
+            f"at {loop.loop_line}; most on {lines}): {_before_model_remedy(loader_seen)} Mixed precision or "
             "torch.compile would speed up only the model's share."
         )
     return (
@@ -626,32 +628,59 @@ BEFORE_MODEL_REMEDY = (
     "the Dataset's __getitem__ (or a collate_fn) so the DataLoader workers run it in parallel, ahead of "
     "the loop."
 )
+#: The same work in a loop that reads no DataLoader (session 48's trial: an RL loop stepping its
+#: environment between the policy's actions was told to move it into a Dataset it does not have).
+_OWN_DATA_REMEDY = (
+    "the loop makes its own data (a generator, a list, an environment or a simulator it steps). Make fixed "
+    "data in a Dataset read through a DataLoader with workers, so it is made in parallel, ahead of the "
+    "loop; step an environment in several copies at once (vectorised) or in worker processes, and keep "
+    "its observations as tensors rather than converting them every step."
+)
+NO_LOADER_REMEDY = (
+    "it runs in the main process, one step at a time, and no DataLoader appears in the samples: "
+    + _OWN_DATA_REMEDY
+)
 
 
-def _bookkeeping_advice(loop: LoopHost, on_gpu: bool = True, before_model: bool = False) -> str:
+def _before_model_remedy(loader_seen: bool) -> str:
+    return BEFORE_MODEL_REMEDY if loader_seen else NO_LOADER_REMEDY
+
+
+def _bookkeeping_advice(
+    loop: LoopHost, on_gpu: bool = True, before_model: bool = False, loader_seen: bool = True
+) -> str:
     """The loop's own Python: bookkeeping after the step, or (``before_model``) the batch's own
     preparation between the loader and the model (tokenising, converting, augmenting)."""
     if before_model:
         return (
             f"Most of it on {_top_lines_text(loop)}: the loop's own Python before the model (tokenising, "
-            f"converting or augmenting the batch); {BEFORE_MODEL_REMEDY}"
+            f"converting or augmenting the batch); {_before_model_remedy(loader_seen)}"
         )
+    # A loop that reads no DataLoader may be making its data after the model's call: the environment an
+    # RL policy acts in, stepped between its actions.
+    own_data = (
+        ""
+        if loader_seen
+        else " No DataLoader appears in the samples: where these lines make the loop's data (an environment "
+        "or a simulator it steps), step several copies at once (vectorised) or in worker processes."
+    )
     if not on_gpu:
         return (
             f"Most of it on {_top_lines_text(loop)}: per-step work of the loop's own (metrics, confusion "
             "counts, logging, a wait or a sleep of its own) that holds each step: do it every N steps, off "
             "the loop, or as a few tensor ops over the batch instead of a Python loop over its items."
+            + own_data
         )
     return (
         f"Most of it on {_top_lines_text(loop)}: move per-step bookkeeping (metrics, confusion counts, "
         "logging) onto the GPU as tensor ops, or do it every N steps; a .item()/.cpu()/.tolist() that feeds "
         "it makes the GPU wait for it every step (loss.item(): accumulate the loss on the GPU instead). A "
         "line that turns a tensor into a Python value (float(loss), printing it, `if loss.isnan():`) waits "
-        "for the GPU too: there the GPU, not the host, may be the cost."
+        f"for the GPU too: there the GPU, not the host, may be the cost.{own_data}"
     )
 
 
-def _loop_host_bound(loop: LoopHost, before_model: bool = False) -> Verdict:
+def _loop_host_bound(loop: LoopHost, before_model: bool = False, loader_seen: bool = True) -> Verdict:
     # py-spy sees the host only: the GPU's own utilisation is not in the window, and an implicit
     # sync (float(loss), an f-string of a tensor, `if loss.isnan():`) also reads as the loop's code.
     headline = (
@@ -659,7 +688,10 @@ def _loop_host_bound(loop: LoopHost, before_model: bool = False) -> Verdict:
         f"loop's own Python code (the loop at {loop.loop_line}; not data, copies, the model or syncs)"
     )
     severity: Severity = "critical" if loop.share >= LOOP_HOST_CRITICAL_SHARE else "warn"
-    advice = (_bookkeeping_advice(loop, before_model=before_model), *host_bound_advice()[1:2])
+    advice = (
+        _bookkeeping_advice(loop, before_model=before_model, loader_seen=loader_seen),
+        *host_bound_advice()[1:2],
+    )
     return Verdict("host-bound", severity, headline, advice=advice, rule="host-bound")
 
 
@@ -758,10 +790,15 @@ def _loop_bound(rank: RankStacks, busy: float | None) -> Verdict:
         f"loop-bound: the loop's own code{mostly} holds the main thread {pct(own)} of samples {meanwhile}"
     )
     severity: Severity = "critical" if own >= LOOP_HOST_CRITICAL_SHARE else "warn"
+    into = (
+        f"Move it into the Dataset (__getitem__ or a transform) so the DataLoader workers run it in "
+        f"parallel{elsewhere}."
+        if rank.loader_seen
+        else f"No DataLoader appears in the samples: {_OWN_DATA_REMEDY}"
+    )
     maths = (
         f"tensor maths on the loop's own lines ({_top_lines_text(tensor)}; the loop at {tensor.loop_line}), "
-        f"outside the model: {where}. Move it into the Dataset (__getitem__ or a transform) so the "
-        f"DataLoader workers run it in parallel{elsewhere}."
+        f"outside the model: {where}. {into}"
     )
     if rank.loop_tensor_after_model:
         maths = (
@@ -771,7 +808,10 @@ def _loop_bound(rank: RankStacks, busy: float | None) -> Verdict:
             "get_ema_multi_avg_fn updates an EMA with foreach kernels)."
         )
     bookkeeping = _bookkeeping_advice(
-        python, on_gpu=busy is not None, before_model=rank.loop_host_before_model
+        python,
+        on_gpu=busy is not None,
+        before_model=rank.loop_host_before_model,
+        loader_seen=rank.loader_seen,
     )
     iterable_advice = _iterable_advice(iterable, rank.loop_iterable_wraps_loader)
     parts = [

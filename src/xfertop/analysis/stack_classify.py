@@ -1093,6 +1093,10 @@ class RankStacks:
     #: (tokenising, converting, augmenting the batch in Python), not bookkeeping after the step: the
     #: work `xfertop run` books as the loop's own before the model.
     loop_host_before_model: bool = False
+    #: A DataLoader was seen in the window (its workers, or its frames on any thread): without one the
+    #: loop makes its own data (a generator, an environment it steps), and "move it into the Dataset"
+    #: names a part the job does not have.
+    loader_seen: bool = True
     #: The training loop waiting in a queue's get() or a future's result() for batches a producer of the
     #: job's own makes (not a DataLoader; part of "data_wait"), and in which of the two most.
     queue_wait_share: float = 0.0
@@ -1169,6 +1173,7 @@ class RankStacks:
             "loop_tensor_lines": _lines(self.loop_tensor),
             "loop_tensor_after_model": self.loop_tensor_after_model,
             "loop_host_before_model": self.loop_host_before_model,
+            "loader_seen": self.loader_seen,
             "queue_wait_share": round(self.queue_wait_share, 4),
             "queue_wait_in": self.queue_wait_in,
             "loop_checkpoint_share": round(self.loop_checkpoint.share, 4),
@@ -1534,6 +1539,7 @@ def summarise_window(
         loop_tensor=_loop_work(loop, loop_maths, total),
         loop_tensor_after_model=_after_the_model(loop, model_span, loop_maths),
         loop_host_before_model=_before_the_model(loop, model_span, loop_other),
+        loader_seen=bool(workers) or any(_matches(f, _NEXT_BATCH) for s in window.stacks for f in s.frames),
         queue_wait_share=queue_wait[0],
         queue_wait_in=queue_wait[1],
         loop_checkpoint=_loop_work(loop, loop_other, total, _checkpoint_line) if loop_seen else LoopHost(0.0),
