@@ -28,7 +28,7 @@ from xfertop.reporter._identity import current_identity
 from xfertop.reporter._ring_writer import RingWriter
 from xfertop.reporter._step_parts import (
     AGREEING_STEPS,
-    PROBE_STEPS,
+    PROBE_CALLS,
     RETIRE_AFTER_STEPS,
     SEARCH_STEPS,
     ModelWatch,
@@ -135,7 +135,7 @@ def test_the_model_is_found_after_agreeing_steps_and_the_global_hook_removed(
     _step(clock, time, net)
     assert _hooked(net) and not _hooked(net.layer)
     # The global hook stays while the model's gaps are probed for other modules, then comes off.
-    for _ in range(PROBE_STEPS):
+    for _ in range(PROBE_CALLS):
         assert _searching(watch)
         _step(clock, time, net)
     assert not _searching(watch)  # every module call of the job is off nn.Module's slow path again
@@ -151,7 +151,7 @@ def test_the_probes_global_hook_comes_off_when_the_model_is_then_called_between_
         _step(clock, time, net)
     assert _hooked(net) and _searching(watch)
     clock.before_next()  # the loop asks for its next batch: the last step closes
-    for _ in range(PROBE_STEPS):
+    for _ in range(PROBE_CALLS):
         assert reporter.open_step() is None and _searching(watch)
         net(torch.ones(3, 4))
     assert not _searching(watch)
@@ -189,7 +189,7 @@ def test_a_module_that_comes_first_only_now_and_then_is_not_the_model(
     for index in range(AGREEING_STEPS * 2):
         _step(clock, time, *((teacher, net) if index % 2 else (net,)))
     assert _searching(watch)  # never the same module first in AGREEING_STEPS steps in a row
-    for _ in range(AGREEING_STEPS + PROBE_STEPS):
+    for _ in range(AGREEING_STEPS + PROBE_CALLS):
         _step(clock, time, net)
     assert not _searching(watch) and _hooked(net) and not _hooked(teacher)
 
@@ -202,7 +202,7 @@ def test_the_search_ends_after_search_steps_with_the_last_module_found(
         assert _searching(watch)
         _step(clock, time, first if index % 2 else second)
     assert _hooked(first) and not _hooked(second)  # step 63 (odd) called ``first``
-    for _ in range(PROBE_STEPS):
+    for _ in range(PROBE_CALLS):
         _step(clock, time, first)
     assert not _searching(watch)
 

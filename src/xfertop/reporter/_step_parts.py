@@ -71,9 +71,9 @@ RETIRE_AFTER_STEPS = 16
 #: The loop's own work between the model's calls in a step (ns) below which the hooks told nothing new by
 #: it: two views of a batch through one encoder have a few microseconds of Python between their calls.
 BETWEEN_CALLS_NS = 100_000
-#: Steps after the model is found in which any other module with parameters called between the model's
-#: calls says that time holds model work (ModelWatch._probe_left).
-PROBE_STEPS = 8
+#: The model's calls after it is found (between steps too) in which any other module with parameters
+#: called between two of them says that time holds model work (ModelWatch._probe_left).
+PROBE_CALLS = 8
 
 
 #: What torch.compile's wrapper module says at each call while any global module hook exists: the search's
@@ -136,10 +136,10 @@ class ModelWatch:
         self._search_traced = False
         self._hooks_traced = False
         self._settled = False
-        #: After the model is found the search's hook stays for PROBE_STEPS more steps, to see whether any
-        #: other module with parameters runs between the model's calls (a policy's head, an RNN's output
-        #: layer): then that time is the model's work too, and it is not booked as the loop's.
-        self._probe_left = PROBE_STEPS
+        #: After the model is found the search's hook stays for PROBE_CALLS more of its calls, to see whether
+        #: any other module with parameters runs between them (a policy's head, an RNN's output layer):
+        #: then that time is the model's work too, and it is not booked as the loop's.
+        self._probe_left = PROBE_CALLS
         self._gap_open = False  # the model returned and was not called again, nor a backward ran, since
         self._gaps_hold_modules = False
         self._quiet = _quiet_compile_warning()
