@@ -46,6 +46,11 @@ H_LAUNCH_EXIT = 40
 #: the "busy_thread" string); 0 otherwise. Python threads take turns on one GIL: a busy one holds the
 #: loop's own Python back.
 H_BUSY_THREAD_PERMILLE = 41
+#: The share of the loop's own work before the model (42) and after the step (43) in which its thread was
+#: blocked (neither on a CPU nor waiting for one: a queue's get(), a sleep, a read, an fsync), over recent
+#: sampled steps, in permille, plus one; 0: not known (too little sampled, no schedstat).
+#: reporter/_ready_clock.py.
+H_LOOP_PRE_BLOCKED, H_LOOP_POST_BLOCKED = 42, 43
 
 # Header state flags.
 STATE_DISABLED = 1

@@ -159,6 +159,34 @@ print(f"truth {pre / wall:.4f} {post / wall:.4f}", file=sys.stderr, flush=True)
 """
 
 
+# No DataLoader: a producer thread makes each batch (8 ms of a "read", a sleep) and feeds a queue; the
+# loop gets its batches from the queue and trains a small model.
+PRODUCER = """
+import queue, threading, time
+import torch
+
+batches = queue.Queue(maxsize=2)
+
+def produce():
+    while True:
+        time.sleep(0.008)
+        batches.put(torch.randn(16, 32))
+
+threading.Thread(target=produce, daemon=True).start()
+model = torch.nn.Linear(32, 8)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(300):
+    x = batches.get()
+    loss = model(x).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+# KNOWN_PARTS with a 10 ms sleep after the step (a rate limiter) where it computed for 4 ms.
+SLEEPS_AFTER_THE_STEP = KNOWN_PARTS.replace("post += spin(0.004)", "time.sleep(0.010)")
+
+
 # A fed training loader (2 persistent workers) and a validation pass every 16 steps over a loader with
 # num_workers=0 whose samples each take 5 ms: the validation steps hold nearly all of the data wait.
 SLOW_VALIDATION = """
@@ -270,6 +298,33 @@ def test_a_run_whose_model_is_seen_splits_the_host_step_in_six_parts(tmp_path: P
     }
     assert abs(said["loop before the model"] - host["loop_pre"] * 100) < 1, (line, host)
     assert abs(said["loop after the step"] - host["loop_post"] * 100) < 1, (line, host)
+
+
+def test_the_loops_own_work_that_waits_blocked_is_told_from_work_that_computes(tmp_path: Path) -> None:
+    """Session 48's trial: a producer thread feeding a queue read "loop-bound: the loop's own work before
+    the model ... 57%", its truth 56% in q.get(): on the host's clock a wait in the loop's code looks like
+    work. The loop thread's scheduler statistics say it was blocked (not on a CPU, not waiting for one)."""
+    waiting = _run(tmp_path, PRODUCER)
+    assert waiting.returncode == 0, waiting.stderr
+    verdict = _summary_json(waiting.stderr)["last_verdict"]
+    assert verdict["kind"] == "input-bound", verdict
+    assert "the loop's own code before the model waits" in verdict["headline"], verdict["headline"]
+    assert verdict["evidence"]["loop_pre_blocked_share"] >= 0.6, verdict["evidence"]
+    assert "producer of the job's own" in " ".join(verdict["advice"]), verdict["advice"]
+    # The loop's own parts spent computing (KNOWN_PARTS spins 6 ms before the model, 4 ms after): its work.
+    computing = _run(tmp_path, KNOWN_PARTS)
+    assert computing.returncode == 0, computing.stderr
+    verdict = _summary_json(computing.stderr.split("xfertop run: ", 1)[1])["last_verdict"]
+    assert verdict["kind"] == "loop-bound", verdict
+    evidence = verdict["evidence"]
+    assert evidence["loop_pre_blocked_share"] < 0.2 and evidence["loop_post_blocked_share"] < 0.2, evidence
+    assert "blocked" not in verdict["headline"] + " ".join(verdict["advice"]), verdict
+    # A longer sleep after the step in place of the 4 ms of work: still the loop's, and said to be a wait.
+    sleeping = _run(tmp_path, SLEEPS_AFTER_THE_STEP)
+    assert sleeping.returncode == 0, sleeping.stderr
+    verdict = _summary_json(sleeping.stderr.split("xfertop run: ", 1)[1])["last_verdict"]
+    assert verdict["evidence"]["loop_post_blocked_share"] >= 0.6, verdict["evidence"]
+    assert "a sleep, a rate limiter, or I/O" in " ".join(verdict["advice"]), verdict["advice"]
 
 
 def test_the_advice_names_the_workers_of_the_loader_whose_steps_wait(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from xfertop.analysis.thresholds import (
     CORES_SATURATED_PERCENT,
     H2D_SEEN_OF_RX_MIN,
     INPUT_WARN_SHARE,
+    LOOP_BLOCKED_SHARE,
     MAIN_BUSY_IN_WAIT_SHARE,
     NESTED_PASS_WARN_SHARE,
     NEW_ITERATOR_MIN_STEPS,
@@ -800,13 +801,15 @@ def loop_bound_advice(
     reads_a_loader: bool = True,
     loader_workers: int | None = None,
     uses_an_optimizer: bool = False,
+    post_blocked: float | None = None,
 ) -> list[str]:
     """The loop's own code holds the step (and, on a GPU, leaves it idle). ``reads_a_loader``: the step
     clock saw a DataLoader iterated (its num_workers is known); without one the batches come from the
     loop's own iterable (a generator, a list), whose building is the loop's work before the model.
     ``loader_workers``: that loader's num_workers (with none, work moved into the Dataset stays in the
     main process until it gets some). ``uses_an_optimizer``: a torch.optim optimizer was seen stepping,
-    so the work after the step is no update of the parameters by hand."""
+    so the work after the step is no update of the parameters by hand. ``post_blocked``: the share of the
+    work after the step in which the loop's thread was blocked (Context.loop_post_blocked_share)."""
     if before_model and not reads_a_loader:
         advice = [
             "The loop's own code before the model holds each step, with no DataLoader read: building, "
@@ -833,6 +836,13 @@ def loop_bound_advice(
                 "Or do it on the GPU after the copy: copy the raw batch (uint8) and convert, normalise and "
                 "augment there (torchvision.transforms.v2 works on CUDA tensors)."
             )
+    elif post_blocked is not None and post_blocked >= LOOP_BLOCKED_SHARE:
+        advice = [
+            "The loop's own code after the optimizer step holds each step, and its thread is blocked, not "
+            f"computing, {pct(post_blocked)} of that time: a sleep, a rate limiter, or I/O it waits for (an "
+            "fsync, a synchronous log or checkpoint write, an upload, a request). Do it every N steps or "
+            "hand it to a background thread; a limiter that paces the job on purpose costs what it is set to."
+        ]
     else:
         on_device = " keep running metrics on the device," if on_gpu else ""  # a CPU job's are there already
         by_hand = (
@@ -848,6 +858,24 @@ def loop_bound_advice(
         ]
     advice.append("`xfertop attach PID` (or `s` on the job's row) names the loop's lines that take the time.")
     return advice
+
+
+def own_producer_advice(reads_a_loader: bool) -> list[str]:
+    """The loop's own code before the model is blocked most of its time: it waits for its batches."""
+    loader = (
+        " The DataLoader's own wait is apart (the step's wait for next()): this wait is in the loop's code."
+        if reads_a_loader
+        else ""
+    )
+    return [
+        "The loop's thread is blocked, not computing, in its own code between getting a batch and the "
+        "model: it waits for input a producer of the job's own makes (a thread or process feeding a queue, "
+        "a socket, a file or a service it reads)." + loader,
+        "Make that producer keep ahead: more of them in parallel, a larger queue, cheaper batches; a "
+        "DataLoader over an IterableDataset with num_workers > 0 (persistent_workers=True) runs the "
+        "producer in worker processes, ahead of the loop.",
+        "`xfertop attach PID` (or `s` on the job's row) names the line where the loop waits.",
+    ]
 
 
 def sync_then_host_work_advice() -> list[str]:

@@ -189,6 +189,10 @@ class Context:
     #: in one, as a quick loader with num_workers=0 leaves it. No workers known is then not "no DataLoader"
     #: (which the step clock knows), and no advice may say there is none.
     loader_unknown: bool = False
+    #: The share of the loop's own work before the model and after the step in which its thread was
+    #: blocked (RankState.loop_pre_blocked_share); None: not known.
+    loop_pre_blocked_share: float | None = None
+    loop_post_blocked_share: float | None = None
 
     @property
     def rx_link_share(self) -> float | None:
@@ -357,4 +361,6 @@ def rank_context(
         memory=memory,
         stepping=stepping,
         cpu_optimizer=rank.cpu_optimizer,
+        loop_pre_blocked_share=rank.loop_pre_blocked_share,
+        loop_post_blocked_share=rank.loop_post_blocked_share,
     )

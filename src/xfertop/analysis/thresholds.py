@@ -180,6 +180,12 @@ STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE = 0.05
 #: The loop's own work (before the model or after the step) that holds the GPU idle, or on a CPU the
 #: loop's wall, at least this share: loop-bound (the same bar as the input's).
 LOOP_WARN_SHARE = 0.10
+#: The loop's thread was blocked (neither on a CPU nor waiting for one: RankState.loop_pre_blocked_share)
+#: through at least this share of its own work before the model: that work is a wait for its batches (a
+#: queue's get() for a producer thread's, a socket, a read), input, not work to move elsewhere; after the
+#: step, a sleep or I/O of its own. Session 48's trial: a producer thread feeding a queue.Queue read
+#: "loop-bound: the loop's own work before the model ... 57%", its truth 56% in q.get().
+LOOP_BLOCKED_SHARE = 0.5
 #: The loop's work after the step follows a sync in at least this fraction of steps: the sync drained
 #: the GPU's queue for it, and the verdict is sync-bound.
 SYNCED_STEPS_FRACTION = 0.5

@@ -31,6 +31,7 @@ from xfertop.analysis.thresholds import (
     HIDDEN_WAIT_MIN_SHARE,
     INPUT_CRITICAL_SHARE,
     INPUT_WARN_SHARE,
+    LOOP_BLOCKED_SHARE,
     LOOP_WARN_SHARE,
     NESTED_PASS_WARN_SHARE,
     ONE_OFF_STALL_SHARE,
@@ -319,6 +320,9 @@ class Signals:
     #: The workers of the job's longest-iterated loader (its training loader) where the steps that waited
     #: came from another loader with a different count (``workers``): a validation pass, say.
     longest_loader_workers: int | None = None
+    #: The part of ``input`` that is the loop's own code before the model, blocked off its CPU (a queue's
+    #: get() for a producer's batches): moved from ``loop_pre`` (LOOP_BLOCKED_SHARE).
+    input_in_loop: float = 0.0
 
     @property
     def on_gpu(self) -> bool:
@@ -377,6 +381,14 @@ def signals(stats: WindowStats, workers: int | None, busy: float | None, context
         dispatch = idle.model
     step_s = stats.wall_ms_total / max(stats.steps, 1) / 1000
     explained = stats.h2d_bytes_per_s * step_s / COPY_FLOOR_BYTES_PER_S / max(step_s, 1e-9)
+    in_loop = 0.0
+    blocked = context.loop_pre_blocked_share
+    if blocked is not None and blocked >= LOOP_BLOCKED_SHARE:
+        # The loop's code before the model mostly waits, blocked: for its batches, from a producer of its
+        # own. That part of it is input; what ran on a CPU stays the loop's work.
+        in_loop = pre * blocked
+        pre -= in_loop
+        input_share += in_loop
     return Signals(
         stats=stats,
         context=context,
@@ -388,6 +400,7 @@ def signals(stats: WindowStats, workers: int | None, busy: float | None, context
         copy=copy,
         dispatch=dispatch,
         copy_explained=copy <= explained + COPY_UNEXPLAINED_SLACK_SHARE,
+        input_in_loop=in_loop,
     )
 
 
@@ -413,6 +426,8 @@ def _input_applies(sig: Signals) -> bool:
 
 
 def _input_write(sig: Signals) -> RuleResult:
+    if sig.input_in_loop >= sig.input / 2:
+        return _own_producer_write(sig)
     if sig.stats.idle is not None:
         headline = f"input-bound: the GPU sits idle {pct(sig.input)} of each step waiting for data"
     else:
@@ -432,6 +447,22 @@ def _input_write(sig: Signals) -> RuleResult:
         # the top of the body, 35% of the time) are named after the input's remedy.
         advice += advise.periodic_work_advice(sig.stats)
     return severity, headline, advice
+
+
+def _own_producer_write(sig: Signals) -> RuleResult:
+    """Most of the input is the loop's own code before the model, blocked: it waits for batches a
+    producer of the job's own makes, not for a DataLoader."""
+    blocked = sig.context.loop_pre_blocked_share or 0.0
+    where = (
+        f"the GPU sits idle {pct(sig.input)} of each step while the loop's own code before the model waits"
+        if sig.stats.idle is not None
+        else f"the loop's own code before the model waits {pct(sig.input)} of each step"
+    )
+    headline = f"input-bound: {where} for its batches, blocked off its CPU {pct(blocked)} of that code's time"
+    if sig.busy is not None:
+        headline += f" ({_busy_text(sig)})"
+    advice = advise.own_producer_advice(_reads_a_loader(sig))
+    return _severity(sig.input, INPUT_CRITICAL_SHARE), headline, advice
 
 
 def _loop_applies(sig: Signals) -> bool:
@@ -468,6 +499,7 @@ def _loop_write(sig: Signals) -> RuleResult:
         _reads_a_loader(sig),
         sig.workers,
         uses_an_optimizer=sig.stats.optimizer_step_fraction > 0,  # accumulation steps it now and then
+        post_blocked=sig.context.loop_post_blocked_share,
     )
     saving = sig.stats.checkpoint_share
     what = ""
@@ -798,6 +830,8 @@ def context_evidence(context: Context) -> dict[str, Any]:
     cgroup = context.cgroup_cpu
     return {
         "copies_measured": context.copies_measured,
+        "loop_pre_blocked_share": _round(context.loop_pre_blocked_share, 3),
+        "loop_post_blocked_share": _round(context.loop_post_blocked_share, 3),
         "gpu_rx_bytes_per_s": _round(context.gpu_rx_bytes_per_s, 0),
         "rx_link_share": _round(context.rx_link_share, 4),
         "workers_found": workers.count if workers else None,

@@ -156,6 +156,12 @@ class RankState:
     #: turns on one GIL, so a busy one holds the loop's own Python back.
     busy_thread: str = ""
     busy_thread_share: float = 0.0
+    #: The share of the loop's own work before the model and after the step in which the loop's thread
+    #: was blocked: neither on a CPU nor waiting for one (a queue's get() for a producer's batches, a sleep,
+    #: a read, an fsync), over the reporter's recent sampled steps (`xfertop run` only); None where not
+    #: known.
+    loop_pre_blocked_share: float | None = None
+    loop_post_blocked_share: float | None = None
     #: How the process ended: None while it runs (status live or stalled).
     end: RankEnd | None = None
 

@@ -29,6 +29,8 @@ from xfertop.reporter._copy import PinnedMemo
 from xfertop.reporter._gpu_gap import GpuGap, cuda_device_in_use
 from xfertop.reporter._host_memory import pinned_host_bytes
 from xfertop.reporter._loader_workers import LoaderWorkers, ZippedFetches
+from xfertop.reporter._ready_clock import SAMPLE_NS as READY_SAMPLE_NS
+from xfertop.reporter._ready_clock import BlockedShares
 from xfertop.reporter._ring_writer import RingWriter
 from xfertop.reporter._step_work import StepWork
 
@@ -65,6 +67,10 @@ class StepClock:
         #: Which host tensors are pinned, by address (copy timing's and to_device's copies ask it).
         self.pinned = PinnedMemo()
         self.work = StepWork(self.gap, self.fail, self._learn_device, self.pinned)
+        #: The loop's own work blocked or not, on sampled steps (_ready_clock.py): when the last was
+        #: sampled, what the ticks since gathered, and what the ring says.
+        self._ready_sampled_ns = 0
+        self._blocked = BlockedShares()
         self.copy_timing = False  # set by `xfertop run`'s copy timing before the first step
         #: Steps in which torch.cuda.empty_cache() was called (`xfertop run`; note_empty_cache), and the
         #: count and the steps written at the last tick.
@@ -535,7 +541,13 @@ class StepClock:
         opened_ns = self._opened_ns = start_ns + wait_ns
         if self.fetches.watching:
             self.fetches.opened()
-        self.work.opened(self.steps_written, opened_ns)
+        work = self.work
+        work.opened(self.steps_written, opened_ns)
+        if self.partitioning and opened_ns - self._ready_sampled_ns >= READY_SAMPLE_NS:
+            self._ready_sampled_ns = opened_ns
+            work.ready_at_open = work.ready.ready_ns()  # -1: unreadable, a true value: sampled
+            if work.ready_at_open < 0:
+                work.ready_at_open = 0
         self._samples = 0
         gap = self.gap
         gap.step_opens()
@@ -583,6 +595,8 @@ class StepClock:
         if work.h2d_bytes and not work.any_pageable:  # every host-to-device copy was from pinned memory
             flags |= _F_PINNED
         loop_pre_ns, loop_post_ns = work.loop_ns(now)
+        if work.ready_at_open:
+            self._sampled(work, now, writer)
         if self.partitioning and work.first_work_ns:
             flags |= _F_PARTITIONED
             if work.model_end_ns:
@@ -615,6 +629,17 @@ class StepClock:
             gap.step_written(writer)
         if now >= self._next_tick_ns:
             self._tick(now)
+
+    def _sampled(self, work: StepWork, now: int, writer: RingWriter) -> None:
+        """A sampled step closes: how much of the loop's own work was blocked, to the ring's header."""
+        (pre_wall, pre_ready), (post_wall, post_ready) = work.sampled_parts(now)
+        blocked = self._blocked
+        blocked.add(pre_wall, pre_ready, after_step=False)
+        blocked.add(post_wall, post_ready, after_step=True)
+        words = (wire.H_LOOP_PRE_BLOCKED, wire.H_LOOP_POST_BLOCKED)
+        for word, permille in zip(words, blocked.permilles(), strict=True):
+            if permille is not None:
+                writer.set_word(word, permille + 1)
 
     def _learn_device(self, device: Any) -> None:
         """A copy went to ``device`` (a torch.device): the GPU clock runs on the first CUDA one seen."""
@@ -673,7 +698,9 @@ class StepClock:
         finished, then mark the ring closed."""
         try:
             if self.is_open and not self.disabled and self.work.model_end_ns:
-                # No next() will close it: it ends where its model's work (and any sync after) ended.
+                # No next() will close it: it ends where its model's work (and any sync after) ended,
+                # which is not now: no sample of its work after the step.
+                self.work.ready_at_open = 0
                 self._close(self.work.model_end_ns + self.work.sync_after_model_ns())
         except Exception as exc:
             self.fail(exc)
@@ -687,6 +714,7 @@ class StepClock:
         except Exception as exc:
             self.fail(exc)
         try:
+            self.work.ready.close()
             if self.writer is not None:
                 self.writer.close()
         except Exception as exc:

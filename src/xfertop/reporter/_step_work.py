@@ -34,6 +34,7 @@ from typing import Any
 from xfertop import wire
 from xfertop.reporter._copy import PinnedMemo
 from xfertop.reporter._gpu_gap import CHECKPOINT, GpuGap
+from xfertop.reporter._ready_clock import ReadyClock
 
 _now_ns = time.perf_counter_ns
 _F_COPIED = wire.F_COPIED
@@ -56,6 +57,10 @@ class StepWork:
         self._learn_device = learn_device
         self._last_target: Any = None
         self.open = False  # a step is open (set by the clock: opened, closed)
+        #: On a sampled step (the clock sets ready_at_open), the loop thread's ready time at its batch's
+        #: arrival, its first work and its model's end (_ready_clock.py); 0 on other steps.
+        self.ready = ReadyClock()
+        self.ready_at_open = self.ready_at_first_work = self.ready_at_model_end = 0
         #: The open step has seen no copy or model call yet: copy timing asks this before it parses a
         #: ``.to()``'s target, so that only a step's first copy pays for it.
         self.awaits_first_work = False
@@ -97,6 +102,7 @@ class StepWork:
         self.first_work_ns = self.model_end_ns = self.sync_ns = self.waits_after_model = 0
         self._sync_at_first_work = self._sync_at_model_end = self._copy_at_model_end = 0
         self._before_work_ns = self.between_ns = self._returned_ns = 0
+        self.ready_at_open = self.ready_at_first_work = self.ready_at_model_end = 0
 
     def marks_from(self, opened_ns: int) -> None:
         """The host's marks start again at ``opened_ns`` (a step opens, or another loader's batch it waited
@@ -105,6 +111,7 @@ class StepWork:
         self.first_work_ns = self.model_end_ns = self.sync_ns = self.waits_after_model = 0
         self._sync_at_first_work = self._sync_at_model_end = self._copy_at_model_end = 0
         self._before_work_ns = self.between_ns = self._returned_ns = 0
+        self.ready_at_open = 0  # the loop's work starts anew: not a sample of it
 
     def pass_ended_before_model(self) -> None:
         """A pass over another loader that began before the step's first work (its hooks off meanwhile)
@@ -138,6 +145,21 @@ class StepWork:
         )
         return pre, max(0, post)
 
+    def sampled_parts(self, close_ns: int) -> tuple[tuple[int, int], tuple[int, int]]:
+        """On a sampled step closing at ``close_ns`` (now): (wall, ready) ns of the loop's own work before
+        the model and after the step, the waits of passes over other loaders left out (they are data
+        waits); (0, -1) for a part not seen whole."""
+        pre = post = (0, -1)
+        if self.first_work_ns and self.ready_at_first_work > 0:
+            wall = self.first_work_ns - self.opened_ns - self._before_work_ns
+            pre = (wall, self.ready_at_first_work - self.ready_at_open)
+        if self.model_end_ns and self.ready_at_model_end > 0:
+            ready_now = self.ready.ready_ns()
+            if ready_now > 0:
+                wall = close_ns - self.model_end_ns - self.waits_after_model
+                post = (wall, ready_now - self.ready_at_model_end)
+        return pre, post
+
     def sync_after_model_ns(self) -> int:
         """Host time blocked in syncs since the model's end."""
         return self.sync_ns - self._sync_at_model_end if self.model_end_ns else 0
@@ -152,6 +174,8 @@ class StepWork:
             self.first_work_ns = _now_ns()
             self._sync_at_first_work = self.sync_ns
             self.awaits_first_work = False
+            if self.ready_at_open:
+                self.ready_at_first_work = self.ready.ready_ns()
             gap = self._gap
             if gap.after_prev is not None:
                 self.flags |= gap.measure(self.step)  # only where there is a gap to ask
@@ -167,6 +191,8 @@ class StepWork:
                 self._sync_at_model_end = self.sync_ns
                 self._copy_at_model_end = self.copy_cpu_ns
                 self._returned_ns = 0  # a backward since the forward: no time between its calls
+                if self.ready_at_open:
+                    self.ready_at_model_end = self.ready.ready_ns()
                 gap = self._gap
                 if gap.marking:  # called up to three times a step: no call where no event is due
                     gap.model_ended()
@@ -181,6 +207,8 @@ class StepWork:
                 self.model_end_ns = self._returned_ns = _now_ns()
                 self._sync_at_model_end = self._sync_at_return = self.sync_ns
                 self._copy_at_model_end = self._copy_at_return = self.copy_cpu_ns
+                if self.ready_at_open:
+                    self.ready_at_model_end = self.ready.ready_ns()
                 gap = self._gap
                 if gap.marking:
                     gap.model_ended()

@@ -58,6 +58,10 @@ class RingCounters:
     #: (wire.H_BUSY_THREAD_PERMILLE).
     busy_thread: str = ""
     busy_thread_permille: int = 0
+    #: The blocked share of the loop's own work before the model and after the step, in permille, -1
+    #: where not known (wire.H_LOOP_PRE_BLOCKED, H_LOOP_POST_BLOCKED).
+    loop_pre_blocked_permille: int = -1
+    loop_post_blocked_permille: int = -1
 
 
 #: A step whose GPU figures are still to be patched in: read again until they are.
@@ -206,6 +210,8 @@ class RingReader:
             launch_exit=words[wire.H_LAUNCH_EXIT],
             busy_thread=self._busy_thread_name() if busy > 0 else "",
             busy_thread_permille=max(busy, 0),
+            loop_pre_blocked_permille=words[wire.H_LOOP_PRE_BLOCKED] - 1,
+            loop_post_blocked_permille=words[wire.H_LOOP_POST_BLOCKED] - 1,
         )
         return self._counters
 

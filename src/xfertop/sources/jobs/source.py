@@ -487,6 +487,8 @@ def _rank_state(
         debug_switches=wire.debug_switches_of(counters.state_flags),
         busy_thread=counters.busy_thread,
         busy_thread_share=counters.busy_thread_permille / 1000,
+        loop_pre_blocked_share=_share_of_permille(counters.loop_pre_blocked_permille),
+        loop_post_blocked_share=_share_of_permille(counters.loop_post_blocked_permille),
         ring_path=reader.path,
         steps_lost=reader.steps_lost,
         gpu_steps_dropped=counters.gpu_steps_dropped,
@@ -508,3 +510,7 @@ def _group(ranks: list[RankState]) -> tuple[JobState, ...]:
         members = sorted(by_key[key], key=lambda r: (r.rank is None, r.rank or 0, r.pid))
         jobs.append(JobState(job_key=key, name=job_name(members[0].argv), ranks=tuple(members)))
     return tuple(jobs)
+
+
+def _share_of_permille(permille: int) -> float | None:
+    return None if permille < 0 else min(permille, 1000) / 1000
