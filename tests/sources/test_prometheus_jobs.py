@@ -285,6 +285,17 @@ def test_a_busy_thread_comes_from_its_gauge() -> None:
     assert _rank_from(_gauge("xfertop_rank_copy_timing", 0)).busy_thread == ""
 
 
+def test_the_loops_blocked_shares_come_from_their_gauge() -> None:
+    # A producer thread's queue: the loop's work before the model is a wait, not work (verdict input-bound).
+    rank = _rank_from(
+        _gauge("xfertop_rank_loop_blocked_ratio", 0.9, part="before_model"),
+        _gauge("xfertop_rank_loop_blocked_ratio", 0.1, part="after_step"),
+    )
+    assert (rank.loop_pre_blocked_share, rank.loop_post_blocked_share) == (0.9, 0.1)
+    unknown = _rank_from(_gauge("xfertop_rank_copy_timing", 0))
+    assert (unknown.loop_pre_blocked_share, unknown.loop_post_blocked_share) == (None, None)
+
+
 def _bursty(steps: int) -> list[StepRecord]:
     """Persistent workers that mostly keep up: every fifth batch takes 30 ms to arrive, the others 2 ms."""
     return [_step(n, 20 + (30.0 if n % 5 == 4 else 2.0), 30.0 if n % 5 == 4 else 2.0) for n in range(steps)]

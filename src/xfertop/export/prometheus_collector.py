@@ -391,6 +391,7 @@ class _RankFamilies:
     loader_off_thread: GaugeMetricFamily
     cpu_optimizer: GaugeMetricFamily
     busy_thread: GaugeMetricFamily
+    loop_blocked: GaugeMetricFamily
     heartbeat: GaugeMetricFamily
     process_cpu: GaugeMetricFamily
     workers_cpu: GaugeMetricFamily
@@ -445,6 +446,13 @@ class _RankFamilies:
             "used 0.3 of a core or more over the reporter's last second: its CPU in cores (one GIL)",
             [*RANK_LABELS, "thread"],
         )
+        loop_blocked = _gauge(
+            "xfertop_rank_loop_blocked_ratio",
+            "The share of the loop's own work (label part: before_model, after_step) in which its thread was "
+            "blocked, neither on a CPU nor waiting for one (a queue's get(), a sleep, a read), over recent "
+            "sampled steps (`xfertop run`)",
+            [*RANK_LABELS, "part"],
+        )
         heartbeat = _gauge(
             "xfertop_rank_heartbeat_age_seconds",
             "Seconds since the reporter last wrote",
@@ -495,6 +503,7 @@ class _RankFamilies:
             loader_off_thread,
             cpu_optimizer,
             busy_thread,
+            loop_blocked,
             heartbeat,
             process_cpu,
             workers_cpu,
@@ -520,6 +529,12 @@ class _RankFamilies:
         self.cpu_optimizer.add_metric(labels, 1.0 if rank.cpu_optimizer else 0.0)
         if rank.busy_thread:
             self.busy_thread.add_metric([*labels, rank.busy_thread], rank.busy_thread_share)
+        for part, share in (
+            ("before_model", rank.loop_pre_blocked_share),
+            ("after_step", rank.loop_post_blocked_share),
+        ):
+            if share is not None:
+                self.loop_blocked.add_metric([*labels, part], share)
         self.heartbeat.add_metric(labels, rank.heartbeat_age_s)
         self.status.add_metric(labels, {state: state == rank.status for state in RANK_STATUSES})
         switches = rank.debug_switches
@@ -540,6 +555,7 @@ class _RankFamilies:
             self.loader_off_thread,
             self.cpu_optimizer,
             self.busy_thread,
+            self.loop_blocked,
             self.heartbeat,
             self.process_cpu,
             self.workers_cpu,

@@ -44,7 +44,7 @@ RANK_KEY_LABELS = ("host", "job_id", "pid", "rank")
 DATA_WAIT_BUCKET = "xfertop_rank_step_data_wait_seconds_bucket"
 COUNTERS_QUERY = '{{__name__=~"xfertop_rank_.+_total|' + DATA_WAIT_BUCKET + '"}}[{window}s]'
 GAUGES_QUERY = (
-    '{__name__=~"xfertop_rank_(info|end_info|status|debug_switches|copy_timing|loader_off_thread|cpu_optimizer|busy_thread_cpu_cores|pinned_host_bytes|dataloader_workers'
+    '{__name__=~"xfertop_rank_(info|end_info|status|debug_switches|copy_timing|loader_off_thread|cpu_optimizer|busy_thread_cpu_cores|loop_blocked_ratio|pinned_host_bytes|dataloader_workers'
     '|heartbeat_age_seconds)"}'
 )
 #: The heartbeat's age now: its age at the last scrape plus the time since that scrape (a rank that stopped
@@ -216,6 +216,8 @@ def _note_gauge(facts: dict[str, Any], series: _Series) -> None:
         facts[_FLAG_GAUGES[name]] = value == 1
     elif name == "xfertop_rank_busy_thread_cpu_cores":
         facts["busy_thread"] = (labels.get("thread", ""), value)
+    elif name == "xfertop_rank_loop_blocked_ratio":
+        facts[f"loop_blocked_{labels.get('part', '')}"] = value
     elif name == "xfertop_rank_pinned_host_bytes":
         facts["pinned"] = int(value)
     elif name == "xfertop_rank_dataloader_workers":
@@ -274,6 +276,8 @@ def _rank_state(series: dict[str, _Series], facts: dict[str, Any]) -> tuple[Rank
         cpu_optimizer=facts.get("cpu_optimizer", False),
         busy_thread=facts.get("busy_thread", ("", 0.0))[0],
         busy_thread_share=facts.get("busy_thread", ("", 0.0))[1],
+        loop_pre_blocked_share=facts.get("loop_blocked_before_model"),
+        loop_post_blocked_share=facts.get("loop_blocked_after_step"),
         debug_switches=tuple(n for n in wire.DEBUG_SWITCHES.values() if n in facts.get("debug_switches", ())),
         # An exporter older than xfertop_rank_end says only that the rank finished.
         end=facts.get("end", RankEnd(closed_ring=True)) if status == "finished" else None,
