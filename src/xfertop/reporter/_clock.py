@@ -68,8 +68,9 @@ class StepClock:
         self.pinned = PinnedMemo()
         self.work = StepWork(self.gap, self.fail, self._learn_device, self.pinned)
         #: The loop's own work blocked or not, on sampled steps (_ready_clock.py): when the last was
-        #: sampled, what the ticks since gathered, and what the ring says.
+        #: sampled, the thread it was read on, and what the samples gathered.
         self._ready_sampled_ns = 0
+        self._ready_thread = 0
         self._blocked = BlockedShares()
         self.copy_timing = False  # set by `xfertop run`'s copy timing before the first step
         #: Steps in which torch.cuda.empty_cache() was called (`xfertop run`; note_empty_cache), and the
@@ -546,6 +547,7 @@ class StepClock:
         if self.partitioning and opened_ns - self._ready_sampled_ns >= READY_SAMPLE_NS:
             self._ready_sampled_ns = opened_ns
             work.ready_at_open = work.ready.ready_ns()  # -1: unreadable, a true value: sampled
+            self._ready_thread = work.ready.thread_reads
             if work.ready_at_open < 0:
                 work.ready_at_open = 0
         self._samples = 0
@@ -633,6 +635,8 @@ class StepClock:
     def _sampled(self, work: StepWork, now: int, writer: RingWriter) -> None:
         """A sampled step closes: how much of the loop's own work was blocked, to the ring's header."""
         (pre_wall, pre_ready), (post_wall, post_ready) = work.sampled_parts(now)
+        if work.ready.thread_reads != self._ready_thread:
+            return  # read on two threads: their clocks do not compare
         blocked = self._blocked
         blocked.add(pre_wall, pre_ready, after_step=False)
         blocked.add(post_wall, post_ready, after_step=True)

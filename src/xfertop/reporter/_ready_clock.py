@@ -39,6 +39,9 @@ class ReadyClock:
         self._fd = -1
         self._tid = 0
         self._unreadable = False
+        #: Counts the threads read: a sample whose reads were not all of one thread (a loader read on a
+        #: prefetch thread while the model runs on the main one) is no sample (StepClock._sampled).
+        self.thread_reads = 0
 
     def ready_ns(self) -> int:
         if self._unreadable:
@@ -60,6 +63,7 @@ class ReadyClock:
     def _open(self, tid: int) -> None:
         self.close()
         self._tid = tid
+        self.thread_reads += 1
         try:
             self._fd = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
