@@ -159,28 +159,38 @@ print(f"truth {pre / wall:.4f} {post / wall:.4f}", file=sys.stderr, flush=True)
 """
 
 
-# No DataLoader: a producer thread makes each batch (8 ms of a "read", a sleep) and feeds a queue; the
-# loop gets its batches from the queue and trains a small model.
+# No DataLoader: a producer thread makes each batch (40 ms of a "read", a sleep: slower than the model's
+# step even on a loaded machine, where that step took 24 ms and the producer kept ahead) and feeds a queue;
+# the loop gets its batches from the queue and trains a small model. The producer is stopped before the
+# script exits: a thread still in a torch op at interpreter exit aborts the process ("terminate called
+# without an active exception", exit 134), plainly as under `xfertop run` (on the H100 the job aborted so).
 PRODUCER = """
 import queue, threading, time
 import torch
 
 batches = queue.Queue(maxsize=2)
+stop = threading.Event()
 
 def produce():
-    while True:
-        time.sleep(0.008)
-        batches.put(torch.randn(16, 32))
+    while not stop.is_set():
+        time.sleep(0.04)
+        try:
+            batches.put(torch.randn(16, 32), timeout=0.1)
+        except queue.Full:
+            pass
 
-threading.Thread(target=produce, daemon=True).start()
+producer = threading.Thread(target=produce)
+producer.start()
 model = torch.nn.Linear(32, 8)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-for step in range(300):
+for step in range(100):
     x = batches.get()
     loss = model(x).square().mean()
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
+stop.set()
+producer.join()
 """
 
 # KNOWN_PARTS with a 10 ms sleep after the step (a rate limiter) where it computed for 4 ms.
