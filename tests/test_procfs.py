@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from xfertop import wire
-from xfertop.procfs import split_stat
+from xfertop.procfs import run_delay_ns, split_stat
 from xfertop.sources.gpu import gpu_facts
 from xfertop.sources.host import proc_placement
 from xfertop.sources.host import source as host
@@ -214,3 +214,11 @@ def test_the_name_runs_to_the_last_parenthesis() -> None:
 def test_live_start_ticks_agree_with_the_host_view() -> None:
     data = Path("/proc/self/stat").read_bytes()
     assert wire.process_start_ticks() == host._parse_process_stat(data).start_ticks  # type: ignore[union-attr]
+
+
+def test_the_run_delay_is_schedstats_second_field_and_a_malformed_one_is_none() -> None:
+    assert run_delay_ns(b"1198233 130645 2\n") == 130645
+    assert run_delay_ns(Path("/proc/self/schedstat").read_bytes()) is not None  # the live file's shape
+    assert (
+        run_delay_ns(b"1198233\n") is None and run_delay_ns(b"1 -5 2") is None and run_delay_ns(b"") is None
+    )

@@ -1,5 +1,6 @@
 """The one reading of /proc/<pid>/stat: "pid (comm) state ppid ...", where comm (field 2) may hold
-spaces and parentheses, so fields 3 on are what follows the LAST ')'.
+spaces and parentheses, so fields 3 on are what follows the LAST ')'; and of /proc/<pid>/schedstat's
+run delay.
 
 Standard library only and no xfertop import: the reporter (through ``wire``) and every source use it.
 Each user keeps its own rule for what it needs of the fields (how many, which may be missing).
@@ -27,3 +28,14 @@ def split_stat(data: AnyStr) -> tuple[AnyStr, AnyStr | None, AnyStr] | None:
         return None
     comm = data[open_ + 1 : close] if open_ >= 0 else None
     return data[:close], comm, data[close + 1 :]
+
+
+def run_delay_ns(schedstat: bytes) -> int | None:
+    """/proc/<pid>/schedstat ("<ns on a CPU> <ns runnable, waiting for a CPU> <timeslices>", of the thread
+    whose id is pid): the ns it waited for a CPU while it could run; None where malformed. The file
+    exists where the kernel has CONFIG_SCHED_INFO (distribution kernels do). Read by the host source for
+    DataLoader workers and by the reporter for the loop's thread (reporter/_ready_clock.py)."""
+    fields = schedstat.split(None, 2)
+    if len(fields) < 2 or not fields[1].isdigit():
+        return None
+    return int(fields[1])

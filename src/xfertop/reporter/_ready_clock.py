@@ -23,6 +23,8 @@ import os
 import threading
 import time
 
+from xfertop.procfs import run_delay_ns
+
 #: The least time between two sampled steps.
 SAMPLE_NS = 100_000_000
 #: The least sampled wall time of a part for its blocked share to be written.
@@ -53,12 +55,14 @@ class ReadyClock:
             # The file's CPU time (its first field) is the scheduler's last update, up to a tick old for a
             # running thread (it read spinning work as 20% blocked); the thread's CPU clock is exact. Its
             # run delay (the second) is complete while the thread runs: added when it got its CPU.
-            waiting = os.pread(self._fd, 128, 0).split(None, 2)[1]
-            return time.thread_time_ns() + int(waiting)
-        except (OSError, ValueError):
+            waiting = run_delay_ns(os.pread(self._fd, 128, 0))
+        except OSError:
+            waiting = None
+        if waiting is None:
             self.close()
             self._unreadable = True  # no schedstat (a kernel without CONFIG_SCHED_INFO): never again
             return -1
+        return time.thread_time_ns() + waiting
 
     def _open(self, tid: int) -> None:
         self.close()

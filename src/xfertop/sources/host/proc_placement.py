@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xfertop.model.topology import ProcessPlacement, WatchedProcess
-from xfertop.procfs import split_stat
+from xfertop.procfs import run_delay_ns, split_stat
 from xfertop.sources.host.proc_memory import parse_numa_maps_bytes_by_node, parse_status_value
 from xfertop.sources.topology.sysfs_pci import parse_cpulist
 
@@ -76,13 +76,9 @@ def read_proc_file(path: str) -> bytes:
 
 
 def parse_run_delay_s(data: bytes) -> float | None:
-    """/proc/<pid>/schedstat ("<ns on a CPU> <ns runnable, waiting for a CPU> <timeslices>", of the thread
-    whose id is pid): the seconds it waited for a CPU while it could run; None where malformed. The file
-    exists where the kernel has CONFIG_SCHED_INFO (distribution kernels do)."""
-    fields = data.split()
-    if len(fields) < 2 or not fields[1].isdigit():
-        return None
-    return int(fields[1]) / 1e9
+    """/proc/<pid>/schedstat's run delay in seconds (procfs.run_delay_ns); None where malformed."""
+    delay_ns = run_delay_ns(data)
+    return None if delay_ns is None else delay_ns / 1e9
 
 
 def _stat_ppid(data: bytes) -> int | None:
