@@ -34,8 +34,15 @@ def run_delay_ns(schedstat: bytes) -> int | None:
     """/proc/<pid>/schedstat ("<ns on a CPU> <ns runnable, waiting for a CPU> <timeslices>", of the thread
     whose id is pid): the ns it waited for a CPU while it could run; None where malformed. The file
     exists where the kernel has CONFIG_SCHED_INFO (distribution kernels do). Read by the host source for
-    DataLoader workers and by the reporter for the loop's thread (reporter/_ready_clock.py)."""
-    fields = schedstat.split(None, 2)
+    DataLoader workers and by the reporter for the loop's thread (reporter/_ready_clock.py).
+
+    None too for "0 0 0": a kernel that keeps no scheduler statistics (CONFIG_SCHEDSTATS off and delay
+    accounting off) prints zeros, which would read as a thread that never waited for a CPU. A thread
+    that has run at all has a timeslice counted where they are kept (a just-started one may still show
+    0 ns on a CPU: "0 2788530 1")."""
+    fields = schedstat.split()
     if len(fields) < 2 or not fields[1].isdigit():
+        return None
+    if fields[:3] == [b"0", b"0", b"0"]:
         return None
     return int(fields[1])

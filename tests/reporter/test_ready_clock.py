@@ -3,10 +3,16 @@ own work that computes from work that waits, blocked (reporter/_ready_clock.py).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
+import pytest
+
 from xfertop.reporter._ready_clock import MIN_SAMPLED_NS, BlockedShares, ReadyClock
+
+#: The clock reads schedstat: a kernel without CONFIG_SCHED_INFO has none (the clock then says -1).
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/schedstat"), reason="no schedstat here")
 
 
 def _ready_over(clock: ReadyClock, work) -> tuple[int, int]:
@@ -39,6 +45,30 @@ def test_reads_on_another_thread_are_told_apart() -> None:
     other.join()
     assert clock.thread_reads != first
     assert clock.ready_ns() > 0 and clock.thread_reads != first
+
+
+def test_two_threads_reading_at_once_both_read_and_leave_one_file_open() -> None:
+    # A prefetch thread's loader read and the main thread's model hooks may read the clock together: one
+    # thread's reopening must not close the file under the other's read (which read EBADF and turned the
+    # clock off for the rest of the run) nor leave files behind.
+    clock = ReadyClock()
+    files_before = len(os.listdir("/proc/self/fd"))
+    failed = []
+    start = threading.Barrier(2)
+
+    def read_many() -> None:
+        start.wait()
+        failed.extend(value for value in (clock.ready_ns() for _ in range(3000)) if value < 0)
+
+    threads = [threading.Thread(target=read_many) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failed and clock.ready_ns() > 0
+    assert len(os.listdir("/proc/self/fd")) <= files_before + 1
+    clock.close()
+    assert len(os.listdir("/proc/self/fd")) == files_before
 
 
 def test_the_shares_follow_what_the_loop_does_now() -> None:

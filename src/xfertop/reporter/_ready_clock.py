@@ -35,49 +35,70 @@ HALVE_AFTER_NS = 500_000_000
 
 
 class ReadyClock:
-    """The calling thread's ready time (ns on a CPU plus ns waiting for one), -1 where not readable."""
+    """The calling thread's ready time (ns on a CPU plus ns waiting for one), -1 where not readable.
+
+    Any thread may call it (a loader read on a prefetch thread while the model's hooks run on the main
+    one): the open file is one, and os.open, pread and close release the GIL, so a lock keeps one thread
+    from closing or replacing the file another is reading (which read EBADF, and could have closed a file
+    of the job's that took its number). Held for one pread, on sampled steps only.
+    """
 
     def __init__(self) -> None:
         self._fd = -1
         self._tid = 0
         self._unreadable = False
+        self._lock = threading.Lock()
         #: Counts the threads read: a sample whose reads were not all of one thread (a loader read on a
         #: prefetch thread while the model runs on the main one) is no sample (StepClock._sampled).
         self.thread_reads = 0
 
     def ready_ns(self) -> int:
-        if self._unreadable:
-            return -1
-        tid = threading.get_native_id()
-        if tid != self._tid:  # another thread, or a forked child: its own file
-            self._open(tid)
-        try:
-            # The file's CPU time (its first field) is the scheduler's last update, up to a tick old for a
-            # running thread (it read spinning work as 20% blocked); the thread's CPU clock is exact. Its
-            # run delay (the second) is complete while the thread runs: added when it got its CPU.
-            waiting = run_delay_ns(os.pread(self._fd, 128, 0))
-        except OSError:
-            waiting = None
-        if waiting is None:
-            self.close()
-            self._unreadable = True  # no schedstat (a kernel without CONFIG_SCHED_INFO): never again
-            return -1
-        return time.thread_time_ns() + waiting
+        with self._lock:
+            if self._unreadable:
+                return -1
+            tid = threading.get_native_id()
+            if tid != self._tid and not self._open(tid):  # another thread, or a forked child: its file
+                return -1
+            try:
+                # The file's CPU time (its first field) is the scheduler's last update, up to a tick old
+                # for a running thread (it read spinning work as 20% blocked); the thread's CPU clock is
+                # exact. Its run delay (the second) is complete while the thread runs: added when it got
+                # its CPU.
+                data = os.pread(self._fd, 128, 0)
+            except OSError:  # this read only: the file is opened again at the next
+                self._close()
+                return -1
+            waiting = run_delay_ns(data)
+            if waiting is None:  # malformed, or a kernel that keeps no run delay ("0 0 0"): never again
+                self._close()
+                self._unreadable = True
+                return -1
+            return time.thread_time_ns() + waiting
 
-    def _open(self, tid: int) -> None:
-        self.close()
+    def _open(self, tid: int) -> bool:
+        self._close()
         self._tid = tid
         self.thread_reads += 1
         try:
             self._fd = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
+        except FileNotFoundError:  # no schedstat (a kernel without CONFIG_SCHED_INFO): never again
             self._unreadable = True
+            return False
+        except OSError:  # out of files, say: this read only
+            self._tid = 0
+            return False
+        return True
 
     def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         if self._fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
             self._fd = -1
+            self._tid = 0
 
 
 class BlockedShares:
