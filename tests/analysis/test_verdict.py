@@ -949,6 +949,27 @@ def test_a_loop_whose_own_work_is_mostly_checkpoints_names_them_first() -> None:
     assert "by hand" not in advice_text(optimized) and "fused=True" not in advice_text(optimized)
 
 
+def test_a_loop_bound_headline_says_the_share_of_the_part_it_names() -> None:
+    # Session 50's trial: a checkpointing job (2% of each step before the model, 24% after the step)
+    # read "the loop's own work after the step ... it takes 26% of each step", both parts' sum under one
+    # part's name, where its own summary said "loop after the step 24%".
+    def steps(pre_ms: float) -> list:
+        return [
+            step_record(i, model_ms=76.0 - pre_ms, loop_pre_ms=pre_ms, loop_post_ms=24.0) for i in range(60)
+        ]
+
+    small = rank_verdict(steps(2.0))
+    assert small.kind == "loop-bound", small.headline
+    assert small.headline.startswith(
+        "loop-bound: the loop's own work after the step holds the step; it takes 24%"
+    )
+    both = rank_verdict(steps(9.0))
+    assert both.headline.startswith(
+        "loop-bound: the loop's own work after the step (24%) and before the model (9%) holds the step; it "
+        "takes 33% of each step"
+    ), both.headline
+
+
 def test_a_two_rank_stragglers_headline_compares_it_with_the_other_rank_not_with_itself() -> None:
     fixture = load_window("straggler_ddp4")
     straggler = next(r for r in fixture.ranks if r.rank == 2)

@@ -180,6 +180,11 @@ STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE = 0.05
 #: The loop's own work (before the model or after the step) that holds the GPU idle, or on a CPU the
 #: loop's wall, at least this share: loop-bound (the same bar as the input's).
 LOOP_WARN_SHARE = 0.10
+#: A loop-bound headline names the loop's other part (before the model, after the step) beside the one
+#: that leads, each with its share, from this share of the step; below it only the leading part and its
+#: own share are said (a trial's checkpointing job read "after the step ... it takes 26%" where the
+#: work after the step was 24% and 2% came before the model).
+LOOP_PART_NAMED_SHARE = 0.05
 #: The loop's thread was blocked (neither on a CPU nor waiting for one: RankState.loop_pre_blocked_share)
 #: through at least this share of its own work before the model: that work is a wait for its batches (a
 #: queue's get() for a producer thread's, a socket, a read), input, not work to move elsewhere; after the

@@ -32,6 +32,7 @@ from xfertop.analysis.thresholds import (
     INPUT_CRITICAL_SHARE,
     INPUT_WARN_SHARE,
     LOOP_BLOCKED_SHARE,
+    LOOP_PART_NAMED_SHARE,
     LOOP_WARN_SHARE,
     NESTED_PASS_WARN_SHARE,
     ONE_OFF_STALL_SHARE,
@@ -491,8 +492,13 @@ def _where_loop(sig: Signals) -> str:
 
 
 def _loop_write(sig: Signals) -> RuleResult:
-    waits = f"the GPU sits idle {pct(sig.loop)} of each step" if sig.stats.idle is not None else ""
-    holds = waits or f"it takes {pct(sig.loop)} of each step"
+    # The share said is the named part's own: both parts' sum only where both are named, each with its own.
+    before = sig.loop_pre >= sig.loop_post
+    other = sig.loop_post if before else sig.loop_pre
+    both = other >= LOOP_PART_NAMED_SHARE
+    said = sig.loop if both else max(sig.loop_pre, sig.loop_post)
+    waits = f"the GPU sits idle {pct(said)} of each step" if sig.stats.idle is not None else ""
+    holds = waits or f"it takes {pct(said)} of each step"
     advice = advise.loop_bound_advice(
         sig.loop_pre >= sig.loop_post,
         sig.on_gpu,
@@ -506,7 +512,7 @@ def _loop_write(sig: Signals) -> RuleResult:
     if saving >= CHECKPOINT_WARN_SHARE and saving >= CHECKPOINT_LEADS_LOOP_SHARE * sig.loop:
         # The loop's work is mostly torch.save every N steps: its remedy first, the bookkeeping's only
         # where the rest of the loop's work would still be named on its own.
-        what = f" (saving checkpoints: {pct(saving)} of the time)"
+        what = f"saving checkpoints: {pct(saving)} of the time"
         rest = advice if sig.loop - saving >= LOOP_WARN_SHARE else advice[-1:]
         advice = [*advise.checkpoint_advice(sig.stats), *rest]
     passes = sig.stats.nested_pass_share
@@ -520,7 +526,16 @@ def _loop_write(sig: Signals) -> RuleResult:
             f"({advise.passes_when(sig.stats)}) take {pct(passes)} of the time"
         )
     else:
-        headline = f"loop-bound: the loop's own work {_where_loop(sig)}{what} holds the step; {holds}"
+        where = _where_loop(sig)
+        if both:
+            lead = max(sig.loop_pre, sig.loop_post)
+            where = (
+                f"{where} ({pct(lead)}{f'; {what}' if what else ''}) and "
+                f"{'after the step' if before else 'before the model'} ({pct(other)})"
+            )
+        elif what:
+            where = f"{where} ({what})"
+        headline = f"loop-bound: the loop's own work {where} holds the step; {holds}"
     if sig.busy is not None:
         headline += f" ({_busy_text(sig)})"
     return _severity(sig.loop, INPUT_CRITICAL_SHARE), headline, advice
