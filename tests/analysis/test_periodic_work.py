@@ -282,7 +282,7 @@ def host_ahead_of_the_gpu(count: int, validate_every: int = 0, queue_steps: int 
     1 ms of host work a step queues 7 ms of kernels, the host runs at most ``queue_steps`` steps ahead (the
     launch queue, the caching allocator; 0: it waits for each step's kernels), and every
     ``validate_every`` steps a pass queues 8 batches of 2.5 ms of kernels after the model and waits for
-    them (``float(correct)``), which drains the queue."""
+    them (``float(correct)``), which drains the queue. Each step copies its batch to the GPU (2 MB)."""
     host_ms, kernels_ms, pass_kernels_ms = 1.0, 7.0, 8 * 2.5
     now = gpu_free = 0.0
     done: list[float] = []  # when each step's kernels finished
@@ -304,7 +304,12 @@ def host_ahead_of_the_gpu(count: int, validate_every: int = 0, queue_steps: int 
             now += post
         steps.append(
             step_record(
-                i, model_ms=now - began - post, loop_post_ms=post, nested_pass=validating, partitioned=True
+                i,
+                model_ms=now - began - post,
+                loop_post_ms=post,
+                nested_pass=validating,
+                partitioned=True,
+                h2d_bytes=2 << 20,
             )
         )
     return steps
@@ -331,6 +336,32 @@ def test_a_pass_that_drains_queued_work_costs_what_it_added_to_the_window() -> N
     verdict = rank_verdict(with_passes, gpu_busy_share=0.99)
     assert f"took {round(truth * 100)}% of the time beyond a typical step" in advice_text(verdict), (
         verdict.advice
+    )
+
+
+def test_a_cpu_jobs_checkpoints_cost_their_steps_whatever_the_steps_after_them() -> None:
+    """Session 50's trial: a CPU job saving every 5 steps (76 MB, ~200 ms) read "saving checkpoints: 16% of
+    the time" where its own timers said 24%: its model steps ran 46-96 ms by themselves, and the short ones
+    after each save were counted back as a GPU queue refilling. A CPU job has no queue: each save costs
+    what its step took beyond a typical one."""
+    jitter = [0.0, -13.0, -14.0, -16.0, -33.0, 6.0, 9.0, -2.0, 4.0, 12.0, 1.0, -5.0]
+    steps = [
+        step_record(
+            i,
+            model_ms=84.0 + jitter[i % len(jitter)],
+            loop_post_ms=200.0 if i % 5 == 0 else 0.3,
+            checkpoint=i % 5 == 0,
+            partitioned=True,
+        )
+        for i in range(300)
+    ]
+    window = stats_window(steps)
+    typical = statistics.median(s.wall_ms for s in window)
+    truth = sum(s.wall_ms - typical for s in window if s.checkpoint) / sum(s.wall_ms for s in window)
+    stats = window_stats(steps)
+    assert stats is not None and stats.checkpoint_share == pytest.approx(truth, abs=0.01), (
+        stats.checkpoint_share,
+        truth,
     )
 
 
