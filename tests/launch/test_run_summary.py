@@ -321,6 +321,8 @@ def test_the_loops_own_work_that_waits_blocked_is_told_from_work_that_computes(t
     assert "the loop's own code before the model waits" in verdict["headline"], verdict["headline"]
     assert verdict["evidence"]["loop_pre_blocked_share"] >= 0.6, verdict["evidence"]
     assert "producer of the job's own" in " ".join(verdict["advice"]), verdict["advice"]
+    # Blocked is not always input (a lock, the GIL, a rate limiter's sleep): the advice says so.
+    assert "a lock another thread holds" in " ".join(verdict["advice"]), verdict["advice"]
     # The loop's own parts spent computing (KNOWN_PARTS spins 6 ms before the model, 4 ms after): its work.
     computing = _run(tmp_path, KNOWN_PARTS)
     assert computing.returncode == 0, computing.stderr

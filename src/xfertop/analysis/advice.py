@@ -870,7 +870,9 @@ def own_producer_advice(reads_a_loader: bool) -> list[str]:
     return [
         "The loop's thread is blocked, not computing, in its own code between getting a batch and the "
         "model: it waits for input a producer of the job's own makes (a thread or process feeding a queue, "
-        "a socket, a file or a service it reads)." + loader,
+        "a socket, a file or a service it reads)." + loader + " Where it waits for something else (a lock "
+        "another thread holds, the GIL while the job's other threads run Python, a sleep or a rate "
+        "limiter), that wait is what to remove.",
         "Make that producer keep ahead: more of them in parallel, a larger queue, cheaper batches; a "
         "DataLoader over an IterableDataset with num_workers > 0 (persistent_workers=True) runs the "
         "producer in worker processes, ahead of the loop.",
