@@ -970,6 +970,26 @@ def test_a_loop_bound_headline_says_the_share_of_the_part_it_names() -> None:
     ), both.headline
 
 
+def test_a_second_cause_over_its_own_bar_is_named_after_the_first() -> None:
+    # Session 50's trial: numpy metrics after the step (31% of each step) with a 0-worker loader waiting
+    # 18%: loop-bound, right, and the wait, over the input's own bar, went unsaid.
+    steps = [step_record(i, model_ms=51.0, wait_ms=18.0, loop_post_ms=31.0) for i in range(60)]
+    verdict = rank_verdict(steps, dataloader_workers=0)
+    assert verdict.kind == "loop-bound", verdict.headline
+    assert verdict.advice[-1] == (
+        "Next: the wait for data (num_workers=0) takes 18% of each step, over that bar too."
+    )
+    # Under its bar (8%), nothing more is said; nor is the headline's own cause said twice.
+    under = rank_verdict([step_record(i, model_ms=61.0, wait_ms=8.0, loop_post_ms=31.0) for i in range(60)])
+    assert not any(line.startswith("Next:") for line in under.advice), under.advice
+    flipped = rank_verdict(
+        [step_record(i, model_ms=51.0, wait_ms=31.0, loop_post_ms=18.0) for i in range(60)]
+    )
+    assert flipped.kind == "input-bound" and flipped.advice[-1].startswith(
+        "Next: the loop's own work (before the model 0%, after the step 18%) takes 18% of each step"
+    ), flipped.advice
+
+
 def test_a_two_rank_stragglers_headline_compares_it_with_the_other_rank_not_with_itself() -> None:
     fixture = load_window("straggler_ddp4")
     straggler = next(r for r in fixture.ranks if r.rank == 2)

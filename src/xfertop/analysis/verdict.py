@@ -830,6 +830,8 @@ def _judge(
         memory_advice.insert(0, advise.between_iterations_advice(between))
     rule = next(rule for rule in RULES if rule.applies(sig))
     severity, headline, advice = rule.write(sig)
+    if rule.kind in _ALSO_AFTER_KINDS:
+        advice = [*advice, *_also_over_their_bars(sig, _OWN_CAUSE.get(rule.name))]
     if rule.name == "untimed-copies":
         found = _untimed_copy(sig)
         assert found is not None
@@ -838,6 +840,44 @@ def _judge(
             _round(found["pageable_share"], 4),
         ]
     return Verdict(rule.kind, severity, headline, evidence, tuple(advice + memory_advice), rule.name)
+
+
+#: The verdicts after which another cause over its own bar is named (a headline names one cause, the
+#: largest; a trial's job read loop-bound at 31% with its 18% wait for the DataLoader unsaid). Not after
+#: healthy, host-bound or a straggler, whose advice already speaks of the step as a whole.
+_ALSO_AFTER_KINDS = frozenset(
+    {"input-bound", "loop-bound", "sync-bound", "copy-bound", "compute-bound", "launch-bound"}
+)
+#: The cause each rule's headline already names.
+_OWN_CAUSE = {
+    "input-bound": "input",
+    "sync-then-host-work": "loop",
+    "loop-work": "loop",
+    "copy-bound": "copy",
+    "untimed-copies": "copy",
+}
+
+
+def _also_over_their_bars(sig: Signals, own: str | None) -> list[str]:
+    """One line for each cause besides the headline's that holds its own bar: what to look at next."""
+
+    def line(share: float, what: str) -> str:
+        if sig.stats.idle is not None:
+            return f"Next: the GPU also sits idle {pct(share)} of each step {what[1]}, over that bar too."
+        return f"Next: {what[0]} {pct(share)} of each step, over that bar too."
+
+    lines = []
+    if own != "input" and sig.input >= INPUT_WARN_SHARE:
+        workers = " (num_workers=0)" if sig.workers == 0 else ""
+        lines.append(line(sig.input, (f"the wait for data{workers} takes", f"waiting for data{workers}")))
+    if own != "loop" and sig.loop >= LOOP_WARN_SHARE:
+        parts = f"(before the model {pct(sig.loop_pre)}, after the step {pct(sig.loop_post)})"
+        lines.append(
+            line(sig.loop, (f"the loop's own work {parts} takes", f"through the loop's own work {parts}"))
+        )
+    if own != "copy" and sig.copy >= COPY_WARN_SHARE and sig.copy_explained:
+        lines.append(line(sig.copy, ("host-to-device copies take", "through host-to-device copies")))
+    return lines
 
 
 def context_evidence(context: Context) -> dict[str, Any]:
