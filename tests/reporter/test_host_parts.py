@@ -85,6 +85,36 @@ def test_a_sync_before_the_first_work_is_not_loop_work(monkeypatch: pytest.Monke
     assert step.work.sync_ns == 7 * MS
 
 
+class ReadyAt:
+    """The loop thread's ready time as the scheduler would give it (the OS boundary): set by the test."""
+
+    def __init__(self) -> None:
+        self.ns = 1
+
+    def ready_ns(self) -> int:
+        return self.ns
+
+
+def test_a_sampled_steps_blocked_parts_leave_out_their_syncs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Sampled (the clock set ready_at_open): before the model a 10 ms sync spinning on its CPU (CUDA's
+    # default wait), then 3 ms blocked in a queue's get(); after the step 5 ms blocked in a sleep, then a
+    # 20 ms loss.item() spinning. The loop's parts are the 3 and 5 ms (loop_ns), both blocked throughout:
+    # with the syncs in their spans they read 3 of 13 and 5 of 25 blocked.
+    step = Marks(monkeypatch)
+    ready = ReadyAt()
+    step.work.ready = ready  # type: ignore[assignment]
+    step.work.ready_at_open = ready.ns
+    ready.ns += 10 * MS
+    step.at(10).synced(10 * MS)
+    step.at(13).starting()  # the model's first call
+    ready.ns += 7 * MS
+    step.at(20).model_ended()  # 7 ms of the model on its CPU
+    ready.ns += 20 * MS
+    step.at(45).synced(20 * MS)  # after the 5 ms sleep
+    assert step.loop_ns_at_close(45) == (3 * MS, 5 * MS)
+    assert step.work.sampled_parts(T0 + 45 * MS) == ((3 * MS, 0), (5 * MS, 0))
+
+
 def test_the_loop_work_after_the_step_starts_at_the_models_last_end(monkeypatch: pytest.MonkeyPatch) -> None:
     step = Marks(monkeypatch)
     step.at(1).starting()
