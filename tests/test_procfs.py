@@ -224,6 +224,8 @@ def test_the_run_delay_is_schedstats_second_field_and_a_malformed_one_is_none() 
     )
     # A kernel that keeps no scheduler statistics prints zeros: unknown, not "never waited for a CPU"; a
     # thread just started may show no CPU time yet beside a real run delay.
-    assert run_delay_ns(b"0 0 0\n") is None and run_delay_ns(b"0 2788530 1\n") == 2788530 and (
-        run_delay_ns(b"5 0 1\n") == 0
+    assert (
+        run_delay_ns(b"0 0 0\n") is None
+        and run_delay_ns(b"0 2788530 1\n") == 2788530
+        and (run_delay_ns(b"5 0 1\n") == 0)
     )

@@ -861,22 +861,23 @@ _OWN_CAUSE = {
 def _also_over_their_bars(sig: Signals, own: str | None) -> list[str]:
     """One line for each cause besides the headline's that holds its own bar: what to look at next."""
 
-    def line(share: float, what: str) -> str:
+    def line(share: float, on_the_host: str, idling: str) -> str:
+        """``on_the_host``: what takes the share of the host's step; ``idling``: what the GPU idles in."""
         if sig.stats.idle is not None:
-            return f"Next: the GPU also sits idle {pct(share)} of each step {what[1]}, over that bar too."
-        return f"Next: {what[0]} {pct(share)} of each step, over that bar too."
+            return f"Next: the GPU also sits idle {pct(share)} of each step {idling}, over that bar too."
+        return f"Next: {on_the_host} {pct(share)} of each step, over that bar too."
 
     lines = []
     if own != "input" and sig.input >= INPUT_WARN_SHARE:
         workers = " (num_workers=0)" if sig.workers == 0 else ""
-        lines.append(line(sig.input, (f"the wait for data{workers} takes", f"waiting for data{workers}")))
+        lines.append(line(sig.input, f"the wait for data{workers} takes", f"waiting for data{workers}"))
     if own != "loop" and sig.loop >= LOOP_WARN_SHARE:
         parts = f"(before the model {pct(sig.loop_pre)}, after the step {pct(sig.loop_post)})"
         lines.append(
-            line(sig.loop, (f"the loop's own work {parts} takes", f"through the loop's own work {parts}"))
+            line(sig.loop, f"the loop's own work {parts} takes", f"through the loop's own work {parts}")
         )
     if own != "copy" and sig.copy >= COPY_WARN_SHARE and sig.copy_explained:
-        lines.append(line(sig.copy, ("host-to-device copies take", "through host-to-device copies")))
+        lines.append(line(sig.copy, "host-to-device copies take", "through host-to-device copies"))
     return lines
 
 
