@@ -84,6 +84,18 @@ def _starved(workers: int = 4) -> RankState:
     )
 
 
+def test_a_cpu_job_without_workers_on_two_cores_is_told_to_split_them() -> None:
+    # The cores come from the training process's affinity, as the host source reads it.
+    rank = dataclasses.replace(_starved(workers=0), device="cpu")
+    advice = _advice(
+        _verdict(rank, host=_host_with_workers(rank, (0, 1), core_busy=60.0, workers=0, cores=2))
+    )
+    assert "share this process's 2 cores with the model's threads" in advice, advice
+    assert "Set num_workers to 2-4" not in advice, advice
+    wide = _host_with_workers(rank, tuple(range(16)), core_busy=60.0, workers=0, cores=16)
+    assert "Set num_workers to 2-4 and raise it" in _advice(_verdict(rank, host=wide))
+
+
 def test_workers_confined_to_fewer_cores_than_workers_are_not_told_to_add_workers() -> None:
     rank = _starved(workers=4)
     verdict = _verdict(rank, host=_host_with_workers(rank, allowed=(3,), core_busy=100.0))

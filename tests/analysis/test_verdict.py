@@ -1111,3 +1111,15 @@ def test_a_cpu_jobs_num_workers_advice_counts_no_gpus() -> None:
     assert "Set num_workers to 2-4 and raise it" in on_cpu, on_cpu
     on_gpu = advice_text(judge(stats, dataloader_workers=0, context=Context()))
     assert "Set num_workers to 2-4 per GPU" in on_gpu, on_gpu
+    # Session 50's trial: a text job tokenising in its collate_fn on a 2-core box ran no faster with 1 or
+    # 2 workers: they share the cores with the model's threads. On a few cores the advice splits them.
+    two = advice_text(judge(stats, dataloader_workers=0, context=Context(on_gpu=False, cores_allowed=2)))
+    assert "Set num_workers to 2-4" not in two, two
+    assert "share this process's 2 cores with the model's threads: try num_workers=1 with " in two, two
+    assert "torch.set_num_threads(2 - num_workers)" in two, two
+    four = advice_text(judge(stats, dataloader_workers=0, context=Context(on_gpu=False, cores_allowed=4)))
+    assert "try num_workers=1-3 with torch.set_num_threads(4 - num_workers)" in four, four
+    one = advice_text(judge(stats, dataloader_workers=0, context=Context(on_gpu=False, cores_allowed=1)))
+    assert "1 core only" in one and "num_workers=1" not in one, one
+    many = advice_text(judge(stats, dataloader_workers=0, context=Context(on_gpu=False, cores_allowed=16)))
+    assert "Set num_workers to 2-4 and raise it" in many, many

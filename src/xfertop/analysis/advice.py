@@ -17,6 +17,7 @@ from xfertop.analysis.thresholds import (
     BURSTY_P95_OVER_P50,
     CHECKPOINT_WARN_SHARE,
     CORES_SATURATED_PERCENT,
+    CPU_JOB_FEW_CORES,
     H2D_SEEN_OF_RX_MIN,
     INPUT_WARN_SHARE,
     LOOP_BLOCKED_SHARE,
@@ -157,6 +158,29 @@ def _cheaper_samples(on_gpu: bool) -> str:
     augmentation moved after the copy (a CPU job has no GPU to move it to)."""
     gpu = "; augmentation moved onto the GPU after the copy" if on_gpu else ""
     return f"(less decoding, parsing or augmentation per sample; data kept decoded in memory{gpu})"
+
+
+def _no_workers_advice(context: Context) -> str:
+    """num_workers=0: how many workers to try. A CPU job's workers run on the cores its model's threads
+    use (torch takes one per core): on a few cores, raising num_workers alone oversubscribes them (a
+    trial's text job on 2 cores: 0, 1 and 2 workers ran 28.8, 32.8 and 27.0-31.3 s), and on one core no
+    worker can load beside the model."""
+    loaded = "num_workers=0: every batch is loaded and decoded inside the training loop. "
+    cores = context.cores_allowed
+    if context.on_gpu or cores is None or cores > CPU_JOB_FEW_CORES:
+        per_gpu = " per GPU" if context.on_gpu else ""  # a CPU job has none to count by
+        return loaded + f"Set num_workers to 2-4{per_gpu} and raise it until samples/s stops improving."
+    if cores == 1:
+        return loaded + (
+            "This process may run on 1 core only, which workers would share with the model: they cannot "
+            f"load beside it. Make each sample cheaper {_cheaper_samples(False)}, or give the job more cores."
+        )
+    return loaded + (
+        f"On a CPU job the workers share this process's {cores} cores with the model's threads: try "
+        f"num_workers=1{f'-{cores - 1}' if cores > 2 else ''} with torch.set_num_threads({cores} - "
+        "num_workers) for the model, and keep what gives the most samples/s (either raised alone "
+        "oversubscribes the cores)."
+    )
 
 
 def workers_mostly_wait(workers: WorkersEvidence, count: int) -> bool:
@@ -455,11 +479,7 @@ def input_bound_advice(
     if dataloader_workers == 0 and context.cgroup_cpu is not None and context.cgroup_cpu.throttled:
         advice += _no_workers_on_a_used_up_quota(context.cgroup_cpu, context.on_gpu)
     elif dataloader_workers == 0:
-        per_gpu = " per GPU" if context.on_gpu else ""  # a CPU job has none to count by
-        advice.append(
-            "num_workers=0: every batch is loaded and decoded inside the training loop. "
-            f"Set num_workers to 2-4{per_gpu} and raise it until samples/s stops improving."
-        )
+        advice.append(_no_workers_advice(context))
         advice.append(
             "Move decoding and augmentation off the main process: into DataLoader workers"
             + (", or onto the GPU after the copy." if context.on_gpu else ".")

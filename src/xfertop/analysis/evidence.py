@@ -193,6 +193,9 @@ class Context:
     #: blocked (RankState.loop_pre_blocked_share); None: not known.
     loop_pre_blocked_share: float | None = None
     loop_post_blocked_share: float | None = None
+    #: The cores the rank's process may run on (its affinity), while it steps; None: unknown. On a CPU job
+    #: its DataLoader workers would share them with the model's threads.
+    cores_allowed: int | None = None
 
     @property
     def rx_link_share(self) -> float | None:
@@ -350,6 +353,10 @@ def rank_context(
     if stepping and workers is None and previous is not None and rank.dataloader_workers:
         # The workers are gone (the loop ended, or between epochs) while its steps are still judged.
         workers, cgroup_cpu = previous.workers, cgroup_cpu or previous.cgroup_cpu
+    process = _find(host.processes, rank.pid) if host is not None and stepping else None
+    cores = len(process.cpus_allowed) if process is not None and process.cpus_allowed else None
+    if cores is None and previous is not None:
+        cores = previous.cores_allowed
     return Context(
         on_gpu=on_gpu,
         copies_measured=copies_measured,
@@ -363,4 +370,5 @@ def rank_context(
         cpu_optimizer=rank.cpu_optimizer,
         loop_pre_blocked_share=rank.loop_pre_blocked_share,
         loop_post_blocked_share=rank.loop_post_blocked_share,
+        cores_allowed=cores,
     )

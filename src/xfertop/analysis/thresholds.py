@@ -180,6 +180,10 @@ STRAGGLER_VICTIM_COMPUTE_EXCESS_SHARE = 0.05
 #: The loop's own work (before the model or after the step) that holds the GPU idle, or on a CPU the
 #: loop's wall, at least this share: loop-bound (the same bar as the input's).
 LOOP_WARN_SHARE = 0.10
+#: A CPU job without DataLoader workers on this many cores or fewer is told to split them between the
+#: workers and the model's threads (torch.set_num_threads), not to add 2-4 workers: on 2 cores a trial's
+#: job ran no faster with 1 or 2 workers beside torch's 2 intra-op threads.
+CPU_JOB_FEW_CORES = 4
 #: A loop-bound headline names the loop's other part (before the model, after the step) beside the one
 #: that leads, each with its share, from this share of the step; below it only the leading part and its
 #: own share are said (a trial's checkpointing job read "after the step ... it takes 26%" where the
