@@ -22,6 +22,7 @@ import contextlib
 import os
 import threading
 import time
+import weakref
 
 from xfertop.procfs import run_delay_ns
 
@@ -40,7 +41,9 @@ class ReadyClock:
     Any thread may call it (a loader read on a prefetch thread while the model's hooks run on the main
     one): the open file is one, and os.open, pread and close release the GIL, so a lock keeps one thread
     from closing or replacing the file another is reading (which read EBADF, and could have closed a file
-    of the job's that took its number). Held for one pread, on sampled steps only.
+    of the job's that took its number). Held for one pread, on sampled steps only, and never waited for:
+    a read that finds it held is no read (-1: that sample is dropped), so the job's threads never queue
+    on it. A process forked while another thread held it gets it free again (_forget_in_child).
     """
 
     def __init__(self) -> None:
@@ -48,12 +51,15 @@ class ReadyClock:
         self._tid = 0
         self._unreadable = False
         self._lock = threading.Lock()
+        _clocks.add(self)
         #: Counts the threads read: a sample whose reads were not all of one thread (a loader read on a
         #: prefetch thread while the model runs on the main one) is no sample (StepClock._sampled).
         self.thread_reads = 0
 
     def ready_ns(self) -> int:
-        with self._lock:
+        if not self._lock.acquire(blocking=False):
+            return -1
+        try:
             if self._unreadable:
                 return -1
             tid = threading.get_native_id()
@@ -74,6 +80,8 @@ class ReadyClock:
                 self._unreadable = True
                 return -1
             return time.thread_time_ns() + waiting
+        finally:
+            self._lock.release()
 
     def _open(self, tid: int) -> bool:
         self._close()
@@ -93,12 +101,30 @@ class ReadyClock:
         with self._lock:
             self._close()
 
+    def _forget_in_child(self) -> None:
+        """In a forked child: a lock another thread held at the fork stays held there for good (that thread
+        is not in the child); the file is the parent's thread's, and the child's thread has its own."""
+        self._lock = threading.Lock()
+        self._tid = 0
+
     def _close(self) -> None:
         if self._fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
             self._fd = -1
             self._tid = 0
+
+
+#: Every clock of the process, for the fork handler (weakly: a clock goes with its step clock).
+_clocks: weakref.WeakSet[ReadyClock] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for clock in list(_clocks):
+        clock._forget_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class BlockedShares:
