@@ -375,12 +375,13 @@ def _truth(stderr: str) -> dict[str, list[float]]:
     return walls
 
 
-def _tracks(steps: list[StepRecord], part: str, walls: list[float], first: int = 0) -> bool:
+def _tracks(steps: list[StepRecord], part: str, walls: list[float], first: int = 0, pieces: int = 1) -> bool:
     """Step by step, the clock's ``part`` (``loop_pre_ms``...) is the wall of the job's own work there
-    (``walls[step.step - first]``): the median difference is within 0.5 ms (what lies between the marks
-    besides the work: the loader's return, the hooks, the loop's own lines)."""
+    (``walls[step.step - first]``): the median difference is within 0.5 ms for each of the ``pieces`` the
+    part sums (what lies between the marks besides the work: the loader's or the model's return, the
+    hooks, the loop's own lines)."""
     differences = [getattr(step, part) - walls[step.step - first] for step in steps]
-    return abs(statistics.median(differences)) <= 0.5
+    return abs(statistics.median(differences)) <= 0.5 * pieces
 
 
 #: A tensor that says it lives on the GPU: its .item() / .tolist() / .cpu() take 5 ms, as a sync with a
@@ -605,8 +606,11 @@ def test_an_environment_stepped_between_the_policys_calls_is_the_loops_own_work(
     assert all(s.partitioned and s.optimizer_stepped for s in steps)
     environment = _truth(result.stderr)["environment"]
     per_update = [sum(environment[at : at + 4]) for at in range(0, len(environment), 4)]
-    # Step n runs from the end of optimizer step n to the next one's end: update n + 1's rollout.
-    assert _tracks(steps, "loop_pre_ms", per_update, first=-1), (per_update, steps)
+    # Step n runs from the end of optimizer step n to the next one's end: update n + 1's rollout, four
+    # pieces of environment between the policy's calls (each with a return and a call around it: the
+    # median difference read 0.28-0.51 ms on the 2-core VM, and failed the one piece's 0.5 ms in CI; as
+    # the model's, before session 48, it read -8 ms).
+    assert _tracks(steps, "loop_pre_ms", per_update, first=-1, pieces=4), (per_update, steps)
     assert statistics.median(s.model_ms for s in steps) < 0.25 * statistics.median(per_update), steps
 
 
